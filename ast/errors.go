@@ -1,0 +1,136 @@
+package ast
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error this package returns wraps one of them, so
+// callers can classify it with errors.Is.
+var (
+	// ErrSyntax: text given to Parse does not follow the text form.
+	ErrSyntax = errors.New("syntax error")
+	// ErrInvalid: a node is ill-formed (see Verify).
+	ErrInvalid = errors.New("invalid IR")
+	// ErrOutOfBounds: the interpreter met an access outside a buffer.
+	ErrOutOfBounds = errors.New("out-of-bounds access")
+	// ErrRuntime: the interpreter met another run-time fault (an integer
+	// division by zero, a binding outside its block's domain, an access
+	// outside the block's declared region, a bad argument).
+	ErrRuntime = errors.New("run-time error")
+)
+
+// ParseError is a syntax or validity error in the text form, at a position.
+type ParseError struct {
+	Filename string // empty unless set by the caller
+	Pos      Pos
+	Msg      string
+	Err      error // ErrSyntax, or the *VerifyError found at Pos
+}
+
+func (e *ParseError) Error() string {
+	if e.Filename != "" {
+		return fmt.Sprintf("%s:%s: %s", e.Filename, e.Pos, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+}
+
+// Unwrap returns ErrSyntax or the underlying *VerifyError.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// VerifyError describes an ill-formed node found by [Verify].
+type VerifyError struct {
+	Node Node   // the offending node
+	Msg  string // what is wrong, in one sentence
+}
+
+func (e *VerifyError) Error() string { return "ast: verify: " + e.Msg }
+
+// Unwrap returns ErrInvalid.
+func (e *VerifyError) Unwrap() error { return ErrInvalid }
+
+// Nodes returns the offending node, for [Mark].
+func (e *VerifyError) Nodes() []Node { return []Node{e.Node} }
+
+// OutOfBoundsError is an access outside a buffer's shape met by [Interpret].
+type OutOfBoundsError struct {
+	Buffer *Buffer
+	Index  []int64 // the index that was accessed
+	Shape  []int64 // the buffer's shape at run time
+	Access Node    // the *Load or *Store
+	Stmt   Stmt    // the statement executing the access
+	Block  string  // the innermost block around the access, if any
+}
+
+func (e *OutOfBoundsError) Error() string {
+	kind := "load from"
+	if _, ok := e.Access.(*Store); ok {
+		kind = "store to"
+	}
+	where := ""
+	if e.Block != "" {
+		where = " in block " + e.Block
+	}
+	return fmt.Sprintf("ast: interpret: out-of-bounds %s %s%s%s: %s has shape %s; statement %s",
+		kind, e.Buffer.Name, formatIndex(e.Index), where, e.Buffer.Name, formatIndex(e.Shape), firstLine(e.Stmt))
+}
+
+// Unwrap returns ErrOutOfBounds.
+func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
+
+// Nodes returns the access and its statement, for [Mark].
+func (e *OutOfBoundsError) Nodes() []Node { return []Node{e.Stmt, e.Access} }
+
+// RuntimeError is any other fault met by [Interpret].
+type RuntimeError struct {
+	Node Node // the expression or statement at fault, if any
+	Msg  string
+}
+
+func (e *RuntimeError) Error() string { return "ast: interpret: " + e.Msg }
+
+// Unwrap returns ErrRuntime.
+func (e *RuntimeError) Unwrap() error { return ErrRuntime }
+
+// Nodes returns the node at fault, for [Mark].
+func (e *RuntimeError) Nodes() []Node {
+	if e.Node == nil {
+		return nil
+	}
+	return []Node{e.Node}
+}
+
+// Explain returns err's message followed, when err (or an error it wraps)
+// points at nodes through a Nodes() []Node method, by root printed with
+// those nodes marked (see [Mark]). It is what a command-line tool shows.
+func Explain(root Node, err error) string {
+	if err == nil {
+		return ""
+	}
+	var pointer interface{ Nodes() []Node }
+	if !errors.As(err, &pointer) || len(pointer.Nodes()) == 0 {
+		return err.Error()
+	}
+	return err.Error() + "\n" + Mark(root, pointer.Nodes()...)
+}
+
+func formatIndex(idx []int64) string {
+	parts := make([]string, len(idx))
+	for i, v := range idx {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// firstLine returns the first line of n's text form, quoted, for messages.
+func firstLine(n Node) string {
+	if n == nil || isNilNode(n) {
+		return "<nil>"
+	}
+	s := Print(n)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return fmt.Sprintf("%q", strings.TrimSpace(s))
+}

@@ -1,0 +1,505 @@
+package ast
+
+import (
+	"fmt"
+	"math"
+)
+
+// Interpret runs f on the given data and returns the first fault, if any.
+// It is loom's correctness oracle: every schedule and every generated kernel
+// is checked against it, so it is written to be obviously right, not fast.
+//
+// sizes gives the value of each symbolic size of f (none may be missing or
+// unknown, or negative). buffers gives the data of each buffer parameter by
+// name, as a Go slice of the element type in row-major order: []float32,
+// []float64, []int32, []int64, []bool, or []uint16 holding the bits of
+// float16 or bfloat16 values (see [Float16Bits]). Each slice must have
+// exactly as many elements as the buffer's shape. Interpret reads and writes
+// the slices in place.
+//
+// Every loop runs serially, whatever its kind (GPU-bound loops included), in
+// order. Each block instance checks that its bindings fall inside its
+// iteration domains, runs its init first when all its reduce variables are at
+// their minimum, and checks every access of its own statements against the
+// shape of the buffer (an *OutOfBoundsError, wrapping ErrOutOfBounds, naming
+// the buffer, the index and the statement) and against the block's declared
+// read or write regions (a *RuntimeError). Buffers from an Alloc start filled
+// with NaN (floats) or 0xDEADBEEF (integers), so that a read before a write
+// shows in the results.
+//
+// f is verified first; an ill-formed f returns its *VerifyError.
+func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) (err error) {
+	if err := Verify(f); err != nil {
+		return err
+	}
+	in := &interp{env: map[string]value{}, bufs: map[string]*tensor{}}
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(interpBailout)
+			if !ok {
+				panic(r)
+			}
+			err = b.err
+		}
+	}()
+	in.bind(f, sizes, buffers)
+	in.stmt(f.Body)
+	return nil
+}
+
+// NewData returns a zeroed Go slice of the right element type and length
+// for buffer b at the given sizes, ready to pass to [Interpret].
+func NewData(b *Buffer, sizes map[string]int64) (any, error) {
+	in := &interp{env: map[string]value{}}
+	for name, v := range sizes {
+		in.env[name] = value{i: v}
+	}
+	var data any
+	err := in.catch(func() {
+		shape := in.shape(b)
+		data = makeData(b.DType, product(shape))
+	})
+	return data, err
+}
+
+// maxElements bounds the size of one buffer the interpreter will hold.
+const maxElements = 1 << 30
+
+type interpBailout struct{ err error }
+
+// interp is the state of one run.
+type interp struct {
+	env   map[string]value   // loop variables, iteration variables and sizes
+	bufs  map[string]*tensor // every buffer in scope, by name
+	stmt0 Stmt               // the statement being executed, for messages
+	block *blockInstance     // the innermost block instance, nil outside blocks
+}
+
+// blockInstance is one execution of a block: its regions evaluated at its
+// iteration values, and the buffers allocated inside it.
+type blockInstance struct {
+	b      *ScheduleBlock
+	reads  map[*Buffer][][]Interval
+	writes map[*Buffer][][]Interval
+	own    map[*Buffer]bool
+}
+
+func (in *interp) fail(n Node, format string, args ...any) {
+	panic(interpBailout{&RuntimeError{Node: n, Msg: fmt.Sprintf(format, args...)}})
+}
+
+func (in *interp) catch(run func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(interpBailout)
+			if !ok {
+				panic(r)
+			}
+			err = b.err
+		}
+	}()
+	run()
+	return nil
+}
+
+// bind checks the arguments and binds sizes and parameters.
+func (in *interp) bind(f *Func, sizes map[string]int64, buffers map[string]any) {
+	for name, v := range sizes {
+		s := f.Size(name)
+		if s == nil {
+			in.fail(nil, "%s is not a symbolic size of %s", name, f.Name)
+		}
+		if lo, hi := intRange(s.DType); v < 0 || v < lo || v > hi {
+			in.fail(s, "size %s = %d is negative or out of the %s range", name, v, s.DType)
+		}
+		in.env[name] = value{i: v}
+	}
+	for _, s := range f.Sizes {
+		if _, ok := sizes[s.Name]; !ok {
+			in.fail(s, "no value given for size %s", s.Name)
+		}
+	}
+	for name := range buffers {
+		if f.Param(name) == nil {
+			in.fail(nil, "%s is not a buffer parameter of %s", name, f.Name)
+		}
+	}
+	for _, b := range f.Params {
+		data, ok := buffers[b.Name]
+		if !ok {
+			in.fail(b, "no data given for buffer %s", b.Name)
+		}
+		shape := in.shape(b)
+		n, ok := dataLen(b.DType, data)
+		if !ok {
+			in.fail(b, "buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, goSliceType(b.DType), data)
+		}
+		if int64(n) != product(shape) {
+			in.fail(b, "buffer %s has shape %v (%d elements), but its data has %d elements", b.Name, shape, product(shape), n)
+		}
+		in.bufs[b.Name] = &tensor{buf: b, shape: shape, data: data}
+	}
+}
+
+// shape evaluates a buffer's shape in the current environment.
+func (in *interp) shape(b *Buffer) []int64 {
+	shape := make([]int64, len(b.Shape))
+	total := int64(1)
+	for i, d := range b.Shape {
+		shape[i] = in.eval(d).i
+		if shape[i] < 0 {
+			in.fail(b, "dimension %d of buffer %s is %d", i, b.Name, shape[i])
+		}
+		if shape[i] > 0 && total > maxElements/shape[i] {
+			in.fail(b, "buffer %s is larger than %d elements, the interpreter's limit", b.Name, maxElements)
+		}
+		total *= shape[i]
+	}
+	return shape
+}
+
+func product(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Statements.
+
+func (in *interp) stmt(s Stmt) {
+	switch s := s.(type) {
+	case *For:
+		in.stmt0 = s
+		lo, ext := in.eval(s.Min).i, in.eval(s.Extent).i
+		name := s.Var.Name
+		for i := lo; i < lo+ext; i++ {
+			in.env[name] = value{i: i}
+			in.stmt(s.Body)
+		}
+		delete(in.env, name)
+	case *ScheduleBlock:
+		in.blockStmt(s)
+	case *Store:
+		in.stmt0 = s
+		t, off := in.locate(s, s.Buffer, s.Indices, true)
+		t.set(off, in.eval(s.Value))
+	case *IfThenElse:
+		in.stmt0 = s
+		if in.eval(s.Cond).i != 0 {
+			in.stmt(s.Then)
+		} else if !isNilStmt(s.Else) {
+			in.stmt(s.Else)
+		}
+	case *Seq:
+		var allocated []string
+		for _, st := range s.Stmts {
+			in.stmt(st)
+			if a, ok := st.(*Alloc); ok {
+				allocated = append(allocated, a.Buffer.Name)
+			}
+		}
+		for _, name := range allocated {
+			delete(in.bufs, name)
+		}
+	case *Alloc:
+		in.stmt0 = s
+		shape := in.shape(s.Buffer)
+		in.bufs[s.Buffer.Name] = &tensor{buf: s.Buffer, shape: shape, data: poisoned(s.Buffer.DType, product(shape))}
+		if in.block != nil {
+			in.block.own[s.Buffer] = true
+		}
+	default:
+		panic(fmt.Sprintf("ast.Interpret: unexpected statement %T", s))
+	}
+}
+
+func (in *interp) blockStmt(b *ScheduleBlock) {
+	in.stmt0 = b
+	if !isNilExpr(b.Predicate) && in.eval(b.Predicate).i == 0 {
+		return
+	}
+	vals := make([]value, len(b.Iters))
+	for i, it := range b.Iters {
+		vals[i] = in.eval(it.Binding)
+	}
+	first := true // all reduce variables at their minimum
+	for i, it := range b.Iters {
+		lo, ext := in.eval(it.Dom.Min).i, in.eval(it.Dom.Extent).i
+		if v := vals[i].i; v < lo || v >= lo+ext {
+			in.fail(b, "block %s: %s = %d is outside its domain [%d, %d)", b.Name, it.Var.Name, v, lo, lo+ext)
+		}
+		if it.Kind == Reduce && vals[i].i != lo {
+			first = false
+		}
+	}
+	for i, it := range b.Iters {
+		in.env[it.Var.Name] = vals[i]
+	}
+	outer := in.block
+	in.block = &blockInstance{
+		b:      b,
+		reads:  in.regions(b.Reads),
+		writes: in.regions(b.Writes),
+		own:    map[*Buffer]bool{},
+	}
+	if !isNilStmt(b.Init) && first {
+		in.stmt(b.Init)
+	}
+	in.stmt(b.Body)
+	in.block = outer
+	for _, it := range b.Iters {
+		delete(in.env, it.Var.Name)
+	}
+}
+
+// regions evaluates a block's regions: for each buffer, the list of its
+// regions, each a list of index intervals.
+func (in *interp) regions(rs []Region) map[*Buffer][][]Interval {
+	m := map[*Buffer][][]Interval{}
+	for _, r := range rs {
+		box := make([]Interval, len(r.Ranges))
+		for i, rg := range r.Ranges {
+			lo, ext := in.eval(rg.Min).i, in.eval(rg.Extent).i
+			box[i] = Interval{lo, lo + ext - 1}
+		}
+		m[r.Buffer] = append(m[r.Buffer], box)
+	}
+	return m
+}
+
+// locate evaluates the indices of an access, checks them against the
+// buffer's shape and the block's regions, and returns the tensor and the
+// element offset.
+func (in *interp) locate(access Node, b *Buffer, indices []Expr, write bool) (*tensor, int64) {
+	t := in.bufs[b.Name]
+	if t == nil {
+		in.fail(access, "buffer %s is not allocated here", b.Name)
+	}
+	idx := make([]int64, len(indices))
+	for i, e := range indices {
+		idx[i] = in.eval(e).i
+	}
+	var off int64
+	for i, v := range idx {
+		if v < 0 || v >= t.shape[i] {
+			oob := &OutOfBoundsError{Buffer: b, Index: idx, Shape: t.shape, Access: access, Stmt: in.stmt0}
+			if in.block != nil {
+				oob.Block = in.block.b.Name
+			}
+			panic(interpBailout{oob})
+		}
+		off = off*t.shape[i] + v
+	}
+	if blk := in.block; blk != nil && !blk.own[b] {
+		regions, what := blk.reads, "reads"
+		if write {
+			regions, what = blk.writes, "writes"
+		}
+		if !inAnyRegion(regions[b], idx) {
+			in.fail(access, "block %s accesses %s%s, outside the region its %s declare for %s", blk.b.Name, b.Name, formatIndex(idx), what, b.Name)
+		}
+	}
+	return t, off
+}
+
+func inAnyRegion(boxes [][]Interval, idx []int64) bool {
+	for _, box := range boxes {
+		inside := true
+		for i, iv := range box {
+			if idx[i] < iv.Min || idx[i] > iv.Max {
+				inside = false
+				break
+			}
+		}
+		if inside {
+			return true
+		}
+	}
+	return false
+}
+
+// Expressions.
+
+func (in *interp) eval(e Expr) value {
+	switch e := e.(type) {
+	case *Const:
+		return constValue(e)
+	case *Var:
+		v, ok := in.env[e.Name]
+		if !ok {
+			in.fail(e, "variable %s has no value here", e.Name)
+		}
+		return v
+	case *Binary:
+		a := in.eval(e.A)
+		// && and || do not evaluate their right operand when the left one
+		// decides, so a guard such as i < n && A[i] > 0 is safe.
+		if e.Op == OpAnd && a.i == 0 || e.Op == OpOr && a.i != 0 {
+			return a
+		}
+		b := in.eval(e.B)
+		r, err := evalBinary(e.Op, e.A.Type(), a, b)
+		if err != nil {
+			in.fail(e, "%v in %s", err, firstLine(e))
+		}
+		return r
+	case *Not:
+		return boolValue(in.eval(e.X).i == 0)
+	case *Select:
+		c, t, f := in.eval(e.Cond), in.eval(e.T), in.eval(e.F)
+		if c.i != 0 {
+			return t
+		}
+		return f
+	case *Cast:
+		return evalCast(e.To, e.X.Type(), in.eval(e.X))
+	case *Call:
+		args := make([]value, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = in.eval(a)
+		}
+		return evalCall(e.Func, e.Args[0].Type(), args)
+	case *Load:
+		t, off := in.locate(e, e.Buffer, e.Indices, false)
+		return t.get(off)
+	}
+	panic(fmt.Sprintf("ast.Interpret: unexpected expression %T", e))
+}
+
+// Buffers at run time.
+
+// tensor is a buffer's data at run time.
+type tensor struct {
+	buf   *Buffer
+	shape []int64
+	data  any
+}
+
+func (t *tensor) get(off int64) value {
+	switch d := t.data.(type) {
+	case []float32:
+		return value{f: float64(d[off])}
+	case []float64:
+		return value{f: d[off]}
+	case []int32:
+		return value{i: int64(d[off])}
+	case []int64:
+		return value{i: d[off]}
+	case []bool:
+		return boolValue(d[off])
+	case []uint16:
+		if t.buf.DType == Float16 {
+			return value{f: Float16Value(d[off])}
+		}
+		return value{f: BFloat16Value(d[off])}
+	}
+	panic(fmt.Sprintf("ast.Interpret: data of type %T", t.data))
+}
+
+func (t *tensor) set(off int64, v value) {
+	switch d := t.data.(type) {
+	case []float32:
+		d[off] = float32(v.f)
+	case []float64:
+		d[off] = v.f
+	case []int32:
+		d[off] = int32(v.i)
+	case []int64:
+		d[off] = v.i
+	case []bool:
+		d[off] = v.i != 0
+	case []uint16:
+		if t.buf.DType == Float16 {
+			d[off] = Float16Bits(v.f)
+		} else {
+			d[off] = BFloat16Bits(v.f)
+		}
+	default:
+		panic(fmt.Sprintf("ast.Interpret: data of type %T", t.data))
+	}
+}
+
+func goSliceType(t DType) string {
+	switch t {
+	case Float32:
+		return "[]float32"
+	case Float64:
+		return "[]float64"
+	case Int32:
+		return "[]int32"
+	case Int64:
+		return "[]int64"
+	case Bool:
+		return "[]bool"
+	}
+	return "[]uint16"
+}
+
+// dataLen returns the length of data if its Go type suits element type t.
+func dataLen(t DType, data any) (int, bool) {
+	switch d := data.(type) {
+	case []float32:
+		return len(d), t == Float32
+	case []float64:
+		return len(d), t == Float64
+	case []int32:
+		return len(d), t == Int32
+	case []int64:
+		return len(d), t == Int64
+	case []bool:
+		return len(d), t == Bool
+	case []uint16:
+		return len(d), t == Float16 || t == BFloat16
+	}
+	return 0, false
+}
+
+func makeData(t DType, n int64) any {
+	switch t {
+	case Float32:
+		return make([]float32, n)
+	case Float64:
+		return make([]float64, n)
+	case Int32:
+		return make([]int32, n)
+	case Int64:
+		return make([]int64, n)
+	case Bool:
+		return make([]bool, n)
+	}
+	return make([]uint16, n)
+}
+
+// poisoned returns new data filled with a value that stands out.
+func poisoned(t DType, n int64) any {
+	data := makeData(t, n)
+	switch d := data.(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(math.NaN())
+		}
+	case []float64:
+		for i := range d {
+			d[i] = math.NaN()
+		}
+	case []int32:
+		for i := range d {
+			d[i] = -0x21524111 // 0xDEADBEEF
+		}
+	case []int64:
+		for i := range d {
+			d[i] = -0x21524111
+		}
+	case []uint16:
+		nan := uint16(0x7e00) // a quiet NaN in float16
+		if t == BFloat16 {
+			nan = 0x7fc0
+		}
+		for i := range d {
+			d[i] = nan
+		}
+	}
+	return data
+}

@@ -1,0 +1,573 @@
+package ast
+
+// Analyzer simplifies expressions using what it knows about the ranges of
+// variables: binding i to [0, 63] lets it rewrite floordiv(i*64 + j, 64) to
+// the outer index when j is in [0, 63], and prove i < 64.
+//
+// The rules assume that integer index arithmetic does not overflow its type,
+// as the code generators and every schedule in loom ensure; under that
+// assumption every rewrite preserves the value of the expression for all
+// values of the variables inside their bound ranges.
+//
+// The zero value is not usable; call NewAnalyzer.
+type Analyzer struct {
+	bounds map[string]Interval
+}
+
+// NewAnalyzer returns an analyzer that knows nothing about any variable.
+func NewAnalyzer() *Analyzer { return &Analyzer{bounds: map[string]Interval{}} }
+
+// Bind records that the variable named name takes values in iv only, and
+// returns a function that restores what the analyzer knew before.
+func (a *Analyzer) Bind(name string, iv Interval) (undo func()) {
+	old, had := a.bounds[name]
+	a.bounds[name] = iv
+	return func() {
+		if had {
+			a.bounds[name] = old
+		} else {
+			delete(a.bounds, name)
+		}
+	}
+}
+
+// BindRange records that the variable named name lies in
+// [min, min+extent), as a loop variable does, using the constant bounds of
+// min and extent. It returns a function that restores what the analyzer knew
+// before.
+func (a *Analyzer) BindRange(name string, min, extent Expr) (undo func()) {
+	lo, ext := a.Bound(min), a.Bound(extent)
+	return a.Bind(name, Interval{lo.Min, satAdd(lo.Max, satAdd(ext.Max, -1))})
+}
+
+// Bound returns an interval that holds every value the integer expression e
+// can take given the known variable ranges: exact for affine expressions of
+// independent variables, conservative otherwise, and Everything for
+// non-integer expressions.
+func (a *Analyzer) Bound(e Expr) Interval {
+	if isNilExpr(e) || !e.Type().IsInt() {
+		return Everything
+	}
+	tr := typeRange(e.Type())
+	iv := a.bound(e)
+	if iv.Min < tr.Min || iv.Max > tr.Max {
+		// The value may have wrapped around: only the type's range is sure.
+		return tr
+	}
+	return iv
+}
+
+func (a *Analyzer) bound(e Expr) Interval {
+	switch e := e.(type) {
+	case *Const:
+		return Point(e.Int)
+	case *Var:
+		if iv, ok := a.bounds[e.Name]; ok {
+			return iv
+		}
+		return typeRange(e.DType)
+	case *Binary:
+		switch e.Op {
+		case OpAdd, OpSub, OpMul:
+			if l, ok := toLinear(e); ok {
+				return a.boundLinear(l)
+			}
+		case OpFloorDiv, OpDiv:
+			if c, ok := ConstIntValue(e.B); ok && c > 0 {
+				x := a.Bound(e.A)
+				if e.Op == OpFloorDiv {
+					return x.floorDivConst(c)
+				}
+				return x.truncDivConst(c)
+			}
+		case OpFloorMod, OpMod:
+			if c, ok := ConstIntValue(e.B); ok && c > 0 {
+				x := a.Bound(e.A)
+				if e.Op == OpMod && x.Min < 0 {
+					return Interval{-(c - 1), c - 1}.intersect(Interval{min(x.Min, 0), max(x.Max, 0)})
+				}
+				if x.Min != NegInf && x.Max != PosInf && floorDiv(x.Min, c) == floorDiv(x.Max, c) {
+					return Interval{floorMod(x.Min, c), floorMod(x.Max, c)}
+				}
+				return Interval{0, c - 1}
+			}
+		case OpMin:
+			x, y := a.Bound(e.A), a.Bound(e.B)
+			return Interval{min(x.Min, y.Min), min(x.Max, y.Max)}
+		case OpMax:
+			x, y := a.Bound(e.A), a.Bound(e.B)
+			return Interval{max(x.Min, y.Min), max(x.Max, y.Max)}
+		}
+	case *Select:
+		return a.Bound(e.T).union(a.Bound(e.F))
+	case *Cast:
+		if e.X.Type().IsInt() {
+			x := a.Bound(e.X)
+			if tr := typeRange(e.To); x.Min >= tr.Min && x.Max <= tr.Max {
+				return x
+			}
+		}
+		if e.X.Type() == Bool {
+			return Interval{0, 1}
+		}
+	case *Call:
+		if e.Func == Abs && len(e.Args) == 1 {
+			x := a.Bound(e.Args[0])
+			if x.Min >= 0 {
+				return x
+			}
+			if x.Max <= 0 {
+				return x.neg()
+			}
+			return Interval{0, max(satNeg(x.Min), x.Max)}
+		}
+	}
+	return typeRange(e.Type())
+}
+
+func (a *Analyzer) boundLinear(l linear) Interval {
+	iv := Point(l.c)
+	for _, t := range l.terms {
+		iv = iv.add(a.Bound(t.atom).scale(t.coef))
+	}
+	return iv
+}
+
+// CanProve reports whether the bool expression cond simplifies to true.
+func (a *Analyzer) CanProve(cond Expr) bool {
+	c, ok := a.Simplify(cond).(*Const)
+	return ok && c.DType == Bool && c.Int == 1
+}
+
+// Simplify returns an expression equal to e for every value of the variables
+// in their known ranges, rewritten by these rules:
+//   - constant folding, with the same semantics as the interpreter;
+//   - integer +, - and multiplication by constants into a canonical affine
+//     form: terms sorted by their text, like terms combined, positive terms
+//     first, the constant last (j + i*64 - 1 becomes i*64 + j - 1);
+//   - floordiv and floormod by a positive constant split off the terms
+//     whose coefficients the divisor divides, and resolve the rest when its
+//     range fits within one multiple of the divisor: with j in [0, 63],
+//     floordiv(i*64 + j, 64) is i and floormod(i*64 + j, 64) is j; common
+//     factors cancel (floordiv(i*4 + 2, 8) is floordiv(i*2 + 1, 4)); / and %
+//     are treated alike when the dividend cannot be negative;
+//   - comparisons, min and max that the ranges decide;
+//   - boolean identities (x && true is x), selects with a constant
+//     condition, casts to the same type, and a variable whose range is a
+//     single value becomes that value.
+//
+// Floating-point expressions are only constant-folded: rewrites such as
+// x + 0.0 to x are not exact in IEEE arithmetic. Simplify returns e itself
+// when nothing changed.
+func (a *Analyzer) Simplify(e Expr) Expr {
+	if isNilExpr(e) {
+		return e
+	}
+	s := MapChildren(e, keepStmt, a.Simplify)
+	r := a.rewrite(s)
+	if r != s && Equal(r, e) {
+		return e // report "unchanged" for an already canonical expression
+	}
+	return r
+}
+
+func keepStmt(s Stmt) Stmt { return s }
+
+// Simplify simplifies e knowing nothing about its variables; see
+// [Analyzer.Simplify].
+func Simplify(e Expr) Expr { return NewAnalyzer().Simplify(e) }
+
+// rewrite applies the rules at the root of e, whose operands are simplified.
+func (a *Analyzer) rewrite(e Expr) Expr {
+	switch e := e.(type) {
+	case *Var:
+		if iv, ok := a.bounds[e.Name]; ok && iv.IsPoint() && e.DType.IsInt() {
+			return IntConst(e.DType, iv.Min)
+		}
+	case *Binary:
+		return a.rewriteBinary(e)
+	case *Not:
+		switch x := e.X.(type) {
+		case *Const:
+			return BoolConst(x.Int == 0)
+		case *Not:
+			return x.X
+		case *Binary:
+			if x.Op.IsCompare() && x.A.Type().IsInt() {
+				return &Binary{Op: invertCompare[x.Op], A: x.A, B: x.B}
+			}
+		}
+	case *Select:
+		if c, ok := e.Cond.(*Const); ok {
+			if c.Int != 0 {
+				return e.T
+			}
+			return e.F
+		}
+		if Equal(e.T, e.F) {
+			return e.T
+		}
+	case *Cast:
+		if e.X.Type() == e.To {
+			return e.X
+		}
+		if c, ok := e.X.(*Const); ok {
+			return valueConst(e.To, evalCast(e.To, c.DType, constValue(c)))
+		}
+	case *Call:
+		args := make([]value, len(e.Args))
+		for i, x := range e.Args {
+			c, ok := x.(*Const)
+			if !ok {
+				return e
+			}
+			args[i] = constValue(c)
+		}
+		return valueConst(e.Type(), evalCall(e.Func, e.Type(), args))
+	}
+	return e
+}
+
+var invertCompare = map[BinaryOp]BinaryOp{
+	OpEQ: OpNE, OpNE: OpEQ, OpLT: OpGE, OpGE: OpLT, OpGT: OpLE, OpLE: OpGT,
+}
+
+func (a *Analyzer) rewriteBinary(e *Binary) Expr {
+	t := e.A.Type()
+	ca, aConst := e.A.(*Const)
+	cb, bConst := e.B.(*Const)
+	if aConst && bConst {
+		if v, err := evalBinary(e.Op, t, constValue(ca), constValue(cb)); err == nil {
+			return valueConst(e.Type(), v)
+		}
+		return e
+	}
+	if t == Bool {
+		return rewriteLogical(e)
+	}
+	if !t.IsInt() {
+		return e
+	}
+	switch e.Op {
+	case OpAdd, OpSub, OpMul:
+		if l, ok := toLinear(e); ok {
+			if r, ok := l.expr(t); ok {
+				return r
+			}
+		}
+	case OpFloorDiv, OpFloorMod, OpDiv, OpMod:
+		return a.rewriteDiv(e)
+	case OpMin, OpMax:
+		return a.rewriteMinMax(e)
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		return a.rewriteCompare(e)
+	}
+	return e
+}
+
+// rewriteLogical simplifies && and || (and == / != on bools) with a
+// constant or repeated operand.
+func rewriteLogical(e *Binary) Expr {
+	c, x := e.A, e.B
+	if _, ok := c.(*Const); !ok {
+		c, x = e.B, e.A
+	}
+	if k, ok := c.(*Const); ok {
+		switch {
+		case e.Op == OpAnd && k.Int != 0, e.Op == OpOr && k.Int == 0, e.Op == OpEQ && k.Int != 0, e.Op == OpNE && k.Int == 0:
+			return x
+		case e.Op == OpAnd, e.Op == OpOr:
+			return k
+		}
+	}
+	if (e.Op == OpAnd || e.Op == OpOr) && Equal(e.A, e.B) {
+		return e.A
+	}
+	return e
+}
+
+func (a *Analyzer) rewriteDiv(e *Binary) Expr {
+	t := e.Type()
+	c, ok := ConstIntValue(e.B)
+	if !ok || c <= 0 {
+		return e
+	}
+	op := e.Op
+	if op == OpDiv || op == OpMod {
+		if a.Bound(e.A).Min < 0 {
+			return e // truncation and flooring differ for negative dividends
+		}
+		op = map[BinaryOp]BinaryOp{OpDiv: OpFloorDiv, OpMod: OpFloorMod}[op]
+	}
+	if c == 1 {
+		if op == OpFloorDiv {
+			return e.A
+		}
+		return Zero(t)
+	}
+	// Nested division: floordiv(floordiv(x, c1), c) = floordiv(x, c1*c), and
+	// floormod(floormod(x, c1), c) = floormod(x, c) when c divides c1.
+	if inner, ok := e.A.(*Binary); ok && inner.Op == op {
+		if c1, ok := ConstIntValue(inner.B); ok && c1 > 0 {
+			if op == OpFloorDiv {
+				if cc, ok := mulInt(c1, c); ok && cc <= maxOf(t) {
+					return a.rewriteDiv(FloorDiv(inner.A, IntConst(t, cc)))
+				}
+			} else if c1%c == 0 {
+				return a.rewriteDiv(FloorMod(inner.A, e.B))
+			}
+		}
+	}
+	l, ok := toLinear(e.A)
+	if !ok {
+		return e
+	}
+	q, r := l.splitMultiples(c)
+	rb := a.boundLinear(r)
+	if tr := typeRange(t); rb.Min < tr.Min || rb.Max > tr.Max {
+		rb = tr
+	}
+	fits := rb.Min != NegInf && rb.Max != PosInf && floorDiv(rb.Min, c) == floorDiv(rb.Max, c)
+	var k int64
+	if fits {
+		k = floorDiv(rb.Min, c)
+	}
+	var out linear
+	if op == OpFloorDiv {
+		// floordiv(q + r, c) = q/c + floordiv(r, c), as c divides q.
+		out = q.divExact(c)
+		if fits {
+			out.c += k
+		} else {
+			atom, ok := divAtom(OpFloorDiv, r, c, t)
+			if !ok {
+				return e
+			}
+			if out, ok = out.plus(atomTerm(atom), 1); !ok {
+				return e
+			}
+		}
+	} else {
+		// floormod(q + r, c) = floormod(r, c).
+		if fits {
+			var ok bool
+			if out, ok = r.plus(linear{c: k * c}, -1); !ok {
+				return e
+			}
+		} else {
+			g := gcd(gcd(r.termsGCD(), r.c), c)
+			atom, ok := divAtom(OpFloorMod, r, c, t)
+			if !ok {
+				return e
+			}
+			// floormod(g*x, g*c') = g*floormod(x, c')
+			if out, ok = atomTerm(atom).times(max(g, 1)); !ok {
+				return e
+			}
+		}
+	}
+	res, ok := out.expr(t)
+	if !ok {
+		return e
+	}
+	return res
+}
+
+// divAtom returns floordiv(r, c) or floormod(r, c)/g as an atom, with the
+// common factor g of r and c cancelled: floordiv(g*x, g*c') = floordiv(x, c').
+func divAtom(op BinaryOp, r linear, c int64, t DType) (Expr, bool) {
+	if g := gcd(gcd(r.termsGCD(), r.c), c); g > 1 {
+		r, c = r.divExact(g), c/g
+	}
+	num, ok := r.expr(t)
+	if !ok {
+		return nil, false
+	}
+	if c == 1 {
+		if op == OpFloorDiv {
+			return num, true
+		}
+		return Zero(t), true
+	}
+	return &Binary{Op: op, A: num, B: IntConst(t, c)}, true
+}
+
+func maxOf(t DType) int64 {
+	_, hi := intRange(t)
+	return hi
+}
+
+func (a *Analyzer) rewriteMinMax(e *Binary) Expr {
+	if Equal(e.A, e.B) {
+		return e.A
+	}
+	if d, ok := a.difference(e.A, e.B); ok {
+		switch {
+		case d.Max <= 0: // A <= B
+			if e.Op == OpMin {
+				return e.A
+			}
+			return e.B
+		case d.Min >= 0: // A >= B
+			if e.Op == OpMin {
+				return e.B
+			}
+			return e.A
+		}
+	}
+	// min and max commute: put the operands in canonical order.
+	if Print(e.B) < Print(e.A) {
+		return &Binary{Op: e.Op, A: e.B, B: e.A}
+	}
+	return e
+}
+
+// difference returns the bound of x - y.
+func (a *Analyzer) difference(x, y Expr) (Interval, bool) {
+	lx, ok1 := toLinear(x)
+	ly, ok2 := toLinear(y)
+	if !ok1 || !ok2 {
+		return Interval{}, false
+	}
+	d, ok := lx.plus(ly, -1)
+	if !ok {
+		return Interval{}, false
+	}
+	iv := a.boundLinear(d)
+	if !iv.IsPoint() {
+		// Unless x - y cancels to a constant, decide only when neither
+		// operand can have wrapped around: then the integer difference of
+		// their values is the difference of their bounds.
+		tr := typeRange(x.Type())
+		if a.Bound(x) == tr || a.Bound(y) == tr {
+			return Interval{}, false
+		}
+	}
+	return iv, true
+}
+
+func (a *Analyzer) rewriteCompare(e *Binary) Expr {
+	d, ok := a.difference(e.A, e.B)
+	if !ok {
+		return e
+	}
+	var t, f bool // the comparison is surely true / surely false
+	switch e.Op {
+	case OpEQ:
+		t, f = d.IsPoint() && d.Min == 0, d.Min > 0 || d.Max < 0
+	case OpNE:
+		t, f = d.Min > 0 || d.Max < 0, d.IsPoint() && d.Min == 0
+	case OpLT:
+		t, f = d.Max < 0, d.Min >= 0
+	case OpLE:
+		t, f = d.Max <= 0, d.Min > 0
+	case OpGT:
+		t, f = d.Min > 0, d.Max <= 0
+	case OpGE:
+		t, f = d.Min >= 0, d.Max < 0
+	}
+	switch {
+	case t:
+		return BoolConst(true)
+	case f:
+		return BoolConst(false)
+	}
+	return e
+}
+
+// SimplifyStmt returns s with every expression simplified, knowing the
+// range of each loop variable (from its loop) and block iteration variable
+// (from its domain) inside their scopes. An if with a constant condition is
+// replaced by the branch taken, and a block predicate that simplifies to
+// true is dropped. It returns s itself when nothing changed.
+func (a *Analyzer) SimplifyStmt(s Stmt) Stmt {
+	switch s := s.(type) {
+	case *For:
+		min, ext := a.Simplify(s.Min), a.Simplify(s.Extent)
+		undo := a.BindRange(s.Var.Name, min, ext)
+		body := a.SimplifyStmt(s.Body)
+		undo()
+		if min == s.Min && ext == s.Extent && body == s.Body {
+			return s
+		}
+		c := *s
+		c.Min, c.Extent, c.Body = min, ext, body
+		return &c
+	case *ScheduleBlock:
+		return a.simplifyBlock(s)
+	case *IfThenElse:
+		cond := a.Simplify(s.Cond)
+		if c, ok := cond.(*Const); ok {
+			if c.Int != 0 {
+				return a.SimplifyStmt(s.Then)
+			}
+			if isNilStmt(s.Else) {
+				return &Seq{}
+			}
+			return a.SimplifyStmt(s.Else)
+		}
+		then, els := a.SimplifyStmt(s.Then), s.Else
+		if !isNilStmt(els) {
+			els = a.SimplifyStmt(els)
+		}
+		if cond == s.Cond && then == s.Then && els == s.Else {
+			return s
+		}
+		return &IfThenElse{Cond: cond, Then: then, Else: els}
+	}
+	return MapChildren(s, a.SimplifyStmt, a.Simplify)
+}
+
+func (a *Analyzer) simplifyBlock(b *ScheduleBlock) Stmt {
+	c := *b
+	changed := false
+	c.Iters = make([]*IterVar, len(b.Iters))
+	for i, it := range b.Iters {
+		nb, lo, ext := a.Simplify(it.Binding), a.Simplify(it.Dom.Min), a.Simplify(it.Dom.Extent)
+		c.Iters[i] = it
+		if nb != it.Binding || lo != it.Dom.Min || ext != it.Dom.Extent {
+			c.Iters[i] = &IterVar{Var: it.Var, Kind: it.Kind, Dom: Range{lo, ext}, Binding: nb}
+			changed = true
+		}
+	}
+	if !isNilExpr(b.Predicate) {
+		c.Predicate = a.Simplify(b.Predicate)
+		if k, ok := c.Predicate.(*Const); ok && k.Int != 0 {
+			c.Predicate = nil
+		}
+		changed = changed || c.Predicate != b.Predicate
+	}
+	var undos []func()
+	for _, it := range c.Iters {
+		undos = append(undos, a.BindRange(it.Var.Name, it.Dom.Min, it.Dom.Extent))
+	}
+	// The regions, init and body see the iteration variables: simplify them
+	// as the children of a block without iterations or predicate.
+	rest := &ScheduleBlock{Reads: b.Reads, Writes: b.Writes, Init: b.Init, Body: b.Body}
+	inner := MapChildren(rest, a.SimplifyStmt, a.Simplify)
+	for i := len(undos) - 1; i >= 0; i-- {
+		undos[i]()
+	}
+	if !changed && inner == rest {
+		return b
+	}
+	c.Reads, c.Writes, c.Init, c.Body = inner.Reads, inner.Writes, inner.Init, inner.Body
+	return &c
+}
+
+// SimplifyFunc returns f with its body simplified by [Analyzer.SimplifyStmt],
+// taking each symbolic size to be non-negative. It returns f itself when
+// nothing changed.
+func SimplifyFunc(f *Func) *Func {
+	a := NewAnalyzer()
+	for _, s := range f.Sizes {
+		a.Bind(s.Name, Interval{0, maxOf(s.DType)})
+	}
+	body := a.SimplifyStmt(f.Body)
+	if body == f.Body {
+		return f
+	}
+	c := *f
+	c.Body = body
+	return &c
+}

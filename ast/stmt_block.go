@@ -1,0 +1,95 @@
+package ast
+
+// IterKind marks a block iteration variable as spatial or reduce.
+type IterKind uint8
+
+// The iteration variable kinds. A spatial variable indexes independent
+// results; a reduce variable runs over values combined into one result, so
+// its iterations depend on each other and must not run in parallel.
+const (
+	Spatial IterKind = iota
+	Reduce
+)
+
+// String returns "spatial" or "reduce".
+func (k IterKind) String() string {
+	switch k {
+	case Spatial:
+		return "spatial"
+	case Reduce:
+		return "reduce"
+	}
+	return "?"
+}
+
+// Range is the half-open interval [Min, Min+Extent).
+type Range struct {
+	Min, Extent Expr
+}
+
+// IterVar is one iteration variable of a [ScheduleBlock]: its name, kind,
+// domain, and the expression over the enclosing loop variables that it is
+// bound to (the text form's axis.bind).
+type IterVar struct {
+	Var     *Var
+	Kind    IterKind
+	Dom     Range
+	Binding Expr
+}
+
+// Region is the part of a buffer a block reads or writes: one [Range] per
+// dimension of the buffer, over the block's iteration variables.
+type Region struct {
+	Buffer *Buffer
+	Ranges []Range
+}
+
+// ScheduleBlock is the unit the schedule primitives move and transform: a
+// named computation over its own iteration variables, placed in the loop nest
+// by binding those variables to expressions over the enclosing loops.
+//
+// One execution of the block (an instance) happens for each iteration of the
+// enclosing loops where Predicate holds. The instance first evaluates each
+// Binding to get the values of Iters; they must lie inside the iteration
+// domains. The body sees only its iteration variables (and the function's
+// symbolic sizes and loops of its own), never the enclosing loop variables,
+// so a schedule that rewrites the loops needs only to rewrite the bindings.
+//
+// Init, when present, is the reduction's initial statement: it runs before
+// the body in the instance whose reduce variables are all at the minimum of
+// their domains.
+//
+// Reads and Writes declare what the block may access: every load in the
+// block's own statements (not counting nested blocks) falls inside a read
+// region, and every store inside a write region. The verifier checks the
+// buffers and the interpreter checks every index.
+type ScheduleBlock struct {
+	Name        string
+	Iters       []*IterVar
+	Predicate   Expr // nil means true
+	Reads       []Region
+	Writes      []Region
+	Annotations Annotations
+	Init        Stmt // nil when the block is not a reduction with an initial value
+	Body        Stmt
+}
+
+// IterVarByName returns the iteration variable of b named name, or nil.
+func (b *ScheduleBlock) IterVarByName(name string) *IterVar {
+	for _, it := range b.Iters {
+		if it.Var != nil && it.Var.Name == name {
+			return it
+		}
+	}
+	return nil
+}
+
+// IsReduction reports whether b has a reduce iteration variable.
+func (b *ScheduleBlock) IsReduction() bool {
+	for _, it := range b.Iters {
+		if it.Kind == Reduce {
+			return true
+		}
+	}
+	return false
+}
