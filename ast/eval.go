@@ -148,35 +148,35 @@ func evalCall(f Intrinsic, t DType, args []value) value {
 	x := args[0].f
 	var r float64
 	switch f {
-	case Exp:
+	case IntrinsicExp:
 		r = math.Exp(x)
-	case Exp2:
+	case IntrinsicExp2:
 		r = math.Exp2(x)
-	case Log:
+	case IntrinsicLog:
 		r = math.Log(x)
-	case Log2:
+	case IntrinsicLog2:
 		r = math.Log2(x)
-	case Sqrt:
+	case IntrinsicSqrt:
 		r = math.Sqrt(x)
-	case Rsqrt:
+	case IntrinsicRsqrt:
 		r = 1 / math.Sqrt(x)
-	case Tanh:
+	case IntrinsicTanh:
 		r = math.Tanh(x)
-	case Sigmoid:
+	case IntrinsicSigmoid:
 		r = 1 / (1 + math.Exp(-x))
-	case Erf:
+	case IntrinsicErf:
 		r = math.Erf(x)
-	case Pow:
+	case IntrinsicPow:
 		r = math.Pow(x, args[1].f)
-	case Abs:
+	case IntrinsicAbs:
 		r = math.Abs(x)
-	case Floor:
+	case IntrinsicFloor:
 		r = math.Floor(x)
-	case Ceil:
+	case IntrinsicCeil:
 		r = math.Ceil(x)
-	case Sin:
+	case IntrinsicSin:
 		r = math.Sin(x)
-	case Cos:
+	case IntrinsicCos:
 		r = math.Cos(x)
 	}
 	return value{f: roundFloat(t, r)}

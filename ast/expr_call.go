@@ -7,21 +7,21 @@ type Intrinsic uint8
 // type; Pow takes two arguments of the same type and Abs also accepts
 // integers.
 const (
-	Exp Intrinsic = iota + 1
-	Exp2
-	Log
-	Log2
-	Sqrt
-	Rsqrt
-	Tanh
-	Sigmoid
-	Erf
-	Pow
-	Abs
-	Floor
-	Ceil
-	Sin
-	Cos
+	IntrinsicExp Intrinsic = iota + 1
+	IntrinsicExp2
+	IntrinsicLog
+	IntrinsicLog2
+	IntrinsicSqrt
+	IntrinsicRsqrt
+	IntrinsicTanh
+	IntrinsicSigmoid
+	IntrinsicErf
+	IntrinsicPow
+	IntrinsicAbs
+	IntrinsicFloor
+	IntrinsicCeil
+	IntrinsicSin
+	IntrinsicCos
 )
 
 var intrinsicInfo = [...]struct {
@@ -29,21 +29,21 @@ var intrinsicInfo = [...]struct {
 	arity   int
 	intsToo bool // also defined on integer operands
 }{
-	Exp:     {"exp", 1, false},
-	Exp2:    {"exp2", 1, false},
-	Log:     {"log", 1, false},
-	Log2:    {"log2", 1, false},
-	Sqrt:    {"sqrt", 1, false},
-	Rsqrt:   {"rsqrt", 1, false},
-	Tanh:    {"tanh", 1, false},
-	Sigmoid: {"sigmoid", 1, false},
-	Erf:     {"erf", 1, false},
-	Pow:     {"pow", 2, false},
-	Abs:     {"abs", 1, true},
-	Floor:   {"floor", 1, false},
-	Ceil:    {"ceil", 1, false},
-	Sin:     {"sin", 1, false},
-	Cos:     {"cos", 1, false},
+	IntrinsicExp:     {"exp", 1, false},
+	IntrinsicExp2:    {"exp2", 1, false},
+	IntrinsicLog:     {"log", 1, false},
+	IntrinsicLog2:    {"log2", 1, false},
+	IntrinsicSqrt:    {"sqrt", 1, false},
+	IntrinsicRsqrt:   {"rsqrt", 1, false},
+	IntrinsicTanh:    {"tanh", 1, false},
+	IntrinsicSigmoid: {"sigmoid", 1, false},
+	IntrinsicErf:     {"erf", 1, false},
+	IntrinsicPow:     {"pow", 2, false},
+	IntrinsicAbs:     {"abs", 1, true},
+	IntrinsicFloor:   {"floor", 1, false},
+	IntrinsicCeil:    {"ceil", 1, false},
+	IntrinsicSin:     {"sin", 1, false},
+	IntrinsicCos:     {"cos", 1, false},
 }
 
 // String returns the intrinsic's name as the text form spells it ("exp").
@@ -94,3 +94,48 @@ func (e *Call) Type() DType {
 
 // NewCall returns f(args...).
 func NewCall(f Intrinsic, args ...Expr) *Call { return &Call{Func: f, Args: args} }
+
+// Exp returns the call exp(x), e^x.
+func Exp(x Expr) *Call { return NewCall(IntrinsicExp, x) }
+
+// Exp2 returns the call exp2(x), 2^x.
+func Exp2(x Expr) *Call { return NewCall(IntrinsicExp2, x) }
+
+// Log returns the call log(x), the natural logarithm of x.
+func Log(x Expr) *Call { return NewCall(IntrinsicLog, x) }
+
+// Log2 returns the call log2(x), the base-2 logarithm of x.
+func Log2(x Expr) *Call { return NewCall(IntrinsicLog2, x) }
+
+// Sqrt returns the call sqrt(x), the square root of x.
+func Sqrt(x Expr) *Call { return NewCall(IntrinsicSqrt, x) }
+
+// Rsqrt returns the call rsqrt(x), 1/sqrt(x).
+func Rsqrt(x Expr) *Call { return NewCall(IntrinsicRsqrt, x) }
+
+// Tanh returns the call tanh(x), the hyperbolic tangent of x.
+func Tanh(x Expr) *Call { return NewCall(IntrinsicTanh, x) }
+
+// Sigmoid returns the call sigmoid(x), 1/(1+e^-x).
+func Sigmoid(x Expr) *Call { return NewCall(IntrinsicSigmoid, x) }
+
+// Erf returns the call erf(x), the error function of x.
+func Erf(x Expr) *Call { return NewCall(IntrinsicErf, x) }
+
+// Pow returns the call pow(x, y), x to the power y.
+func Pow(x, y Expr) *Call { return NewCall(IntrinsicPow, x, y) }
+
+// Abs returns the call abs(x), |x|.
+func Abs(x Expr) *Call { return NewCall(IntrinsicAbs, x) }
+
+// Floor returns the call floor(x), x rounded down to an integer value.
+func Floor(x Expr) *Call { return NewCall(IntrinsicFloor, x) }
+
+// Ceil returns the call ceil(x), x rounded up to an integer value.
+func Ceil(x Expr) *Call { return NewCall(IntrinsicCeil, x) }
+
+// Sin returns the call sin(x), the sine of x.
+func Sin(x Expr) *Call { return NewCall(IntrinsicSin, x) }
+
+// Cos returns the call cos(x), the cosine of x.
+func Cos(x Expr) *Call { return NewCall(IntrinsicCos, x) }

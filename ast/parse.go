@@ -80,6 +80,8 @@ type parser struct {
 	bufs   []map[string]*Buffer
 	blocks map[string]Pos
 	pos    map[Node]Pos
+
+	blockNames []string // the blocks whose bodies are being read, innermost last
 }
 
 func newParser(src string) (*parser, error) {
@@ -187,6 +189,12 @@ func (p *parser) expect(kind tokenKind, context string) token {
 
 func (p *parser) expected(what string) {
 	t := p.tok()
+	if t.kind == tokIllegal {
+		if strings.HasPrefix(t.text, `"`) {
+			p.failAt(t.pos, "string not terminated before the end of the line")
+		}
+		p.failAt(t.pos, "unexpected character %q", t.text)
+	}
 	p.failAt(t.pos, "expected %s, found %s", what, t.describe())
 }
 
@@ -231,6 +239,16 @@ func (p *parser) lookupVar(name string) *Var {
 		}
 	}
 	return nil
+}
+
+// hiddenVar reports whether name is a variable hidden by a block barrier.
+func (p *parser) hiddenVar(name string) bool {
+	for _, sc := range p.vars {
+		if _, ok := sc.names[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *parser) lookupBuffer(name string) *Buffer {
@@ -499,6 +517,8 @@ func (p *parser) block() Stmt {
 	defer p.leave()
 	p.pushVars(true)
 	defer p.popVars()
+	p.blockNames = append(p.blockNames, b.Name)
+	defer func() { p.blockNames = p.blockNames[:len(p.blockNames)-1] }()
 	for _, it := range b.Iters {
 		p.define(it.Var)
 	}
@@ -539,9 +559,12 @@ func (p *parser) blockIters() []*IterVar {
 		p.failAt(names[0].pos, "%d iteration variables but %d bindings", len(names), len(bindings))
 	}
 
-	p.want("axis", " (axis.domain) after axis.bind")
-	p.want(".", " after axis")
-	p.want("domain", " after axis.")
+	if !p.is("axis") || !p.peek(1).isPunct(".") || p.peek(2).text != "domain" {
+		p.expected("axis.domain(...) after axis.bind(...)")
+	}
+	p.advance()
+	p.advance()
+	p.advance()
 	p.want("(", " after axis.domain")
 	// Domains may use the function's sizes only.
 	p.pushVars(true)
@@ -964,7 +987,7 @@ func (p *parser) identExpr() Expr {
 		}
 		args := p.callArgs(name)
 		if len(args) != f.Arity() {
-			p.failAt(t.pos, "%s takes %d argument(s), not %d", name, f.Arity(), len(args))
+			p.failAt(t.pos, "%s takes %s, not %d", name, count(f.Arity(), "argument"), len(args))
 		}
 		e = &Call{Func: f, Args: args}
 	case next.isPunct("["):
@@ -982,6 +1005,10 @@ func (p *parser) identExpr() Expr {
 		}
 		v := p.lookupVar(name)
 		if v == nil {
+			if p.hiddenVar(name) {
+				blk := p.blockNames[len(p.blockNames)-1]
+				p.failAt(t.pos, "variable %s is not visible inside block %s: a block's body sees only its iteration variables, not the loops around the block", name, blk)
+			}
 			p.failAt(t.pos, "undefined variable %s", name)
 		}
 		// Each use is its own node, so that errors can point at it.

@@ -111,7 +111,7 @@ func (a *Analyzer) bound(e Expr) Interval {
 			return Interval{0, 1}
 		}
 	case *Call:
-		if e.Func == Abs && len(e.Args) == 1 {
+		if e.Func == IntrinsicAbs && len(e.Args) == 1 {
 			x := a.Bound(e.Args[0])
 			if x.Min >= 0 {
 				return x

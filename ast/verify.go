@@ -368,7 +368,7 @@ func (v *verifier) regions(b *ScheduleBlock, rs []Region, what string) {
 	for _, r := range rs {
 		v.checkBuffer(b, r.Buffer)
 		if len(r.Ranges) != r.Buffer.Rank() {
-			v.fail(b, "block %s: %s region of %s has %d dimensions, but %s has %d", b.Name, what, r.Buffer.Name, len(r.Ranges), r.Buffer.Name, r.Buffer.Rank())
+			v.fail(b, "block %s: %s region of %s has %s, but %s has %s", b.Name, what, r.Buffer.Name, count(len(r.Ranges), "dimension"), r.Buffer.Name, count(r.Buffer.Rank(), "dimension"))
 		}
 		for _, rg := range r.Ranges {
 			v.expr(rg.Min, b)
@@ -435,7 +435,7 @@ func (v *verifier) cond(e Expr, parent Node, what string) {
 func (v *verifier) access(n Node, b *Buffer, indices []Expr) {
 	v.checkBuffer(n, b)
 	if len(indices) != b.Rank() {
-		v.fail(n, "access of %s has %d indices, but %s has %d dimensions", b.Name, len(indices), b.Name, b.Rank())
+		v.fail(n, "access of %s has %s, but %s has %s", b.Name, count(len(indices), "index"), b.Name, count(b.Rank(), "dimension"))
 	}
 	for _, i := range indices {
 		v.expr(i, n)
@@ -495,7 +495,7 @@ func (v *verifier) expr(e Expr, parent Node) {
 			v.fail(e, "call of an unknown intrinsic")
 		}
 		if len(e.Args) != e.Func.Arity() {
-			v.fail(e, "%s takes %d argument(s), not %d", e.Func, e.Func.Arity(), len(e.Args))
+			v.fail(e, "%s takes %s, not %d", e.Func, count(e.Func.Arity(), "argument"), len(e.Args))
 		}
 		for _, a := range e.Args {
 			v.expr(a, e)
@@ -561,4 +561,15 @@ func (v *verifier) binary(e *Binary) {
 			v.fail(e, "operands of %s have type %s, not a numeric type", e.Op, ta)
 		}
 	}
+}
+
+// count returns "1 index", "2 indices", "3 dimensions" and so on.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if noun == "index" {
+		return fmt.Sprintf("%d indices", n)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

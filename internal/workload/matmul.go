@@ -1,0 +1,63 @@
+package workload
+
+import "github.com/loom-go/loom/ast"
+
+// Matmul is C[m, n] = sum over k of A[m, k] * B[k, n], in float32.
+func Matmul(m, n, k int) Case {
+	b := ast.NewBuilder("matmul")
+	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
+	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
+	r := b.ReduceAxis("k", ast.I32(int32(k)))
+	C := b.Sum("C", ast.Shape(m, n), []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
+	})
+	return Case{
+		Name: "matmul",
+		Func: must(b.Build(C)),
+		Ref: func(args map[string]any) {
+			a, bb, c := args["A"].([]float32), args["B"].([]float32), args["C"].([]float32)
+			matmulRef(a, bb, c, m, n, k)
+		},
+	}
+}
+
+func matmulRef(a, b, c []float32, m, n, k int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var acc float32
+			for p := 0; p < k; p++ {
+				acc = acc + float32(a[i*k+p]*b[p*n+j]) // the conversion forbids fusing into an FMA
+			}
+			c[i*n+j] = acc
+		}
+	}
+}
+
+// MatmulBiasReLU is D = max(A·B + bias, 0), with bias broadcast along rows.
+func MatmulBiasReLU(m, n, k int) Case {
+	b := ast.NewBuilder("matmul_bias_relu")
+	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
+	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
+	bias := b.Placeholder("bias", ast.Float32, ast.Shape(n)...)
+	r := b.ReduceAxis("k", ast.I32(int32(k)))
+	C := b.Sum("C", ast.Shape(m, n), []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
+	})
+	D := b.Compute("D", ast.Shape(m, n), func(i []ast.Expr) ast.Expr {
+		return ast.Max(ast.Add(C.At(i...), bias.At(i[1])), ast.F32(0))
+	})
+	return Case{
+		Name: "matmul_bias_relu",
+		Func: must(b.Build(D)),
+		Ref: func(args map[string]any) {
+			a, bb, bi, d := args["A"].([]float32), args["B"].([]float32), args["bias"].([]float32), args["D"].([]float32)
+			c := make([]float32, m*n)
+			matmulRef(a, bb, c, m, n, k)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					d[i*n+j] = max(c[i*n+j]+bi[j], 0)
+				}
+			}
+		},
+	}
+}

@@ -1,0 +1,132 @@
+package workload
+
+import (
+	"math"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Softmax is the row softmax of X[rows, cols], with the row maximum
+// subtracted before exponentiation.
+func Softmax(rows, cols int) Case {
+	b := ast.NewBuilder("softmax")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
+	k := b.ReduceAxis("k", ast.I32(int32(cols)))
+	M := b.Max("M", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
+	E := b.Compute("E", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+		return ast.Exp(ast.Sub(X.At(i...), M.At(i[0])))
+	})
+	S := b.Sum("S", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return E.At(i[0], k) })
+	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+		return ast.Div(E.At(i...), S.At(i[0]))
+	})
+	return Case{
+		Name: "softmax",
+		Func: must(b.Build(Y)),
+		Ref: func(args map[string]any) {
+			x, y := args["X"].([]float32), args["Y"].([]float32)
+			for i := 0; i < rows; i++ {
+				row := x[i*cols : (i+1)*cols]
+				m := float32(math.Inf(-1))
+				for _, v := range row {
+					m = float32(math.Max(float64(m), float64(v)))
+				}
+				e := make([]float32, cols)
+				var s float32
+				for j, v := range row {
+					e[j] = float32(math.Exp(float64(v - m)))
+				}
+				for j := range e {
+					s = s + e[j]
+				}
+				for j := range e {
+					y[i*cols+j] = e[j] / s
+				}
+			}
+		},
+	}
+}
+
+// RMSNorm is Y[i, j] = X[i, j] * rsqrt(mean over j of X[i, j]² + 1e-6) * W[j].
+func RMSNorm(rows, cols int) Case {
+	b := ast.NewBuilder("rmsnorm")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
+	W := b.Placeholder("W", ast.Float32, ast.Shape(cols)...)
+	k := b.ReduceAxis("k", ast.I32(int32(cols)))
+	MS := b.Mean("MS", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(X.At(i[0], k), X.At(i[0], k))
+	})
+	R := b.Compute("R", ast.Shape(rows), func(i []ast.Expr) ast.Expr {
+		return ast.Rsqrt(ast.Add(MS.At(i[0]), ast.F32(1e-6)))
+	})
+	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+		return ast.Mul(ast.Mul(X.At(i...), R.At(i[0])), W.At(i[1]))
+	})
+	return Case{
+		Name: "rmsnorm",
+		Func: must(b.Build(Y)),
+		Ref: func(args map[string]any) {
+			x, w, y := args["X"].([]float32), args["W"].([]float32), args["Y"].([]float32)
+			for i := 0; i < rows; i++ {
+				var s float32
+				for j := 0; j < cols; j++ {
+					v := x[i*cols+j]
+					s = s + float32(v*v)
+				}
+				ms := s / float32(cols)
+				r := float32(1 / math.Sqrt(float64(ms+1e-6)))
+				for j := 0; j < cols; j++ {
+					y[i*cols+j] = float32(x[i*cols+j]*r) * w[j]
+				}
+			}
+		},
+	}
+}
+
+// LayerNorm normalizes each row of X[rows, cols] to zero mean and unit
+// variance (with epsilon 1e-5), then scales by G and shifts by B.
+func LayerNorm(rows, cols int) Case {
+	b := ast.NewBuilder("layernorm")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
+	G := b.Placeholder("G", ast.Float32, ast.Shape(cols)...)
+	B := b.Placeholder("B", ast.Float32, ast.Shape(cols)...)
+	k := b.ReduceAxis("k", ast.I32(int32(cols)))
+	Mu := b.Mean("Mu", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
+	D := b.Compute("D", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+		return ast.Sub(X.At(i...), Mu.At(i[0]))
+	})
+	Var := b.Mean("Var", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(D.At(i[0], k), D.At(i[0], k))
+	})
+	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+		inv := ast.Rsqrt(ast.Add(Var.At(i[0]), ast.F32(1e-5)))
+		return ast.Add(ast.Mul(ast.Mul(D.At(i...), inv), G.At(i[1])), B.At(i[1]))
+	})
+	return Case{
+		Name: "layernorm",
+		Func: must(b.Build(Y)),
+		Ref: func(args map[string]any) {
+			x, g, bb, y := args["X"].([]float32), args["G"].([]float32), args["B"].([]float32), args["Y"].([]float32)
+			for i := 0; i < rows; i++ {
+				row := x[i*cols : (i+1)*cols]
+				var s float32
+				for _, v := range row {
+					s = s + v
+				}
+				mu := s / float32(cols)
+				d := make([]float32, cols)
+				var sq float32
+				for j, v := range row {
+					d[j] = v - mu
+				}
+				for _, v := range d {
+					sq = sq + float32(v*v)
+				}
+				inv := float32(1 / math.Sqrt(float64(sq/float32(cols)+1e-5)))
+				for j := range d {
+					y[i*cols+j] = float32(float32(d[j]*inv)*g[j]) + bb[j]
+				}
+			}
+		},
+	}
+}
