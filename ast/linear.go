@@ -1,8 +1,10 @@
 package ast
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // linear is an integer expression in canonical affine form:
@@ -156,9 +158,15 @@ func toLinear(e Expr) (linear, bool) {
 func (l linear) isConst() bool { return len(l.terms) == 0 }
 
 // expr rebuilds l as an expression of integer type t: positive terms first,
-// then the negative ones subtracted, then the constant. It fails if a
-// coefficient or the constant does not fit t.
+// then the negative ones subtracted, each group by decreasing magnitude of
+// coefficient (so an outer index comes before an inner one: i*64 + j), then
+// the constant. It fails if a coefficient or the constant does not fit t.
 func (l linear) expr(t DType) (Expr, bool) {
+	terms := slices.Clone(l.terms)
+	slices.SortStableFunc(terms, func(x, y linTerm) int {
+		return cmp.Compare(uabs(y.coef), uabs(x.coef)) // already in key order within a magnitude
+	})
+	l.terms = terms
 	lo, hi := intRange(t)
 	fits := func(v int64) bool { return v >= lo && v <= hi }
 	if !fits(l.c) {

@@ -68,7 +68,16 @@ func (a *Analyzer) bound(e Expr) Interval {
 		return typeRange(e.DType)
 	case *Binary:
 		switch e.Op {
-		case OpAdd, OpSub, OpMul:
+		case OpMul:
+			_, ca := e.A.(*Const)
+			_, cb := e.B.(*Const)
+			if !ca && !cb {
+				// A product of non-constants is an atom of the linear form:
+				// bound it from its operands.
+				return a.Bound(e.A).mul(a.Bound(e.B))
+			}
+			fallthrough
+		case OpAdd, OpSub:
 			if l, ok := toLinear(e); ok {
 				return a.boundLinear(l)
 			}
@@ -305,18 +314,8 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 		}
 		return Zero(t)
 	}
-	// Nested division: floordiv(floordiv(x, c1), c) = floordiv(x, c1*c), and
-	// floormod(floormod(x, c1), c) = floormod(x, c) when c divides c1.
-	if inner, ok := e.A.(*Binary); ok && inner.Op == op {
-		if c1, ok := ConstIntValue(inner.B); ok && c1 > 0 {
-			if op == OpFloorDiv {
-				if cc, ok := mulInt(c1, c); ok && cc <= maxOf(t) {
-					return a.rewriteDiv(FloorDiv(inner.A, IntConst(t, cc)))
-				}
-			} else if c1%c == 0 {
-				return a.rewriteDiv(FloorMod(inner.A, e.B))
-			}
-		}
+	if r, ok := a.nestedDiv(op, e.A, c, t); ok {
+		return r
 	}
 	l, ok := toLinear(e.A)
 	if !ok {
@@ -339,7 +338,7 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 		if fits {
 			out.c += k
 		} else {
-			atom, ok := divAtom(OpFloorDiv, r, c, t)
+			atom, ok := a.divAtom(OpFloorDiv, r, c, t)
 			if !ok {
 				return e
 			}
@@ -356,7 +355,7 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 			}
 		} else {
 			g := gcd(gcd(r.termsGCD(), r.c), c)
-			atom, ok := divAtom(OpFloorMod, r, c, t)
+			atom, ok := a.divAtom(OpFloorMod, r, c, t)
 			if !ok {
 				return e
 			}
@@ -373,9 +372,31 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 	return res
 }
 
+// nestedDiv simplifies a division of a division by constants:
+// floordiv(floordiv(x, c1), c) = floordiv(x, c1*c), and
+// floormod(floormod(x, c1), c) = floormod(x, c) when c divides c1.
+func (a *Analyzer) nestedDiv(op BinaryOp, x Expr, c int64, t DType) (Expr, bool) {
+	inner, ok := x.(*Binary)
+	if !ok || inner.Op != op {
+		return nil, false
+	}
+	c1, ok := ConstIntValue(inner.B)
+	if !ok || c1 <= 0 {
+		return nil, false
+	}
+	if op == OpFloorDiv {
+		if cc, ok := mulInt(c1, c); ok && cc <= maxOf(t) {
+			return a.rewriteDiv(FloorDiv(inner.A, IntConst(t, cc))), true
+		}
+	} else if c1%c == 0 {
+		return a.rewriteDiv(FloorMod(inner.A, IntConst(t, c))), true
+	}
+	return nil, false
+}
+
 // divAtom returns floordiv(r, c) or floormod(r, c)/g as an atom, with the
 // common factor g of r and c cancelled: floordiv(g*x, g*c') = floordiv(x, c').
-func divAtom(op BinaryOp, r linear, c int64, t DType) (Expr, bool) {
+func (a *Analyzer) divAtom(op BinaryOp, r linear, c int64, t DType) (Expr, bool) {
 	if g := gcd(gcd(r.termsGCD(), r.c), c); g > 1 {
 		r, c = r.divExact(g), c/g
 	}
@@ -388,6 +409,9 @@ func divAtom(op BinaryOp, r linear, c int64, t DType) (Expr, bool) {
 			return num, true
 		}
 		return Zero(t), true
+	}
+	if r, ok := a.nestedDiv(op, num, c, t); ok {
+		return r, true
 	}
 	return &Binary{Op: op, A: num, B: IntConst(t, c)}, true
 }
