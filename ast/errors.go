@@ -29,6 +29,7 @@ type ParseError struct {
 	Err      error // ErrSyntax, or the *VerifyError found at Pos
 }
 
+// Error returns "line:column: message", prefixed by the file name if set.
 func (e *ParseError) Error() string {
 	if e.Filename != "" {
 		return fmt.Sprintf("%s:%s: %s", e.Filename, e.Pos, e.Msg)
@@ -45,6 +46,7 @@ type VerifyError struct {
 	Msg  string // what is wrong, in one sentence
 }
 
+// Error returns the message prefixed by "ast: verify: ".
 func (e *VerifyError) Error() string { return "ast: verify: " + e.Msg }
 
 // Unwrap returns ErrInvalid.
@@ -63,6 +65,7 @@ type OutOfBoundsError struct {
 	Block  string  // the innermost block around the access, if any
 }
 
+// Error names the access, the buffer's shape and the statement.
 func (e *OutOfBoundsError) Error() string {
 	kind := "load from"
 	if _, ok := e.Access.(*Store); ok {
@@ -88,6 +91,7 @@ type RuntimeError struct {
 	Msg  string
 }
 
+// Error returns the message prefixed by "ast: interpret: ".
 func (e *RuntimeError) Error() string { return "ast: interpret: " + e.Msg }
 
 // Unwrap returns ErrRuntime.

@@ -24,6 +24,7 @@ type Pos struct {
 	Line, Col int
 }
 
+// String returns the position as line:column.
 func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
 
 type token struct {

@@ -44,18 +44,44 @@ func (*IfThenElse) stmtNode()    {}
 func (*Seq) stmtNode()           {}
 func (*Alloc) stmtNode()         {}
 
-func (e *Const) String() string  { return exprString(e) }
-func (e *Var) String() string    { return exprString(e) }
-func (e *Binary) String() string { return exprString(e) }
-func (e *Not) String() string    { return exprString(e) }
-func (e *Select) String() string { return exprString(e) }
-func (e *Cast) String() string   { return exprString(e) }
-func (e *Call) String() string   { return exprString(e) }
-func (e *Load) String() string   { return exprString(e) }
+// String returns the expression in the text form.
+func (e *Const) String() string { return exprString(e) }
 
-func (s *For) String() string           { return stmtString(s) }
+// String returns the expression in the text form.
+func (e *Var) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Binary) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Not) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Select) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Cast) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Call) String() string { return exprString(e) }
+
+// String returns the expression in the text form.
+func (e *Load) String() string { return exprString(e) }
+
+// String returns the statement in the text form.
+func (s *For) String() string { return stmtString(s) }
+
+// String returns the statement in the text form.
 func (s *ScheduleBlock) String() string { return stmtString(s) }
-func (s *Store) String() string         { return stmtString(s) }
-func (s *IfThenElse) String() string    { return stmtString(s) }
-func (s *Seq) String() string           { return stmtString(s) }
-func (s *Alloc) String() string         { return stmtString(s) }
+
+// String returns the statement in the text form.
+func (s *Store) String() string { return stmtString(s) }
+
+// String returns the statement in the text form.
+func (s *IfThenElse) String() string { return stmtString(s) }
+
+// String returns the statement in the text form.
+func (s *Seq) String() string { return stmtString(s) }
+
+// String returns the statement in the text form.
+func (s *Alloc) String() string { return stmtString(s) }

@@ -65,11 +65,12 @@ func ParseExpr(src string, scope ...Node) (Expr, error) {
 // input can exhaust the stack of the parser or of later passes.
 const maxDepth = 1000
 
-// varScope is one level of variable scope. A barrier scope (a block body)
-// hides the scopes above it except the function's sizes.
+// varScope is one level of variable scope. A barrier scope (a block body,
+// the domains of a block) hides the scopes above it except the function's
+// sizes; hidden explains why, for the error about a hidden variable.
 type varScope struct {
-	names   map[string]*Var
-	barrier bool
+	names  map[string]*Var
+	hidden string // non-empty for a barrier
 }
 
 type parser struct {
@@ -81,7 +82,7 @@ type parser struct {
 	blocks map[string]Pos
 	pos    map[Node]Pos
 
-	blockNames []string // the blocks whose bodies are being read, innermost last
+	block0 string // the block whose header is being read
 }
 
 func newParser(src string) (*parser, error) {
@@ -218,8 +219,9 @@ func (p *parser) ident(context string) token {
 
 // Scopes.
 
-func (p *parser) pushVars(barrier bool) {
-	p.vars = append(p.vars, varScope{names: map[string]*Var{}, barrier: barrier})
+// pushVars opens a scope; a non-empty hidden makes it a barrier.
+func (p *parser) pushVars(hidden string) {
+	p.vars = append(p.vars, varScope{names: map[string]*Var{}, hidden: hidden})
 }
 
 func (p *parser) popVars() { p.vars = p.vars[:len(p.vars)-1] }
@@ -231,7 +233,7 @@ func (p *parser) lookupVar(name string) *Var {
 		if v, ok := p.vars[i].names[name]; ok {
 			return v
 		}
-		if p.vars[i].barrier {
+		if p.vars[i].hidden != "" {
 			if v, ok := p.vars[0].names[name]; ok {
 				return v
 			}
@@ -241,14 +243,19 @@ func (p *parser) lookupVar(name string) *Var {
 	return nil
 }
 
-// hiddenVar reports whether name is a variable hidden by a block barrier.
-func (p *parser) hiddenVar(name string) bool {
-	for _, sc := range p.vars {
+// hiddenBy returns the explanation of the innermost barrier hiding the
+// variable name, or "" if no variable of that name is in any scope.
+func (p *parser) hiddenBy(name string) string {
+	for i, sc := range p.vars {
 		if _, ok := sc.names[name]; ok {
-			return true
+			for j := len(p.vars) - 1; j > i; j-- {
+				if p.vars[j].hidden != "" {
+					return p.vars[j].hidden
+				}
+			}
 		}
 	}
-	return false
+	return ""
 }
 
 func (p *parser) lookupBuffer(name string) *Buffer {
@@ -428,7 +435,7 @@ func (p *parser) forStmt() Stmt {
 		f.Annotations = p.attrs()
 	}
 	p.enter()
-	p.pushVars(false)
+	p.pushVars("")
 	p.define(f.Var)
 	f.Body = p.braces(" before the loop body")
 	p.popVars()
@@ -503,6 +510,7 @@ func (p *parser) block() Stmt {
 	p.want("{", " before the block body")
 	b := &ScheduleBlock{Name: nt.text}
 	p.pos[b] = start
+	p.block0 = b.Name
 
 	// vi, vj = axis.bind(i, j) and axis.domain(vi = spatial(0, 64), ...)
 	if t := p.tok(); t.kind == tokIdent && !isReserved(t.text) && (p.peek(1).isPunct(",") || p.peek(1).isPunct("=")) {
@@ -515,10 +523,8 @@ func (p *parser) block() Stmt {
 	}
 	p.enter()
 	defer p.leave()
-	p.pushVars(true)
+	p.pushVars("inside block " + b.Name + ": a block's body sees only its iteration variables, not the loops around the block")
 	defer p.popVars()
-	p.blockNames = append(p.blockNames, b.Name)
-	defer func() { p.blockNames = p.blockNames[:len(p.blockNames)-1] }()
 	for _, it := range b.Iters {
 		p.define(it.Var)
 	}
@@ -567,7 +573,7 @@ func (p *parser) blockIters() []*IterVar {
 	p.advance()
 	p.want("(", " after axis.domain")
 	// Domains may use the function's sizes only.
-	p.pushVars(true)
+	p.pushVars("in the domains of block " + p.block0 + ": a domain may use only the function's symbolic sizes")
 	defer p.popVars()
 	iters := make([]*IterVar, len(names))
 	for i, name := range names {
@@ -1005,9 +1011,8 @@ func (p *parser) identExpr() Expr {
 		}
 		v := p.lookupVar(name)
 		if v == nil {
-			if p.hiddenVar(name) {
-				blk := p.blockNames[len(p.blockNames)-1]
-				p.failAt(t.pos, "variable %s is not visible inside block %s: a block's body sees only its iteration variables, not the loops around the block", name, blk)
+			if why := p.hiddenBy(name); why != "" {
+				p.failAt(t.pos, "variable %s is not visible %s", name, why)
 			}
 			p.failAt(t.pos, "undefined variable %s", name)
 		}
