@@ -45,14 +45,18 @@ func (c Case) Args(seed uint64) map[string]any {
 			panic(fmt.Sprintf("workload %s: %v", c.Name, err))
 		}
 		if !written[p.Name] {
-			fillRandom(data, rng)
+			FillRandom(data, rng)
 		}
 		args[p.Name] = data
 	}
 	return args
 }
 
-func fillRandom(data any, rng *rand.Rand) {
+// FillRandom fills a Go slice of any element type Interpret accepts with
+// values from rng: floats in [-1, 1), integers in [-100, 100], random bools.
+// Float16 and bfloat16 data ([]uint16) gets the encodings of values in
+// [-1, 1) for float16; use ast.BFloat16Bits for bfloat16 data.
+func FillRandom(data any, rng *rand.Rand) {
 	switch d := data.(type) {
 	case []float32:
 		for i := range d {
@@ -69,6 +73,14 @@ func fillRandom(data any, rng *rand.Rand) {
 	case []int64:
 		for i := range d {
 			d[i] = rng.Int64N(201) - 100
+		}
+	case []bool:
+		for i := range d {
+			d[i] = rng.IntN(2) == 1
+		}
+	case []uint16:
+		for i := range d {
+			d[i] = ast.Float16Bits(rng.Float64()*2 - 1)
 		}
 	}
 }

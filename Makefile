@@ -1,0 +1,25 @@
+# loom's build and test entry points. `make test` is what CI runs (.ci/run).
+
+GO ?= go
+
+.PHONY: test check fuzz example
+
+# test runs every test, with the formatting and vet checks first.
+test: check
+	$(GO) test ./...
+
+# check fails on unformatted files and on go vet findings.
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# fuzz runs each fuzz target for FUZZTIME (opt-in; tests run only the seeds).
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test ./ast -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ast -run '^$$' -fuzz '^FuzzParseExpr$$' -fuzztime $(FUZZTIME)
+
+# example is the main job for now: print and interpret an example function.
+example:
+	$(GO) run ./tools/loom example

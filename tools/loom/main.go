@@ -1,0 +1,67 @@
+// Command loom is the command-line face of loom, the polyhedral
+// schedule-and-codegen toolkit.
+//
+// Usage:
+//
+//	loom example              build, print and interpret an example function
+//	loom fmt [-w] FILE...     check .loom files and print them in canonical form
+//	loom run [-size N=V]... FILE
+//	                          interpret a .loom function on random inputs
+//
+// The autotuner, the benchmarks and the code generators arrive as further
+// commands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand: its one-line synopsis and its body, which
+// returns the process exit code.
+type command struct {
+	synopsis string
+	run      func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{
+	"example": {"build, print and interpret an example function", runExample},
+	"fmt":     {"check .loom files and print them in canonical form", runFmt},
+	"run":     {"interpret a .loom function on random inputs", runRun},
+}
+
+func main() {
+	os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// loom runs the command line args and returns the exit code.
+func loom(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "loom: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loom <command> [arguments]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].synopsis)
+	}
+}
