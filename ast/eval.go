@@ -67,18 +67,8 @@ func evalBinary(op BinaryOp, t DType, a, b value) (value, error) {
 		r = min(x, y)
 	case OpMax:
 		r = max(x, y)
-	case OpEQ:
-		return boolValue(x == y), nil
-	case OpNE:
-		return boolValue(x != y), nil
-	case OpLT:
-		return boolValue(x < y), nil
-	case OpLE:
-		return boolValue(x <= y), nil
-	case OpGT:
-		return boolValue(x > y), nil
-	case OpGE:
-		return boolValue(x >= y), nil
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		return compare(op, x, y), nil
 	case OpAnd:
 		return boolValue(x != 0 && y != 0), nil
 	case OpOr:
@@ -102,6 +92,16 @@ func evalFloatBinary(op BinaryOp, t DType, x, y float64) value {
 		r = math.Min(x, y)
 	case OpMax:
 		r = math.Max(x, y)
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		return compare(op, x, y)
+	}
+	return value{f: roundFloat(t, r)}
+}
+
+// compare applies a comparison operator. On floats a comparison with NaN is
+// false, except != which is true, as in IEEE 754 (and Go).
+func compare[T int64 | float64](op BinaryOp, x, y T) value {
+	switch op {
 	case OpEQ:
 		return boolValue(x == y)
 	case OpNE:
@@ -112,10 +112,8 @@ func evalFloatBinary(op BinaryOp, t DType, x, y float64) value {
 		return boolValue(x <= y)
 	case OpGT:
 		return boolValue(x > y)
-	case OpGE:
-		return boolValue(x >= y)
 	}
-	return value{f: roundFloat(t, r)}
+	return boolValue(x >= y)
 }
 
 // floorDiv returns floor(x / y) for y != 0.

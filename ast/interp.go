@@ -28,23 +28,15 @@ import (
 // shows in the results.
 //
 // f is verified first; an ill-formed f returns its *VerifyError.
-func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) (err error) {
+func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) error {
 	if err := Verify(f); err != nil {
 		return err
 	}
 	in := &interp{env: map[string]value{}, bufs: map[string]*tensor{}}
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(interpBailout)
-			if !ok {
-				panic(r)
-			}
-			err = b.err
-		}
-	}()
-	in.bind(f, sizes, buffers)
-	in.stmt(f.Body)
-	return nil
+	return catch(func() {
+		in.bind(f, sizes, buffers)
+		in.stmt(f.Body)
+	})
 }
 
 // NewData returns a zeroed Go slice of the right element type and length
@@ -55,7 +47,7 @@ func NewData(b *Buffer, sizes map[string]int64) (any, error) {
 		in.env[name] = value{i: v}
 	}
 	var data any
-	err := in.catch(func() {
+	err := catch(func() {
 		shape := in.shape(b)
 		data = makeData(b.DType, product(shape))
 	})
@@ -64,8 +56,6 @@ func NewData(b *Buffer, sizes map[string]int64) (any, error) {
 
 // maxElements bounds the size of one buffer the interpreter will hold.
 const maxElements = 1 << 30
-
-type interpBailout struct{ err error }
 
 // interp is the state of one run.
 type interp struct {
@@ -85,21 +75,7 @@ type blockInstance struct {
 }
 
 func (in *interp) fail(n Node, format string, args ...any) {
-	panic(interpBailout{&RuntimeError{Node: n, Msg: fmt.Sprintf(format, args...)}})
-}
-
-func (in *interp) catch(run func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(interpBailout)
-			if !ok {
-				panic(r)
-			}
-			err = b.err
-		}
-	}()
-	run()
-	return nil
+	panic(bailout{&RuntimeError{Node: n, Msg: fmt.Sprintf(format, args...)}})
 }
 
 // bind checks the arguments and binds sizes and parameters.
@@ -288,7 +264,7 @@ func (in *interp) locate(access Node, b *Buffer, indices []Expr, write bool) (*t
 			if in.block != nil {
 				oob.Block = in.block.b.Name
 			}
-			panic(interpBailout{oob})
+			panic(bailout{oob})
 		}
 		off = off*t.shape[i] + v
 	}

@@ -22,7 +22,7 @@ func Parse(src string) (*Func, error) {
 		return nil, err
 	}
 	var f *Func
-	if err := p.run(func() { f = p.fn() }); err != nil {
+	if err := catch(func() { f = p.fn() }); err != nil {
 		return nil, err
 	}
 	if err := Verify(f); err != nil {
@@ -49,7 +49,7 @@ func ParseExpr(src string, scope ...Node) (Expr, error) {
 		}
 	}
 	var e Expr
-	if err := p.run(func() {
+	if err := catch(func() {
 		e = p.expr()
 		p.expect(tokEOF, "")
 	}); err != nil {
@@ -103,23 +103,6 @@ func newParser(src string) (*parser, error) {
 			return p, nil
 		}
 	}
-}
-
-// bailout carries a *ParseError from deep in the parser to run.
-type bailout struct{ err *ParseError }
-
-func (p *parser) run(parse func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(bailout)
-			if !ok {
-				panic(r)
-			}
-			err = b.err
-		}
-	}()
-	parse()
-	return nil
 }
 
 func (p *parser) failAt(pos Pos, format string, args ...any) {

@@ -282,38 +282,13 @@ func (p *printer) block(b *ScheduleBlock) {
 	p.indent++
 	if len(b.Iters) > 0 {
 		p.newline()
-		for i, it := range b.Iters {
-			if i > 0 {
-				p.print(", ")
-			}
-			if it == nil {
-				p.print("<nil>")
-				continue
-			}
-			p.varName(it.Var)
-		}
+		p.iters(b.Iters, func(it *IterVar) { p.varName(it.Var) })
 		p.print(" = axis.bind(")
-		for i, it := range b.Iters {
-			if i > 0 {
-				p.print(", ")
-			}
-			if it == nil {
-				p.print("<nil>")
-				continue
-			}
-			p.expr(it.Binding, 0)
-		}
+		p.iters(b.Iters, func(it *IterVar) { p.expr(it.Binding, 0) })
 		p.print(")")
 		p.newline()
 		p.print("axis.domain(")
-		for i, it := range b.Iters {
-			if i > 0 {
-				p.print(", ")
-			}
-			if it == nil {
-				p.print("<nil>")
-				continue
-			}
+		p.iters(b.Iters, func(it *IterVar) {
 			l, c := p.line, p.col()
 			p.varName(it.Var)
 			p.print(" = ", it.Kind.String(), "(")
@@ -322,7 +297,7 @@ func (p *printer) block(b *ScheduleBlock) {
 			p.expr(it.Dom.Extent, 0)
 			p.print(")")
 			p.record(it.Var, l, c, false)
-		}
+		})
 		p.print(")")
 	}
 	if !isNilExpr(b.Predicate) {
@@ -355,6 +330,20 @@ func (p *printer) block(b *ScheduleBlock) {
 	p.indent--
 	p.newline()
 	p.print("}")
+}
+
+// iters prints each iteration variable with each, separated by commas.
+func (p *printer) iters(its []*IterVar, each func(*IterVar)) {
+	for i, it := range its {
+		if i > 0 {
+			p.print(", ")
+		}
+		if it == nil {
+			p.print("<nil>")
+			continue
+		}
+		each(it)
+	}
 }
 
 func (p *printer) regions(keyword string, rs []Region) {

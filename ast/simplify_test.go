@@ -232,10 +232,10 @@ func TestSimplifyProperty(t *testing.T) {
 				in.env[v.Name] = value{i: iv.Min + int64(r.IntN(int(iv.Max-iv.Min+1)))}
 			}
 			var want, got value
-			if err := in.catch(func() { want = in.eval(e) }); err != nil {
+			if err := catch(func() { want = in.eval(e) }); err != nil {
 				continue
 			}
-			if err := in.catch(func() { got = in.eval(s) }); err != nil {
+			if err := catch(func() { got = in.eval(s) }); err != nil {
 				t.Fatalf("Simplify(%s) = %s fails where the input does not: %v (env %v)", e, s, err, in.env)
 			}
 			if want.i != got.i {

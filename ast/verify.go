@@ -38,17 +38,15 @@ import (
 //   - Annotations hold int64, finite float64, string or bool values.
 func Verify(f *Func) error {
 	v := newVerifier()
-	return v.run(func() { v.fn(f) })
+	return catch(func() { v.fn(f) })
 }
 
 // verifyExpr type-checks an expression whose variables are trusted.
 func verifyExpr(e Expr) error {
 	v := newVerifier()
 	v.trustVars = true
-	return v.run(func() { v.expr(e, nil) })
+	return catch(func() { v.expr(e, nil) })
 }
-
-type verifyBailout struct{ err *VerifyError }
 
 // varInfo is a variable in scope, with the loop that defines it, if any.
 type varInfo struct {
@@ -77,22 +75,8 @@ func newVerifier() *verifier {
 	}
 }
 
-func (v *verifier) run(check func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(verifyBailout)
-			if !ok {
-				panic(r)
-			}
-			err = b.err
-		}
-	}()
-	check()
-	return nil
-}
-
 func (v *verifier) fail(n Node, format string, args ...any) {
-	panic(verifyBailout{&VerifyError{Node: n, Msg: fmt.Sprintf(format, args...)}})
+	panic(bailout{&VerifyError{Node: n, Msg: fmt.Sprintf(format, args...)}})
 }
 
 func (v *verifier) checkName(n Node, what, name string) {
