@@ -143,41 +143,11 @@ func evalCall(f Intrinsic, t DType, args []value) value {
 		}
 		return value{i: wrapInt(t, x)}
 	}
-	x := args[0].f
-	var r float64
-	switch f {
-	case IntrinsicExp:
-		r = math.Exp(x)
-	case IntrinsicExp2:
-		r = math.Exp2(x)
-	case IntrinsicLog:
-		r = math.Log(x)
-	case IntrinsicLog2:
-		r = math.Log2(x)
-	case IntrinsicSqrt:
-		r = math.Sqrt(x)
-	case IntrinsicRsqrt:
-		r = 1 / math.Sqrt(x)
-	case IntrinsicTanh:
-		r = math.Tanh(x)
-	case IntrinsicSigmoid:
-		r = 1 / (1 + math.Exp(-x))
-	case IntrinsicErf:
-		r = math.Erf(x)
-	case IntrinsicPow:
-		r = math.Pow(x, args[1].f)
-	case IntrinsicAbs:
-		r = math.Abs(x)
-	case IntrinsicFloor:
-		r = math.Floor(x)
-	case IntrinsicCeil:
-		r = math.Ceil(x)
-	case IntrinsicSin:
-		r = math.Sin(x)
-	case IntrinsicCos:
-		r = math.Cos(x)
+	var y float64
+	if len(args) > 1 {
+		y = args[1].f
 	}
-	return value{f: roundFloat(t, r)}
+	return value{f: roundFloat(t, intrinsicInfo[f].eval(args[0].f, y))}
 }
 
 // evalCast converts x from type from to type to.

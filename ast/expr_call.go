@@ -1,5 +1,7 @@
 package ast
 
+import "math"
+
 // Intrinsic is a math function that a [Call] applies.
 type Intrinsic uint8
 
@@ -24,26 +26,31 @@ const (
 	IntrinsicCos
 )
 
+// intrinsicInfo is the table of intrinsics: the name the text form uses, the
+// number of arguments, whether integers are accepted, and the meaning on
+// floating-point values, computed in float64 (the interpreter rounds the
+// result to the operand type). y is the second argument of Pow.
 var intrinsicInfo = [...]struct {
 	name    string
 	arity   int
-	intsToo bool // also defined on integer operands
+	intsToo bool
+	eval    func(x, y float64) float64
 }{
-	IntrinsicExp:     {"exp", 1, false},
-	IntrinsicExp2:    {"exp2", 1, false},
-	IntrinsicLog:     {"log", 1, false},
-	IntrinsicLog2:    {"log2", 1, false},
-	IntrinsicSqrt:    {"sqrt", 1, false},
-	IntrinsicRsqrt:   {"rsqrt", 1, false},
-	IntrinsicTanh:    {"tanh", 1, false},
-	IntrinsicSigmoid: {"sigmoid", 1, false},
-	IntrinsicErf:     {"erf", 1, false},
-	IntrinsicPow:     {"pow", 2, false},
-	IntrinsicAbs:     {"abs", 1, true},
-	IntrinsicFloor:   {"floor", 1, false},
-	IntrinsicCeil:    {"ceil", 1, false},
-	IntrinsicSin:     {"sin", 1, false},
-	IntrinsicCos:     {"cos", 1, false},
+	IntrinsicExp:     {"exp", 1, false, func(x, _ float64) float64 { return math.Exp(x) }},
+	IntrinsicExp2:    {"exp2", 1, false, func(x, _ float64) float64 { return math.Exp2(x) }},
+	IntrinsicLog:     {"log", 1, false, func(x, _ float64) float64 { return math.Log(x) }},
+	IntrinsicLog2:    {"log2", 1, false, func(x, _ float64) float64 { return math.Log2(x) }},
+	IntrinsicSqrt:    {"sqrt", 1, false, func(x, _ float64) float64 { return math.Sqrt(x) }},
+	IntrinsicRsqrt:   {"rsqrt", 1, false, func(x, _ float64) float64 { return 1 / math.Sqrt(x) }},
+	IntrinsicTanh:    {"tanh", 1, false, func(x, _ float64) float64 { return math.Tanh(x) }},
+	IntrinsicSigmoid: {"sigmoid", 1, false, func(x, _ float64) float64 { return 1 / (1 + math.Exp(-x)) }},
+	IntrinsicErf:     {"erf", 1, false, func(x, _ float64) float64 { return math.Erf(x) }},
+	IntrinsicPow:     {"pow", 2, false, math.Pow},
+	IntrinsicAbs:     {"abs", 1, true, func(x, _ float64) float64 { return math.Abs(x) }},
+	IntrinsicFloor:   {"floor", 1, false, func(x, _ float64) float64 { return math.Floor(x) }},
+	IntrinsicCeil:    {"ceil", 1, false, func(x, _ float64) float64 { return math.Ceil(x) }},
+	IntrinsicSin:     {"sin", 1, false, func(x, _ float64) float64 { return math.Sin(x) }},
+	IntrinsicCos:     {"cos", 1, false, func(x, _ float64) float64 { return math.Cos(x) }},
 }
 
 // String returns the intrinsic's name as the text form spells it ("exp").
