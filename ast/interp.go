@@ -3,6 +3,7 @@ package ast
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Interpret runs f on the given data and returns the first fault, if any.
@@ -66,12 +67,19 @@ type interp struct {
 }
 
 // blockInstance is one execution of a block: its regions evaluated at its
-// iteration values, and the buffers allocated inside it.
+// iteration values, and the buffers allocated inside it (nil until one is).
 type blockInstance struct {
 	b      *ScheduleBlock
-	reads  map[*Buffer][][]Interval
-	writes map[*Buffer][][]Interval
+	reads  []box
+	writes []box
 	own    map[*Buffer]bool
+}
+
+// box is a region evaluated at run time: an interval of indices per
+// dimension of the buffer.
+type box struct {
+	buf  *Buffer
+	dims []Interval
 }
 
 func (in *interp) fail(n Node, format string, args ...any) {
@@ -184,6 +192,9 @@ func (in *interp) stmt(s Stmt) {
 		shape := in.shape(s.Buffer)
 		in.bufs[s.Buffer.Name] = &tensor{buf: s.Buffer, shape: shape, data: poisoned(s.Buffer.DType, product(shape))}
 		if in.block != nil {
+			if in.block.own == nil {
+				in.block.own = map[*Buffer]bool{}
+			}
 			in.block.own[s.Buffer] = true
 		}
 	default:
@@ -214,12 +225,7 @@ func (in *interp) blockStmt(b *ScheduleBlock) {
 		in.env[it.Var.Name] = vals[i]
 	}
 	outer := in.block
-	in.block = &blockInstance{
-		b:      b,
-		reads:  in.regions(b.Reads),
-		writes: in.regions(b.Writes),
-		own:    map[*Buffer]bool{},
-	}
+	in.block = &blockInstance{b: b, reads: in.regions(b.Reads), writes: in.regions(b.Writes)}
 	if !isNilStmt(b.Init) && first {
 		in.stmt(b.Init)
 	}
@@ -230,19 +236,18 @@ func (in *interp) blockStmt(b *ScheduleBlock) {
 	}
 }
 
-// regions evaluates a block's regions: for each buffer, the list of its
-// regions, each a list of index intervals.
-func (in *interp) regions(rs []Region) map[*Buffer][][]Interval {
-	m := map[*Buffer][][]Interval{}
-	for _, r := range rs {
-		box := make([]Interval, len(r.Ranges))
-		for i, rg := range r.Ranges {
+// regions evaluates a block's regions at the current iteration values.
+func (in *interp) regions(rs []Region) []box {
+	boxes := make([]box, len(rs))
+	for i, r := range rs {
+		dims := make([]Interval, len(r.Ranges))
+		for d, rg := range r.Ranges {
 			lo, ext := in.eval(rg.Min).i, in.eval(rg.Extent).i
-			box[i] = Interval{lo, lo + ext - 1}
+			dims[d] = Interval{lo, lo + ext - 1}
 		}
-		m[r.Buffer] = append(m[r.Buffer], box)
+		boxes[i] = box{r.Buffer, dims}
 	}
-	return m
+	return boxes
 }
 
 // locate evaluates the indices of an access, checks them against the
@@ -253,14 +258,15 @@ func (in *interp) locate(access Node, b *Buffer, indices []Expr, write bool) (*t
 	if t == nil {
 		in.fail(access, "buffer %s is not allocated here", b.Name)
 	}
-	idx := make([]int64, len(indices))
-	for i, e := range indices {
-		idx[i] = in.eval(e).i
+	var scratch [8]int64 // most buffers have few dimensions: keep idx off the heap
+	idx := scratch[:0]
+	for _, e := range indices {
+		idx = append(idx, in.eval(e).i)
 	}
 	var off int64
 	for i, v := range idx {
 		if v < 0 || v >= t.shape[i] {
-			oob := &OutOfBoundsError{Buffer: b, Index: idx, Shape: t.shape, Access: access, Stmt: in.stmt0}
+			oob := &OutOfBoundsError{Buffer: b, Index: slices.Clone(idx), Shape: t.shape, Access: access, Stmt: in.stmt0}
 			if in.block != nil {
 				oob.Block = in.block.b.Name
 			}
@@ -273,17 +279,21 @@ func (in *interp) locate(access Node, b *Buffer, indices []Expr, write bool) (*t
 		if write {
 			regions, what = blk.writes, "writes"
 		}
-		if !inAnyRegion(regions[b], idx) {
+		if !inAnyRegion(regions, b, idx) {
 			in.fail(access, "block %s accesses %s%s, outside the region its %s declare for %s", blk.b.Name, b.Name, formatIndex(idx), what, b.Name)
 		}
 	}
 	return t, off
 }
 
-func inAnyRegion(boxes [][]Interval, idx []int64) bool {
-	for _, box := range boxes {
+// inAnyRegion reports whether one of the boxes of buffer b holds idx.
+func inAnyRegion(boxes []box, b *Buffer, idx []int64) bool {
+	for _, bx := range boxes {
+		if bx.buf != b {
+			continue
+		}
 		inside := true
-		for i, iv := range box {
+		for i, iv := range bx.dims {
 			if idx[i] < iv.Min || idx[i] > iv.Max {
 				inside = false
 				break
