@@ -233,6 +233,12 @@ func (b *Builder) define(name string, shape []Expr, kind reduceKind, axes []*Var
 		b.setErr("compute %s: the body function returned nil", name)
 		x.body = Zero(Float32)
 	}
+	Inspect(x.body, func(n Node) bool {
+		if l, ok := n.(*Load); ok && l.Buffer != nil && len(l.Indices) != l.Buffer.Rank() {
+			b.setErr("compute %s: %s has %s but is indexed with %s", name, l.Buffer.Name, count(l.Buffer.Rank(), "dimension"), count(len(l.Indices), "index"))
+		}
+		return true
+	})
 	x.Buffer = NewBuffer(name, x.body.Type(), shape...)
 	b.stages = append(b.stages, x)
 	return x

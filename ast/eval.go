@@ -3,6 +3,7 @@ package ast
 import (
 	"errors"
 	"math"
+	"math/big"
 )
 
 // value is a scalar at run time: integers and bools in i (bool as 0 or 1),
@@ -164,14 +165,29 @@ func evalCast(to, from DType, x value) value {
 		if from.IsFloat() {
 			return value{f: roundFloat(to, x.f)}
 		}
-		if to == Float32 {
-			return value{f: float64(float32(x.i))} // one rounding, as the hardware does
-		}
-		return value{f: roundFloat(to, float64(x.i))}
+		return value{f: intToFloat(to, x.i)}
 	default: // to an integer type
 		if from.IsFloat() {
 			return value{i: floatToInt(to, x.f)}
 		}
 		return value{i: wrapInt(to, x.i)}
 	}
+}
+
+// intToFloat converts an integer to float type t with a single rounding, as
+// the hardware does. (float64(x) alone may already round a large int64, and
+// rounding that again to a narrower type can differ from rounding once.)
+func intToFloat(t DType, x int64) float64 {
+	switch {
+	case t == Float32:
+		return float64(float32(x))
+	case t == Float64 || (x > -1<<53 && x < 1<<53): // float64(x) is exact
+		return roundFloat(t, float64(x))
+	}
+	prec := uint(float16Format.frac + 1)
+	if t == BFloat16 {
+		prec = uint(bfloat16Format.frac + 1)
+	}
+	r, _ := new(big.Float).SetPrec(prec).SetMode(big.ToNearestEven).SetInt64(x).Float64()
+	return roundFloat(t, r) // exact now, except that it may overflow to infinity
 }

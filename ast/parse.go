@@ -41,6 +41,9 @@ func ParseExpr(src string, scope ...Node) (Expr, error) {
 		return nil, err
 	}
 	for _, n := range scope {
+		if isNilNode(n) {
+			return nil, fmt.Errorf("ast: ParseExpr: the scope holds a nil %T", n)
+		}
 		switch n := n.(type) {
 		case *Var:
 			p.vars[0].names[n.Name] = n
@@ -74,6 +77,7 @@ type varScope struct {
 }
 
 type parser struct {
+	height map[Expr]int // height of each expression built, to bound the tree
 	toks   []token
 	i      int
 	depth  int
@@ -95,6 +99,7 @@ func newParser(src string) (*parser, error) {
 		bufs:   []map[string]*Buffer{{}},
 		blocks: map[string]Pos{},
 		pos:    map[Node]Pos{},
+		height: map[Expr]int{},
 	}
 	for {
 		t := lx.next()
@@ -190,6 +195,22 @@ func (p *parser) enter() {
 }
 
 func (p *parser) leave() { p.depth-- }
+
+// grow records the height of e, a new node over the given operands, and
+// fails if the expression tree grows deeper than maxDepth. (The nesting
+// counter of enter does not see a long chain a + b + c + ..., which builds a
+// deep left spine.)
+func (p *parser) grow(e Expr, pos Pos, operands ...Expr) Expr {
+	h := 0
+	for _, o := range operands {
+		h = max(h, p.height[o])
+	}
+	if h+1 > maxDepth {
+		p.failAt(pos, "expression nested deeper than %d levels", maxDepth)
+	}
+	p.height[e] = h + 1
+	return e
+}
 
 // ident reads a name that must not be a reserved word.
 func (p *parser) ident(context string) token {
@@ -769,7 +790,7 @@ func (p *parser) binary(prec int) Expr {
 		p.advance()
 		p.enter()
 		y := p.binary(prec + 1)
-		x = &Binary{Op: op, A: x, B: y}
+		x = p.grow(&Binary{Op: op, A: x, B: y}, t.pos, x, y)
 		p.pos[x] = start
 		if op.IsCompare() {
 			if n := p.tok(); n.kind == tokPunct {
@@ -788,7 +809,8 @@ func (p *parser) unary() Expr {
 	switch {
 	case t.isPunct("!"):
 		p.advance()
-		e := &Not{X: p.unary()}
+		x := p.unary()
+		e := p.grow(&Not{X: x}, t.pos, x)
 		p.pos[e] = t.pos
 		return e
 	case t.isPunct("-"):
@@ -800,7 +822,7 @@ func (p *parser) unary() Expr {
 			return p.special(true, t.pos)
 		}
 		x := p.unary()
-		e := &Binary{Op: OpSub, A: Zero(x.Type()), B: x}
+		e := p.grow(&Binary{Op: OpSub, A: Zero(x.Type()), B: x}, t.pos, x)
 		p.pos[e] = t.pos
 		return e
 	}
@@ -1002,6 +1024,20 @@ func (p *parser) identExpr() Expr {
 		// Each use is its own node, so that errors can point at it.
 		e = &Var{Name: v.Name, DType: v.DType}
 	}
+	var operands []Expr
+	switch e := e.(type) {
+	case *Binary:
+		operands = []Expr{e.A, e.B}
+	case *Select:
+		operands = []Expr{e.Cond, e.T, e.F}
+	case *Cast:
+		operands = []Expr{e.X}
+	case *Call:
+		operands = e.Args
+	case *Load:
+		operands = e.Indices
+	}
+	p.grow(e, t.pos, operands...)
 	p.pos[e] = t.pos
 	return e
 }

@@ -184,8 +184,16 @@ func (p *printer) bufferDecl(b *Buffer) {
 // and leaves the cursor at the start of the line that closes them.
 func (p *printer) body(s Stmt) {
 	p.indent++
+	p.stmtLines(s)
+	p.indent--
+	p.newline()
+}
+
+// stmtLines prints s on lines of its own: the statements of a sequence
+// (nested ones spliced in) one per line, anything else on one line.
+func (p *printer) stmtLines(s Stmt) {
 	if seq, ok := s.(*Seq); ok && seq != nil {
-		for _, st := range seq.Stmts {
+		for _, st := range flatStmts(seq) {
 			p.newline()
 			p.stmt(st)
 		}
@@ -193,8 +201,6 @@ func (p *printer) body(s Stmt) {
 		p.newline()
 		p.stmt(s)
 	}
-	p.indent--
-	p.newline()
 }
 
 func (p *printer) stmt(s Stmt) {
@@ -253,8 +259,9 @@ func (p *printer) stmt(s Stmt) {
 			p.print("<nil>")
 			return
 		}
-		// A Seq nested directly in another prints its statements in line.
-		for i, st := range s.Stmts {
+		// A Seq printed on its own (not as the body of a statement, which
+		// body handles) prints its statements one per line.
+		for i, st := range flatStmts(s) {
 			if i > 0 {
 				p.newline()
 			}
@@ -318,15 +325,7 @@ func (p *printer) block(b *ScheduleBlock) {
 		p.body(b.Init)
 		p.print("}")
 	}
-	if seq, ok := b.Body.(*Seq); ok && seq != nil {
-		for _, st := range seq.Stmts {
-			p.newline()
-			p.stmt(st)
-		}
-	} else if !isNilStmt(b.Body) {
-		p.newline()
-		p.stmt(b.Body)
-	}
+	p.stmtLines(b.Body)
 	p.indent--
 	p.newline()
 	p.print("}")

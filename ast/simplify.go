@@ -331,6 +331,13 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 	if fits {
 		k = floorDiv(rb.Min, c)
 	}
+	if len(q.terms) > 0 || q.c != 0 {
+		// Splitting off q evaluates r on its own, a value the original
+		// expression never computed: do it only when r cannot overflow.
+		if !fits && a.magnitude(r) > maxOf(t) {
+			return e
+		}
+	}
 	var out linear
 	if op == OpFloorDiv {
 		// floordiv(q + r, c) = q/c + floordiv(r, c), as c divides q.
@@ -370,6 +377,29 @@ func (a *Analyzer) rewriteDiv(e *Binary) Expr {
 		return e
 	}
 	return res
+}
+
+// magnitude returns a bound on the absolute value of every partial sum of
+// l, however its terms are ordered: |c| + sum of |coef| * max |atom|.
+// It saturates at PosInf.
+func (a *Analyzer) magnitude(l linear) int64 {
+	m := int64(uabsSat(l.c))
+	for _, t := range l.terms {
+		b := a.Bound(t.atom)
+		m = satAdd(m, satMul(uabsSat(t.coef), max(uabsSat(b.Min), uabsSat(b.Max))))
+	}
+	return m
+}
+
+// uabsSat returns |v|, saturating at PosInf (|NegInf| included).
+func uabsSat(v int64) int64 {
+	if v == NegInf {
+		return PosInf
+	}
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // nestedDiv simplifies a division of a division by constants:
@@ -538,6 +568,25 @@ func (a *Analyzer) SimplifyStmt(s Stmt) Stmt {
 			return s
 		}
 		return &IfThenElse{Cond: cond, Then: then, Else: els}
+	case *Seq:
+		// Statements may have simplified to empty or nested sequences:
+		// flatten them, so the result prints and parses back alike.
+		out := &Seq{}
+		changed := false
+		for _, st := range s.Stmts {
+			n := a.SimplifyStmt(st)
+			changed = changed || n != st
+			if inner, ok := n.(*Seq); ok {
+				out.Stmts = append(out.Stmts, flatStmts(inner)...)
+				changed = true
+				continue
+			}
+			out.Stmts = append(out.Stmts, n)
+		}
+		if !changed {
+			return s
+		}
+		return out
 	}
 	return MapChildren(s, a.SimplifyStmt, a.Simplify)
 }

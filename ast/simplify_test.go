@@ -2,6 +2,7 @@ package ast
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -48,11 +49,15 @@ func TestSimplify(t *testing.T) {
 		{[]string{"i:0:15", "j:0:63"}, "floormod(i * 64 + j, 64)", "j"},
 		{[]string{"i", "j:0:63"}, "floordiv(i * 64 + j, 64)", "i"},
 		{[]string{"i", "j:0:63"}, "floordiv(i * 64 + j + 128, 64)", "i + 2"},
-		{[]string{"i", "j"}, "floordiv(i * 64 + j, 64)", "floordiv(j, 64) + i"},
+		{[]string{"i:0:100", "j:-1000:1000"}, "floordiv(i * 64 + j, 64)", "floordiv(j, 64) + i"},
+		// Unbounded, j alone might overflow where i*64 + j does not: no split.
+		{[]string{"i", "j"}, "floordiv(i * 64 + j, 64)", "floordiv(i * 64 + j, 64)"},
+		{[]string{"i", "j", "k"}, "floordiv(i * 2 + j - k, 2)", "floordiv(i * 2 + j - k, 2)"},
 		{[]string{"i"}, "floordiv(i * 4 + 2, 8)", "floordiv(i * 2 + 1, 4)"},
 		{[]string{"i"}, "floormod(i * 4 + 2, 8)", "floormod(i * 2 + 1, 4) * 2"},
 		{[]string{"i"}, "floormod(i * 8 + 3, 4)", "3"},
-		{[]string{"i"}, "floordiv(i + 70, 64)", "floordiv(i + 6, 64) + 1"},
+		{[]string{"i:0:1000"}, "floordiv(i + 70, 64)", "floordiv(i + 6, 64) + 1"},
+		{[]string{"i"}, "floordiv(i + 70, 64)", "floordiv(i + 70, 64)"},
 		{[]string{"i"}, "floordiv(floordiv(i, 4), 8)", "floordiv(i, 32)"},
 		{[]string{"i"}, "floormod(floormod(i, 32), 8)", "floormod(i, 8)"},
 		{[]string{"i"}, "floormod(floormod(i, 8), 32)", "floormod(i, 8)"}, // the inner one is in [0, 8)
@@ -298,5 +303,57 @@ func TestSimplifyStmt(t *testing.T) {
 	}
 	if SimplifyFunc(g) != g {
 		t.Error("SimplifyFunc of a simplified function returned a new function")
+	}
+}
+
+// TestSimplifyNoNewOverflow checks the case where splitting a division
+// would evaluate a partial sum that overflows int32 although the original
+// expression does not.
+func TestSimplifyNoNewOverflow(t *testing.T) {
+	i, j, k := NewVar("i", Int32), NewVar("j", Int32), NewVar("k", Int32)
+	e, err := ParseExpr("floordiv(i * 2 + j - k, 2)", i, j, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Simplify(e)
+	in := &interp{env: map[string]value{"i": {i: -1 << 30}, "j": {i: 1<<31 - 1}, "k": {i: -1}}}
+	if got, want := in.eval(s).i, in.eval(e).i; got != want {
+		t.Errorf("Simplify(%s) = %s gives %d, want %d", e, s, got, want)
+	}
+}
+
+func TestSimplifyFuncPrintsBack(t *testing.T) {
+	f, err := Parse(`func f(A: float32[4]) {
+  serial for (i, 0, 4) {
+    if (1 < 0) {
+      A[i] = 1.0f
+    }
+    A[i] = 2.0f
+  }
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := Print(SimplifyFunc(f))
+	g, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Print(g) != text || text != "func f(A: float32[4]) {\n  serial for (i, 0, 4) {\n    A[i] = 2.0f\n  }\n}\n" {
+		t.Errorf("simplified function prints as\n%s", text)
+	}
+}
+
+func TestIntToHalfRoundsOnce(t *testing.T) {
+	x := int64(1<<60 + 1<<52 + 1) // just above the midpoint between two bfloat16 values
+	if got, want := evalCast(BFloat16, Int64, value{i: x}).f, float64(1<<60+1<<53); got != want {
+		t.Errorf("bfloat16(%d) = %v, want %v", x, got, want)
+	}
+	if got := evalCast(Float16, Int64, value{i: x}).f; !math.IsInf(got, 1) {
+		t.Errorf("float16(%d) = %v, want +Inf", x, got)
+	}
+	if got := evalCast(Float32, Int64, value{i: x}).f; got != float64(float32(x)) {
+		t.Errorf("float32(%d) = %v", x, got)
 	}
 }

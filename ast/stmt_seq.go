@@ -28,3 +28,17 @@ func NewSeq(stmts ...Stmt) Stmt {
 	}
 	return &Seq{Stmts: flat}
 }
+
+// flatStmts returns the statements of s with nested sequences spliced in,
+// as the text form prints them.
+func flatStmts(s *Seq) []Stmt {
+	var out []Stmt
+	for _, st := range s.Stmts {
+		if inner, ok := st.(*Seq); ok && inner != nil {
+			out = append(out, flatStmts(inner)...)
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -365,8 +365,10 @@ func (v *verifier) regions(b *ScheduleBlock, rs []Region, what string) {
 }
 
 // coverage checks that the block's own accesses use buffers its regions
-// list. Accesses inside nested blocks are their blocks' business, and
-// buffers the block allocates itself are private to it.
+// list. Accesses inside nested blocks are their blocks' business, except in
+// a nested block's bindings, domains and predicate, which are evaluated
+// before that block starts and so belong to this one. Buffers the block
+// allocates itself are private to it.
 func (v *verifier) coverage(b *ScheduleBlock) {
 	reads := map[*Buffer]bool{}
 	writes := map[*Buffer]bool{}
@@ -377,9 +379,16 @@ func (v *verifier) coverage(b *ScheduleBlock) {
 		writes[r.Buffer] = true
 	}
 	own := map[*Buffer]bool{}
-	visit := func(n Node) bool {
+	var visit func(n Node) bool
+	visit = func(n Node) bool {
 		switch n := n.(type) {
 		case *ScheduleBlock:
+			for _, it := range n.Iters {
+				Inspect(it.Binding, visit)
+				Inspect(it.Dom.Min, visit)
+				Inspect(it.Dom.Extent, visit)
+			}
+			Inspect(n.Predicate, visit)
 			return false
 		case *Alloc:
 			own[n.Buffer] = true

@@ -117,3 +117,60 @@ func TestBuilderErrors(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestVerifyNestedBindingLoads: a load in a nested block's binding runs in
+// the enclosing block, so the enclosing block must declare it, as the
+// interpreter checks.
+func TestVerifyNestedBindingLoads(t *testing.T) {
+	_, err := ast.Parse(`func gather(Idx: int32[4], A: float32[8], B: float32[4]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      ScheduleBlock(B) {
+        vi, vj = axis.bind(i, Idx[i])
+        axis.domain(vi = spatial(0, 4), vj = spatial(0, 8))
+        reads(A[vj])
+        writes(B[vi])
+        B[vi] = A[vj]
+      }
+    }
+  }
+}
+`)
+	if err == nil || err.Error() != "5:31: block root reads Idx, but Idx is not in its reads" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestBuilderArity(t *testing.T) {
+	b := ast.NewBuilder("f")
+	A := b.Placeholder("A", ast.Float32, ast.I32(4), ast.I32(4))
+	C := b.Compute("C", ast.Shape(4), func(i []ast.Expr) ast.Expr { return A.At(i[0]) })
+	_, err := b.Build(C)
+	if err == nil || err.Error() != "ast: build f: compute C: A has 2 dimensions but is indexed with 1 index" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestParseExprNilScope(t *testing.T) {
+	if _, err := ast.ParseExpr("1", (*ast.Var)(nil)); err == nil {
+		t.Error("no error for a nil variable in the scope")
+	}
+}
+
+// TestParseDeepChain: nested parenthesized chains build a tree far deeper
+// than their parenthesis nesting; the parser refuses it quickly instead of
+// handing later passes a tree they would take quadratic time over.
+func TestParseDeepChain(t *testing.T) {
+	var b strings.Builder
+	for k := 0; k < 400; k++ {
+		b.WriteString("(")
+	}
+	b.WriteString("i")
+	for k := 0; k < 400; k++ {
+		b.WriteString(strings.Repeat(" + i", 500) + ")")
+	}
+	_, err := ast.ParseExpr(b.String(), ast.NewVar("i", ast.Int32))
+	if err == nil || !strings.Contains(err.Error(), "expression nested deeper than 1000 levels") {
+		t.Errorf("got %v", err)
+	}
+}
