@@ -104,8 +104,6 @@ func (iv Interval) add(o Interval) Interval {
 
 func (iv Interval) neg() Interval { return Interval{satNeg(iv.Max), satNeg(iv.Min)} }
 
-func (iv Interval) sub(o Interval) Interval { return iv.add(o.neg()) }
-
 func (iv Interval) mul(o Interval) Interval {
 	p := [4]int64{satMul(iv.Min, o.Min), satMul(iv.Min, o.Max), satMul(iv.Max, o.Min), satMul(iv.Max, o.Max)}
 	r := Interval{p[0], p[0]}

@@ -154,9 +154,6 @@ func toLinear(e Expr) (linear, bool) {
 	return atomTerm(e), true
 }
 
-// isConst reports whether l has no terms.
-func (l linear) isConst() bool { return len(l.terms) == 0 }
-
 // expr rebuilds l as an expression of integer type t: positive terms first,
 // then the negative ones subtracted, each group by decreasing magnitude of
 // coefficient (so an outer index comes before an inner one: i*64 + j), then

@@ -870,7 +870,16 @@ func specialFloat(s string) (float64, DType, bool) {
 	return 0, 0, false
 }
 
-var floatSuffixes = map[string]DType{"": Float64, "f": Float32, "h": Float16, "bf": BFloat16}
+// floatSuffixes maps the suffix of a floating-point literal to its type.
+var floatSuffixes = func() map[string]DType {
+	m := map[string]DType{}
+	for t, suffix := range constSuffix {
+		if t.IsFloat() {
+			m[suffix] = t
+		}
+	}
+	return m
+}()
 
 func (p *parser) special(neg bool, pos Pos) Expr {
 	t := p.advance()

@@ -555,7 +555,8 @@ func (p *printer) expr(e Expr, min int) {
 	p.record(e, line, col, false)
 }
 
-// constSuffix is the literal suffix of each constant type.
+// constSuffix is the literal suffix of each constant type; the parser reads
+// it back (see floatSuffixes).
 var constSuffix = map[DType]string{
 	Int32: "", Int64: "L", Float16: "h", BFloat16: "bf", Float32: "f", Float64: "",
 }
