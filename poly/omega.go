@@ -1,0 +1,369 @@
+package poly
+
+// This file decides whether a system of integer constraints has an integer
+// solution, and finds one, with the Omega test (W. Pugh, "The Omega test: a
+// fast and practical integer programming algorithm for dependence analysis",
+// 1991). The method is exact over the integers:
+//
+//   - Equalities are eliminated by substitution. An equality with no unit
+//     coefficient is first rewritten with Pugh's "mod-hat" step, which adds
+//     a variable and shrinks the coefficients until one becomes ±1.
+//   - Inequalities are eliminated one variable at a time by Fourier-Motzkin.
+//     When every lower (or every upper) bound of the variable has unit
+//     coefficient the elimination is exact. Otherwise the real shadow (plain
+//     Fourier-Motzkin) being empty proves emptiness, the dark shadow being
+//     non-empty proves non-emptiness, and in between the "splinters" of the
+//     grey shadow are searched: finitely many problems, each with one more
+//     equality.
+//
+// Every step is undone in reverse to build a solution, so a non-empty answer
+// comes with a point that can be checked against the original constraints.
+
+// sample returns an integer point satisfying s, or false if there is none.
+func (s *system) sample() ([]Int, bool) {
+	return solve(s)
+}
+
+func solve(s *system) ([]Int, bool) {
+	t, ok := s.normalized()
+	if !ok {
+		return nil, false
+	}
+	if len(t.eqs) > 0 {
+		return t.solveEquality()
+	}
+	if t.n == 0 {
+		return []Int{}, true
+	}
+	return t.solveInequalities()
+}
+
+// normalized returns a copy of s in which each constraint is divided by the
+// gcd of its coefficients (rounding an inequality's constant down, which
+// tightens it to the integer points), constant constraints are checked and
+// dropped, duplicate inequalities are merged, and pairs of opposite
+// inequalities become equalities. It returns false if it finds a
+// contradiction.
+func (s *system) normalized() (*system, bool) {
+	t := &system{n: s.n}
+	eqKeys := map[string]row{}
+	for _, r := range s.eqs {
+		g := r.coefGcd()
+		if g.IsZero() {
+			if !r[0].IsZero() {
+				return nil, false
+			}
+			continue
+		}
+		if !r[0].Mod(g).IsZero() {
+			return nil, false // g divides the left side but not the constant
+		}
+		if !g.IsOne() {
+			r = r.divided(g)
+		}
+		r = r.signNormalized()
+		k := r.key()
+		if prev, ok := eqKeys[k]; ok {
+			if !prev[0].Equal(r[0]) {
+				return nil, false
+			}
+			continue
+		}
+		eqKeys[k] = r
+		t.eqs = append(t.eqs, r)
+	}
+	tightest := map[string]int{} // key -> index in t.ineqs
+	for _, r := range s.ineqs {
+		g := r.coefGcd()
+		if g.IsZero() {
+			if r[0].Sign() < 0 {
+				return nil, false
+			}
+			continue
+		}
+		if !g.IsOne() {
+			c := r[0].FloorDiv(g)
+			r = r.divided(g)
+			r[0] = c
+		}
+		k := r.key()
+		if i, ok := tightest[k]; ok {
+			if r[0].Cmp(t.ineqs[i][0]) < 0 {
+				t.ineqs[i] = r
+			}
+			continue
+		}
+		tightest[k] = len(t.ineqs)
+		t.ineqs = append(t.ineqs, r)
+	}
+	// Opposite pairs: a·x + c >= 0 and -a·x + d >= 0 need c + d >= 0, and
+	// with c + d == 0 they are the equality a·x + c == 0.
+	var keep []row
+	dropped := map[int]bool{}
+	for i, r := range t.ineqs {
+		if dropped[i] {
+			continue
+		}
+		j, ok := tightest[r.scaled(IntOf(-1)).key()]
+		if ok && !dropped[j] {
+			sum := r[0].Add(t.ineqs[j][0])
+			switch sum.Sign() {
+			case -1:
+				return nil, false
+			case 0:
+				dropped[i], dropped[j] = true, true
+				t.eqs = append(t.eqs, r.signNormalized())
+				continue
+			}
+		}
+		keep = append(keep, r)
+	}
+	t.ineqs = keep
+	return t, true
+}
+
+// divided returns r with every entry divided by g, which divides them all
+// (the constant of an inequality is handled by the caller).
+func (r row) divided(g Int) row {
+	out := make(row, len(r))
+	for i, c := range r {
+		out[i] = c.FloorDiv(g)
+	}
+	return out
+}
+
+// signNormalized returns r or -r, whichever has a positive first non-zero
+// coefficient, so that an equality and its negation have the same key.
+func (r row) signNormalized() row {
+	for _, c := range r[1:] {
+		if c.Sign() > 0 {
+			return r
+		}
+		if c.Sign() < 0 {
+			return r.scaled(IntOf(-1))
+		}
+	}
+	return r
+}
+
+// solveEquality eliminates one variable using an equality.
+func (s *system) solveEquality() ([]Int, bool) {
+	// The equality and variable with the smallest coefficient.
+	best, bestVar := -1, -1
+	var bestAbs Int
+	for i, r := range s.eqs {
+		for k := 0; k < s.n; k++ {
+			a := r.coef(k).Abs()
+			if a.IsZero() {
+				continue
+			}
+			if best < 0 || a.Cmp(bestAbs) < 0 {
+				best, bestVar, bestAbs = i, k, a
+			}
+		}
+	}
+	e, k := s.eqs[best], bestVar
+	if bestAbs.IsOne() {
+		// x_k = -(e - a_k x_k) / a_k, and 1/a_k = a_k for a_k = ±1.
+		sub := e.scaled(e.coef(k).Neg())
+		sub[k+1] = Int{}
+		return s.substituteAndSolve(k, sub, 0)
+	}
+	// Mod-hat step: with m = |a_k| + 1, the new variable σ satisfies
+	//   m σ = Σ modhat(a_i, m) x_i + modhat(c, m),
+	// in which x_k has coefficient -sign(a_k): solve it for x_k.
+	m := bestAbs.Add(IntOf(1))
+	f := make(row, s.n+2)
+	for i := range e {
+		f[i] = modHat(e[i], m)
+	}
+	f[s.n+1] = m.Neg()
+	sub := f.scaled(f.coef(k).Neg())
+	sub[k+1] = Int{}
+	wide := &system{n: s.n + 1}
+	for _, r := range s.eqs {
+		wide.eqs = append(wide.eqs, r.addCols(1))
+	}
+	for _, r := range s.ineqs {
+		wide.ineqs = append(wide.ineqs, r.addCols(1))
+	}
+	return wide.substituteAndSolve(k, sub, 1)
+}
+
+// modHat returns a - m*floor(a/m + 1/2), the residue of a modulo m in
+// (-m/2, m/2].
+func modHat(a, m Int) Int {
+	two := IntOf(2)
+	return a.Sub(m.Mul(a.Mul(two).Add(m).FloorDiv(m.Mul(two))))
+}
+
+// substituteAndSolve replaces variable k by sub everywhere, solves the
+// smaller system, and computes x_k back. The last extra variables of s are
+// auxiliary (added by the mod-hat step) and are dropped from the result.
+func (s *system) substituteAndSolve(k int, sub row, extra int) ([]Int, bool) {
+	t := &system{n: s.n - 1}
+	for _, r := range s.eqs {
+		t.eqs = append(t.eqs, r.substitute(k, sub))
+	}
+	for _, r := range s.ineqs {
+		t.ineqs = append(t.ineqs, r.substitute(k, sub))
+	}
+	x, ok := solve(t)
+	if !ok {
+		return nil, false
+	}
+	full := insertValue(x, k, Int{})
+	full[k] = sub.eval(full)
+	return full[:len(full)-extra], true
+}
+
+func insertValue(x []Int, k int, v Int) []Int {
+	out := make([]Int, 0, len(x)+1)
+	out = append(out, x[:k]...)
+	out = append(out, v)
+	return append(out, x[k:]...)
+}
+
+// bounds splits the inequalities of s by the sign of variable k's
+// coefficient.
+func (s *system) bounds(k int) (lower, upper, rest []row) {
+	for _, r := range s.ineqs {
+		switch r.coef(k).Sign() {
+		case 1:
+			lower = append(lower, r)
+		case -1:
+			upper = append(upper, r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	return lower, upper, rest
+}
+
+// allUnit reports whether variable k has coefficient ±1 in every row.
+func allUnit(rows []row, k int) bool {
+	for _, r := range rows {
+		if !r.coef(k).Abs().IsOne() {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseVariable picks the variable to eliminate next: one bounded on one
+// side only if any (its constraints can simply be dropped), else one whose
+// elimination is exact, else one with the fewest new constraints.
+func (s *system) chooseVariable() (k int, exact bool) {
+	best, bestCost, bestExact := -1, 0, false
+	for v := 0; v < s.n; v++ {
+		lower, upper, _ := s.bounds(v)
+		if len(lower) == 0 || len(upper) == 0 {
+			return v, true
+		}
+		ex := allUnit(lower, v) || allUnit(upper, v)
+		cost := len(lower) * len(upper)
+		if best < 0 || (ex && !bestExact) || (ex == bestExact && cost < bestCost) {
+			best, bestCost, bestExact = v, cost, ex
+		}
+	}
+	return best, bestExact
+}
+
+// shadow returns the Fourier-Motzkin combinations of every lower with every
+// upper bound of variable k, each weakened by slack(a, b) (0 for the real
+// shadow), with column k removed.
+func shadow(lower, upper []row, k int, slack func(a, b Int) Int) []row {
+	var out []row
+	for _, l := range lower {
+		a := l.coef(k)
+		for _, u := range upper {
+			b := u.coef(k).Neg()
+			// b*(a x + L) + a*(-b x + U) = b L + a U >= slack
+			c := combine(b, l, a, u)
+			if slack != nil {
+				c[0] = c[0].Sub(slack(a, b))
+			}
+			out = append(out, c.dropCol(k))
+		}
+	}
+	return out
+}
+
+func darkSlack(a, b Int) Int { return a.Sub(IntOf(1)).Mul(b.Sub(IntOf(1))) }
+
+// solveInequalities eliminates one variable from a system of inequalities.
+func (s *system) solveInequalities() ([]Int, bool) {
+	k, exact := s.chooseVariable()
+	lower, upper, rest := s.bounds(k)
+	reduced := func(extra []row) *system {
+		t := &system{n: s.n - 1}
+		for _, r := range rest {
+			t.ineqs = append(t.ineqs, r.dropCol(k))
+		}
+		t.ineqs = append(t.ineqs, extra...)
+		return t
+	}
+	if exact {
+		x, ok := solve(reduced(shadow(lower, upper, k, nil)))
+		if !ok {
+			return nil, false
+		}
+		return pickBetween(x, k, lower, upper), true
+	}
+	if _, ok := solve(reduced(shadow(lower, upper, k, nil))); !ok {
+		return nil, false // not even the real shadow has an integer point
+	}
+	if x, ok := solve(reduced(shadow(lower, upper, k, darkSlack))); ok {
+		return pickBetween(x, k, lower, upper), true
+	}
+	// The grey shadow: any solution lies close above some lower bound,
+	// a x_k + L = i for an i in [0, (a*bmax - a - bmax) / bmax].
+	var bmax Int
+	for _, u := range upper {
+		if b := u.coef(k).Neg(); b.Cmp(bmax) > 0 {
+			bmax = b
+		}
+	}
+	for _, l := range lower {
+		a := l.coef(k)
+		last := a.Mul(bmax).Sub(a).Sub(bmax).FloorDiv(bmax)
+		for i := (Int{}); i.Cmp(last) <= 0; i = i.Add(IntOf(1)) {
+			eq := l.clone()
+			eq[0] = eq[0].Sub(i)
+			t := &system{n: s.n, eqs: []row{eq}, ineqs: s.ineqs}
+			if x, ok := solve(t); ok {
+				return x, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// pickBetween extends the solution x of the other variables with a value of
+// variable k that satisfies its bounds: the least one above every lower
+// bound (or the greatest below every upper bound, or 0 if it has none).
+func pickBetween(x []Int, k int, lower, upper []row) []Int {
+	full := insertValue(x, k, Int{})
+	if len(lower) > 0 {
+		var best Int
+		for i, l := range lower {
+			// a x_k + rest >= 0  =>  x_k >= ceil(-rest / a)
+			a := l.coef(k)
+			v := l.eval(full).Neg().CeilDiv(a)
+			if i == 0 || v.Cmp(best) > 0 {
+				best = v
+			}
+		}
+		full[k] = best
+		return full
+	}
+	for i, u := range upper {
+		// -b x_k + rest >= 0  =>  x_k <= floor(rest / b)
+		b := u.coef(k).Neg()
+		v := u.eval(full).FloorDiv(b)
+		if i == 0 || v.Cmp(full[k]) < 0 {
+			full[k] = v
+		}
+	}
+	return full
+}

@@ -1,0 +1,137 @@
+package poly
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func ints(v ...int64) row {
+	r := make(row, len(v))
+	for i, x := range v {
+		r[i] = IntOf(x)
+	}
+	return r
+}
+
+// box adds -b <= x_i <= b for every variable.
+func box(s *system, b int64) {
+	for i := 0; i < s.n; i++ {
+		lo, hi := newRow(s.n), newRow(s.n)
+		lo[0], lo[i+1] = IntOf(b), IntOf(1)   // x_i + b >= 0
+		hi[0], hi[i+1] = IntOf(b), IntOf(-1)  // b - x_i >= 0
+		s.ineqs = append(s.ineqs, lo, hi)
+	}
+}
+
+// bruteForce enumerates the box [-b, b]^n for a point of s.
+func bruteForce(s *system, b int64) bool {
+	x := make([]Int, s.n)
+	var rec func(i int) bool
+	rec = func(i int) bool {
+		if i == s.n {
+			return s.satisfied(x)
+		}
+		for v := -b; v <= b; v++ {
+			x[i] = IntOf(v)
+			if rec(i + 1) {
+				return true
+			}
+		}
+		return false
+	}
+	return rec(0)
+}
+
+func TestOmegaKnown(t *testing.T) {
+	// 3 <= 11x + 13y <= 21, -8 <= 7x - 9y <= 6: rational points, no
+	// integer ones (Pugh's classic example).
+	s := &system{n: 2, ineqs: []row{
+		ints(-3, 11, 13), ints(21, -11, -13),
+		ints(8, 7, -9), ints(6, -7, 9),
+	}}
+	if x, ok := s.sample(); ok {
+		t.Fatalf("found %v in a system with no integer point", x)
+	}
+	// 27 <= 11x + 13y <= 45, -10 <= 7x - 9y <= 6 has the integer point
+	// (2, 1).
+	s = &system{n: 2, ineqs: []row{
+		ints(-27, 11, 13), ints(45, -11, -13),
+		ints(10, 7, -9), ints(6, -7, 9),
+	}}
+	x, ok := s.sample()
+	if !ok || !s.satisfied(x) {
+		t.Fatalf("sample %v, %v", x, ok)
+	}
+	// 2x = 3y + 1 with 0 <= x, y <= 10 (an equality with no unit
+	// coefficient), and 6x + 10y = 7 (no solution: gcd 2 does not divide 7).
+	s = &system{n: 2, eqs: []row{ints(-1, 2, -3)}}
+	box(s, 10)
+	if x, ok := s.sample(); !ok || !s.satisfied(x) {
+		t.Fatalf("2x = 3y + 1: %v %v", x, ok)
+	}
+	s = &system{n: 2, eqs: []row{ints(-7, 6, 10)}}
+	if _, ok := s.sample(); ok {
+		t.Fatal("6x + 10y = 7 has no integer solution")
+	}
+	// An unbounded system is non-empty.
+	s = &system{n: 3, ineqs: []row{ints(0, 1, -1, 0), ints(-5, 0, 1, 1)}}
+	if x, ok := s.sample(); !ok || !s.satisfied(x) {
+		t.Fatalf("unbounded: %v %v", x, ok)
+	}
+}
+
+// randomSystem returns a random system over n variables with small
+// coefficients, boxed so that brute force can decide it.
+func randomSystem(r *rand.Rand, n int, b int64) *system {
+	s := &system{n: n}
+	for c := r.IntN(5) + 1; c > 0; c-- {
+		x := newRow(n)
+		for i := 0; i <= n; i++ {
+			if i == 0 || r.IntN(3) > 0 {
+				x[i] = IntOf(r.Int64N(27) - 13)
+			}
+		}
+		if r.IntN(5) == 0 {
+			s.eqs = append(s.eqs, x)
+		} else {
+			s.ineqs = append(s.ineqs, x)
+		}
+	}
+	box(s, b)
+	return s
+}
+
+// TestOmegaRandom compares the Omega test with enumeration on thousands of
+// random systems, checking every sample it returns.
+func TestOmegaRandom(t *testing.T) {
+	n := 6000
+	if testing.Short() {
+		n = 2000
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	empty, nonEmpty := 0, 0
+	for iter := 0; iter < n; iter++ {
+		vars := 1 + r.IntN(4)
+		b := int64(6 - vars)
+		if vars == 1 {
+			b = 30
+		}
+		s := randomSystem(r, vars, b)
+		want := bruteForce(s, b)
+		x, got := s.sample()
+		if got != want {
+			t.Fatalf("system %d: omega says %v, enumeration %v\n%v", iter, got, want, s)
+		}
+		if got {
+			nonEmpty++
+			if !s.satisfied(x) {
+				t.Fatalf("system %d: sample %v does not satisfy it", iter, x)
+			}
+		} else {
+			empty++
+		}
+	}
+	if empty < n/10 || nonEmpty < n/10 {
+		t.Errorf("unbalanced corpus: %d empty, %d non-empty", empty, nonEmpty)
+	}
+}

@@ -1,0 +1,148 @@
+package poly
+
+import (
+	"encoding/binary"
+	"strings"
+)
+
+// row is one affine constraint or expression over the variables of a
+// system: the constant term at index 0, then the coefficient of variable i
+// at index i+1. As an equality it says row·(1, x) = 0, as an inequality
+// row·(1, x) >= 0.
+type row []Int
+
+func newRow(n int) row { return make(row, n+1) }
+
+func (r row) clone() row { return append(row(nil), r...) }
+
+// coef returns the coefficient of variable i.
+func (r row) coef(i int) Int { return r[i+1] }
+
+// isConst reports whether every coefficient is zero.
+func (r row) isConst() bool {
+	for _, c := range r[1:] {
+		if !c.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// eval returns r·(1, x).
+func (r row) eval(x []Int) Int {
+	v := r[0]
+	for i, c := range r[1:] {
+		if !c.IsZero() {
+			v = v.Add(c.Mul(x[i]))
+		}
+	}
+	return v
+}
+
+// scaled returns s*r.
+func (r row) scaled(s Int) row {
+	out := make(row, len(r))
+	for i, c := range r {
+		out[i] = c.Mul(s)
+	}
+	return out
+}
+
+// combine returns a*r + b*o.
+func combine(a Int, r row, b Int, o row) row {
+	out := make(row, len(r))
+	for i := range r {
+		out[i] = a.Mul(r[i]).Add(b.Mul(o[i]))
+	}
+	return out
+}
+
+// coefGcd returns the gcd of the coefficients (not the constant).
+func (r row) coefGcd() Int {
+	var g Int
+	for _, c := range r[1:] {
+		if !c.IsZero() {
+			g = Gcd(g, c)
+			if g.IsOne() {
+				break
+			}
+		}
+	}
+	return g
+}
+
+// key encodes the coefficients (not the constant) so that rows with equal
+// coefficient vectors have equal keys.
+func (r row) key() string {
+	var b strings.Builder
+	var buf [binary.MaxVarintLen64]byte
+	for _, c := range r[1:] {
+		if v, ok := c.Int64(); ok {
+			b.Write(buf[:binary.PutVarint(buf[:], v)])
+		} else {
+			b.WriteByte(0xff)
+			b.WriteString(c.String())
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+// substitute returns r with variable k replaced by the expression e (a row
+// over the same variables, with no term in k), and column k removed.
+func (r row) substitute(k int, e row) row {
+	a := r[k+1]
+	out := make(row, len(r)-1)
+	for i := range r {
+		if i == k+1 {
+			continue
+		}
+		v := r[i]
+		if !a.IsZero() {
+			v = v.Add(a.Mul(e[i]))
+		}
+		if i > k+1 {
+			out[i-1] = v
+		} else {
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// dropCol returns r without the column of variable k.
+func (r row) dropCol(k int) row {
+	out := make(row, 0, len(r)-1)
+	out = append(out, r[:k+1]...)
+	return append(out, r[k+2:]...)
+}
+
+// addCols returns r with m zero columns appended.
+func (r row) addCols(m int) row {
+	out := make(row, len(r)+m)
+	copy(out, r)
+	return out
+}
+
+// system is a conjunction of integer equalities and inequalities over n
+// integer variables.
+type system struct {
+	n     int
+	eqs   []row
+	ineqs []row
+}
+
+// satisfied reports whether the point x satisfies every constraint.
+func (s *system) satisfied(x []Int) bool {
+	for _, r := range s.eqs {
+		if !r.eval(x).IsZero() {
+			return false
+		}
+	}
+	for _, r := range s.ineqs {
+		if r.eval(x).Sign() < 0 {
+			return false
+		}
+	}
+	return true
+}
