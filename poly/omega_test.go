@@ -17,8 +17,8 @@ func ints(v ...int64) row {
 func box(s *system, b int64) {
 	for i := 0; i < s.n; i++ {
 		lo, hi := newRow(s.n), newRow(s.n)
-		lo[0], lo[i+1] = IntOf(b), IntOf(1)   // x_i + b >= 0
-		hi[0], hi[i+1] = IntOf(b), IntOf(-1)  // b - x_i >= 0
+		lo[0], lo[i+1] = IntOf(b), IntOf(1)  // x_i + b >= 0
+		hi[0], hi[i+1] = IntOf(b), IntOf(-1) // b - x_i >= 0
 		s.ineqs = append(s.ineqs, lo, hi)
 	}
 }
