@@ -97,11 +97,25 @@ func (s *system) normalized() (*system, bool) {
 		t.ineqs = append(t.ineqs, r)
 	}
 	// Opposite pairs: a·x + c >= 0 and -a·x + d >= 0 need c + d >= 0, and
-	// with c + d == 0 they are the equality a·x + c == 0.
+	// with c + d == 0 they are the equality a·x + c == 0. An inequality
+	// along an equality a·x + e == 0 is decided by it: s·a·x + c >= 0 holds
+	// exactly when c - s·e >= 0.
 	var keep []row
 	dropped := map[int]bool{}
 	for i, r := range t.ineqs {
 		if dropped[i] {
+			continue
+		}
+		if eq, ok := eqKeys[r.key()]; ok {
+			if r[0].Sub(eq[0]).Sign() < 0 {
+				return nil, false
+			}
+			continue
+		}
+		if eq, ok := eqKeys[r.scaled(IntOf(-1)).key()]; ok {
+			if r[0].Add(eq[0]).Sign() < 0 {
+				return nil, false
+			}
 			continue
 		}
 		j, ok := tightest[r.scaled(IntOf(-1)).key()]

@@ -1,0 +1,349 @@
+package poly
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Set is a finite union of basic sets: integer tuples, over named symbolic
+// parameters, that satisfy affine constraints with possibly some
+// existentially quantified variables. In text form (see ParseSet):
+//
+//	[S1] -> { A[i, j] : 0 <= i < S1 and 0 <= j <= i }
+//
+// Name is an optional tuple name (loom uses the block's name). Sets are
+// values: operations return new sets and never change their operands.
+type Set struct {
+	Params []string
+	Name   string
+	Dims   []string
+	parts  []*basic
+}
+
+// Map is a finite union of basic relations between an input tuple and an
+// output tuple, over named parameters:
+//
+//	[N] -> { S[i] -> A[a] : a = i + 1 and 0 <= i < N }
+type Map struct {
+	Params  []string
+	InName  string
+	In      []string
+	OutName string
+	Out     []string
+	parts   []*basic
+}
+
+// Universe returns the set of all integer tuples with the given dimensions.
+func Universe(params []string, name string, dims ...string) Set {
+	return Set{Params: params, Name: name, Dims: dims, parts: []*basic{newBasic(len(params), 0, len(dims))}}
+}
+
+// UniverseMap returns the relation between every pair of tuples.
+func UniverseMap(params []string, inName string, in []string, outName string, out []string) Map {
+	return Map{Params: params, InName: inName, In: in, OutName: outName, Out: out,
+		parts: []*basic{newBasic(len(params), len(in), len(out))}}
+}
+
+// NumParts returns the number of basic sets in the union.
+func (s Set) NumParts() int { return len(s.parts) }
+
+// IsEmpty reports whether s has no integer point, for any parameter values.
+// The test is exact.
+func (s Set) IsEmpty() bool {
+	for _, b := range s.parts {
+		if !b.isEmpty() {
+			return false
+		}
+	}
+	return true
+}
+
+// IsEmpty reports whether m relates no pair of tuples, for any parameter
+// values.
+func (m Map) IsEmpty() bool { return Set{parts: m.parts}.IsEmpty() }
+
+// Sample returns the values of the parameters and dimensions of some point
+// of s, and false if s is empty.
+func (s Set) Sample() (params, dims []Int, ok bool) {
+	for _, b := range s.parts {
+		if x, ok := b.sample(); ok {
+			return x[:b.nParam], x[b.nParam : b.nParam+b.nOut], true
+		}
+	}
+	return nil, nil, false
+}
+
+// Sample returns the values of the parameters, inputs and outputs of some
+// pair in m, and false if m is empty.
+func (m Map) Sample() (params, in, out []Int, ok bool) {
+	for _, b := range m.parts {
+		if x, ok := b.sample(); ok {
+			return x[:b.nParam], x[b.nParam : b.nParam+b.nIn], x[b.nParam+b.nIn : b.nParam+b.nIn+b.nOut], true
+		}
+	}
+	return nil, nil, nil, false
+}
+
+// alignParams returns a's and b's parts over the union of their parameter
+// names (a's first, then b's new ones), and that union.
+func alignParams(pa []string, a []*basic, pb []string, b []*basic) ([]string, []*basic, []*basic) {
+	if slices.Equal(pa, pb) {
+		return pa, a, b
+	}
+	params := slices.Clone(pa)
+	for _, p := range pb {
+		if !slices.Contains(params, p) {
+			params = append(params, p)
+		}
+	}
+	return params, withParams(a, pa, params), withParams(b, pb, params)
+}
+
+// withParams re-expresses parts over params, a superset of from.
+func withParams(parts []*basic, from, params []string) []*basic {
+	out := make([]*basic, len(parts))
+	for i, b := range parts {
+		c := b.insertVars(b.nParam, len(params)-len(from))
+		c.nParam = len(params)
+		// Now the first len(from) columns are from's, the next are new; put
+		// each old parameter at its place in params.
+		perm := make([]int, c.nVars())
+		next := len(from)
+		for j, p := range params {
+			if k := slices.Index(from, p); k >= 0 {
+				perm[j] = k
+			} else {
+				perm[j] = next
+				next++
+			}
+		}
+		for v := len(params); v < c.nVars(); v++ {
+			perm[v] = v
+		}
+		out[i] = c.permute(perm)
+	}
+	return out
+}
+
+func checkDims(op string, a, b int) {
+	if a != b {
+		panic(fmt.Sprintf("poly.%s: %d dimensions against %d", op, a, b))
+	}
+}
+
+// Intersect returns the points in both a and b, which must have the same
+// number of dimensions (their names and tuple names are a's). Parameters are
+// matched by name. Intersect panics if the dimension counts differ.
+func Intersect(a, b Set) Set {
+	checkDims("Intersect", len(a.Dims), len(b.Dims))
+	params, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	out := Set{Params: params, Name: a.Name, Dims: a.Dims}
+	for _, x := range pa {
+		for _, y := range pb {
+			if c := x.intersect(y).simplify(); !c.trivial() {
+				out.parts = append(out.parts, c)
+			}
+		}
+	}
+	return out
+}
+
+// Union returns the points in a or b, which must have the same number of
+// dimensions. Union panics if the dimension counts differ.
+func Union(a, b Set) Set {
+	checkDims("Union", len(a.Dims), len(b.Dims))
+	params, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	return Set{Params: params, Name: a.Name, Dims: a.Dims, parts: append(slices.Clone(pa), pb...)}
+}
+
+// IntersectMap returns the pairs in both a and b, which must have the same
+// numbers of input and output dimensions.
+func IntersectMap(a, b Map) Map {
+	checkDims("IntersectMap", len(a.In), len(b.In))
+	checkDims("IntersectMap", len(a.Out), len(b.Out))
+	params, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	out := a.withParts(params, nil)
+	for _, x := range pa {
+		for _, y := range pb {
+			if c := x.intersect(y).simplify(); !c.trivial() {
+				out.parts = append(out.parts, c)
+			}
+		}
+	}
+	return out
+}
+
+// UnionMap returns the pairs in a or b.
+func UnionMap(a, b Map) Map {
+	checkDims("UnionMap", len(a.In), len(b.In))
+	checkDims("UnionMap", len(a.Out), len(b.Out))
+	params, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	return a.withParts(params, append(slices.Clone(pa), pb...))
+}
+
+func (m Map) withParts(params []string, parts []*basic) Map {
+	c := m
+	c.Params, c.parts = params, parts
+	return c
+}
+
+// trivial reports whether normalization already found b empty.
+func (b *basic) trivial() bool {
+	return len(b.eqs) == 1 && len(b.ineqs) == 0 && b.eqs[0].isConst() && !b.eqs[0][0].IsZero()
+}
+
+// ProjectOut returns s without the dimensions [first, first+n): a point is
+// in the result when some values of those dimensions complete it to a point
+// of s. The result is exact; what cannot be eliminated exactly stays as
+// existentially quantified variables.
+func (s Set) ProjectOut(first, n int) Set {
+	out := Set{Params: s.Params, Name: s.Name, Dims: slices.Delete(slices.Clone(s.Dims), first, first+n)}
+	for _, b := range s.parts {
+		out.parts = append(out.parts, b.outToLocals(first, n))
+	}
+	return out
+}
+
+// Apply returns the image of s under m: the outputs of m related to some
+// point of s. s must have as many dimensions as m has inputs.
+func Apply(s Set, m Map) Set {
+	checkDims("Apply", len(s.Dims), len(m.In))
+	params, ps, pm := alignParams(s.Params, s.parts, m.Params, m.parts)
+	out := Set{Params: params, Name: m.OutName, Dims: m.Out}
+	for _, x := range ps {
+		// x over [params, dims, locals] -> a relation with x's dims as inputs
+		xm := x.clone()
+		xm.nIn, xm.nOut = x.nOut, 0
+		xm = xm.insertVars(xm.nParam+xm.nIn, len(m.Out))
+		xm.nOut = len(m.Out)
+		for _, y := range pm {
+			if c := xm.intersect(y).inToLocals(); !c.trivial() {
+				out.parts = append(out.parts, c)
+			}
+		}
+	}
+	return out
+}
+
+// Reverse returns m with inputs and outputs swapped.
+func (m Map) Reverse() Map {
+	out := Map{Params: m.Params, InName: m.OutName, In: m.Out, OutName: m.InName, Out: m.In}
+	for _, b := range m.parts {
+		perm := make([]int, 0, b.nVars())
+		for v := 0; v < b.nParam; v++ {
+			perm = append(perm, v)
+		}
+		for i := 0; i < b.nOut; i++ {
+			perm = append(perm, b.outVar(i))
+		}
+		for i := 0; i < b.nIn; i++ {
+			perm = append(perm, b.inVar(i))
+		}
+		for i := 0; i < b.nLocal; i++ {
+			perm = append(perm, b.localVar(i))
+		}
+		c := b.permute(perm)
+		c.nIn, c.nOut = b.nOut, b.nIn
+		out.parts = append(out.parts, c)
+	}
+	return out
+}
+
+// Range returns the outputs of m related to some input.
+func (m Map) Range() Set {
+	out := Set{Params: m.Params, Name: m.OutName, Dims: m.Out}
+	for _, b := range m.parts {
+		out.parts = append(out.parts, b.inToLocals())
+	}
+	return out
+}
+
+// Domain returns the inputs of m related to some output.
+func (m Map) Domain() Set { return m.Reverse().Range() }
+
+// Wrap returns m as a set of tuples (inputs followed by outputs).
+func (m Map) Wrap() Set {
+	out := Set{Params: m.Params, Name: m.InName + "->" + m.OutName, Dims: append(slices.Clone(m.In), m.Out...)}
+	for _, b := range m.parts {
+		c := b.clone()
+		c.nOut, c.nIn = b.nIn+b.nOut, 0
+		out.parts = append(out.parts, c)
+	}
+	return out
+}
+
+// IntersectDomain returns the pairs of m whose input is in s.
+func IntersectDomain(m Map, s Set) Map {
+	checkDims("IntersectDomain", len(m.In), len(s.Dims))
+	params, pm, ps := alignParams(m.Params, m.parts, s.Params, s.parts)
+	out := m.withParts(params, nil)
+	for _, x := range pm {
+		for _, y := range ps {
+			// y's dims become the map's inputs, with no outputs yet.
+			ym := y.clone()
+			ym.nIn, ym.nOut = y.nOut, 0
+			ym = ym.insertVars(ym.nParam+ym.nIn, len(m.Out))
+			ym.nOut = len(m.Out)
+			if c := x.intersect(ym).simplify(); !c.trivial() {
+				out.parts = append(out.parts, c)
+			}
+		}
+	}
+	return out
+}
+
+// IntersectRange returns the pairs of m whose output is in s.
+func IntersectRange(m Map, s Set) Map { return IntersectDomain(m.Reverse(), s).Reverse() }
+
+// ApplyRange returns the composition {x -> z : x -> y in a and y -> z in b}.
+func ApplyRange(a, b Map) Map {
+	checkDims("ApplyRange", len(a.Out), len(b.In))
+	params, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	out := Map{Params: params, InName: a.InName, In: a.In, OutName: b.OutName, Out: b.Out}
+	for _, x := range pa {
+		// x: [P, in, mid, lx] -> [P, in, mid, out, lx]
+		xe := x.insertVars(x.nParam+x.nIn+x.nOut, len(b.Out))
+		xe.nOut += len(b.Out)
+		for _, y := range pb {
+			// y: [P, mid, out, ly] -> [P, in, mid, out, ly]
+			ye := y.insertVars(y.nParam, len(a.In))
+			ye.nIn, ye.nOut = len(a.In), y.nIn+y.nOut
+			c := xe.intersect(ye)
+			// Project out the middle tuple.
+			c.nIn, c.nOut = len(a.In), len(a.Out)+len(b.Out)
+			c = c.outToLocals(0, len(a.Out))
+			if !c.trivial() {
+				out.parts = append(out.parts, c)
+			}
+		}
+	}
+	return out
+}
+
+// Contains reports whether the point with the given parameter and dimension
+// values lies in s. It panics if the numbers of values do not match s.
+func (s Set) Contains(params, dims []int64) bool {
+	checkDims("Contains", len(params), len(s.Params))
+	checkDims("Contains", len(dims), len(s.Dims))
+	for _, b := range s.parts {
+		c := b.clone()
+		for i, v := range params {
+			c.addEq(unitRow(c.nVars(), i, IntOf(-v)))
+		}
+		for i, v := range dims {
+			c.addEq(unitRow(c.nVars(), c.outVar(i), IntOf(-v)))
+		}
+		if !c.isEmpty() {
+			return true
+		}
+	}
+	return false
+}
+
+// unitRow returns the row x_v + c over n variables.
+func unitRow(n, v int, c Int) row {
+	r := newRow(n)
+	r[0] = c
+	r[v+1] = IntOf(1)
+	return r
+}

@@ -1,0 +1,135 @@
+package poly
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// points enumerates the points of s with every dimension in [-b, b], at the
+// given parameter values.
+func points(s Set, params []int64, b int64) map[string]bool {
+	out := map[string]bool{}
+	x := make([]int64, len(s.Dims))
+	var rec func(i int)
+	rec = func(i int) {
+		if i == len(x) {
+			if s.Contains(params, x) {
+				out[fmt.Sprint(x)] = true
+			}
+			return
+		}
+		for v := -b; v <= b; v++ {
+			x[i] = v
+			rec(i + 1)
+		}
+	}
+	rec(0)
+	return out
+}
+
+func TestParsePrint(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"[N] -> { S[i, j] : 0 <= i < N and 0 <= j <= i }", "[N] -> { S[i, j] : i >= 0 and i <= N - 1 and j >= 0 and j <= i }"},
+		{"{ [i] : exists (e : i = 2e) and 0 <= i <= 10 }", "{ [i] : exists (e0 : 2e0 = i and i >= 0 and i <= 10) }"},
+		{"{ [i, floor(i / 3)] : 0 <= i < 9 }", "{ [i, o1] : 3o1 <= i and 3o1 >= i - 2 and i >= 0 and i <= 8 }"},
+		{"{ [i] : i < 0 or i > 5 }", "{ [i] : i <= -1; [i] : i >= 6 }"},
+		{"{ [i] : (i + 1) mod 4 = 0 and 0 <= i < 20 }", "{ [i] : exists (e0 : 4e0 = i + 1 and i >= 0 and i <= 19) }"},
+		{"{ [i] : 3 <= 11i and 11i <= 2 }", "{ }"},
+		{"{ [i, j] }", "{ [i, j] }"},
+		{"{ [i, i] }", "{ [i, o1] : o1 = i }"},
+		{"{ [i] : 2i = 3 }", "{ }"},
+	} {
+		s, err := ParseSet(c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		if got := s.String(); got != c.want {
+			t.Errorf("%s\n got  %s\n want %s", c.src, got, c.want)
+		}
+	}
+	m, err := ParseMap("[N] -> { S[i, j] -> A[i + j, 2j] : 0 <= i, j < N }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[N] -> { S[i, j] -> A[o0, o1] : o0 = i + j and o1 = 2j and i >= 0 and j >= 0 and i <= N - 1 and j <= N - 1 }"
+	if got := m.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, bad := range []string{"{ [i] : i < }", "{ [i] : j > 0 }", "{ [i] : i * i > 0 }", "[N] { [i] }", "{ [i] -> [j] }", "{ [i] : floor(i / 0) = 0 }", "{ [i] "} {
+		if _, err := ParseSet(bad); err == nil {
+			t.Errorf("ParseSet(%q) succeeded", bad)
+		}
+	}
+}
+
+// randomSet returns a random set over 3 dimensions with small coefficients,
+// occasionally a union and with existentials.
+func randomSet(r *rand.Rand) string {
+	var parts []string
+	for p := r.IntN(2) + 1; p > 0; p-- {
+		var cs []string
+		for c := r.IntN(4) + 1; c > 0; c-- {
+			var terms []string
+			for _, v := range []string{"x", "y", "z"} {
+				if r.IntN(3) > 0 {
+					terms = append(terms, fmt.Sprintf("%d%s", r.IntN(9)-4, v))
+				}
+			}
+			terms = append(terms, fmt.Sprint(r.IntN(11)-5))
+			op := []string{">=", "=", "<="}[r.IntN(3)]
+			if op == "=" && r.IntN(2) == 0 {
+				op = ">="
+			}
+			cs = append(cs, strings.Join(terms, " + ")+" "+op+" 0")
+		}
+		if r.IntN(3) == 0 {
+			cs = append(cs, fmt.Sprintf("(x + %d) mod %d = 0", r.IntN(5), r.IntN(3)+2))
+		}
+		parts = append(parts, "[x, y, z] : -4 <= x <= 4 and -4 <= y <= 4 and -4 <= z <= 4 and "+strings.Join(cs, " and "))
+	}
+	return "{ " + strings.Join(parts, "; ") + " }"
+}
+
+// TestProjectRandom compares projection with enumeration: a point is in
+// the projection exactly when some values of the projected dimensions
+// complete it to a point of the set. It also checks that the printed form
+// parses back to the same points.
+func TestProjectRandom(t *testing.T) {
+	n := 400
+	if testing.Short() {
+		n = 150
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for iter := 0; iter < n; iter++ {
+		src := randomSet(r)
+		s := MustParseSet(src)
+		all := points(s, nil, 4)
+		reparsed, err := ParseSet(s.String())
+		if err != nil {
+			t.Fatalf("%s printed as %s: %v", src, s, err)
+		}
+		if got := points(reparsed, nil, 4); fmt.Sprint(got) != fmt.Sprint(all) {
+			t.Fatalf("%s printed as %s has other points", src, s)
+		}
+		first, count := r.IntN(3), 1+r.IntN(2)
+		if first+count > 3 {
+			count = 3 - first
+		}
+		p := s.ProjectOut(first, count)
+		want := map[string]bool{}
+		for key := range all {
+			var x [3]int64
+			fmt.Sscanf(key, "[%d %d %d]", &x[0], &x[1], &x[2])
+			rest := append(append([]int64(nil), x[:first]...), x[first+count:]...)
+			want[fmt.Sprint(rest)] = true
+		}
+		if got := points(p, nil, 4); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("project out %d dims from %d of %s\n= %s\ngot %v\nwant %v", count, first, src, p, got, want)
+		}
+		if s.IsEmpty() != (len(all) == 0) {
+			t.Fatalf("IsEmpty(%s) = %v with %d points", src, s.IsEmpty(), len(all))
+		}
+	}
+}
