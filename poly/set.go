@@ -326,6 +326,20 @@ func (s Set) Contains(params, dims []int64) bool {
 	checkDims("Contains", len(params), len(s.Params))
 	checkDims("Contains", len(dims), len(s.Dims))
 	for _, b := range s.parts {
+		if b.nLocal == 0 {
+			// Nothing to solve for: evaluate the constraints.
+			x := make([]Int, 0, b.nVars())
+			for _, v := range params {
+				x = append(x, IntOf(v))
+			}
+			for _, v := range dims {
+				x = append(x, IntOf(v))
+			}
+			if b.system().satisfied(x) {
+				return true
+			}
+			continue
+		}
 		c := b.clone()
 		for i, v := range params {
 			c.addEq(unitRow(c.nVars(), i, IntOf(-v)))

@@ -1,0 +1,120 @@
+package poly
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestBoundsKnown(t *testing.T) {
+	for _, c := range []struct {
+		src    string
+		dim    int
+		lo, hi string
+		exact  bool
+	}{
+		{"[N] -> { [i] : 0 <= i < N }", 0, "0", "N - 1", true},
+		{"[N, M] -> { [i, j] : 0 <= i < N and 0 <= j < M and j <= i }", 1, "0", "min(M - 1, N - 1)", true},
+		{"[T] -> { [t, i] : 32T <= t <= 32T + 31 and t < 100 and i = t }", 1, "32T", "min(32T + 31, 99)", true},
+		{"{ [i] : 3 <= 11i <= 21 }", 0, "1", "1", true},
+		{"{ [i, j] : i = 2j and 0 <= j <= 5 }", 0, "0", "10", true},
+		{"{ [i] : i >= 4 }", 0, "4", "+inf", true},
+		{"{ [i] : i < 0 and i > 0 }", 0, "empty", "empty", true},
+		{"{ [x] : exists (y : 2y = x) and 1 <= x <= 9 }", 0, "2", "8", true},
+		{"{ [i] : 0 <= i < 4; [i] : 10 <= i < 12 }", 0, "0", "11", true},
+	} {
+		s := MustParseSet(c.src)
+		lo, hi := s.DimBounds(c.dim)
+		if lo.String() != c.lo || hi.String() != c.hi || (lo.Exact && hi.Exact) != c.exact {
+			t.Errorf("%s dim %d: got [%s, %s] exact %v %v; want [%s, %s] exact %v", c.src, c.dim, lo, hi, lo.Exact, hi.Exact, c.lo, c.hi, c.exact)
+		}
+	}
+	// The box of C[i*32 + ii] over the ii loop, for a fixed outer i: the
+	// region compute-at asks for.
+	hull := ImageHull(MustParseSet("[i] -> { [ii] : 0 <= ii < 32 and 32i + ii < 100 }"), MustParseMap("[i] -> { [ii] -> C[32i + ii] }"))
+	if got := fmt.Sprint(hull[0].Lo, " ", hull[0].Hi); got != "32i min(32i + 31, 99)" {
+		t.Errorf("image hull: %s", got)
+	}
+}
+
+// TestBoundsRandom compares DimBounds with enumeration on random sets, with
+// and without a parameter: exact bounds must equal the enumerated extreme
+// at every parameter value, and inexact ones must not cut off any point.
+func TestBoundsRandom(t *testing.T) {
+	n := 200
+	if testing.Short() {
+		n = 60
+	}
+	r := rand.New(rand.NewPCG(11, 13))
+	for iter := 0; iter < n; iter++ {
+		src := randomSet(r)
+		withParam := r.IntN(2) == 0
+		if withParam {
+			src = "[N] -> " + src[:len(src)-2] + " and N >= -2 and N <= 2 and x <= N + 2 }"
+			if r.IntN(2) == 0 {
+				src = src[:len(src)-2] + " and y >= N - 1 }"
+			}
+		}
+		s, err := ParseSet(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		ns := []int64{0}
+		if withParam {
+			ns = []int64{-2, -1, 0, 1, 2}
+		}
+		pointsAt := map[int64]map[string]bool{}
+		for _, N := range ns {
+			var params []int64
+			if withParam {
+				params = []int64{N}
+			}
+			pointsAt[N] = points(s, params, 4)
+		}
+		for d := 0; d < 3; d++ {
+			lo, hi := s.DimBounds(d)
+			for _, N := range ns {
+				var params []int64
+				if withParam {
+					params = []int64{N}
+				}
+				pts := pointsAt[N]
+				if len(pts) == 0 {
+					continue
+				}
+				min, max := int64(1<<40), int64(-1<<40)
+				for key := range pts {
+					var x [3]int64
+					fmt.Sscanf(key, "[%d %d %d]", &x[0], &x[1], &x[2])
+					min, max = minI(min, x[d]), maxI(max, x[d])
+				}
+				check := func(b Bound, want int64, lower bool) {
+					v, ok := b.Eval(params)
+					if !ok {
+						t.Fatalf("%s dim %d at N=%d: bound %s is unbounded or empty but the set has points", src, d, N, b)
+					}
+					w := IntOf(want)
+					if b.Exact && !v.Equal(w) || lower && v.Cmp(w) > 0 || !lower && v.Cmp(w) < 0 {
+						t.Fatalf("%s dim %d at N=%d: bound %s = %s (exact %v), extreme %d", src, d, N, b, v, b.Exact, want)
+					}
+				}
+				check(lo, min, true)
+				check(hi, max, false)
+			}
+		}
+	}
+}
+
+func minI(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxI(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
