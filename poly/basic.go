@@ -156,6 +156,7 @@ func (b *basic) simplify() *basic {
 		return &c
 	}
 	c.eqs, c.ineqs = s.eqs, s.ineqs
+	c.reduceByEqualities()
 	for changed := true; changed; {
 		changed = false
 		for l := c.nLocal - 1; l >= 0; l-- {
@@ -173,6 +174,58 @@ func (b *basic) simplify() *basic {
 		}
 	}
 	return &c
+}
+
+// reduceByEqualities brings the equalities to echelon form and uses each to
+// eliminate its pivot variable (the last variable with a unit coefficient)
+// from every other constraint, so that equal sets print alike and redundant
+// bounds disappear in the next normalization. The set does not change.
+func (c *basic) reduceByEqualities() {
+	for i := 0; i < len(c.eqs); i++ {
+		e := c.eqs[i]
+		if c.involvesLocals(e) {
+			continue // a stride: keep the bounds on the dimensions, where they read best
+		}
+		pivot := -1
+		for v := c.nVars() - 1; v >= 0; v-- {
+			if e.coef(v).Abs().IsOne() {
+				pivot = v
+				break
+			}
+		}
+		if pivot < 0 {
+			continue
+		}
+		a := e.coef(pivot) // ±1
+		elim := func(r row) row {
+			x := r.coef(pivot)
+			if x.IsZero() {
+				return r
+			}
+			// r - (x/a) e: 1/a = a for a = ±1.
+			return combine(IntOf(1), r, x.Mul(a).Neg(), e)
+		}
+		for j := range c.eqs {
+			if j != i {
+				c.eqs[j] = elim(c.eqs[j])
+			}
+		}
+		for j := range c.ineqs {
+			c.ineqs[j] = elim(c.ineqs[j])
+		}
+	}
+	if s, ok := c.system().normalized(); ok {
+		c.eqs, c.ineqs = s.eqs, s.ineqs
+	}
+}
+
+func (c *basic) involvesLocals(r row) bool {
+	for l := 0; l < c.nLocal; l++ {
+		if !r.coef(c.localVar(l)).IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // withConst returns r with its constant set to v.

@@ -347,40 +347,21 @@ func (p *textParser) tuple(prefix string) (name string, vars []string) {
 
 // assemble lays the constraints of one disjunct out in columns.
 func (p *textParser) assemble(d conj, nIn, nOut int) *basic {
-	b := &basic{nParam: len(p.params), nIn: nIn, nOut: nOut, nLocal: p.nLocal}
-	col := map[string]int{}
-	for i, name := range p.params {
-		col[name] = i
+	in, out := make([]string, nIn), make([]string, nOut)
+	for i := range in {
+		in[i] = "$i" + strconv.Itoa(i)
 	}
-	for i := 0; i < nIn; i++ {
-		col["$i"+strconv.Itoa(i)] = b.inVar(i)
+	for i := range out {
+		out[i] = "$o" + strconv.Itoa(i)
 	}
-	for i := 0; i < nOut; i++ {
-		col["$o"+strconv.Itoa(i)] = b.outVar(i)
+	var all conj
+	for _, c := range append(slices.Clone(p.always), d) {
+		all.eqs = append(all.eqs, c.eqs...)
+		all.ineqs = append(all.ineqs, c.ineqs...)
 	}
-	for i := 0; i < p.nLocal; i++ {
-		col["$e"+strconv.Itoa(i)] = b.localVar(i)
-	}
-	toRow := func(e lin) row {
-		r := newRow(b.nVars())
-		r[0] = e.c
-		for k, v := range e.terms {
-			c, ok := col[k]
-			if !ok {
-				p.fail("internal: unplaced variable %s", k)
-			}
-			r[c+1] = r[c+1].Add(v)
-		}
-		return r
-	}
-	all := append(slices.Clone(p.always), d)
-	for _, c := range all {
-		for _, e := range c.eqs {
-			b.eqs = append(b.eqs, toRow(e))
-		}
-		for _, e := range c.ineqs {
-			b.ineqs = append(b.ineqs, toRow(e))
-		}
+	b, ok := assemble(p.params, in, out, p.nLocal, all)
+	if !ok {
+		p.fail("internal: a variable has no column")
 	}
 	return b
 }

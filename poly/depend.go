@@ -1,0 +1,213 @@
+package poly
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// DepKind says which accesses a dependence orders.
+type DepKind uint8
+
+// The dependence kinds: read after write (flow), write after read (anti),
+// write after write (output).
+const (
+	RAW DepKind = iota + 1
+	WAR
+	WAW
+)
+
+func (k DepKind) String() string {
+	switch k {
+	case RAW:
+		return "RAW"
+	case WAR:
+		return "WAR"
+	case WAW:
+		return "WAW"
+	}
+	return "?"
+}
+
+// Dependence is a memory-based dependence: pairs of instances (source,
+// sink) that access the same element of Buffer, at least one of them
+// writing, with the source executing first. Reordering a pair would change
+// what the function computes.
+type Dependence struct {
+	Kind         DepKind
+	Buffer       *ast.Buffer
+	Source, Sink *Instances
+	// Rel relates source instances to the sink instances that depend on
+	// them.
+	Rel Map
+	// Common is the number of loops around both blocks (the first Common of
+	// Source.Loops and Sink.Loops are the same loops).
+	Common int
+	// Carried lists the common loop levels (0 is the outermost loop) that
+	// carry some pair: the pair agrees on the outer loops and the sink is in
+	// a later iteration of that one.
+	Carried []int
+	// Independent is true when some pair runs in the same iteration of
+	// every common loop, ordered by the position of the blocks.
+	Independent bool
+	// Distance bounds, for each common loop, the sink's value minus the
+	// source's.
+	Distance []Range
+}
+
+// ConstDistance returns the distance at common loop level k when it is the
+// same for every pair.
+func (d *Dependence) ConstDistance(k int) (Int, bool) {
+	lo, ok1 := d.Distance[k].Lo.Constant()
+	hi, ok2 := d.Distance[k].Hi.Constant()
+	if ok1 && ok2 && lo.Equal(hi) {
+		return lo, true
+	}
+	return Int{}, false
+}
+
+// CarriedAt reports whether loop level k carries the dependence.
+func (d *Dependence) CarriedAt(k int) bool {
+	for _, c := range d.Carried {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// String summarizes the dependence on one line:
+//
+//	RAW S -> T on A: carried at i, distance (1, 0)
+func (d *Dependence) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s -> %s on %s:", d.Kind, d.Source.Block.Name, d.Sink.Block.Name, d.Buffer.Name)
+	var parts []string
+	if len(d.Carried) > 0 {
+		var ls []string
+		for _, k := range d.Carried {
+			ls = append(ls, d.Source.Loops[k].Var.Name)
+		}
+		parts = append(parts, "carried at "+strings.Join(ls, ", "))
+	}
+	if d.Independent {
+		parts = append(parts, "loop-independent")
+	}
+	if d.Common > 0 {
+		var ds []string
+		for k := 0; k < d.Common; k++ {
+			if v, ok := d.ConstDistance(k); ok {
+				ds = append(ds, v.String())
+			} else {
+				ds = append(ds, "*")
+			}
+		}
+		parts = append(parts, "distance ("+strings.Join(ds, ", ")+")")
+	}
+	b.WriteString(" " + strings.Join(parts, ", "))
+	return b.String()
+}
+
+// Dependences returns every dependence between the instances of p, in a
+// fixed order: by source block, sink block, then access.
+func (p *Program) Dependences() []*Dependence {
+	var out []*Dependence
+	for _, s := range p.Blocks {
+		for _, t := range p.Blocks {
+			out = append(out, p.dependences(s, t)...)
+		}
+	}
+	return out
+}
+
+// dependences returns the dependences from instances of s to instances of
+// t.
+func (p *Program) dependences(s, t *Instances) []*Dependence {
+	common, sFirst := order(s, t)
+	var out []*Dependence
+	pairs := []struct {
+		kind DepKind
+		a, b []Access
+	}{{RAW, s.Writes, t.Reads}, {WAR, s.Reads, t.Writes}, {WAW, s.Writes, t.Writes}}
+	for _, pr := range pairs {
+		for _, a := range pr.a {
+			for _, b := range pr.b {
+				if a.Buffer != b.Buffer {
+					continue
+				}
+				if d := p.dependence(pr.kind, s, t, a, b, common, sFirst); d != nil {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (p *Program) dependence(kind DepKind, s, t *Instances, a, b Access, common int, sFirst bool) *Dependence {
+	conflict := ApplyRange(a.Map, b.Map.Reverse())
+	d := &Dependence{Kind: kind, Buffer: a.Buffer, Source: s, Sink: t, Common: common}
+	rel := Map{Params: conflict.Params, InName: s.Block.Name, In: s.Domain.Dims, OutName: t.Block.Name, Out: t.Domain.Dims}
+	for k := 0; k <= common; k++ {
+		if k == common && !sFirst {
+			break
+		}
+		part := IntersectMap(conflict, beforeAt(s, t, k, common))
+		if part.IsEmpty() {
+			continue
+		}
+		rel = UnionMap(rel, part)
+		if k < common {
+			d.Carried = append(d.Carried, k)
+		} else {
+			d.Independent = true
+		}
+	}
+	if rel.IsEmpty() {
+		return nil
+	}
+	d.Rel = rel
+	for k := 0; k < common; k++ {
+		d.Distance = append(d.Distance, differenceBounds(rel, k, k))
+	}
+	return d
+}
+
+// beforeAt returns the pairs (s, t) of instances of a and b that agree on
+// the first k common loops and, for k < common, have s's loop k before
+// t's; for k == common, that agree on every common loop.
+func beforeAt(a, b *Instances, k, common int) Map {
+	in, out := tupleNames("$s", len(a.Domain.Dims)), tupleNames("$t", len(b.Domain.Dims))
+	var c conj
+	for j := 0; j < k && j < common; j++ {
+		c.eqs = append(c.eqs, varLin(out[j]).plus(varLin(in[j]), IntOf(-1)))
+	}
+	if k < common {
+		// t_k - s_k - 1 >= 0
+		c.ineqs = append(c.ineqs, varLin(out[k]).plus(varLin(in[k]), IntOf(-1)).plus(constLin(IntOf(1)), IntOf(-1)))
+	}
+	bs, _ := assemble(a.Domain.Params, in, out, 0, c)
+	return Map{Params: a.Domain.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims, parts: []*basic{bs}}
+}
+
+func tupleNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// differenceBounds returns the bounds of out_j - in_i over the pairs of m.
+func differenceBounds(m Map, i, j int) Range {
+	w := m.Wrap()
+	// A map from the wrapped tuple to the one difference.
+	in := tupleNames("$w", len(w.Dims))
+	c := conj{eqs: []lin{varLin("$d").plus(varLin(in[len(m.In)+j]), IntOf(-1)).plus(varLin(in[i]), IntOf(1))}}
+	bs, _ := assemble(w.Params, in, []string{"$d"}, 0, c)
+	diff := Map{Params: w.Params, In: w.Dims, Out: []string{"d"}, parts: []*basic{bs}}
+	lo, hi := Apply(w, diff).DimBounds(0)
+	return Range{lo, hi}
+}

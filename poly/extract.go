@@ -1,0 +1,343 @@
+package poly
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Program is the polyhedral model of a function: the instances of each of
+// its leaf blocks (blocks with no block inside), in the order they appear.
+// Outer blocks, such as the root block, only give context: their
+// iteration variables and predicates constrain the blocks inside them.
+type Program struct {
+	Func   *ast.Func
+	Params []string // the function's symbolic sizes
+	Blocks []*Instances
+}
+
+// Instances are the executions of one leaf block.
+//
+// An instance is identified by the values of the loops around the block
+// (outermost first) followed by the block's iteration variables: Domain is
+// the set of those tuples that execute, over the function's sizes as
+// parameters. Its tuple is named after the block.
+type Instances struct {
+	Block  *ast.ScheduleBlock
+	Loops  []*ast.For
+	Domain Set
+	Reads  []Access
+	Writes []Access
+	// Exact is false when a loop bound, condition, predicate, binding or
+	// region was not affine and was left out: then Domain and the accesses
+	// over-approximate the truth, which keeps dependence analysis safe.
+	Exact bool
+
+	path []pathElem // the position in the function, for execution order
+}
+
+// Access is the part of a buffer one instance reads or writes: a relation
+// from the instance tuple to buffer indices.
+type Access struct {
+	Buffer *ast.Buffer
+	Map    Map
+}
+
+// pathElem is one step from the function's body to a block: a loop, or the
+// index of a statement among its siblings.
+type pathElem struct {
+	loop *ast.For
+	pos  int
+}
+
+// Tuple returns the names of the instance tuple: the loop variables, then
+// the block's iteration variables.
+func (in *Instances) Tuple() []string { return in.Domain.Dims }
+
+// Block returns the instances of the block named name, or nil.
+func (p *Program) Block(name string) *Instances {
+	for _, b := range p.Blocks {
+		if b.Block.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// Extract builds the polyhedral model of f, which must be well formed (see
+// ast.Verify).
+func Extract(f *ast.Func) (*Program, error) {
+	if err := ast.Verify(f); err != nil {
+		return nil, err
+	}
+	p := &Program{Func: f}
+	for _, s := range f.Sizes {
+		p.Params = append(p.Params, s.Name)
+	}
+	w := &walker{prog: p}
+	w.stmt(f.Body)
+	return p, nil
+}
+
+// context is what the walker knows at a statement: the loops around it,
+// the conditions that hold there, the blocks around it.
+type context struct {
+	loops  []*ast.For
+	conds  []cond
+	blocks []*ast.ScheduleBlock
+	path   []pathElem
+}
+
+// cond is a condition in force: an if condition (negated in the else
+// branch) or a block predicate.
+type cond struct {
+	e      ast.Expr
+	negate bool
+}
+
+type walker struct {
+	prog *Program
+	ctx  context
+}
+
+func (w *walker) stmt(s ast.Stmt) {
+	switch s := s.(type) {
+	case *ast.For:
+		saved := w.ctx
+		w.ctx.loops = append(slices.Clone(w.ctx.loops), s)
+		w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{loop: s})
+		w.stmt(s.Body)
+		w.ctx = saved
+	case *ast.Seq:
+		for i, st := range s.Stmts {
+			saved := w.ctx
+			w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{pos: i})
+			w.stmt(st)
+			w.ctx = saved
+		}
+	case *ast.IfThenElse:
+		saved := w.ctx
+		w.ctx.conds = append(slices.Clone(w.ctx.conds), cond{e: s.Cond})
+		w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{pos: 0})
+		w.stmt(s.Then)
+		w.ctx = saved
+		if s.Else != nil {
+			w.ctx.conds = append(slices.Clone(w.ctx.conds), cond{e: s.Cond, negate: true})
+			w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{pos: 1})
+			w.stmt(s.Else)
+			w.ctx = saved
+		}
+	case *ast.ScheduleBlock:
+		if !hasNestedBlock(s) {
+			w.prog.Blocks = append(w.prog.Blocks, w.instances(s))
+			return
+		}
+		saved := w.ctx
+		w.ctx.blocks = append(slices.Clone(w.ctx.blocks), s)
+		if s.Predicate != nil {
+			w.ctx.conds = append(slices.Clone(w.ctx.conds), cond{e: s.Predicate})
+		}
+		for i, part := range []ast.Stmt{s.Init, s.Body} {
+			if part != nil {
+				w.ctx.path = append(slices.Clone(saved.path), pathElem{pos: i})
+				w.stmt(part)
+			}
+		}
+		w.ctx = saved
+	case *ast.Store, *ast.Alloc:
+	default:
+		panic(fmt.Sprintf("poly.Extract: unexpected statement %T", s))
+	}
+}
+
+func hasNestedBlock(b *ast.ScheduleBlock) bool {
+	found := false
+	for _, s := range []ast.Stmt{b.Init, b.Body} {
+		if s == nil {
+			continue
+		}
+		ast.Inspect(s, func(n ast.Node) bool {
+			if _, ok := n.(*ast.ScheduleBlock); ok {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// instances builds the model of one leaf block in the current context.
+func (w *walker) instances(b *ast.ScheduleBlock) *Instances {
+	in := &Instances{Block: b, Loops: w.ctx.loops, Exact: true, path: w.ctx.path}
+	ab := newAffineBuilder()
+	for _, p := range w.prog.Params {
+		ab.known[p] = true
+	}
+	var tuple []string
+	for _, l := range in.Loops {
+		ab.known[l.Var.Name] = true
+		tuple = append(tuple, l.Var.Name)
+	}
+	// Outer blocks' iteration variables are locals defined by their
+	// bindings; this block's are tuple dimensions.
+	for _, ob := range w.ctx.blocks {
+		for _, it := range ob.Iters {
+			ab.alias[it.Var.Name] = ab.local()
+		}
+	}
+	for _, it := range b.Iters {
+		ab.known[it.Var.Name] = true
+		tuple = append(tuple, it.Var.Name)
+	}
+	// The domain: a union of conjunctions.
+	disjuncts := []conj{{}}
+	and := func(c conj) {
+		for i := range disjuncts {
+			disjuncts[i].eqs = append(slices.Clone(disjuncts[i].eqs), c.eqs...)
+			disjuncts[i].ineqs = append(slices.Clone(disjuncts[i].ineqs), c.ineqs...)
+		}
+	}
+	andAny := func(cs []conj) {
+		var out []conj
+		for _, d := range disjuncts {
+			for _, c := range cs {
+				out = append(out, conj{eqs: append(slices.Clone(d.eqs), c.eqs...), ineqs: append(slices.Clone(d.ineqs), c.ineqs...)})
+			}
+		}
+		disjuncts = out
+	}
+	inRange := func(v lin, min, ext ast.Expr) bool {
+		lo, ok1 := ab.expr(min)
+		n, ok2 := ab.expr(ext)
+		if !ok1 || !ok2 {
+			return false
+		}
+		// lo <= v <= lo + n - 1
+		and(conj{ineqs: []lin{v.plus(lo, IntOf(-1)), lo.plus(n, IntOf(1)).plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1))}})
+		return true
+	}
+	for _, l := range in.Loops {
+		if !inRange(varLin(l.Var.Name), l.Min, l.Extent) {
+			in.Exact = false
+		}
+	}
+	bind := func(blk *ast.ScheduleBlock) {
+		for _, it := range blk.Iters {
+			v := varLin(it.Var.Name)
+			if a, ok := ab.alias[it.Var.Name]; ok {
+				v = varLin(a)
+			}
+			if !inRange(v, it.Dom.Min, it.Dom.Extent) {
+				in.Exact = false
+			}
+			if e, ok := ab.expr(it.Binding); ok {
+				and(conj{eqs: []lin{v.plus(e, IntOf(-1))}})
+			} else {
+				in.Exact = false
+			}
+		}
+	}
+	for _, ob := range w.ctx.blocks {
+		bind(ob)
+	}
+	bind(b)
+	conds := w.ctx.conds
+	if b.Predicate != nil {
+		conds = append(slices.Clone(conds), cond{e: b.Predicate})
+	}
+	for _, c := range conds {
+		if cs, ok := ab.condition(c.e, c.negate); ok {
+			andAny(cs)
+		} else {
+			in.Exact = false
+		}
+	}
+	domainLocals := ab.nLocal
+	and(ab.defs)
+	ab.defs = conj{}
+
+	in.Domain = Set{Params: w.prog.Params, Name: b.Name, Dims: tuple}
+	for _, d := range disjuncts {
+		bs, ok := assemble(w.prog.Params, nil, tuple, ab.nLocal, d)
+		if !ok {
+			panic("poly.Extract: a domain constraint uses a variable without a column")
+		}
+		if c := bs.simplify(); !c.trivial() {
+			in.Domain.parts = append(in.Domain.parts, c)
+		}
+	}
+	for _, r := range b.Reads {
+		in.Reads = append(in.Reads, w.access(in, ab, domainLocals, disjuncts, tuple, r))
+	}
+	for _, r := range b.Writes {
+		in.Writes = append(in.Writes, w.access(in, ab, domainLocals, disjuncts, tuple, r))
+	}
+	return in
+}
+
+// access builds the relation from instances to the indices of one region.
+func (w *walker) access(in *Instances, ab *affineBuilder, domainLocals int, domain []conj, tuple []string, r ast.Region) Access {
+	// Start each access from the domain's locals, so that the locals of
+	// other regions do not accumulate.
+	ab.nLocal, ab.defs = domainLocals, conj{}
+	var out []string
+	var c conj
+	for d, rg := range r.Ranges {
+		x := "$x" + strconv.Itoa(d)
+		out = append(out, x)
+		v := varLin(x)
+		lo, ok1 := ab.expr(rg.Min)
+		n, ok2 := ab.expr(rg.Extent)
+		if !ok1 || !ok2 {
+			in.Exact = false
+			// Anywhere in the buffer's dimension.
+			if shape, ok := ab.expr(r.Buffer.Shape[d]); ok {
+				c.ineqs = append(c.ineqs, v, shape.plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1)))
+			}
+			continue
+		}
+		if n.isConst() && n.c.IsOne() {
+			c.eqs = append(c.eqs, v.plus(lo, IntOf(-1)))
+			continue
+		}
+		c.ineqs = append(c.ineqs, v.plus(lo, IntOf(-1)), lo.plus(n, IntOf(1)).plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1)))
+	}
+	c.eqs = append(c.eqs, ab.defs.eqs...)
+	c.ineqs = append(c.ineqs, ab.defs.ineqs...)
+	names := make([]string, len(out))
+	for i := range names {
+		names[i] = "x" + strconv.Itoa(i)
+	}
+	m := Map{Params: w.prog.Params, InName: in.Block.Name, In: tuple, OutName: r.Buffer.Name, Out: names}
+	for _, d := range domain {
+		all := conj{eqs: append(slices.Clone(d.eqs), c.eqs...), ineqs: append(slices.Clone(d.ineqs), c.ineqs...)}
+		bs, ok := assemble(w.prog.Params, tuple, out, ab.nLocal, all)
+		if !ok {
+			panic("poly.Extract: an access constraint uses a variable without a column")
+		}
+		if s := bs.simplify(); !s.trivial() {
+			m.parts = append(m.parts, s)
+		}
+	}
+	return Access{Buffer: r.Buffer, Map: m}
+}
+
+// order compares the positions of two blocks: it returns the number of
+// loops around both and whether a's statement comes before b's once those
+// loops are at equal values (false when a and b are the same block).
+func order(a, b *Instances) (common int, aFirst bool) {
+	for i := 0; i < len(a.path) && i < len(b.path); i++ {
+		x, y := a.path[i], b.path[i]
+		if x.loop != nil && x.loop == y.loop {
+			common++
+			continue
+		}
+		if x.loop == nil && y.loop == nil && x.pos == y.pos {
+			continue
+		}
+		return common, x.loop == nil && y.loop == nil && x.pos < y.pos
+	}
+	return common, false
+}
