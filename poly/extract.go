@@ -16,6 +16,8 @@ type Program struct {
 	Func   *ast.Func
 	Params []string // the function's symbolic sizes
 	Blocks []*Instances
+
+	deps []*Dependence // computed on first use
 }
 
 // Instances are the executions of one leaf block.

@@ -106,9 +106,9 @@ type textParser struct {
 	parts           []*basic
 
 	// The part being read.
-	names   map[string]string // a name in the text -> its variable ("$e3" for locals)
-	nLocal  int
-	always  []conj // constraints every disjunct has: tuple expressions, divisions
+	names  map[string]string // a name in the text -> its variable ("$e3" for locals)
+	nLocal int
+	always []conj // constraints every disjunct has: tuple expressions, divisions
 }
 
 type textBail struct{ err error }
@@ -604,7 +604,7 @@ func (p *textParser) floorDiv(num lin, d Int, mod bool) lin {
 		p.fail("division by a non-positive constant")
 	}
 	q := varLin(p.newLocal())
-	rem := num.plus(q, d.Neg())                          // num - d q >= 0
+	rem := num.plus(q, d.Neg())                             // num - d q >= 0
 	slack := constLin(d.Sub(IntOf(1))).plus(rem, IntOf(-1)) // d - 1 - (num - d q) >= 0
 	p.always = append(p.always, conj{ineqs: []lin{rem, slack}})
 	if mod {

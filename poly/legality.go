@@ -1,0 +1,241 @@
+package poly
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Deps returns the dependences of p (see Dependences), computed once.
+func (p *Program) Deps() []*Dependence {
+	if p.deps == nil {
+		p.deps = p.Dependences()
+	}
+	return p.deps
+}
+
+// level returns the depth of loop among the loops around in, or -1.
+func level(in *Instances, loop *ast.For) int { return slices.Index(in.Loops, loop) }
+
+// CarriedBy returns the dependences that loop carries: pairs of instances
+// in the same iteration of every loop outside it and in different
+// iterations of it. The loop's iterations may run in any order (in
+// parallel, vectorized, bound to GPU threads) exactly when there are none.
+func (p *Program) CarriedBy(loop *ast.For) []*Dependence {
+	var out []*Dependence
+	for _, d := range p.Deps() {
+		if k := level(d.Source, loop); k >= 0 && k < d.Common && d.CarriedAt(k) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Permutable returns the dependences that forbid reordering the band of
+// loops (consecutive loops, outermost first; each the only statement of the
+// one above, as tiling makes them): a band may be permuted, and tiled,
+// exactly when every pair of instances in the same iteration of the loops
+// outside the band has a non-negative distance along every loop of the
+// band. A dependence between blocks that part ways inside the band also
+// forbids it, unless an outer loop carries all its pairs.
+func (p *Program) Permutable(band []*ast.For) []*Dependence {
+	if len(band) == 0 {
+		return nil
+	}
+	var out []*Dependence
+	for _, d := range p.Deps() {
+		k0 := level(d.Source, band[0])
+		if k0 < 0 || k0 >= d.Common {
+			continue
+		}
+		inner := IntersectMap(d.Rel, beforeAt(d.Source, d.Sink, k0, k0)) // outer loops equal
+		if inner.IsEmpty() {
+			continue
+		}
+		if d.Common < k0+len(band) {
+			out = append(out, d)
+			continue
+		}
+		for j := k0; j < k0+len(band); j++ {
+			if !IntersectMap(inner, backwardAt(d.Source, d.Sink, j)).IsEmpty() {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// backwardAt returns the pairs whose loop j goes backward: t_j < s_j.
+func backwardAt(a, b *Instances, j int) Map {
+	in, out := tupleNames("$s", len(a.Domain.Dims)), tupleNames("$t", len(b.Domain.Dims))
+	c := conj{ineqs: []lin{varLin(in[j]).plus(varLin(out[j]), IntOf(-1)).plus(constLin(IntOf(1)), IntOf(-1))}}
+	bs, _ := assemble(a.Domain.Params, in, out, 0, c)
+	return Map{Params: a.Domain.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims, parts: []*basic{bs}}
+}
+
+// Region returns the box of buffer buf that the instances of block access
+// (its writes if write, else its reads) during one iteration of loop: the
+// bounds of each dimension as functions of the function's sizes and of the
+// variables of loop and of the loops outside it, which appear as
+// parameters. This is the region compute-at must produce.
+func (p *Program) Region(block string, buf *ast.Buffer, loop *ast.For, write bool) ([]Range, error) {
+	in := p.Block(block)
+	if in == nil {
+		return nil, fmt.Errorf("poly: region: no leaf block %s", block)
+	}
+	k := level(in, loop)
+	if k < 0 {
+		return nil, fmt.Errorf("poly: region: loop %s is not around block %s", loop.Var.Name, block)
+	}
+	accesses := in.Reads
+	if write {
+		accesses = in.Writes
+	}
+	var m *Map
+	for _, a := range accesses {
+		if a.Buffer != buf {
+			continue
+		}
+		if m == nil {
+			m = &a.Map
+		} else {
+			u := UnionMap(*m, a.Map)
+			m = &u
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("poly: region: block %s does not access %s", block, buf.Name)
+	}
+	dom := in.Domain.dimsToParams(k + 1)
+	acc := m.inToParams(k + 1)
+	return ImageHull(dom, acc), nil
+}
+
+// dimsToParams makes the first n dimensions of s parameters (appended to
+// the parameters, under their dimension names).
+func (s Set) dimsToParams(n int) Set {
+	out := Set{Params: slices.Concat(s.Params, s.Dims[:n]), Name: s.Name, Dims: s.Dims[n:]}
+	for _, b := range s.parts {
+		c := b.clone()
+		c.nParam += n
+		c.nOut -= n
+		out.parts = append(out.parts, c)
+	}
+	return out
+}
+
+// inToParams makes the first n input dimensions of m parameters.
+func (m Map) inToParams(n int) Map {
+	out := m
+	out.Params = slices.Concat(m.Params, m.In[:n])
+	out.In = m.In[n:]
+	out.parts = nil
+	for _, b := range m.parts {
+		c := b.clone()
+		c.nParam += n
+		c.nIn -= n
+		out.parts = append(out.parts, c)
+	}
+	return out
+}
+
+// Violation is a dependence of the original function whose order a new
+// schedule breaks, with one pair of instances as witness.
+type Violation struct {
+	Dep *Dependence
+	// Source and Sink are iteration vectors (values of the blocks'
+	// iteration variables) of a pair that now runs in the wrong order.
+	Source, Sink []Int
+}
+
+func (v *Violation) String() string {
+	return fmt.Sprintf("%s: %s%s would no longer run before %s%s", v.Dep, v.Dep.Source.Block.Name, formatVector(v.Source), v.Dep.Sink.Block.Name, formatVector(v.Sink))
+}
+
+func formatVector(x []Int) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = v.String()
+	}
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// Violations checks g, the model of a rescheduled version of p's function,
+// against the dependences of p, and returns those it breaks. Instances are
+// matched by block name and iteration vector (the values of a block's
+// iteration variables do not change when loops are split, fused,
+// reordered or moved); a dependence is broken when some pair of its
+// instances no longer runs source first. The check is exact over the
+// integers when both functions' models are exact. A block of p missing
+// from g is an error.
+func (p *Program) Violations(g *Program) ([]*Violation, error) {
+	var out []*Violation
+	for _, d := range p.Deps() {
+		s, t := g.Block(d.Source.Block.Name), g.Block(d.Sink.Block.Name)
+		if s == nil || t == nil {
+			return nil, fmt.Errorf("poly: violations: the new function has no leaf block %s or %s", d.Source.Block.Name, d.Sink.Block.Name)
+		}
+		iters := d.iterRel()
+		// Pairs of new instances whose iteration vectors are related.
+		rel := pairsByIters(s, t, iters)
+		common, sFirst := order(s, t)
+		for k := 0; k <= common; k++ {
+			var wrong Map
+			if k < common {
+				wrong = beforeAt(t, s, k, common).Reverse() // t's loop k is earlier
+			} else if !sFirst {
+				wrong = beforeAt(s, t, common, common) // same common iterations, t not after s
+			} else {
+				continue
+			}
+			bad := IntersectMap(rel, wrong)
+			if _, in, outv, ok := bad.Sample(); ok {
+				ns, nt := len(s.Block.Iters), len(t.Block.Iters)
+				out = append(out, &Violation{Dep: d, Source: in[len(in)-ns:], Sink: outv[len(outv)-nt:]})
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// iterRel returns the dependence as a relation between iteration vectors:
+// the loop dimensions of both tuples projected out.
+func (d *Dependence) iterRel() Map {
+	ls, lt := len(d.Source.Loops), len(d.Sink.Loops)
+	w := d.Rel.Wrap()
+	nIn := len(d.Rel.In)
+	// Drop the sink's loops (after the source tuple), then the source's.
+	w = w.ProjectOut(nIn, lt).ProjectOut(0, ls)
+	return w.unwrap(nIn-ls, d.Source.Block.Name, d.Sink.Block.Name)
+}
+
+// unwrap splits the tuple of s into a map with the first nIn dimensions as
+// inputs.
+func (s Set) unwrap(nIn int, inName, outName string) Map {
+	m := Map{Params: s.Params, InName: inName, In: s.Dims[:nIn], OutName: outName, Out: s.Dims[nIn:]}
+	for _, b := range s.parts {
+		c := b.clone()
+		c.nIn, c.nOut = nIn, b.nOut-nIn
+		m.parts = append(m.parts, c)
+	}
+	return m
+}
+
+// pairsByIters returns the pairs (s, t) of instances of a and b whose
+// iteration vectors are related by iters.
+func pairsByIters(a, b *Instances, iters Map) Map {
+	la, lb := len(a.Loops), len(b.Loops)
+	// Extend iters to the full tuples: loops unconstrained in front.
+	ext := Map{Params: iters.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims}
+	for _, x := range iters.parts {
+		c := x.insertVars(x.nParam+x.nIn, lb) // sink loops before sink iters
+		c = c.insertVars(c.nParam, la)        // source loops before source iters
+		c.nIn, c.nOut = la+x.nIn, lb+x.nOut
+		ext.parts = append(ext.parts, c)
+	}
+	return IntersectRange(IntersectDomain(ext, a.Domain), b.Domain)
+}
