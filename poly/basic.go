@@ -156,7 +156,14 @@ func (b *basic) simplify() *basic {
 		return &c
 	}
 	c.eqs, c.ineqs = s.eqs, s.ineqs
-	c.reduceByEqualities()
+	if c.reduceByEqualities() {
+		s, ok := c.system().normalized()
+		if !ok {
+			c.eqs, c.ineqs = []row{newRow(b.nVars()).withConst(IntOf(-1))}, nil
+			return &c
+		}
+		c.eqs, c.ineqs = s.eqs, s.ineqs
+	}
 	for changed := true; changed; {
 		changed = false
 		for l := c.nLocal - 1; l >= 0; l-- {
@@ -179,8 +186,10 @@ func (b *basic) simplify() *basic {
 // reduceByEqualities brings the equalities to echelon form and uses each to
 // eliminate its pivot variable (the last variable with a unit coefficient)
 // from every other constraint, so that equal sets print alike and redundant
-// bounds disappear in the next normalization. The set does not change.
-func (c *basic) reduceByEqualities() {
+// bounds disappear in the next normalization. The set does not change. It
+// reports whether any constraint changed.
+func (c *basic) reduceByEqualities() bool {
+	changed := false
 	for i := 0; i < len(c.eqs); i++ {
 		e := c.eqs[i]
 		if c.involvesLocals(e) {
@@ -203,6 +212,7 @@ func (c *basic) reduceByEqualities() {
 				return r
 			}
 			// r - (x/a) e: 1/a = a for a = ±1.
+			changed = true
 			return combine(IntOf(1), r, x.Mul(a).Neg(), e)
 		}
 		for j := range c.eqs {
@@ -214,9 +224,7 @@ func (c *basic) reduceByEqualities() {
 			c.ineqs[j] = elim(c.ineqs[j])
 		}
 	}
-	if s, ok := c.system().normalized(); ok {
-		c.eqs, c.ineqs = s.eqs, s.ineqs
-	}
+	return changed
 }
 
 func (c *basic) involvesLocals(r row) bool {

@@ -349,16 +349,75 @@ func (b *basic) dimPieces(d int, params []string) (lower, upper []Aff, exact boo
 			upper = append(upper, piece(r, a, true))
 		}
 	}
+	var context []row // constraints on the parameters alone
 	for _, r := range s.ineqs {
 		switch a := r.coef(x); a.Sign() {
 		case 1:
 			lower = append(lower, piece(r, a, true))
 		case -1:
 			upper = append(upper, piece(r, a, false))
+		default:
+			context = append(context, r.dropCol(x))
 		}
 	}
-	return lower, upper, exact
+	for _, e := range s.eqs {
+		if e.coef(x).IsZero() {
+			context = append(context, e.dropCol(x), e.dropCol(x).scaled(IntOf(-1)))
+		}
+	}
+	return prunePieces(lower, context, true), prunePieces(upper, context, false), exact
 }
+
+// prunePieces drops the pieces that another piece dominates wherever the
+// parameters satisfy the context: for a lower bound (a maximum) a piece
+// never above another, for an upper bound (a minimum) one never below.
+func prunePieces(pieces []Aff, context []row, lower bool) []Aff {
+	if len(pieces) < 2 {
+		return pieces
+	}
+	// a/da > b/db somewhere in the context, i.e. db*A - da*B >= 1 (for a
+	// maximum; reversed for a minimum).
+	exceeds := func(a, b Aff) bool {
+		r := newRow(len(a.Params))
+		r[0] = b.Div.Mul(a.Const).Sub(a.Div.Mul(b.Const))
+		for i := range a.Params {
+			r[i+1] = b.Div.Mul(a.Coefs[i]).Sub(a.Div.Mul(b.Coefs[i]))
+		}
+		if !lower {
+			r = r.scaled(IntOf(-1))
+		}
+		r[0] = r[0].Sub(IntOf(1))
+		s := &system{n: len(a.Params), ineqs: append(slicesClone(context), r)}
+		_, ok := s.sample()
+		return ok
+	}
+	keep := make([]bool, len(pieces))
+	for i := range pieces {
+		keep[i] = true
+	}
+	for i, a := range pieces {
+		for j, b := range pieces {
+			if i == j || !keep[j] {
+				continue
+			}
+			// Drop a if b is at least as extreme everywhere (ties: keep the
+			// earlier one).
+			if !exceeds(a, b) && (exceeds(b, a) || j < i) {
+				keep[i] = false
+				break
+			}
+		}
+	}
+	var out []Aff
+	for i, a := range pieces {
+		if keep[i] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func slicesClone(rs []row) []row { return append([]row(nil), rs...) }
 
 // reduced divides a through by the gcd of its coefficients, constant and
 // divisor where that changes nothing of its rounding.

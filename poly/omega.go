@@ -46,7 +46,7 @@ func solve(s *system) ([]Int, bool) {
 // contradiction.
 func (s *system) normalized() (*system, bool) {
 	t := &system{n: s.n}
-	eqKeys := map[string]row{}
+	var eqIndex rowIndex
 	for _, r := range s.eqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -62,17 +62,16 @@ func (s *system) normalized() (*system, bool) {
 			r = r.divided(g)
 		}
 		r = r.signNormalized()
-		k := r.key()
-		if prev, ok := eqKeys[k]; ok {
-			if !prev[0].Equal(r[0]) {
+		if i, ok := eqIndex.find(t.eqs, r, false); ok {
+			if !t.eqs[i][0].Equal(r[0]) {
 				return nil, false
 			}
 			continue
 		}
-		eqKeys[k] = r
+		eqIndex.add(r, len(t.eqs))
 		t.eqs = append(t.eqs, r)
 	}
-	tightest := map[string]int{} // key -> index in t.ineqs
+	var ineqIndex rowIndex
 	for _, r := range s.ineqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -86,14 +85,13 @@ func (s *system) normalized() (*system, bool) {
 			r = r.divided(g)
 			r[0] = c
 		}
-		k := r.key()
-		if i, ok := tightest[k]; ok {
+		if i, ok := ineqIndex.find(t.ineqs, r, false); ok {
 			if r[0].Cmp(t.ineqs[i][0]) < 0 {
-				t.ineqs[i] = r
+				t.ineqs[i] = r // tighter
 			}
 			continue
 		}
-		tightest[k] = len(t.ineqs)
+		ineqIndex.add(r, len(t.ineqs))
 		t.ineqs = append(t.ineqs, r)
 	}
 	// Opposite pairs: a·x + c >= 0 and -a·x + d >= 0 need c + d >= 0, and
@@ -101,27 +99,25 @@ func (s *system) normalized() (*system, bool) {
 	// along an equality a·x + e == 0 is decided by it: s·a·x + c >= 0 holds
 	// exactly when c - s·e >= 0.
 	var keep []row
-	dropped := map[int]bool{}
+	dropped := make([]bool, len(t.ineqs))
 	for i, r := range t.ineqs {
 		if dropped[i] {
 			continue
 		}
-		if eq, ok := eqKeys[r.key()]; ok {
-			if r[0].Sub(eq[0]).Sign() < 0 {
+		if j, ok := eqIndex.find(t.eqs, r, false); ok {
+			if r[0].Sub(t.eqs[j][0]).Sign() < 0 {
 				return nil, false
 			}
 			continue
 		}
-		if eq, ok := eqKeys[r.scaled(IntOf(-1)).key()]; ok {
-			if r[0].Add(eq[0]).Sign() < 0 {
+		if j, ok := eqIndex.find(t.eqs, r, true); ok {
+			if r[0].Add(t.eqs[j][0]).Sign() < 0 {
 				return nil, false
 			}
 			continue
 		}
-		j, ok := tightest[r.scaled(IntOf(-1)).key()]
-		if ok && !dropped[j] {
-			sum := r[0].Add(t.ineqs[j][0])
-			switch sum.Sign() {
+		if j, ok := ineqIndex.find(t.ineqs, r, true); ok && !dropped[j] {
+			switch r[0].Add(t.ineqs[j][0]).Sign() {
 			case -1:
 				return nil, false
 			case 0:

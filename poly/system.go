@@ -1,10 +1,5 @@
 package poly
 
-import (
-	"encoding/binary"
-	"strings"
-)
-
 // row is one affine constraint or expression over the variables of a
 // system: the constant term at index 0, then the coefficient of variable i
 // at index i+1. As an equality it says row·(1, x) = 0, as an inequality
@@ -71,21 +66,86 @@ func (r row) coefGcd() Int {
 	return g
 }
 
-// key encodes the coefficients (not the constant) so that rows with equal
-// coefficient vectors have equal keys.
-func (r row) key() string {
-	var b strings.Builder
-	var buf [binary.MaxVarintLen64]byte
+// hash returns a hash of the coefficients of r (not the constant), or of
+// their negations if neg, so that rows with equal (or opposite)
+// coefficient vectors can be found without building keys. Equal vectors
+// hash alike; callers compare with sameCoefs on a match.
+func (r row) hash(neg bool) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
 	for _, c := range r[1:] {
-		if v, ok := c.Int64(); ok {
-			b.Write(buf[:binary.PutVarint(buf[:], v)])
-		} else {
-			b.WriteByte(0xff)
-			b.WriteString(c.String())
-			b.WriteByte(0)
+		v, ok := c.Int64()
+		if !ok {
+			// Big values are rare: mix in a marker and the sign only; the
+			// exact comparison resolves any collision.
+			v = int64(c.Sign()) * 0x5bd1e995
+		}
+		if neg {
+			v = -v
+		}
+		h = (h ^ uint64(v)) * prime
+	}
+	return h
+}
+
+// sameCoefs reports whether r's coefficients equal o's (or their negations
+// if neg).
+func (r row) sameCoefs(o row, neg bool) bool {
+	for i := 1; i < len(r); i++ {
+		if neg {
+			if !r[i].Equal(o[i].Neg()) {
+				return false
+			}
+		} else if !r[i].Equal(o[i]) {
+			return false
 		}
 	}
-	return b.String()
+	return true
+}
+
+// rowIndex finds rows by their coefficient vectors. Systems are small, so
+// it scans a slice of hashes; past a few dozen rows it switches to a map.
+type rowIndex struct {
+	hashes []uint64
+	big    map[uint64][]int
+}
+
+const rowIndexScan = 48
+
+// find returns the index (into rows) of a row whose coefficients equal r's
+// (or their negations if neg).
+func (ix *rowIndex) find(rows []row, r row, neg bool) (int, bool) {
+	h := r.hash(neg)
+	if ix.big != nil {
+		for _, i := range ix.big[h] {
+			if rows[i].sameCoefs(r, neg) {
+				return i, true
+			}
+		}
+		return -1, false
+	}
+	for i, x := range ix.hashes {
+		if x == h && rows[i].sameCoefs(r, neg) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// add records r as the row at index i (rows are added in index order).
+func (ix *rowIndex) add(r row, i int) {
+	h := r.hash(false)
+	ix.hashes = append(ix.hashes, h)
+	if ix.big == nil && len(ix.hashes) > rowIndexScan {
+		ix.big = map[uint64][]int{}
+		for j, x := range ix.hashes {
+			ix.big[x] = append(ix.big[x], j)
+		}
+		return
+	}
+	if ix.big != nil {
+		ix.big[h] = append(ix.big[h], i)
+	}
 }
 
 // substitute returns r with variable k replaced by the expression e (a row
