@@ -68,7 +68,9 @@ type Bound struct {
 	Unbounded bool // no finite bound exists
 	// Exact is true when the bound is attained, for every parameter value
 	// at which the set is not empty. An inexact bound is still valid (no
-	// point lies beyond it) but may be loose.
+	// point lies beyond it) but may be loose: for instance when the
+	// elimination was not exact, or when the set is a union with
+	// parameters, whose parts may be empty at some parameter values.
 	Exact bool
 }
 
@@ -169,13 +171,21 @@ func (s Set) DimBounds(d int) (lo, hi Bound) {
 		panic(fmt.Sprintf("poly.Set.DimBounds: dimension %d of %d", d, len(s.Dims)))
 	}
 	lo, hi = Bound{Lower: true, Empty: true, Exact: true}, Bound{Empty: true, Exact: true}
+	nonEmpty := 0
 	for _, b := range s.parts {
 		if b.isEmpty() {
 			continue
 		}
+		nonEmpty++
 		l, h, exact := b.dimPieces(d, s.Params)
 		lo.merge(l, exact)
 		hi.merge(h, exact)
+	}
+	if nonEmpty > 1 && len(s.Params) > 0 {
+		// Each part's bound holds where that part is not empty, which may
+		// depend on the parameters: the combination is valid but may not
+		// be attained.
+		lo.Exact, hi.Exact = false, false
 	}
 	if len(s.Params) == 0 {
 		lo = s.tighten(d, lo)

@@ -41,9 +41,9 @@ func TestBoundsKnown(t *testing.T) {
 // and without a parameter: exact bounds must equal the enumerated extreme
 // at every parameter value, and inexact ones must not cut off any point.
 func TestBoundsRandom(t *testing.T) {
-	n := 200
+	n := 1000
 	if testing.Short() {
-		n = 60
+		n = 150
 	}
 	r := rand.New(rand.NewPCG(11, 13))
 	for iter := 0; iter < n; iter++ {

@@ -19,6 +19,7 @@ const (
 	WAW
 )
 
+// String returns "RAW", "WAR" or "WAW".
 func (k DepKind) String() string {
 	switch k {
 	case RAW:

@@ -151,6 +151,7 @@ type Violation struct {
 	Source, Sink []Int
 }
 
+// String describes the broken dependence and the witness pair.
 func (v *Violation) String() string {
 	return fmt.Sprintf("%s: %s%s would no longer run before %s%s", v.Dep, v.Dep.Source.Block.Name, formatVector(v.Source), v.Dep.Sink.Block.Name, formatVector(v.Sink))
 }

@@ -135,3 +135,30 @@ func TestOmegaRandom(t *testing.T) {
 		t.Errorf("unbalanced corpus: %d empty, %d non-empty", empty, nonEmpty)
 	}
 }
+
+// TestOmegaBigCoefficients: coefficients near and beyond the int64 range
+// are handled exactly (Int switches to big integers) instead of
+// overflowing.
+func TestOmegaBigCoefficients(t *testing.T) {
+	big := IntOf(1 << 62)
+	// 2^62 x + 2^62 y = 2^62 + 1 has no integer solution; with the constant
+	// 2^63 (beyond int64 once summed) it has one.
+	s := &system{n: 2, eqs: []row{{IntOf(-1).Sub(big), big, big}}}
+	if _, ok := s.sample(); ok {
+		t.Error("2^62 x + 2^62 y = 2^62 + 1 has no integer solution")
+	}
+	s = &system{n: 2, eqs: []row{{big.Add(big).Neg(), big, big}}, ineqs: []row{ints(0, 1, 0), ints(0, 0, 1)}}
+	x, ok := s.sample()
+	if !ok || !s.satisfied(x) {
+		t.Errorf("2^62 (x + y) = 2^63: %v %v", x, ok)
+	}
+	// Fourier-Motzkin products beyond int64: 3e18 <= 5e18 x and x <= 1.
+	s = &system{n: 1, ineqs: []row{{IntOf(-3e18), IntOf(5e18)}, ints(1, -1)}}
+	if x, ok := s.sample(); !ok || !x[0].Equal(IntOf(1)) {
+		t.Errorf("got %v %v, want x = 1", x, ok)
+	}
+	set := MustParseSet("{ [x, y] : 4611686018427387904x + 4611686018427387904y = 4611686018427387905 }")
+	if !set.IsEmpty() {
+		t.Error("parsed big-coefficient equality should be empty")
+	}
+}

@@ -97,9 +97,9 @@ func randomSet(r *rand.Rand) string {
 // complete it to a point of the set. It also checks that the printed form
 // parses back to the same points.
 func TestProjectRandom(t *testing.T) {
-	n := 400
+	n := 1000
 	if testing.Short() {
-		n = 150
+		n = 200
 	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for iter := 0; iter < n; iter++ {

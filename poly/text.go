@@ -3,6 +3,7 @@ package poly
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -554,13 +555,18 @@ func (p *textParser) mul(a, b lin) lin {
 	return lin{}
 }
 
+// constant reads an integer of any size.
 func (p *textParser) constant() Int {
-	v, err := strconv.ParseInt(p.peek(), 10, 64)
-	if err != nil {
+	t := p.peek()
+	if t == "" || t[0] < '0' || t[0] > '9' {
 		p.fail("expected an integer constant")
 	}
+	v, ok := new(big.Int).SetString(t, 10)
+	if !ok {
+		p.fail("malformed integer %s", t)
+	}
 	p.i++
-	return IntOf(v)
+	return intFromBig(v)
 }
 
 // factor reads a number, a name, (aff), floor(aff / c) or -factor.
