@@ -43,6 +43,9 @@ func (b *basic) isEmpty() bool {
 // position at (shifting the later columns); the caller fixes the counts.
 func (b *basic) insertVars(at, m int) *basic {
 	c := b.clone()
+	if m == 0 {
+		return c // rows are never changed in place, so they can be shared
+	}
 	ins := func(r row) row {
 		out := make(row, len(r)+m)
 		copy(out, r[:at+1])

@@ -62,16 +62,18 @@ func (s *system) normalized() (*system, bool) {
 			r = r.divided(g)
 		}
 		r = r.signNormalized()
-		if i, ok := eqIndex.find(t.eqs, r, false); ok {
+		h, _ := r.hashes()
+		if i, ok := eqIndex.find(t.eqs, r, h, false); ok {
 			if !t.eqs[i][0].Equal(r[0]) {
 				return nil, false
 			}
 			continue
 		}
-		eqIndex.add(r, len(t.eqs))
+		eqIndex.add(h)
 		t.eqs = append(t.eqs, r)
 	}
 	var ineqIndex rowIndex
+	var negHashes []uint64
 	for _, r := range s.ineqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -85,38 +87,44 @@ func (s *system) normalized() (*system, bool) {
 			r = r.divided(g)
 			r[0] = c
 		}
-		if i, ok := ineqIndex.find(t.ineqs, r, false); ok {
+		h, hn := r.hashes()
+		if i, ok := ineqIndex.find(t.ineqs, r, h, false); ok {
 			if r[0].Cmp(t.ineqs[i][0]) < 0 {
 				t.ineqs[i] = r // tighter
 			}
 			continue
 		}
-		ineqIndex.add(r, len(t.ineqs))
+		ineqIndex.add(h)
+		negHashes = append(negHashes, hn)
 		t.ineqs = append(t.ineqs, r)
 	}
 	// Opposite pairs: a·x + c >= 0 and -a·x + d >= 0 need c + d >= 0, and
 	// with c + d == 0 they are the equality a·x + c == 0. An inequality
 	// along an equality a·x + e == 0 is decided by it: s·a·x + c >= 0 holds
-	// exactly when c - s·e >= 0.
+	// exactly when c - s·e >= 0. (Equalities are sign-normalized, so an
+	// inequality matches one either as it is or negated.)
 	var keep []row
 	dropped := make([]bool, len(t.ineqs))
 	for i, r := range t.ineqs {
 		if dropped[i] {
 			continue
 		}
-		if j, ok := eqIndex.find(t.eqs, r, false); ok {
-			if r[0].Sub(t.eqs[j][0]).Sign() < 0 {
-				return nil, false
+		h, hn := ineqIndex.hashes[i], negHashes[i]
+		if len(t.eqs) > 0 {
+			if j, ok := eqIndex.find(t.eqs, r, h, false); ok {
+				if r[0].Sub(t.eqs[j][0]).Sign() < 0 {
+					return nil, false
+				}
+				continue
 			}
-			continue
-		}
-		if j, ok := eqIndex.find(t.eqs, r, true); ok {
-			if r[0].Add(t.eqs[j][0]).Sign() < 0 {
-				return nil, false
+			if j, ok := eqIndex.find(t.eqs, r, hn, true); ok {
+				if r[0].Add(t.eqs[j][0]).Sign() < 0 {
+					return nil, false
+				}
+				continue
 			}
-			continue
 		}
-		if j, ok := ineqIndex.find(t.ineqs, r, true); ok && !dropped[j] {
+		if j, ok := ineqIndex.find(t.ineqs, r, hn, true); ok && !dropped[j] {
 			switch r[0].Add(t.ineqs[j][0]).Sign() {
 			case -1:
 				return nil, false

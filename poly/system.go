@@ -66,13 +66,13 @@ func (r row) coefGcd() Int {
 	return g
 }
 
-// hash returns a hash of the coefficients of r (not the constant), or of
-// their negations if neg, so that rows with equal (or opposite)
-// coefficient vectors can be found without building keys. Equal vectors
-// hash alike; callers compare with sameCoefs on a match.
-func (r row) hash(neg bool) uint64 {
+// hashes returns hashes of the coefficients of r (not the constant) and of
+// their negations, so that rows with equal or opposite coefficient vectors
+// can be found without building keys. Equal vectors hash alike; callers
+// compare with sameCoefs on a match.
+func (r row) hashes() (pos, neg uint64) {
 	const prime = 1099511628211
-	h := uint64(14695981039346656037)
+	pos, neg = 14695981039346656037, 14695981039346656037
 	for _, c := range r[1:] {
 		v, ok := c.Int64()
 		if !ok {
@@ -80,12 +80,10 @@ func (r row) hash(neg bool) uint64 {
 			// exact comparison resolves any collision.
 			v = int64(c.Sign()) * 0x5bd1e995
 		}
-		if neg {
-			v = -v
-		}
-		h = (h ^ uint64(v)) * prime
+		pos = (pos ^ uint64(v)) * prime
+		neg = (neg ^ uint64(-v)) * prime
 	}
-	return h
+	return pos, neg
 }
 
 // sameCoefs reports whether r's coefficients equal o's (or their negations
@@ -113,9 +111,8 @@ type rowIndex struct {
 const rowIndexScan = 48
 
 // find returns the index (into rows) of a row whose coefficients equal r's
-// (or their negations if neg).
-func (ix *rowIndex) find(rows []row, r row, neg bool) (int, bool) {
-	h := r.hash(neg)
+// (or their negations if neg), given h, the matching hash of r.
+func (ix *rowIndex) find(rows []row, r row, h uint64, neg bool) (int, bool) {
 	if ix.big != nil {
 		for _, i := range ix.big[h] {
 			if rows[i].sameCoefs(r, neg) {
@@ -132,9 +129,9 @@ func (ix *rowIndex) find(rows []row, r row, neg bool) (int, bool) {
 	return -1, false
 }
 
-// add records r as the row at index i (rows are added in index order).
-func (ix *rowIndex) add(r row, i int) {
-	h := r.hash(false)
+// add records the row with hash h at the next index.
+func (ix *rowIndex) add(h uint64) {
+	i := len(ix.hashes)
 	ix.hashes = append(ix.hashes, h)
 	if ix.big == nil && len(ix.hashes) > rowIndexScan {
 		ix.big = map[uint64][]int{}
