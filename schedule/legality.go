@@ -1,0 +1,76 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// model returns the polyhedral model of the current function, computed once
+// per function.
+func (s *Schedule) model() (*poly.Program, error) {
+	if s.prog == nil || s.prog.Func != s.f {
+		p, err := poly.Extract(s.f)
+		if err != nil {
+			return nil, err
+		}
+		s.prog = p
+	}
+	return s.prog, nil
+}
+
+// checkOrder refuses g, a transformation of the current function, if it
+// runs some pair of dependent instances of the current function in the
+// other order. skip, if not nil, exempts dependences the primitive
+// satisfies by construction.
+func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func(*poly.Dependence) bool) error {
+	before, err := s.model()
+	if err != nil {
+		return illegal(prim, s.f, at, "cannot analyze the function: %v", err)
+	}
+	after, err := poly.Extract(g)
+	if err != nil {
+		return illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
+	}
+	vs, err := before.Violations(after)
+	if err != nil {
+		return illegal(prim, s.f, at, "%v", err)
+	}
+	for _, v := range vs {
+		if skip != nil && skip(v.Dep) {
+			continue
+		}
+		return illegal(prim, s.f, at, "%s", explainViolation(v))
+	}
+	return nil
+}
+
+// explainViolation says in words which dependence a transformation breaks.
+func explainViolation(v *poly.Violation) string {
+	d := v.Dep
+	src := d.Source.Block.Name + iterString(d.Source.Block, v.Source)
+	snk := d.Sink.Block.Name + iterString(d.Sink.Block, v.Sink)
+	switch d.Kind {
+	case poly.RAW:
+		return fmt.Sprintf("block %s would read %s before block %s writes it", snk, d.Buffer.Name, src)
+	case poly.WAR:
+		return fmt.Sprintf("block %s would overwrite %s before block %s reads it", snk, d.Buffer.Name, src)
+	}
+	return fmt.Sprintf("block %s would write %s before block %s does, reversing their writes", snk, d.Buffer.Name, src)
+}
+
+// iterString prints an iteration vector with its variable names:
+// "(vi=1, vk=3)".
+func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
+	parts := make([]string, len(x))
+	for i, v := range x {
+		name := "?"
+		if i < len(b.Iters) {
+			name = b.Iters[i].Var.Name
+		}
+		parts[i] = name + "=" + v.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

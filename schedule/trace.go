@@ -1,0 +1,375 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Trace is the record of a schedule: every primitive and sampling decision,
+// in order. It is SSA over random variables: each instruction names its
+// outputs (blocks b0, loops l1, sampled values v2) and later instructions
+// refer to them, so that replaying with an edited sampling decision changes
+// every primitive that used the value. Blocks and loops enter a trace by
+// name (get_block("C"), get_loop("i")) or by position (get_loops(b0)), so a
+// trace replays on any function structurally equal to the one it was made
+// on.
+type Trace struct {
+	Insts []Inst `json:"insts"`
+}
+
+// Inst is one instruction of a trace.
+type Inst struct {
+	Kind     string   `json:"kind"`
+	Args     []Arg    `json:"args,omitempty"`
+	Outputs  []string `json:"outputs,omitempty"`
+	Decision []int64  `json:"decision,omitempty"` // sampling instructions only
+}
+
+// Arg is one argument of an instruction: a reference to a random variable,
+// or a literal integer, float, string, bool or list.
+type Arg struct {
+	RV     string
+	Int    *int64
+	Float  *float64
+	Str    *string
+	Bool   *bool
+	List   []Arg
+	IsList bool
+}
+
+// Ref returns an argument referring to the random variable named rv.
+func Ref(rv string) Arg { return Arg{RV: rv} }
+
+// IntArg returns a literal integer argument.
+func IntArg(v int64) Arg { return Arg{Int: &v} }
+
+// Str returns a literal string argument.
+func Str(s string) Arg { return Arg{Str: &s} }
+
+// ListArg returns a list argument.
+func ListArg(xs ...Arg) Arg { return Arg{List: xs, IsList: true} }
+
+// MarshalJSON writes a reference as {"rv": "l1"}, an integer as a JSON
+// number, a float as {"float": 1.5}, a string, a bool or a list as
+// themselves.
+func (a Arg) MarshalJSON() ([]byte, error) {
+	switch {
+	case a.RV != "":
+		return json.Marshal(map[string]string{"rv": a.RV})
+	case a.Int != nil:
+		return json.Marshal(*a.Int)
+	case a.Float != nil:
+		return json.Marshal(map[string]float64{"float": *a.Float})
+	case a.Str != nil:
+		return json.Marshal(*a.Str)
+	case a.Bool != nil:
+		return json.Marshal(*a.Bool)
+	case a.IsList:
+		if a.List == nil {
+			return []byte("[]"), nil
+		}
+		return json.Marshal(a.List)
+	}
+	return nil, fmt.Errorf("schedule: empty trace argument")
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Arg) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return fmt.Errorf("schedule: empty trace argument")
+	}
+	*a = Arg{}
+	switch b[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		if rv, ok := m["rv"]; ok {
+			return json.Unmarshal(rv, &a.RV)
+		}
+		if f, ok := m["float"]; ok {
+			var v float64
+			if err := json.Unmarshal(f, &v); err != nil {
+				return err
+			}
+			a.Float = &v
+			return nil
+		}
+		return fmt.Errorf("schedule: trace argument %s is neither {\"rv\": ...} nor {\"float\": ...}", b)
+	case '[':
+		a.IsList = true
+		return json.Unmarshal(b, &a.List)
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		a.Str = &s
+		return nil
+	case 't', 'f':
+		var v bool
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		a.Bool = &v
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("schedule: trace argument %s is not an integer", b)
+	}
+	a.Int = &v
+	return nil
+}
+
+// MarshalJSON writes the trace as {"insts": [...]}.
+func (t *Trace) MarshalJSON() ([]byte, error) {
+	type plain Trace
+	if t.Insts == nil {
+		return json.Marshal(plain{Insts: []Inst{}})
+	}
+	return json.Marshal((*plain)(t))
+}
+
+// ParseTrace reads a trace from its JSON form.
+func ParseTrace(data []byte) (*Trace, error) {
+	var t Trace
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("schedule: trace: %w", err)
+	}
+	return &t, nil
+}
+
+// instKind describes how an instruction replays and prints as Go.
+type instKind struct {
+	// replay applies the instruction to s with its arguments resolved.
+	replay func(s *Schedule, args []any) error
+	// goCall returns the Go call (without the outputs) for the arguments
+	// already printed as Go expressions.
+	goCall func(args []string) string
+	// outputs says how the outputs bind in Go: "one", "list" or "none".
+	outputs string
+}
+
+var instKinds = map[string]instKind{}
+
+func register(kind string, k instKind) { instKinds[kind] = k }
+
+// Replay applies trace t to a new schedule of f and returns it. decisions,
+// if not nil, replace the decisions of sampling instructions (by index in
+// t.Insts); a replaced decision must still be valid for its instruction.
+// The result has the same trace, with the new decisions.
+func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*Schedule, error) {
+	s, err := New(f, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for i, in := range t.Insts {
+		k, ok := instKinds[in.Kind]
+		if !ok {
+			return nil, fmt.Errorf("schedule: replay: instruction %d: unknown kind %q", i, in.Kind)
+		}
+		args := make([]any, len(in.Args))
+		for j, a := range in.Args {
+			v, err := resolveArg(s.handles, a)
+			if err != nil {
+				return nil, fmt.Errorf("schedule: replay: instruction %d (%s): %w", i, in.Kind, err)
+			}
+			args[j] = v
+		}
+		s.replaying, s.replayOutputs, s.replayDecision = true, append([]string(nil), in.Outputs...), in.Decision
+		if d, ok := decisions[i]; ok {
+			s.replayDecision = d
+		}
+		err := k.replay(s, args)
+		s.replaying, s.replayOutputs, s.replayDecision = false, nil, nil
+		if err != nil {
+			return nil, fmt.Errorf("schedule: replay: instruction %d (%s): %w", i, in.Kind, err)
+		}
+	}
+	return s, nil
+}
+
+func resolveArg(handles map[string]any, a Arg) (any, error) {
+	switch {
+	case a.RV != "":
+		h, ok := handles[a.RV]
+		if !ok {
+			return nil, fmt.Errorf("random variable %s is not defined before its use", a.RV)
+		}
+		return h, nil
+	case a.Int != nil:
+		return *a.Int, nil
+	case a.Float != nil:
+		return *a.Float, nil
+	case a.Str != nil:
+		return *a.Str, nil
+	case a.Bool != nil:
+		return *a.Bool, nil
+	case a.IsList:
+		out := make([]any, len(a.List))
+		for i, x := range a.List {
+			v, err := resolveArg(handles, x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("empty argument")
+}
+
+// Go returns the trace as the body of a Go function that rebuilds the
+// schedule:
+//
+//	func apply(sch *schedule.Schedule) error {
+//		b0, err := sch.GetBlock("C")
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+func (t *Trace) Go() string {
+	var b strings.Builder
+	b.WriteString("func apply(sch *schedule.Schedule) error {\n")
+	for _, in := range t.Insts {
+		k, ok := instKinds[in.Kind]
+		if !ok {
+			fmt.Fprintf(&b, "\t// unknown instruction %s\n", in.Kind)
+			continue
+		}
+		args := make([]string, len(in.Args))
+		for i, a := range in.Args {
+			args[i] = goArg(a)
+		}
+		call := k.goCall(args)
+		switch {
+		case k.outputs == "none" || len(in.Outputs) == 0:
+			fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn err\n\t}\n", call)
+		case k.outputs == "list":
+			name := "rv_" + strings.Join(in.Outputs, "_")
+			fmt.Fprintf(&b, "\t%s, err := %s\n\tif err != nil {\n\t\treturn err\n\t}\n", name, call)
+			for i, o := range in.Outputs {
+				fmt.Fprintf(&b, "\t%s := %s[%d]\n", o, name, i)
+			}
+			fmt.Fprintf(&b, "\t_ = %s\n", strings.Join(in.Outputs, "\n\t_ = "))
+		default:
+			fmt.Fprintf(&b, "\t%s, err := %s\n\tif err != nil {\n\t\treturn err\n\t}\n\t_ = %s\n", in.Outputs[0], call, in.Outputs[0])
+		}
+	}
+	b.WriteString("\treturn nil\n}\n")
+	return b.String()
+}
+
+// goArg prints an argument as a Go expression.
+func goArg(a Arg) string {
+	switch {
+	case a.RV != "":
+		return a.RV
+	case a.Int != nil:
+		return strconv.FormatInt(*a.Int, 10)
+	case a.Float != nil:
+		s := strconv.FormatFloat(*a.Float, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eIN") {
+			s += ".0"
+		}
+		return s
+	case a.Str != nil:
+		return strconv.Quote(*a.Str)
+	case a.Bool != nil:
+		return strconv.FormatBool(*a.Bool)
+	case a.IsList:
+		parts := make([]string, len(a.List))
+		for i, x := range a.List {
+			parts[i] = goArg(x)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return "nil"
+}
+
+// String returns the trace one instruction per line, in the style of
+// TVM's printed traces:
+//
+//	b0 = get_block("C")
+//	l1, l2, l3 = get_loops(b0)
+//	l4, l5 = split(l1, [32, -1])
+func (t *Trace) String() string {
+	var b strings.Builder
+	for _, in := range t.Insts {
+		if len(in.Outputs) > 0 {
+			b.WriteString(strings.Join(in.Outputs, ", ") + " = ")
+		}
+		args := make([]string, len(in.Args))
+		for i, a := range in.Args {
+			args[i] = textArg(a)
+		}
+		b.WriteString(in.Kind + "(" + strings.Join(args, ", ") + ")")
+		if in.Decision != nil {
+			b.WriteString(" decision=" + fmt.Sprint(in.Decision))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func textArg(a Arg) string {
+	if a.IsList {
+		parts := make([]string, len(a.List))
+		for i, x := range a.List {
+			parts[i] = textArg(x)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return goArg(a)
+}
+
+// Helpers for replay functions: convert resolved arguments.
+
+func argBlock(x any) (Block, error) {
+	if b, ok := x.(Block); ok {
+		return b, nil
+	}
+	return Block{}, fmt.Errorf("want a block, got %T", x)
+}
+
+func argLoop(x any) (Loop, error) {
+	if l, ok := x.(Loop); ok {
+		return l, nil
+	}
+	return Loop{}, fmt.Errorf("want a loop, got %T", x)
+}
+
+func argInt(x any) (int64, error) {
+	switch v := x.(type) {
+	case int64:
+		return v, nil
+	case Value:
+		return v.v, nil
+	}
+	return 0, fmt.Errorf("want an integer, got %T", x)
+}
+
+func argString(x any) (string, error) {
+	if s, ok := x.(string); ok {
+		return s, nil
+	}
+	return "", fmt.Errorf("want a string, got %T", x)
+}
+
+func argList(x any) ([]any, error) {
+	if l, ok := x.([]any); ok {
+		return l, nil
+	}
+	return nil, fmt.Errorf("want a list, got %T", x)
+}
