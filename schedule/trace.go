@@ -164,6 +164,20 @@ var instKinds = map[string]instKind{}
 
 func register(kind string, k instKind) { instKinds[kind] = k }
 
+// ReplayError is the failure of one instruction of a replayed trace.
+type ReplayError struct {
+	Index int    // the instruction's index in the trace
+	Kind  string // the instruction's kind
+	Err   error  // why it failed (often an *Error)
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("schedule: replay: instruction %d (%s): %s", e.Index, e.Kind, strings.TrimPrefix(e.Err.Error(), "schedule: "))
+}
+
+// Unwrap returns the instruction's error.
+func (e *ReplayError) Unwrap() error { return e.Err }
+
 // Replay applies trace t to a new schedule of f and returns it. decisions,
 // if not nil, replace the decisions of sampling instructions (by index in
 // t.Insts); a replaced decision must still be valid for its instruction.
@@ -193,7 +207,7 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		err := k.replay(s, args)
 		s.replaying, s.replayOutputs, s.replayDecision = false, nil, nil
 		if err != nil {
-			return nil, fmt.Errorf("schedule: replay: instruction %d (%s): %w", i, in.Kind, err)
+			return nil, &ReplayError{Index: i, Kind: in.Kind, Err: err}
 		}
 	}
 	return s, nil

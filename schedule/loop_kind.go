@@ -1,0 +1,85 @@
+package schedule
+
+import (
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// setKind changes the kind of a serial loop after the checks the kind
+// needs, and records the instruction.
+func (s *Schedule) setKind(prim string, l Loop, kind ast.ForKind, args []Arg) error {
+	loop, _, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	at := nodes(loop)
+	if loop.Kind != ast.Serial {
+		return illegal(prim, s.f, at, "loop %s is already %s", loop.Var.Name, loop.Kind)
+	}
+	if kind == ast.Vectorized || kind == ast.Unrolled {
+		if _, ok := ast.ConstIntValue(ast.Simplify(loop.Extent)); !ok {
+			return illegal(prim, s.f, at, "loop %s has the non-constant extent %s; only a loop of constant extent can be %s (split it by a constant first)", loop.Var.Name, loop.Extent, kind)
+		}
+	}
+	if kind != ast.Unrolled {
+		// The iterations will run in any order: nothing may depend across
+		// them.
+		p, err := s.model()
+		if err != nil {
+			return illegal(prim, s.f, at, "cannot analyze the function: %v", err)
+		}
+		for _, d := range p.CarriedBy(loop) {
+			if kind.IsGPUThread() && crossThreadReduction(d, loop) {
+				continue
+			}
+			return illegal(prim, s.f, at, "loop %s carries a dependence: %s (a reduction must be rfactor-ed before its reduce loop runs in parallel)", loop.Var.Name, describeDep(d))
+		}
+	}
+	c := *loop
+	c.Kind = kind
+	g := replace(s.f, loop, &c)
+	if err := s.commit(prim, g); err != nil {
+		return err
+	}
+	s.record(Inst{Kind: prim, Args: append([]Arg{Ref(l.rv)}, args...)})
+	return nil
+}
+
+// crossThreadReduction reports whether d is the self-dependence of a
+// reduction block whose reduce variables alone use loop: binding such a
+// loop to GPU threads makes a cross-thread reduction, which the GPU code
+// generator implements with shuffles and shared memory.
+func crossThreadReduction(d *poly.Dependence, loop *ast.For) bool {
+	if d.Source != d.Sink || !d.Source.Block.IsReduction() {
+		return false
+	}
+	for _, it := range d.Source.Block.Iters {
+		uses := false
+		ast.Inspect(it.Binding, func(n ast.Node) bool {
+			if v, ok := n.(*ast.Var); ok && v.Name == loop.Var.Name {
+				uses = true
+			}
+			return !uses
+		})
+		if uses && it.Kind != ast.Reduce {
+			return false
+		}
+	}
+	for _, w := range d.Source.Block.Writes {
+		if w.Buffer == d.Buffer {
+			return true
+		}
+	}
+	return false
+}
+
+// describeDep says in words which blocks a dependence orders.
+func describeDep(d *poly.Dependence) string {
+	switch d.Kind {
+	case poly.RAW:
+		return "block " + d.Sink.Block.Name + " reads " + d.Buffer.Name + " that block " + d.Source.Block.Name + " writes in an earlier iteration"
+	case poly.WAR:
+		return "block " + d.Sink.Block.Name + " overwrites " + d.Buffer.Name + " that block " + d.Source.Block.Name + " reads in an earlier iteration"
+	}
+	return "blocks " + d.Source.Block.Name + " and " + d.Sink.Block.Name + " write the same element of " + d.Buffer.Name + " in different iterations"
+}
