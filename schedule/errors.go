@@ -43,11 +43,20 @@ func (e *Error) Nodes() []ast.Node { return e.At }
 
 // Explain returns the message followed by the function with the offending
 // nodes marked.
-func (e *Error) Explain() string {
-	if e.Func == nil {
-		return e.Error()
+func (e *Error) Explain() string { return Explain(e) }
+
+// Explain returns err's message and, when err is or wraps an *Error, the
+// function the primitive was applied to with the offending nodes marked
+// (see ast.Mark). It is what a command-line tool shows.
+func Explain(err error) string {
+	if err == nil {
+		return ""
 	}
-	return e.Error() + "\n" + ast.Mark(e.Func, e.At...)
+	e, ok := errors.AsType[*Error](err)
+	if !ok || e.Func == nil {
+		return err.Error() + "\n"
+	}
+	return err.Error() + "\n" + ast.Mark(e.Func, e.At...)
 }
 
 func illegal(prim string, f *ast.Func, at []ast.Node, format string, args ...any) *Error {

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"go/format"
 	"math"
@@ -41,16 +40,6 @@ func setSection(ar *txtar.Archive, name, data string) {
 	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
 }
 
-// explain returns what a user sees of a schedule error: the message and
-// the function with the offending nodes marked.
-func explain(err error) string {
-	if e, ok := errors.AsType[*Error](err); ok {
-		prefix := strings.TrimSuffix(err.Error(), e.Error())
-		return prefix + e.Explain()
-	}
-	return err.Error() + "\n"
-}
-
 // TestGolden replays the trace of every file under testdata/schedule on
 // its input function and compares the result with want.loom, or the error
 // with the error section. Every accepted schedule is also checked for
@@ -83,7 +72,7 @@ func TestGolden(t *testing.T) {
 			want, _ := section(ar, "want.loom")
 			var got, key string
 			if err != nil {
-				got, key = explain(err), "error"
+				got, key = Explain(err), "error"
 			} else {
 				got, key = ast.Print(s.Func()), "want.loom"
 			}
