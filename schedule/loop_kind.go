@@ -32,7 +32,11 @@ func (s *Schedule) setKind(prim string, l Loop, kind ast.ForKind, args []Arg) er
 			if kind.IsGPUThread() && crossThreadReduction(d, loop) {
 				continue
 			}
-			return illegal(prim, s.f, at, "loop %s carries a dependence: %s (a reduction must be rfactor-ed before its reduce loop runs in parallel)", loop.Var.Name, describeDep(d))
+			hint := ""
+			if d.Source == d.Sink && d.Source.Block.IsReduction() {
+				hint = " (rfactor the reduction first to run its reduce loop in parallel)"
+			}
+			return illegal(prim, s.f, at, "loop %s carries a dependence: %s%s", loop.Var.Name, describeDep(d), hint)
 		}
 	}
 	c := *loop
