@@ -348,7 +348,7 @@ func (b *Builder) lower(x *Tensor) Stmt {
 		}
 		return true
 	})
-	blk.Reads = regionsOf(loads)
+	blk.Reads = RegionsOf(loads)
 	blk.Writes = []Region{pointRegion(buf, out)}
 
 	var s Stmt = blk
@@ -384,15 +384,18 @@ func pointRegion(b *Buffer, idx []Expr) Region {
 	return r
 }
 
-// regionsOf returns the read regions covering the given loads, one per
-// buffer in order of first use: a point where all loads of the buffer agree
-// on a dimension, and the hull min:+extent where they differ by constants
+// RegionsOf returns regions covering the given loads, one per buffer in
+// order of first use: a point where all loads of the buffer agree on a
+// dimension, and the hull min:+extent where they differ by constants
 // (A[vi - 1], A[vi + 1] give A[vi - 1:+3]). Loads that differ otherwise get
-// a region each.
-func regionsOf(loads []*Load) []Region {
+// a region each. Loads with the wrong number of indices are skipped.
+func RegionsOf(loads []*Load) []Region {
 	var order []*Buffer
 	byBuf := map[*Buffer][]*Load{}
 	for _, l := range loads {
+		if l == nil || l.Buffer == nil || len(l.Indices) != l.Buffer.Rank() {
+			continue
+		}
 		if _, ok := byBuf[l.Buffer]; !ok {
 			order = append(order, l.Buffer)
 		}

@@ -231,3 +231,147 @@ func firstBlock(s ast.Stmt) *ast.ScheduleBlock {
 	})
 	return found
 }
+
+// removeBlock returns f without block b, and without the loops (and ifs)
+// that held nothing else.
+func removeBlock(f *ast.Func, b *ast.ScheduleBlock, at place) *ast.Func {
+	// The outermost statement that contains only b.
+	victim := ast.Stmt(b)
+	for k := len(at) - 2; k >= 0; k-- {
+		switch s := at[k].(type) {
+		case *ast.For:
+			if s.Body != victim {
+				return replace(f, victim, nil)
+			}
+			victim = s
+		case *ast.IfThenElse:
+			if s.Then != victim || s.Else != nil {
+				return replace(f, victim, nil)
+			}
+			victim = s
+		default:
+			return replace(f, victim, nil)
+		}
+	}
+	return replace(f, victim, nil)
+}
+
+// dropUnusedAlloc removes the Alloc of buf if nothing accesses buf any more.
+func dropUnusedAlloc(f *ast.Func, buf *ast.Buffer) *ast.Func {
+	var alloc *ast.Alloc
+	used := false
+	ast.Inspect(f.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Alloc:
+			if n.Buffer == buf {
+				alloc = n
+			}
+		case *ast.Load:
+			used = used || n.Buffer == buf
+		case *ast.Store:
+			used = used || n.Buffer == buf
+		case *ast.ScheduleBlock:
+			for _, r := range append(append([]ast.Region(nil), n.Reads...), n.Writes...) {
+				used = used || r.Buffer == buf
+			}
+		}
+		return true
+	})
+	if alloc == nil || used {
+		return f
+	}
+	return replace(f, alloc, nil)
+}
+
+// mapLoads returns s with every load of buf rewritten by fn.
+func mapLoads[N ast.Node](n N, buf *ast.Buffer, fn func(*ast.Load) ast.Expr) N {
+	var expr func(e ast.Expr) ast.Expr
+	var stmt func(s ast.Stmt) ast.Stmt
+	expr = func(e ast.Expr) ast.Expr {
+		e = ast.MapChildren(e, stmt, expr)
+		if l, ok := e.(*ast.Load); ok && l.Buffer == buf {
+			return fn(l)
+		}
+		return e
+	}
+	stmt = func(s ast.Stmt) ast.Stmt { return ast.MapChildren(s, stmt, expr) }
+	switch x := any(n).(type) {
+	case ast.Expr:
+		return any(expr(x)).(N)
+	case ast.Stmt:
+		return any(stmt(x)).(N)
+	}
+	return ast.MapChildren(n, stmt, expr)
+}
+
+// loadsOf returns the loads of buf in s (in order).
+func loadsOf(s ast.Node, buf *ast.Buffer) []*ast.Load {
+	var out []*ast.Load
+	ast.Inspect(s, func(n ast.Node) bool {
+		if l, ok := n.(*ast.Load); ok && l.Buffer == buf {
+			out = append(out, l)
+		}
+		return true
+	})
+	return out
+}
+
+// writers returns the leaf blocks of f that write buf, and readers those
+// that read it.
+func accessors(f *ast.Func, buf *ast.Buffer) (writers, readers []*ast.ScheduleBlock) {
+	for _, b := range f.Blocks() {
+		for _, r := range b.Writes {
+			if r.Buffer == buf {
+				writers = append(writers, b)
+				break
+			}
+		}
+		for _, r := range b.Reads {
+			if r.Buffer == buf {
+				readers = append(readers, b)
+				break
+			}
+		}
+	}
+	return writers, readers
+}
+
+// isParam reports whether buf is a parameter of f.
+func isParam(f *ast.Func, buf *ast.Buffer) bool {
+	for _, p := range f.Params {
+		if p == buf {
+			return true
+		}
+	}
+	return false
+}
+
+// singleStore returns the block's body as one store, or nil.
+func singleStore(b *ast.ScheduleBlock) *ast.Store {
+	st, _ := b.Body.(*ast.Store)
+	return st
+}
+
+// iterPermutation reports whether indices are the block's iteration
+// variables, each exactly once, and returns for each index dimension the
+// iteration variable it is.
+func iterPermutation(b *ast.ScheduleBlock, indices []ast.Expr) ([]*ast.IterVar, bool) {
+	if len(indices) != len(b.Iters) {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	out := make([]*ast.IterVar, len(indices))
+	for d, e := range indices {
+		v, ok := e.(*ast.Var)
+		if !ok || seen[v.Name] {
+			return nil, false
+		}
+		it := b.IterVarByName(v.Name)
+		if it == nil {
+			return nil, false
+		}
+		seen[v.Name] = true
+		out[d] = it
+	}
+	return out, true
+}

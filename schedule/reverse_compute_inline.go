@@ -1,0 +1,133 @@
+package schedule
+
+import (
+	"fmt"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// ReverseComputeInline removes block b, a consumer, and folds its
+// computation into the block that produces what it reads: the producer then
+// stores b's result directly. b must be element-wise (no reduction, one
+// store) and load the produced buffer only at its own iteration variables,
+// each once; the producer must be its buffer's only writer, not a
+// reduction, and b its only reader. This is how an epilogue such as a ReLU
+// joins the computation before it.
+func (s *Schedule) ReverseComputeInline(b Block) error {
+	const prim = "reverse_compute_inline"
+	blk, _, err := s.block(prim, b)
+	if err != nil {
+		return err
+	}
+	here := nodes(blk)
+	st := singleStore(blk)
+	switch {
+	case blk.IsReduction() || blk.Init != nil:
+		return illegal(prim, s.f, here, "block %s is a reduction; only element-wise blocks can be inlined", blk.Name)
+	case st == nil:
+		return illegal(prim, s.f, here, "the body of block %s is not a single store", blk.Name)
+	}
+	// The produced buffer: the one b reads that a single other block writes.
+	var buf *ast.Buffer
+	var producer *ast.ScheduleBlock
+	for _, r := range blk.Reads {
+		writers, _ := accessors(s.f, r.Buffer)
+		if len(writers) == 1 && writers[0] != blk && !isParam(s.f, r.Buffer) {
+			if buf != nil && buf != r.Buffer {
+				return illegal(prim, s.f, here, "block %s reads two computed buffers, %s and %s; inline it into one producer only when it reads one", blk.Name, buf.Name, r.Buffer.Name)
+			}
+			buf, producer = r.Buffer, writers[0]
+		}
+	}
+	if buf == nil {
+		return illegal(prim, s.f, here, "block %s reads no temporary buffer that a single block produces", blk.Name)
+	}
+	pst := singleStore(producer)
+	switch {
+	case producer.IsReduction() || producer.Init != nil:
+		return illegal(prim, s.f, nodes(blk, producer), "the producer %s is a reduction; its result is final only after the last reduce iteration (use reverse_compute_at instead)", producer.Name)
+	case pst == nil || pst.Buffer != buf:
+		return illegal(prim, s.f, nodes(producer), "the body of the producer %s is not a single store to %s", producer.Name, buf.Name)
+	}
+	if _, readers := accessors(s.f, buf); len(readers) != 1 {
+		return illegal(prim, s.f, here, "%s has %d readers; block %s must be the only one", buf.Name, len(readers), blk.Name)
+	}
+	loads := loadsOf(st.Value, buf)
+	var perm []*ast.IterVar
+	for i, l := range loads {
+		p, ok := iterPermutation(blk, l.Indices)
+		if !ok || i > 0 && !ast.Equal(l, loads[0]) {
+			return illegal(prim, s.f, []ast.Node{blk, l}, "block %s loads %s at indices that are not its iteration variables each once", blk.Name, buf.Name)
+		}
+		perm = p
+	}
+	// Other inputs of b must not change between the producer and b.
+	for _, r := range blk.Reads {
+		if r.Buffer == buf {
+			continue
+		}
+		if writers, _ := accessors(s.f, r.Buffer); len(writers) > 0 {
+			return illegal(prim, s.f, nodes(blk, writers[0]), "block %s also reads %s, which block %s writes; moving %s's computation to its producer could read it too early", blk.Name, r.Buffer.Name, writers[0].Name, blk.Name)
+		}
+	}
+	// b's iteration variable perm[d] is the producer's store index d.
+	sub := map[string]ast.Expr{}
+	for d, it := range perm {
+		sub[it.Var.Name] = pst.Indices[d]
+	}
+	value := mapLoads(st.Value, buf, func(*ast.Load) ast.Expr { return pst.Value })
+	np := *producer
+	np.Body = &ast.Store{Buffer: st.Buffer, Indices: substAll(st.Indices, sub), Value: ast.Substitute(value, sub)}
+	np.Writes = substRegions(blk.Writes, sub)
+	np.Reads = append([]ast.Region(nil), producer.Reads...)
+	for _, r := range blk.Reads {
+		if r.Buffer != buf {
+			np.Reads = append(np.Reads, substRegions([]ast.Region{r}, sub)...)
+		}
+	}
+	np.Reads = dedupRegions(np.Reads)
+	g := replace(s.f, producer, &np)
+	blk2, at2, _ := findBlock(g, blk.Name)
+	g = removeBlock(g, blk2, at2)
+	g = dropUnusedAlloc(g, buf)
+	g = ast.SimplifyFunc(g)
+	if err := s.commit(prim, g); err != nil {
+		return err
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv)}})
+	return nil
+}
+
+func substAll(es []ast.Expr, sub map[string]ast.Expr) []ast.Expr {
+	out := make([]ast.Expr, len(es))
+	for i, e := range es {
+		out[i] = ast.Simplify(ast.Substitute(e, sub))
+	}
+	return out
+}
+
+func substRegions(rs []ast.Region, sub map[string]ast.Expr) []ast.Region {
+	out := make([]ast.Region, len(rs))
+	for i, r := range rs {
+		nr := ast.Region{Buffer: r.Buffer}
+		for _, rg := range r.Ranges {
+			nr.Ranges = append(nr.Ranges, ast.Range{Min: ast.Simplify(ast.Substitute(rg.Min, sub)), Extent: ast.Simplify(ast.Substitute(rg.Extent, sub))})
+		}
+		out[i] = nr
+	}
+	return out
+}
+
+func init() {
+	register("reverse_compute_inline", instKind{
+		replay: func(s *Schedule, args []any) error {
+			b, err := argBlock(args[0])
+			if err != nil {
+				return err
+			}
+			return s.ReverseComputeInline(b)
+		},
+		goCall:  func(args []string) string { return fmt.Sprintf("sch.ReverseComputeInline(%s)", args[0]) },
+		outputs: "none",
+	})
+}

@@ -1,0 +1,219 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// SamplePerfectTile draws n factors whose product is the extent of loop l
+// (a constant), the innermost at most maxInnermost (0: no limit), for
+// splitting l with SplitBy. The decision is recorded; a replay may give
+// another decision, which must be a valid tiling too.
+func (s *Schedule) SamplePerfectTile(l Loop, n, maxInnermost int) ([]Value, error) {
+	const prim = "sample_perfect_tile"
+	loop, _, err := s.loop(prim, l)
+	if err != nil {
+		return nil, err
+	}
+	extent, ok := ast.ConstIntValue(ast.Simplify(loop.Extent))
+	if !ok {
+		return nil, badArg(prim, s.f, nodes(loop), "loop %s has the non-constant extent %s; perfect tiles need a constant", loop.Var.Name, loop.Extent)
+	}
+	if n < 1 || extent < 1 {
+		return nil, badArg(prim, s.f, nodes(loop), "cannot tile an extent of %d into %d factors", extent, n)
+	}
+	var decision []int64
+	if s.replaying && s.replayDecision != nil {
+		decision = s.replayDecision
+		if err := checkPerfectTile(decision, extent, n, maxInnermost); err != nil {
+			return nil, badArg(prim, s.f, nodes(loop), "decision %v: %v", decision, err)
+		}
+	} else {
+		decision = s.randomTile(extent, n, maxInnermost)
+	}
+	out := make([]Value, n)
+	rvs := make([]string, n)
+	for i, f := range decision {
+		out[i] = s.valueHandle(f)
+		rvs[i] = out[i].rv
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(l.rv), IntArg(int64(n)), IntArg(int64(maxInnermost))}, Outputs: rvs, Decision: slices.Clone(decision)})
+	return out, nil
+}
+
+func checkPerfectTile(d []int64, extent int64, n, maxInnermost int) error {
+	if len(d) != n {
+		return fmt.Errorf("%d factors, want %d", len(d), n)
+	}
+	p := int64(1)
+	for _, f := range d {
+		if f < 1 {
+			return fmt.Errorf("factor %d is not positive", f)
+		}
+		p *= f
+		if p > extent {
+			break
+		}
+	}
+	if p != extent {
+		return fmt.Errorf("the factors' product is not the extent %d", extent)
+	}
+	if maxInnermost > 0 && d[n-1] > int64(maxInnermost) {
+		return fmt.Errorf("the innermost factor exceeds %d", maxInnermost)
+	}
+	return nil
+}
+
+// randomTile distributes the prime factors of extent over n slots at
+// random, then moves factors out of the innermost slot until it respects
+// the limit.
+func (s *Schedule) randomTile(extent int64, n, maxInnermost int) []int64 {
+	d := make([]int64, n)
+	for i := range d {
+		d[i] = 1
+	}
+	for _, p := range primeFactors(extent) {
+		d[s.rng.IntN(n)] *= p
+	}
+	if maxInnermost > 0 {
+		for d[n-1] > int64(maxInnermost) {
+			p := primeFactors(d[n-1])[0]
+			d[n-1] /= p
+			d[s.rng.IntN(max(n-1, 1))] *= p
+			if n == 1 {
+				break
+			}
+		}
+	}
+	return d
+}
+
+func primeFactors(v int64) []int64 {
+	var out []int64
+	for p := int64(2); p*p <= v; p++ {
+		for v%p == 0 {
+			out = append(out, p)
+			v /= p
+		}
+	}
+	if v > 1 {
+		out = append(out, v)
+	}
+	return out
+}
+
+// SampleCategorical draws one of candidates with the given probabilities
+// (which must be non-negative, one per candidate, and not all zero). The
+// decision recorded is the index of the choice.
+func (s *Schedule) SampleCategorical(candidates []int64, probs []float64) (Value, error) {
+	const prim = "sample_categorical"
+	if len(candidates) == 0 || len(candidates) != len(probs) {
+		return Value{}, badArg(prim, s.f, nil, "%d candidates with %d probabilities", len(candidates), len(probs))
+	}
+	total := 0.0
+	for _, p := range probs {
+		if p < 0 {
+			return Value{}, badArg(prim, s.f, nil, "probability %v is negative", p)
+		}
+		total += p
+	}
+	if total <= 0 {
+		return Value{}, badArg(prim, s.f, nil, "the probabilities sum to zero")
+	}
+	var index int64
+	if s.replaying && s.replayDecision != nil {
+		if len(s.replayDecision) != 1 || s.replayDecision[0] < 0 || s.replayDecision[0] >= int64(len(candidates)) {
+			return Value{}, badArg(prim, s.f, nil, "decision %v is not an index into %d candidates", s.replayDecision, len(candidates))
+		}
+		index = s.replayDecision[0]
+	} else {
+		x := s.rng.Float64() * total
+		for i, p := range probs {
+			if x < p || i == len(probs)-1 {
+				index = int64(i)
+				break
+			}
+			x -= p
+		}
+	}
+	v := s.valueHandle(candidates[index])
+	cargs := make([]Arg, len(candidates))
+	pargs := make([]Arg, len(probs))
+	for i := range candidates {
+		cargs[i] = IntArg(candidates[i])
+		p := probs[i]
+		pargs[i] = Arg{Float: &p}
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{ListArg(cargs...), ListArg(pargs...)}, Outputs: []string{v.rv}, Decision: []int64{index}})
+	return v, nil
+}
+
+func init() {
+	register("sample_perfect_tile", instKind{
+		replay: func(s *Schedule, args []any) error {
+			if len(args) != 3 {
+				return fmt.Errorf("sample_perfect_tile takes a loop, n and max_innermost")
+			}
+			l, err := argLoop(args[0])
+			if err != nil {
+				return err
+			}
+			n, err := argInt(args[1])
+			if err != nil {
+				return err
+			}
+			m, err := argInt(args[2])
+			if err != nil {
+				return err
+			}
+			_, err = s.SamplePerfectTile(l, int(n), int(m))
+			return err
+		},
+		goCall: func(args []string) string {
+			return fmt.Sprintf("sch.SamplePerfectTile(%s, %s, %s)", args[0], args[1], args[2])
+		},
+		outputs: "list",
+	})
+	register("sample_categorical", instKind{
+		replay: func(s *Schedule, args []any) error {
+			if len(args) != 2 {
+				return fmt.Errorf("sample_categorical takes candidates and probabilities")
+			}
+			cl, err := argList(args[0])
+			if err != nil {
+				return err
+			}
+			pl, err := argList(args[1])
+			if err != nil {
+				return err
+			}
+			var cands []int64
+			for _, c := range cl {
+				v, err := argInt(c)
+				if err != nil {
+					return err
+				}
+				cands = append(cands, v)
+			}
+			var probs []float64
+			for _, p := range pl {
+				switch v := p.(type) {
+				case float64:
+					probs = append(probs, v)
+				case int64:
+					probs = append(probs, float64(v))
+				default:
+					return fmt.Errorf("probability of type %T", p)
+				}
+			}
+			_, err = s.SampleCategorical(cands, probs)
+			return err
+		},
+		goCall: func(args []string) string {
+			return fmt.Sprintf("sch.SampleCategorical([]int64{%s}, []float64{%s})", args[0], args[1])
+		},
+		outputs: "one",
+	})
+}
