@@ -501,6 +501,9 @@ func (a *Analyzer) difference(x, y Expr) (Interval, bool) {
 }
 
 func (a *Analyzer) rewriteCompare(e *Binary) Expr {
+	if r, ok := a.splitMinMaxCompare(e); ok {
+		return r
+	}
 	d, ok := a.difference(e.A, e.B)
 	if !ok {
 		return e
@@ -527,6 +530,86 @@ func (a *Analyzer) rewriteCompare(e *Binary) Expr {
 		return BoolConst(false)
 	}
 	return e
+}
+
+// splitMinMaxCompare decides or shrinks an ordering comparison whose
+// difference A - B has exactly one min or max term m (coefficient ±1):
+// A - B = ±m + r. Then, for instance, r < min(x, y) is r < x && r < y.
+// It rewrites only when one of the two halves is decided by the known
+// ranges, so the result is never larger than the input.
+func (a *Analyzer) splitMinMaxCompare(e *Binary) (Expr, bool) {
+	if e.Op != OpLT && e.Op != OpLE && e.Op != OpGT && e.Op != OpGE {
+		return nil, false
+	}
+	la, ok1 := toLinear(e.A)
+	lb, ok2 := toLinear(e.B)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	d, ok := la.plus(lb, -1)
+	if !ok {
+		return nil, false
+	}
+	idx := -1
+	for i, tm := range d.terms {
+		if b, ok := tm.atom.(*Binary); ok && (b.Op == OpMin || b.Op == OpMax) && (tm.coef == 1 || tm.coef == -1) {
+			if idx >= 0 {
+				return nil, false
+			}
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, false
+	}
+	t := e.A.Type()
+	tm := d.terms[idx]
+	mm := tm.atom.(*Binary)
+	rest := linear{c: d.c, terms: append(append([]linTerm(nil), d.terms[:idx]...), d.terms[idx+1:]...)}
+	// A op B  <=>  s*m + rest op 0. With s = -1: rest op m; with s = +1:
+	// -rest op' m, op' the mirrored operator.
+	op := e.Op
+	if tm.coef == 1 {
+		var ok bool
+		if rest, ok = rest.times(-1); !ok {
+			return nil, false
+		}
+		op = map[BinaryOp]BinaryOp{OpLT: OpGT, OpLE: OpGE, OpGT: OpLT, OpGE: OpLE}[op]
+	}
+	// rest op min(x, y): a conjunction for < and <= against min (and > and
+	// >= against max), a disjunction otherwise.
+	conj := (op == OpLT || op == OpLE) == (mm.Op == OpMin)
+	half := func(arg Expr) (Expr, bool) {
+		lx, ok := toLinear(arg)
+		if !ok {
+			return nil, false
+		}
+		diff, ok := rest.plus(lx, -1) // rest - arg op 0
+		if !ok {
+			return nil, false
+		}
+		c := diff.c
+		diff.c = 0
+		left, ok := diff.expr(t)
+		if !ok {
+			return nil, false
+		}
+		return a.rewriteCompare(&Binary{Op: op, A: left, B: IntConst(t, -c)}), true
+	}
+	l, ok1 := half(mm.A)
+	r, ok2 := half(mm.B)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	_, lc := l.(*Const)
+	_, rc := r.(*Const)
+	if !lc && !rc {
+		return nil, false
+	}
+	if conj {
+		return rewriteLogical(And(l, r)), true
+	}
+	return rewriteLogical(Or(l, r)), true
 }
 
 // SimplifyStmt returns s with every expression simplified, knowing the

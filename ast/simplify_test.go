@@ -76,6 +76,13 @@ func TestSimplify(t *testing.T) {
 		{[]string{"i:0:63"}, "max(i, 0)", "i"},
 		{[]string{"i", "j"}, "min(j, i)", "min(i, j)"},
 		{[]string{"i"}, "max(i + 1, i)", "i + 1"},
+		// A comparison with one min or max in its difference splits when
+		// half of it is decided.
+		{[]string{"x:0:2", "k"}, "x < min(7, k * 3 + 2) - k * 3 + 1", "k * 3 + x < 8"},
+		{[]string{"x:0:2", "k"}, "x < min(8 - k * 3, 3)", "k * 3 + x < 8"},
+		{[]string{"x:0:9", "k:0:3"}, "x < max(k, 20)", "true"},
+		{[]string{"x:0:9", "k"}, "max(k, 20) <= x", "false"},
+		{[]string{"x", "k"}, "x < min(k, 3)", "x < min(3, k)"},
 		// Logic, select, cast, constant folding.
 		{[]string{"i"}, "i < 4 && true", "i < 4"},
 		{[]string{"i"}, "i < 4 || true", "true"},

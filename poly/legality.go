@@ -82,13 +82,46 @@ func backwardAt(a, b *Instances, j int) Map {
 // variables of loop and of the loops outside it, which appear as
 // parameters. This is the region compute-at must produce.
 func (p *Program) Region(block string, buf *ast.Buffer, loop *ast.For, write bool) ([]Range, error) {
-	in := p.Block(block)
-	if in == nil {
-		return nil, fmt.Errorf("poly: region: no leaf block %s", block)
+	s, err := p.Accessed(block, buf, loop, write)
+	if err != nil {
+		return nil, err
+	}
+	return s.Hull(), nil
+}
+
+// Accessed returns the set of indices of buffer buf that the instances of
+// block access (its writes if write, else its reads) during one iteration
+// of loop. Its parameters are the function's sizes and the variables of
+// loop and of the loops outside it.
+func (p *Program) Accessed(block string, buf *ast.Buffer, loop *ast.For, write bool) (Set, error) {
+	in, m, err := p.accessMap(block, buf, write)
+	if err != nil {
+		return Set{}, err
 	}
 	k := level(in, loop)
 	if k < 0 {
-		return nil, fmt.Errorf("poly: region: loop %s is not around block %s", loop.Var.Name, block)
+		return Set{}, fmt.Errorf("poly: region: loop %s is not around block %s", loop.Var.Name, block)
+	}
+	return Apply(in.Domain.dimsToParams(k+1), m.inToParams(k+1)), nil
+}
+
+// Footprint returns the set of indices of buffer buf that all the instances
+// of block access (its writes if write, else its reads), over the
+// function's sizes.
+func (p *Program) Footprint(block string, buf *ast.Buffer, write bool) (Set, error) {
+	in, m, err := p.accessMap(block, buf, write)
+	if err != nil {
+		return Set{}, err
+	}
+	return Apply(in.Domain, m), nil
+}
+
+// accessMap returns a block's instances and the union of its read (or
+// write) relations of buf.
+func (p *Program) accessMap(block string, buf *ast.Buffer, write bool) (*Instances, Map, error) {
+	in := p.Block(block)
+	if in == nil {
+		return nil, Map{}, fmt.Errorf("poly: region: no leaf block %s", block)
 	}
 	accesses := in.Reads
 	if write {
@@ -107,11 +140,77 @@ func (p *Program) Region(block string, buf *ast.Buffer, loop *ast.For, write boo
 		}
 	}
 	if m == nil {
-		return nil, fmt.Errorf("poly: region: block %s does not access %s", block, buf.Name)
+		return nil, Map{}, fmt.Errorf("poly: region: block %s does not access %s", block, buf.Name)
 	}
-	dom := in.Domain.dimsToParams(k + 1)
-	acc := m.inToParams(k + 1)
-	return ImageHull(dom, acc), nil
+	return in, *m, nil
+}
+
+// Width returns the largest number of values dimension d of s takes at
+// once, over all values of the parameters named in over: the maximum of
+// hi - lo + 1 for the per-parameter bounds lo and hi of the dimension. The
+// result is a function of the other parameters. For the indices a block
+// reads in one iteration of a loop, with the loop variables in over, it is
+// the extent a loop must have to cover the region of every iteration.
+func (s Set) Width(d int, over []string) Bound {
+	// Two points of s that agree on the parameters in over (which become
+	// dimensions, the same for both): the width is one more than the
+	// greatest difference of their coordinate d.
+	t := s.paramsToDims(over)
+	k := len(t.Dims) - len(s.Dims) // moved parameters, now dimensions 0..k-1
+	pair := Map{Params: t.Params, InName: t.Name, In: t.Dims, OutName: t.Name, Out: t.Dims}
+	in, out := tupleNames("$a", len(t.Dims)), tupleNames("$b", len(t.Dims))
+	var c conj
+	for i := 0; i < k; i++ {
+		c.eqs = append(c.eqs, varLin(out[i]).plus(varLin(in[i]), IntOf(-1)))
+	}
+	bs, _ := assemble(t.Params, in, out, 0, c)
+	pair.parts = []*basic{bs}
+	pair = IntersectRange(IntersectDomain(pair, t), t)
+	r := differenceBounds(pair, k+d, k+d)
+	hi := r.Hi
+	if hi.Empty || hi.Unbounded {
+		return hi
+	}
+	for _, part := range hi.Parts {
+		for i := range part {
+			part[i].Const = part[i].Const.Add(part[i].Div)
+		}
+	}
+	return hi
+}
+
+// paramsToDims makes the named parameters dimensions of s, in front of its
+// dimensions and in the order given. Names that are not parameters of s are
+// ignored.
+func (s Set) paramsToDims(names []string) Set {
+	var move []int
+	var moved []string
+	for _, n := range names {
+		if i := slices.Index(s.Params, n); i >= 0 {
+			move = append(move, i)
+			moved = append(moved, n)
+		}
+	}
+	var keep []string
+	var keepIdx []int
+	for i, n := range s.Params {
+		if !slices.Contains(move, i) {
+			keep = append(keep, n)
+			keepIdx = append(keepIdx, i)
+		}
+	}
+	out := Set{Params: keep, Name: s.Name, Dims: slices.Concat(moved, s.Dims)}
+	for _, b := range s.parts {
+		perm := slices.Concat(keepIdx, move)
+		for v := b.nParam; v < b.nVars(); v++ {
+			perm = append(perm, v)
+		}
+		c := b.permute(perm)
+		c.nParam = len(keep)
+		c.nOut = b.nOut + len(move)
+		out.parts = append(out.parts, c)
+	}
+	return out
 }
 
 // dimsToParams makes the first n dimensions of s parameters (appended to

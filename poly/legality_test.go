@@ -223,3 +223,19 @@ func TestViolationsMatmulInterchange(t *testing.T) {
 		t.Error("no error for a missing block")
 	}
 }
+
+func TestWidth(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"[io] -> { [x] : 32io <= x <= 32io + 31 and x < 100 and 0 <= io < 4 }", "32"},
+		{"[i, N] -> { [x] : x = i and 0 <= i < N }", "1"},
+		{"[j] -> { [x] : j <= x <= j + 2 and 0 <= j < 32 }", "3"},
+		{"[i, N] -> { [x] : 0 <= x < N and 0 <= i < 4 }", "N"},
+		{"[k] -> { [x] : 3k <= x <= 3k + 2 and x <= 7 and 0 <= k < 3 }", "3"},
+	} {
+		s := MustParseSet(c.src)
+		w := s.Width(0, []string{"io", "i", "j", "k"})
+		if w.String() != c.want {
+			t.Errorf("%s: width %s (exact %v), want %s", c.src, w, w.Exact, c.want)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// ComputeAt moves block b, a producer, under loop l, where its consumers
+// are: in each iteration of l it then computes exactly the region of its
+// output that the consumers under l read in that iteration (as poly
+// computes it), before the first of them. b's own loops go away; its new
+// loops (ax0, ax1, ...) cover the region, clipped to b's domain.
+//
+// Every block that reads b's output must be under l. b must write its
+// output buffers at its spatial iteration variables (each dimension one
+// variable), have no predicate, and not already be under l. Other
+// dependences must keep their order (poly checks it): for instance b must
+// not move past a block that overwrites its inputs.
+func (s *Schedule) ComputeAt(b Block, l Loop) error {
+	const prim = "compute_at"
+	blk, at, err := s.block(prim, b)
+	if err != nil {
+		return err
+	}
+	loop, lat, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	here := []ast.Node{blk, loop}
+	if slices.Contains(at, ast.Stmt(loop)) {
+		return illegal(prim, s.f, here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
+	}
+	if blk.Predicate != nil {
+		return illegal(prim, s.f, here, "block %s has a predicate that refers to its current loops", blk.Name)
+	}
+	if len(blk.Writes) == 0 {
+		return illegal(prim, s.f, here, "block %s writes nothing", blk.Name)
+	}
+	// Its consumers, all under the loop.
+	inLoop := map[*ast.ScheduleBlock]bool{}
+	ast.Inspect(loop, func(n ast.Node) bool {
+		if c, ok := n.(*ast.ScheduleBlock); ok {
+			inLoop[c] = true
+		}
+		return true
+	})
+	outputs := map[*ast.Buffer]bool{}
+	var consumers []*ast.ScheduleBlock
+	for _, w := range blk.Writes {
+		outputs[w.Buffer] = true
+		_, readers := accessors(s.f, w.Buffer)
+		for _, r := range readers {
+			if r == blk {
+				continue
+			}
+			if !inLoop[r] {
+				return illegal(prim, s.f, []ast.Node{blk, loop, r}, "block %s reads %s but is not under loop %s, so it would read %s before block %s computes it", r.Name, w.Buffer.Name, loop.Var.Name, w.Buffer.Name, blk.Name)
+			}
+			if !slices.Contains(consumers, r) {
+				consumers = append(consumers, r)
+			}
+		}
+	}
+	if len(consumers) == 0 {
+		return illegal(prim, s.f, here, "loop %s does not enclose any block that reads what block %s writes", loop.Var.Name, blk.Name)
+	}
+	// The region the consumers need in one iteration of the loop, clipped
+	// to what b writes, per output dimension, mapped to b's iteration
+	// variables.
+	p, err := s.model()
+	if err != nil {
+		return illegal(prim, s.f, here, "cannot analyze the function: %v", err)
+	}
+	above := lat.loops()
+	vars := scopeVars(s.f, above)
+	ranges := map[string]iterRange{}
+	for _, w := range blk.Writes {
+		perm, ok := spatialIndex(blk, w)
+		if !ok {
+			return illegal(prim, s.f, here, "block %s writes %s at indices that are not its spatial iteration variables each once", blk.Name, w.Buffer.Name)
+		}
+		var need *poly.Set
+		for _, c := range consumers {
+			if !readsBuffer(c, w.Buffer) {
+				continue
+			}
+			acc, err := p.Accessed(c.Name, w.Buffer, loop, false)
+			if err != nil {
+				return illegal(prim, s.f, here, "%v", err)
+			}
+			if need == nil {
+				need = &acc
+			} else {
+				u := poly.Union(*need, acc)
+				need = &u
+			}
+		}
+		if need == nil {
+			continue
+		}
+		written, err := p.Footprint(blk.Name, w.Buffer, true)
+		if err != nil {
+			return illegal(prim, s.f, here, "%v", err)
+		}
+		clipped := poly.Intersect(*need, written)
+		r, err := loopRanges(clipped, perm, vars, above)
+		if err != nil {
+			return illegal(prim, s.f, here, "the region of %s needed in loop %s: %v", w.Buffer.Name, loop.Var.Name, err)
+		}
+		for name, x := range r {
+			if _, dup := ranges[name]; dup {
+				return illegal(prim, s.f, here, "block %s writes two buffers at the same iteration variable %s", blk.Name, name)
+			}
+			ranges[name] = x
+		}
+	}
+	used := names(s.f)
+	nest := buildNest(s.f, blk, ranges, above, used)
+	g := removeBlock(s.f, blk, at)
+	// Insert before the first statement of the loop's body that holds a
+	// consumer (the loop is unchanged by the removal: b was not under it).
+	loop2, _, _ := findLoop(g, loop.Var.Name)
+	g = replace(g, loop2, insertInto(loop2, nest, consumerBlocks(g, consumers), false))
+	g = ast.SimplifyFunc(g)
+	// b's output is produced, by construction, where its consumers read it
+	// (possibly more than once when their regions overlap); every other
+	// dependence must keep its order.
+	skip := func(d *poly.Dependence) bool {
+		return outputs[d.Buffer] && (d.Source.Block == blk || d.Sink.Block == blk)
+	}
+	if err := s.checkOrder(prim, g, here, skip); err != nil {
+		return err
+	}
+	if err := s.commit(prim, g); err != nil {
+		return err
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}})
+	return nil
+}
+
+// spatialIndex returns, for each dimension of region w, the spatial
+// iteration variable of b it is, when w is a point at distinct spatial
+// iteration variables.
+func spatialIndex(b *ast.ScheduleBlock, w ast.Region) ([]*ast.IterVar, bool) {
+	out := make([]*ast.IterVar, len(w.Ranges))
+	seen := map[*ast.IterVar]bool{}
+	for d, rg := range w.Ranges {
+		v, ok := rg.Min.(*ast.Var)
+		if !ok || !ast.IsConstInt(rg.Extent, 1) {
+			return nil, false
+		}
+		it := b.IterVarByName(v.Name)
+		if it == nil || it.Kind != ast.Spatial || seen[it] {
+			return nil, false
+		}
+		seen[it] = true
+		out[d] = it
+	}
+	return out, true
+}
+
+// consumerBlocks finds blocks of g by the names of the given blocks.
+func consumerBlocks(g *ast.Func, bs []*ast.ScheduleBlock) []*ast.ScheduleBlock {
+	var out []*ast.ScheduleBlock
+	for _, b := range bs {
+		if c, _, ok := findBlock(g, b.Name); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func init() {
+	register("compute_at", instKind{
+		replay: func(s *Schedule, args []any) error {
+			b, err := argBlock(args[0])
+			if err != nil {
+				return err
+			}
+			l, err := argLoop(args[1])
+			if err != nil {
+				return err
+			}
+			return s.ComputeAt(b, l)
+		},
+		goCall:  func(args []string) string { return fmt.Sprintf("sch.ComputeAt(%s, %s)", args[0], args[1]) },
+		outputs: "none",
+	})
+}

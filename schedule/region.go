@@ -1,0 +1,247 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// scopeVars returns the variables a region computed at a place may use: the
+// function's sizes and the loops of the place.
+func scopeVars(f *ast.Func, loops []*ast.For) map[string]*ast.Var {
+	vars := map[string]*ast.Var{}
+	for _, v := range f.Sizes {
+		vars[v.Name] = v
+	}
+	for _, l := range loops {
+		vars[l.Var.Name] = l.Var
+	}
+	return vars
+}
+
+// boundExpr converts a bound of poly into an expression of type t over the
+// given variables.
+func boundExpr(b poly.Bound, vars map[string]*ast.Var, t ast.DType) (ast.Expr, bool) {
+	if b.Empty || b.Unbounded {
+		return nil, false
+	}
+	inner, outer := ast.Min, ast.Max
+	if b.Lower {
+		inner, outer = ast.Max, ast.Min
+	}
+	var out ast.Expr
+	for _, part := range b.Parts {
+		var pe ast.Expr
+		for _, a := range part {
+			e, ok := affExpr(a, b.Lower, vars, t)
+			if !ok {
+				return nil, false
+			}
+			if pe == nil {
+				pe = e
+			} else {
+				pe = inner(pe, e)
+			}
+		}
+		if out == nil {
+			out = pe
+		} else {
+			out = outer(out, pe)
+		}
+	}
+	return out, out != nil
+}
+
+// affExpr converts an affine function of the parameters, rounded up if
+// ceil, down otherwise.
+func affExpr(a poly.Aff, ceil bool, vars map[string]*ast.Var, t ast.DType) (ast.Expr, bool) {
+	c, ok := a.Const.Int64()
+	if !ok {
+		return nil, false
+	}
+	var e ast.Expr = ast.IntConst(t, c)
+	for i, p := range a.Params {
+		k, ok := a.Coefs[i].Int64()
+		if !ok {
+			return nil, false
+		}
+		if k == 0 {
+			continue
+		}
+		v, ok := vars[p]
+		if !ok {
+			return nil, false
+		}
+		var x ast.Expr = v
+		if v.DType != t {
+			x = ast.NewCast(t, v)
+		}
+		e = ast.Add(e, ast.Mul(x, ast.IntConst(t, k)))
+	}
+	d, ok := a.Div.Int64()
+	if !ok || d < 1 {
+		return nil, false
+	}
+	if d > 1 {
+		if ceil {
+			e = ast.Add(e, ast.IntConst(t, d-1))
+		}
+		e = ast.FloorDiv(e, ast.IntConst(t, d))
+	}
+	return ast.Simplify(e), true
+}
+
+// analyzerFor returns an analyzer that knows the ranges of the given loops
+// and that sizes are non-negative.
+func analyzerFor(f *ast.Func, loops []*ast.For) *ast.Analyzer {
+	a := ast.NewAnalyzer()
+	for _, s := range f.Sizes {
+		hi := int64(1<<31 - 1)
+		if s.DType == ast.Int64 {
+			hi = 1<<63 - 1
+		}
+		a.Bind(s.Name, ast.Interval{Min: 0, Max: hi})
+	}
+	for _, l := range loops {
+		a.BindRange(l.Var.Name, l.Min, l.Extent)
+	}
+	return a
+}
+
+// iterRange is the range one iteration variable of a moved block takes
+// inside the new loop: [lo, hi], both expressions over the loops above,
+// and width, the largest hi - lo + 1 over every iteration of those loops
+// (the extent the new loop needs).
+type iterRange struct {
+	lo, hi, width ast.Expr
+}
+
+// loopRanges turns a region (a set of buffer indices whose parameters are
+// the sizes and the loops above) into ranges of the iteration variables
+// that write each dimension.
+func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, above []*ast.For) (map[string]iterRange, error) {
+	var loopNames []string
+	for _, l := range above {
+		loopNames = append(loopNames, l.Var.Name)
+	}
+	out := map[string]iterRange{}
+	for d, it := range perm {
+		t := it.Var.DType
+		loB, hiB := region.DimBounds(d)
+		lo, ok1 := boundExpr(loB, vars, t)
+		hi, ok2 := boundExpr(hiB, vars, t)
+		width, ok3 := boundExpr(region.Width(d, loopNames), vars, t)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("dimension %d has no finite bounds", d)
+		}
+		out[it.Var.Name] = iterRange{lo: lo, hi: hi, width: width}
+	}
+	return out, nil
+}
+
+// buildNest builds the loops and the rebound block for block b placed at a
+// point under the given loops: each iteration variable in ranges runs over
+// its range (intersected with its domain), the others over their whole
+// domain. Loops of varying extent get a constant extent (an upper bound)
+// and the block a predicate, so that inner loops stay vectorizable.
+func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, above []*ast.For, used map[string]bool) ast.Stmt {
+	a := analyzerFor(f, above)
+	nb := *b
+	nb.Iters = make([]*ast.IterVar, len(b.Iters))
+	var loops []*ast.For
+	var guards []ast.Expr
+	for i, it := range b.Iters {
+		t := it.Var.DType
+		domLo := it.Dom.Min
+		domHi := ast.Simplify(ast.Sub(ast.Add(it.Dom.Min, it.Dom.Extent), ast.One(t)))
+		lo, hi := domLo, domHi
+		var width ast.Expr
+		if r, ok := ranges[it.Var.Name]; ok {
+			lo, hi, width = a.Simplify(r.lo), a.Simplify(r.hi), a.Simplify(r.width)
+		}
+		ext := a.Simplify(ast.Add(ast.Sub(hi, lo), ast.One(t)))
+		loopExt := ext
+		if width != nil {
+			loopExt = width
+		}
+		if ast.IsConstInt(loopExt, 1) {
+			// A single value: no loop.
+			if !ast.IsConstInt(ext, 1) {
+				guards = append(guards, a.Simplify(ast.LE(lo, hi)))
+			}
+			nb.Iters[i] = &ast.IterVar{Var: it.Var, Kind: it.Kind, Dom: it.Dom, Binding: lo}
+			continue
+		}
+		v := ast.NewVar(fresh(used, "ax"+strconv.Itoa(len(loops))), t)
+		loops = append(loops, &ast.For{Var: v, Min: ast.Zero(t), Extent: loopExt})
+		a.BindRange(v.Name, ast.Zero(t), loopExt)
+		if !ast.Equal(loopExt, ext) {
+			guards = append(guards, a.Simplify(ast.LT(v, ext)))
+		}
+		nb.Iters[i] = &ast.IterVar{Var: it.Var, Kind: it.Kind, Dom: it.Dom, Binding: a.Simplify(ast.Add(lo, v))}
+	}
+	for _, g := range guards {
+		if c, ok := g.(*ast.Const); ok && c.Int != 0 {
+			continue
+		}
+		if nb.Predicate == nil {
+			nb.Predicate = g
+		} else {
+			nb.Predicate = ast.And(nb.Predicate, g)
+		}
+	}
+	if len(loops) == 0 {
+		return &nb
+	}
+	var nest ast.Stmt = &nb
+	for i := len(loops) - 1; i >= 0; i-- {
+		loops[i].Body = nest
+		nest = loops[i]
+	}
+	return nest
+}
+
+// insertInto returns loop l with s inserted in its body before (or after,
+// if after) the first (or last) statement that holds one of the blocks.
+func insertInto(l *ast.For, s ast.Stmt, blocks []*ast.ScheduleBlock, after bool) *ast.For {
+	stmts := []ast.Stmt{l.Body}
+	if seq, ok := l.Body.(*ast.Seq); ok {
+		stmts = slices.Clone(seq.Stmts)
+	}
+	holds := func(x ast.Stmt) bool {
+		found := false
+		ast.Inspect(x, func(n ast.Node) bool {
+			for _, b := range blocks {
+				if n == ast.Node(b) {
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
+	pos := 0
+	if after {
+		pos = len(stmts)
+		for i := len(stmts) - 1; i >= 0; i-- {
+			if holds(stmts[i]) {
+				pos = i + 1
+				break
+			}
+		}
+	} else {
+		for i, x := range stmts {
+			if holds(x) {
+				pos = i
+				break
+			}
+		}
+	}
+	stmts = slices.Insert(stmts, pos, s)
+	c := *l
+	c.Body = &ast.Seq{Stmts: stmts}
+	return &c
+}
