@@ -230,6 +230,33 @@ func (c *basic) reduceByEqualities() bool {
 	return changed
 }
 
+// exactShadow eliminates variable k by Fourier-Motzkin when that is exact
+// over the integers, and reports whether it is. For fixed values of the
+// other variables, an integer x_k exists exactly when every lower bound's
+// ceiling is at most every upper bound's floor, so exactness holds pair by
+// pair: a pair with a unit coefficient on either side is exact (its real
+// shadow is the condition), and a pair whose shadow b·L + a·U is a constant
+// of at least (a-1)(b-1) always has an integer between its bounds (the
+// dark shadow holds), as for x with 4x in [i - 3, i], so it adds nothing.
+func exactShadow(lower, upper []row, k int) ([]row, bool) {
+	var out []row
+	for _, l := range lower {
+		a := l.coef(k)
+		for _, u := range upper {
+			b := u.coef(k).Neg()
+			c := combine(b, l, a, u).dropCol(k)
+			if a.IsOne() || b.IsOne() {
+				out = append(out, c)
+				continue
+			}
+			if !c.isConst() || c[0].Cmp(darkSlack(a, b)) < 0 {
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
 func (c *basic) involvesLocals(r row) bool {
 	for l := 0; l < c.nLocal; l++ {
 		if !r.coef(c.localVar(l)).IsZero() {
@@ -273,10 +300,10 @@ func (c *basic) eliminateLocal(l int) bool {
 		}
 	}
 	lower, upper, rest := c.system().bounds(k)
-	if len(lower) > 0 && len(upper) > 0 && !allUnit(lower, k) && !allUnit(upper, k) {
+	ineqs, exact := exactShadow(lower, upper, k)
+	if !exact {
 		return false
 	}
-	ineqs := shadow(lower, upper, k, nil)
 	for _, r := range rest {
 		ineqs = append(ineqs, r.dropCol(k))
 	}

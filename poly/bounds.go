@@ -309,7 +309,7 @@ func (b *basic) dimPieces(d int, params []string) (lower, upper []Aff, exact boo
 		}
 		s.eqs = eqs
 		lower, upper, rest := s.bounds(k)
-		if len(lower) > 0 && len(upper) > 0 && !allUnit(lower, k) && !allUnit(upper, k) {
+		if _, ok := exactShadow(lower, upper, k); !ok {
 			exact = false
 		}
 		t := &system{n: s.n - 1}

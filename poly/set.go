@@ -1,6 +1,7 @@
 package poly
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -360,4 +361,65 @@ func unitRow(n, v int, c Int) row {
 	r[0] = c
 	r[v+1] = IntOf(1)
 	return r
+}
+
+// ErrUnsupported is returned by operations that cannot answer exactly for
+// their input, such as the complement of a set with existential variables.
+var ErrUnsupported = errors.New("poly: unsupported")
+
+// Subset reports whether every point of a is in b, for all parameter
+// values. It needs the complement of b, which is exact only when b has no
+// existentially quantified variables; otherwise it returns an error
+// wrapping ErrUnsupported.
+func Subset(a, b Set) (bool, error) {
+	checkDims("Subset", len(a.Dims), len(b.Dims))
+	_, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
+	for _, x := range pb {
+		if x.nLocal > 0 {
+			return false, fmt.Errorf("%w: subset of a set with existential variables", ErrUnsupported)
+		}
+	}
+	// a minus b = a ∩ ¬b1 ∩ ¬b2 ∩ ...; each ¬bi is the union of the
+	// negations of bi's constraints.
+	rest := pa
+	for _, x := range pb {
+		var next []*basic
+		for _, r := range rest {
+			for _, neg := range x.negations() {
+				if c := r.intersect(neg).simplify(); !c.trivial() && !c.isEmpty() {
+					next = append(next, c)
+				}
+			}
+		}
+		rest = next
+		if len(rest) == 0 {
+			return true, nil
+		}
+	}
+	return len(rest) == 0, nil
+}
+
+// negations returns basic sets whose union is the complement of b (which
+// has no locals): one per constraint, r >= 0 negated as -r - 1 >= 0, and
+// r = 0 as r >= 1 or r <= -1.
+func (b *basic) negations() []*basic {
+	var out []*basic
+	one := func(r row) *basic {
+		c := &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut}
+		c.ineqs = []row{r}
+		return c
+	}
+	for _, r := range b.ineqs {
+		n := r.scaled(IntOf(-1))
+		n[0] = n[0].Sub(IntOf(1))
+		out = append(out, one(n))
+	}
+	for _, r := range b.eqs {
+		p := r.clone()
+		p[0] = p[0].Sub(IntOf(1)) // r - 1 >= 0
+		n := r.scaled(IntOf(-1))
+		n[0] = n[0].Sub(IntOf(1)) // -r - 1 >= 0
+		out = append(out, one(p), one(n))
+	}
+	return out
 }

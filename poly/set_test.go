@@ -1,6 +1,7 @@
 package poly
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -131,5 +132,48 @@ func TestProjectRandom(t *testing.T) {
 		if s.IsEmpty() != (len(all) == 0) {
 			t.Fatalf("IsEmpty(%s) = %v with %d points", src, s.IsEmpty(), len(all))
 		}
+	}
+}
+
+// TestSubsetRandom compares Subset with enumeration on random pairs of sets
+// (the right one without existentials).
+func TestSubsetRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 19))
+	n := 300
+	if testing.Short() {
+		n = 100
+	}
+	for iter := 0; iter < n; iter++ {
+		a := MustParseSet(randomSet(r))
+		src := randomSet(r)
+		if strings.Contains(src, "mod") {
+			continue
+		}
+		b := MustParseSet(src)
+		if r.IntN(3) == 0 {
+			b = Union(b, a) // make some subsets true
+			ok := true
+			for _, p := range b.parts {
+				ok = ok && p.nLocal == 0
+			}
+			if !ok {
+				continue
+			}
+		}
+		got, err := Subset(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa, pb := points(a, nil, 4), points(b, nil, 4)
+		want := true
+		for k := range pa {
+			want = want && pb[k]
+		}
+		if got != want {
+			t.Fatalf("Subset(%s, %s) = %v, enumeration %v", a, b, got, want)
+		}
+	}
+	if _, err := Subset(MustParseSet("{ [i] : 0 <= i < 4 }"), MustParseSet("{ [i] : exists (e : i = 2e) }")); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("got %v, want ErrUnsupported", err)
 	}
 }

@@ -1,0 +1,188 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// ReverseComputeAt moves block b, a consumer, under loop l, where the block
+// producing what it reads is: in each iteration of l, after the producer,
+// b then computes the part of its domain whose input that iteration
+// produced. It is how an epilogue (a ReLU, a type conversion) joins a tiled
+// computation.
+//
+// b must read exactly one buffer that a block under l writes, at its
+// iteration variables (each dimension one variable); over all iterations of
+// l, the producer must write everything b reads; a reduce variable of b
+// that indexes the buffer must be covered whole in one iteration. b must
+// have no predicate and not already be under l; other dependences must
+// keep their order.
+func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
+	const prim = "reverse_compute_at"
+	blk, at, err := s.block(prim, b)
+	if err != nil {
+		return err
+	}
+	loop, lat, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	here := []ast.Node{blk, loop}
+	if slices.Contains(at, ast.Stmt(loop)) {
+		return illegal(prim, s.f, here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
+	}
+	if blk.Predicate != nil {
+		return illegal(prim, s.f, here, "block %s has a predicate that refers to its current loops", blk.Name)
+	}
+	inLoop := map[*ast.ScheduleBlock]bool{}
+	ast.Inspect(loop, func(n ast.Node) bool {
+		if c, ok := n.(*ast.ScheduleBlock); ok {
+			inLoop[c] = true
+		}
+		return true
+	})
+	var buf *ast.Buffer
+	var producers []*ast.ScheduleBlock
+	for _, r := range blk.Reads {
+		writers, _ := accessors(s.f, r.Buffer)
+		for _, w := range writers {
+			if inLoop[w] {
+				if buf != nil && buf != r.Buffer {
+					return illegal(prim, s.f, here, "block %s reads two buffers produced under loop %s, %s and %s", blk.Name, loop.Var.Name, buf.Name, r.Buffer.Name)
+				}
+				buf = r.Buffer
+				if !slices.Contains(producers, w) {
+					producers = append(producers, w)
+				}
+			}
+		}
+	}
+	if buf == nil {
+		return illegal(prim, s.f, here, "no block under loop %s produces what block %s reads", loop.Var.Name, blk.Name)
+	}
+	// b's reads of the buffer name its iteration variables.
+	var perm []*ast.IterVar
+	for _, r := range blk.Reads {
+		if r.Buffer != buf {
+			continue
+		}
+		p, ok := regionIters(blk, r)
+		if !ok || perm != nil && !slices.Equal(p, perm) {
+			return illegal(prim, s.f, here, "block %s reads %s at indices that are not its iteration variables each once", blk.Name, buf.Name)
+		}
+		perm = p
+	}
+	pm, err := s.model()
+	if err != nil {
+		return illegal(prim, s.f, here, "cannot analyze the function: %v", err)
+	}
+	// Everything b reads must be produced under the loop.
+	read, err := pm.Footprint(blk.Name, buf, false)
+	if err != nil {
+		return illegal(prim, s.f, here, "%v", err)
+	}
+	var written *poly.Set
+	for _, p := range producers {
+		w, err := pm.Footprint(p.Name, buf, true)
+		if err != nil {
+			return illegal(prim, s.f, here, "%v", err)
+		}
+		if written == nil {
+			written = &w
+		} else {
+			u := poly.Union(*written, w)
+			written = &u
+		}
+	}
+	covered, err := poly.Subset(read, *written)
+	if err != nil || !covered {
+		return illegal(prim, s.f, []ast.Node{blk, loop, producers[0]}, "block %s reads parts of %s that the blocks under loop %s do not write", blk.Name, buf.Name, loop.Var.Name)
+	}
+	// The part produced in one iteration gives b's ranges.
+	var region *poly.Set
+	for _, p := range producers {
+		acc, err := pm.Accessed(p.Name, buf, loop, true)
+		if err != nil {
+			return illegal(prim, s.f, here, "%v", err)
+		}
+		if region == nil {
+			region = &acc
+		} else {
+			u := poly.Union(*region, acc)
+			region = &u
+		}
+	}
+	above := lat.loops()
+	vars := scopeVars(s.f, above)
+	ranges, err := loopRanges(*region, perm, vars, above)
+	if err != nil {
+		return illegal(prim, s.f, here, "the region of %s produced in loop %s: %v", buf.Name, loop.Var.Name, err)
+	}
+	a := analyzerFor(s.f, above)
+	for _, it := range perm {
+		if it.Kind != ast.Reduce {
+			continue
+		}
+		r := ranges[it.Var.Name]
+		full := a.CanProve(ast.LE(r.lo, it.Dom.Min)) && a.CanProve(ast.GE(r.hi, ast.Sub(ast.Add(it.Dom.Min, it.Dom.Extent), ast.One(it.Var.DType))))
+		if !full {
+			return illegal(prim, s.f, here, "block %s reduces over %s, but one iteration of loop %s produces only part of its range", blk.Name, it.Var.Name, loop.Var.Name)
+		}
+		delete(ranges, it.Var.Name) // the whole domain
+	}
+	used := names(s.f)
+	nest := buildNest(s.f, blk, ranges, above, used)
+	g := removeBlock(s.f, blk, at)
+	loop2, _, _ := findLoop(g, loop.Var.Name)
+	g = replace(g, loop2, insertInto(loop2, nest, consumerBlocks(g, producers), true))
+	g = ast.SimplifyFunc(g)
+	if err := s.checkOrder(prim, g, here, nil); err != nil {
+		return err
+	}
+	if err := s.commit(prim, g); err != nil {
+		return err
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}})
+	return nil
+}
+
+// regionIters returns, for each dimension of region r, the iteration
+// variable of b it is, when r is a point at distinct iteration variables.
+func regionIters(b *ast.ScheduleBlock, r ast.Region) ([]*ast.IterVar, bool) {
+	out := make([]*ast.IterVar, len(r.Ranges))
+	seen := map[*ast.IterVar]bool{}
+	for d, rg := range r.Ranges {
+		v, ok := rg.Min.(*ast.Var)
+		if !ok || !ast.IsConstInt(rg.Extent, 1) {
+			return nil, false
+		}
+		it := b.IterVarByName(v.Name)
+		if it == nil || seen[it] {
+			return nil, false
+		}
+		seen[it] = true
+		out[d] = it
+	}
+	return out, true
+}
+
+func init() {
+	register("reverse_compute_at", instKind{
+		replay: func(s *Schedule, args []any) error {
+			b, err := argBlock(args[0])
+			if err != nil {
+				return err
+			}
+			l, err := argLoop(args[1])
+			if err != nil {
+				return err
+			}
+			return s.ReverseComputeAt(b, l)
+		},
+		goCall:  func(args []string) string { return fmt.Sprintf("sch.ReverseComputeAt(%s, %s)", args[0], args[1]) },
+		outputs: "none",
+	})
+}
