@@ -117,9 +117,8 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 			ranges[name] = x
 		}
 	}
-	used := names(s.f)
-	nest := buildNest(s.f, blk, ranges, above, used)
 	g := removeBlock(s.f, blk, at)
+	nest := buildNest(s.f, blk, ranges, above, names(g))
 	// Insert before the first statement of the loop's body that holds a
 	// consumer (the loop is unchanged by the removal: b was not under it).
 	loop2, _, _ := findLoop(g, loop.Var.Name)

@@ -133,9 +133,8 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		}
 		delete(ranges, it.Var.Name) // the whole domain
 	}
-	used := names(s.f)
-	nest := buildNest(s.f, blk, ranges, above, used)
 	g := removeBlock(s.f, blk, at)
+	nest := buildNest(s.f, blk, ranges, above, names(g))
 	loop2, _, _ := findLoop(g, loop.Var.Name)
 	g = replace(g, loop2, insertInto(loop2, nest, consumerBlocks(g, producers), true))
 	g = ast.SimplifyFunc(g)
