@@ -15,10 +15,19 @@ var scopes = map[string]ast.Scope{"global": ast.Global, "shared": ast.Shared, "l
 // root block, or of the function) that holds the statement at place at,
 // and the root block (nil if the function has none).
 func topLevel(f *ast.Func, at place) (ast.Stmt, *ast.ScheduleBlock) {
-	if root, ok := f.Body.(*ast.ScheduleBlock); ok && len(at) > 1 {
-		return at[1], root
+	root, isRoot := f.Body.(*ast.ScheduleBlock)
+	k := 0
+	if isRoot && len(at) > 1 {
+		k = 1
+	} else {
+		root = nil
 	}
-	return at[0], nil
+	// The place lists a sequence and then its element: the element is the
+	// top-level statement.
+	if _, ok := at[k].(*ast.Seq); ok && k+1 < len(at) {
+		k++
+	}
+	return at[k], root
 }
 
 // insertTop returns f with stmts inserted in the root sequence before (or

@@ -48,7 +48,7 @@ func (s *Schedule) CacheRead(b Block, buf, scope string) (Block, error) {
 	}
 	used := names(s.f)
 	cache := &ast.Buffer{Name: fresh(used, src.Name+"_"+scope), DType: src.DType, Shape: src.Shape, Scope: sc}
-	blockName := cache.Name
+	blockName := fresh(blockNames(s.f), cache.Name)
 	nest, ok := copyBlock(s.f, blockName, src, cache, box, used)
 	if !ok {
 		return Block{}, illegal(prim, s.f, here, "the region of %s that block %s reads has no bounds", src.Name, blk.Name)

@@ -45,7 +45,7 @@ func (s *Schedule) CacheWrite(b Block, buf, scope string) (Block, error) {
 	}
 	used := names(s.f)
 	cache := &ast.Buffer{Name: fresh(used, dst.Name+"_"+scope), DType: dst.DType, Shape: dst.Shape, Scope: sc}
-	blockName := cache.Name
+	blockName := fresh(blockNames(s.f), cache.Name)
 	nest, ok := copyBlock(s.f, blockName, cache, dst, box, used)
 	if !ok {
 		return Block{}, illegal(prim, s.f, here, "the region of %s that block %s writes has no bounds", dst.Name, blk.Name)

@@ -375,3 +375,12 @@ func iterPermutation(b *ast.ScheduleBlock, indices []ast.Expr) ([]*ast.IterVar, 
 	}
 	return out, true
 }
+
+// blockNames returns the names of the blocks of f.
+func blockNames(f *ast.Func) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range f.Blocks() {
+		out[b.Name] = true
+	}
+	return out
+}

@@ -1,0 +1,251 @@
+package schedule
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// RFactor factors the reduction under loop l in two steps (the "two-step
+// reduce" of parallel and GPU reductions). The block C computing
+// out[s] = out[s] op f over reduce variables becomes:
+//
+//   - C_rf, which computes partial results into a new buffer out_rf with one
+//     more leading dimension, indexed by l: out_rf[l, s] = out_rf[l, s] op f,
+//     reducing over the other reduction loops only. Iterations of l no
+//     longer depend on each other, so l can then run in parallel.
+//   - C (the write-back, keeping the block's name), which reduces the
+//     partial results: out[s] = out[s] op out_rf[r, s] for r over l's range,
+//     starting from C's original init.
+//
+// The reduction must be an update out[s] = out[s] op f with op one of +, *,
+// max, min, and l must bind only reduce iteration variables. The result can
+// differ from the unfactored reduction in floating-point rounding, as
+// reassociation does. RFactor returns the C_rf block.
+func (s *Schedule) RFactor(l Loop) (Block, error) {
+	const prim = "rfactor"
+	loop, lat, err := s.loop(prim, l)
+	if err != nil {
+		return Block{}, err
+	}
+	var blocks []*ast.ScheduleBlock
+	var blockAt place
+	walkPlaces(loop, nil, func(st ast.Stmt, p place) bool {
+		if b, ok := st.(*ast.ScheduleBlock); ok {
+			blocks = append(blocks, b)
+			blockAt = p
+			return false
+		}
+		return true
+	})
+	if len(blocks) != 1 {
+		return Block{}, illegal(prim, s.f, nodes(loop), "loop %s holds %d blocks; rfactor needs exactly one reduction under it", loop.Var.Name, len(blocks))
+	}
+	blk := blocks[0]
+	here := []ast.Node{blk, loop}
+	at := append(append(place(nil), lat[:len(lat)-1]...), blockAt...) // the block's place in the function
+	if !blk.IsReduction() || blk.Init == nil {
+		return Block{}, illegal(prim, s.f, here, "block %s is not a reduction with an init", blk.Name)
+	}
+	st := singleStore(blk)
+	if st == nil {
+		return Block{}, illegal(prim, s.f, here, "the body of block %s is not a single store", blk.Name)
+	}
+	op, rhs, ok := reductionUpdate(st)
+	if !ok {
+		return Block{}, illegal(prim, s.f, here, "block %s does not update %s as %s = %s op f with op one of +, *, max, min", blk.Name, st.Buffer.Name, st.Buffer.Name, st.Buffer.Name)
+	}
+	// Loops binding reduce variables, and the spatial bindings' loops.
+	loopsAbove := at.loops()
+	usesLoop := func(e ast.Expr, lp *ast.For) bool {
+		found := false
+		ast.Inspect(e, func(n ast.Node) bool {
+			if v, ok := n.(*ast.Var); ok && v.Name == lp.Var.Name {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	var reduceLoops []*ast.For
+	for _, lp := range loopsAbove {
+		spatial, reduce := false, false
+		for _, it := range blk.Iters {
+			if usesLoop(it.Binding, lp) {
+				if it.Kind == ast.Reduce {
+					reduce = true
+				} else {
+					spatial = true
+				}
+			}
+		}
+		if spatial && reduce {
+			return Block{}, illegal(prim, s.f, []ast.Node{blk, lp}, "loop %s binds both spatial and reduce variables of block %s", lp.Var.Name, blk.Name)
+		}
+		if reduce {
+			reduceLoops = append(reduceLoops, lp)
+		}
+	}
+	if !slices.Contains(reduceLoops, loop) {
+		return Block{}, illegal(prim, s.f, here, "loop %s binds no reduce variable of block %s", loop.Var.Name, blk.Name)
+	}
+	used := names(s.f)
+	t := loop.Var.DType
+	// The rf buffer: [extent of l] + the output's shape.
+	rfBuf := &ast.Buffer{Name: fresh(used, st.Buffer.Name+"_rf"), DType: st.Buffer.DType, Shape: append([]ast.Expr{loop.Extent}, st.Buffer.Shape...)}
+	// The rf block's iteration variables: the spatial ones, vl for l, and a
+	// reduce variable per other reduction loop; the old reduce variables
+	// become expressions of these.
+	rf := &ast.ScheduleBlock{Name: fresh(blockNames(s.f), blk.Name+"_rf"), Predicate: blk.Predicate}
+	vl := ast.NewVar(fresh(used, "v"+loop.Var.Name), t)
+	loopIter := map[string]ast.Expr{loop.Var.Name: vl}
+	rf.Iters = append(rf.Iters, &ast.IterVar{Var: vl, Kind: ast.Spatial, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: loop.Var})
+	for _, it := range blk.Iters {
+		if it.Kind == ast.Spatial {
+			rf.Iters = append(rf.Iters, it)
+		}
+	}
+	for _, lp := range reduceLoops {
+		if lp == loop {
+			continue
+		}
+		v := ast.NewVar(fresh(used, "v"+lp.Var.Name), lp.Var.DType)
+		loopIter[lp.Var.Name] = v
+		rf.Iters = append(rf.Iters, &ast.IterVar{Var: v, Kind: ast.Reduce, Dom: ast.Range{Min: lp.Min, Extent: lp.Extent}, Binding: lp.Var})
+	}
+	oldReduce := map[string]ast.Expr{}
+	for _, it := range blk.Iters {
+		if it.Kind == ast.Reduce {
+			oldReduce[it.Var.Name] = ast.Simplify(ast.Substitute(it.Binding, loopIter))
+		}
+	}
+	spatialIdx := st.Indices
+	rfIdx := append([]ast.Expr{vl}, spatialIdx...)
+	f := ast.Substitute(rhs, oldReduce)
+	rfLoad := ast.NewLoad(rfBuf, rfIdx...)
+	rf.Init = ast.NewStore(rfBuf, identity(op, st.Buffer.DType), rfIdx...)
+	rf.Body = ast.NewStore(rfBuf, combineOp(op, rfLoad, f), rfIdx...)
+	loads := []*ast.Load{rfLoad}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ld, ok := n.(*ast.Load); ok {
+			loads = append(loads, ld)
+		}
+		return true
+	})
+	rf.Reads = ast.RegionsOf(loads)
+	rf.Writes = []ast.Region{pointRegion(rfBuf, rfIdx)}
+
+	// The write-back block and its loops: the spatial variables over their
+	// domains, then the reduction over l's range.
+	wb := &ast.ScheduleBlock{Name: blk.Name, Init: blk.Init}
+	var wbLoops []*ast.For
+	for _, it := range blk.Iters {
+		if it.Kind != ast.Spatial {
+			continue
+		}
+		lv := ast.NewVar(fresh(used, it.Var.Name+"_wb"), it.Var.DType)
+		wbLoops = append(wbLoops, &ast.For{Var: lv, Min: it.Dom.Min, Extent: it.Dom.Extent})
+		wb.Iters = append(wb.Iters, &ast.IterVar{Var: it.Var, Kind: ast.Spatial, Dom: it.Dom, Binding: lv})
+	}
+	rv := ast.NewVar(fresh(used, "v"+loop.Var.Name+"_r"), t)
+	rl := ast.NewVar(fresh(used, loop.Var.Name+"_wb"), t)
+	wbLoops = append(wbLoops, &ast.For{Var: rl, Min: loop.Min, Extent: loop.Extent})
+	wb.Iters = append(wb.Iters, &ast.IterVar{Var: rv, Kind: ast.Reduce, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: rl})
+	out := ast.NewLoad(st.Buffer, spatialIdx...)
+	part := ast.NewLoad(rfBuf, append([]ast.Expr{rv}, spatialIdx...)...)
+	wb.Body = ast.NewStore(st.Buffer, combineOp(op, out, part), spatialIdx...)
+	wb.Reads = ast.RegionsOf([]*ast.Load{out, part})
+	wb.Writes = []ast.Region{pointRegion(st.Buffer, spatialIdx)}
+	var wbNest ast.Stmt = wb
+	for i := len(wbLoops) - 1; i >= 0; i-- {
+		wbLoops[i].Body = wbNest
+		wbNest = wbLoops[i]
+	}
+
+	g := replace(s.f, blk, rf)
+	_, rfAt, _ := findBlock(g, rf.Name)
+	top, _ := topLevel(g, rfAt)
+	g = insertTop(g, top, false, &ast.Alloc{Buffer: rfBuf})
+	g = insertTop(g, top, true, wbNest)
+	g = ast.SimplifyFunc(g)
+	if err := s.commit(prim, g); err != nil {
+		return Block{}, err
+	}
+	h := s.blockHandle(rf.Name)
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(l.rv)}, Outputs: []string{h.rv}})
+	return h, nil
+}
+
+// reductionUpdate matches out[s] = out[s] op f (or f op out[s]; min and max
+// as calls), returning op and f.
+func reductionUpdate(st *ast.Store) (ast.BinaryOp, ast.Expr, bool) {
+	b, ok := st.Value.(*ast.Binary)
+	if !ok {
+		return 0, nil, false
+	}
+	switch b.Op {
+	case ast.OpAdd, ast.OpMul, ast.OpMin, ast.OpMax:
+	default:
+		return 0, nil, false
+	}
+	self := &ast.Load{Buffer: st.Buffer, Indices: st.Indices}
+	if ast.Equal(b.A, self) && len(loadsOf(b.B, st.Buffer)) == 0 {
+		return b.Op, b.B, true
+	}
+	if ast.Equal(b.B, self) && len(loadsOf(b.A, st.Buffer)) == 0 {
+		return b.Op, b.A, true
+	}
+	return 0, nil, false
+}
+
+// identity returns the neutral element of op for type t.
+func identity(op ast.BinaryOp, t ast.DType) ast.Expr {
+	switch op {
+	case ast.OpMul:
+		return ast.One(t)
+	case ast.OpMax:
+		if t.IsFloat() {
+			return ast.FloatConst(t, math.Inf(-1))
+		}
+		if t == ast.Int32 {
+			return ast.IntConst(t, math.MinInt32)
+		}
+		return ast.IntConst(t, math.MinInt64)
+	case ast.OpMin:
+		if t.IsFloat() {
+			return ast.FloatConst(t, math.Inf(1))
+		}
+		if t == ast.Int32 {
+			return ast.IntConst(t, math.MaxInt32)
+		}
+		return ast.IntConst(t, math.MaxInt64)
+	}
+	return ast.Zero(t)
+}
+
+func combineOp(op ast.BinaryOp, a, b ast.Expr) ast.Expr { return &ast.Binary{Op: op, A: a, B: b} }
+
+func pointRegion(b *ast.Buffer, idx []ast.Expr) ast.Region {
+	r := ast.Region{Buffer: b}
+	for _, i := range idx {
+		r.Ranges = append(r.Ranges, ast.Range{Min: i, Extent: ast.One(i.Type())})
+	}
+	return r
+}
+
+func init() {
+	register("rfactor", instKind{
+		replay: func(s *Schedule, args []any) error {
+			l, err := argLoop(args[0])
+			if err != nil {
+				return err
+			}
+			_, err = s.RFactor(l)
+			return err
+		},
+		goCall:  func(args []string) string { return fmt.Sprintf("sch.RFactor(%s)", args[0]) },
+		outputs: "one",
+	})
+}
