@@ -156,7 +156,9 @@ func init() {
 			_, err = s.CacheWrite(b, buf, scope)
 			return err
 		},
-		goCall:  func(args []string) string { return fmt.Sprintf("sch.CacheWrite(%s, %s, %s)", args[0], args[1], args[2]) },
+		goCall: func(args []string) string {
+			return fmt.Sprintf("sch.CacheWrite(%s, %s, %s)", args[0], args[1], args[2])
+		},
 		outputs: "one",
 	})
 	register("set_scope", instKind{
