@@ -25,6 +25,11 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	if err != nil {
 		return err
 	}
+	if l.IsRoot() && l.s == s {
+		// The root location of SampleComputeLocation: stay in place.
+		s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}})
+		return nil
+	}
 	loop, lat, err := s.loop(prim, l)
 	if err != nil {
 		return err

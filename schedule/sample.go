@@ -216,4 +216,91 @@ func init() {
 		},
 		outputs: "one",
 	})
+	register("sample_compute_location", instKind{
+		replay: func(s *Schedule, args []any) error {
+			b, err := argBlock(args[0])
+			if err != nil {
+				return err
+			}
+			_, err = s.SampleComputeLocation(b)
+			return err
+		},
+		goCall:  func(args []string) string { return fmt.Sprintf("sch.SampleComputeLocation(%s)", args[0]) },
+		outputs: "one",
+	})
+}
+
+// SampleComputeLocation draws a loop at which block b could be computed
+// (see ComputeAt): a loop around every block that reads what b writes, but
+// not around b; or the root, meaning b stays where it is, which the
+// returned Loop reports with IsRoot. The decision recorded is the index of
+// the loop among the candidates, outermost first, or -1 for the root.
+func (s *Schedule) SampleComputeLocation(b Block) (Loop, error) {
+	const prim = "sample_compute_location"
+	blk, at, err := s.block(prim, b)
+	if err != nil {
+		return Loop{}, err
+	}
+	cands := computeLocations(s.f, blk, at)
+	var choice int64
+	if s.replaying && s.replayDecision != nil {
+		if len(s.replayDecision) != 1 || s.replayDecision[0] < -1 || s.replayDecision[0] >= int64(len(cands)) {
+			return Loop{}, badArg(prim, s.f, nodes(blk), "decision %v is not -1 or an index into %d locations", s.replayDecision, len(cands))
+		}
+		choice = s.replayDecision[0]
+	} else {
+		choice = int64(s.rng.IntN(len(cands)+1)) - 1
+	}
+	var l Loop
+	if choice < 0 {
+		l = Loop{s: s, rv: s.newRV("l")}
+		s.handles[l.rv] = l
+	} else {
+		l = s.loopHandle(cands[choice].Var.Name)
+	}
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv)}, Outputs: []string{l.rv}, Decision: []int64{choice}})
+	return l, nil
+}
+
+// IsRoot reports whether l is the root location of SampleComputeLocation
+// rather than a loop.
+func (l Loop) IsRoot() bool { return l.s != nil && l.name == "" }
+
+// computeLocations returns the loops around every consumer of b (blocks
+// reading what b writes) that are not around b, outermost first.
+func computeLocations(f *ast.Func, b *ast.ScheduleBlock, at place) []*ast.For {
+	var consumers []*ast.ScheduleBlock
+	for _, w := range b.Writes {
+		_, readers := accessors(f, w.Buffer)
+		for _, r := range readers {
+			if r != b && !slices.Contains(consumers, r) {
+				consumers = append(consumers, r)
+			}
+		}
+	}
+	if len(consumers) == 0 {
+		return nil
+	}
+	var common []*ast.For
+	for i, c := range consumers {
+		_, cat, _ := findBlock(f, c.Name)
+		ls := cat.loops()
+		if i == 0 {
+			common = ls
+			continue
+		}
+		n := 0
+		for n < len(common) && n < len(ls) && common[n] == ls[n] {
+			n++
+		}
+		common = common[:n]
+	}
+	own := at.loops()
+	var out []*ast.For
+	for _, l := range common {
+		if !slices.Contains(own, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
