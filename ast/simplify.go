@@ -11,11 +11,19 @@ package ast
 //
 // The zero value is not usable; call NewAnalyzer.
 type Analyzer struct {
-	bounds map[string]Interval
+	bounds   map[string]Interval
+	symbolic map[string]symRange // ranges given as expressions (BindRange)
+	order    []string            // variables with symbolic ranges, in binding order
 }
 
+// symRange is a variable's range [lo, hi] as expressions of other
+// variables, such as [0, S1 - 1] for a loop over S1.
+type symRange struct{ lo, hi Expr }
+
 // NewAnalyzer returns an analyzer that knows nothing about any variable.
-func NewAnalyzer() *Analyzer { return &Analyzer{bounds: map[string]Interval{}} }
+func NewAnalyzer() *Analyzer {
+	return &Analyzer{bounds: map[string]Interval{}, symbolic: map[string]symRange{}}
+}
 
 // Bind records that the variable named name takes values in iv only, and
 // returns a function that restores what the analyzer knew before.
@@ -35,9 +43,32 @@ func (a *Analyzer) Bind(name string, iv Interval) (undo func()) {
 // [min, min+extent), as a loop variable does, using the constant bounds of
 // min and extent. It returns a function that restores what the analyzer knew
 // before.
-func (a *Analyzer) BindRange(name string, min, extent Expr) (undo func()) {
-	lo, ext := a.Bound(min), a.Bound(extent)
-	return a.Bind(name, Interval{lo.Min, satAdd(lo.Max, satAdd(ext.Max, -1))})
+func (a *Analyzer) BindRange(name string, first, extent Expr) (undo func()) {
+	lo, ext := a.Bound(first), a.Bound(extent)
+	iv := Interval{lo.Min, satAdd(lo.Max, satAdd(ext.Max, -1))}
+	var last Expr
+	if t := first.Type(); t.IsInt() && extent.Type() == t {
+		// The last value as one expression often bounds tighter than the
+		// sum of the bounds: [i, i + (N - i) - 1] is [i, N - 1].
+		last = a.Simplify(Sub(Add(first, extent), One(t)))
+		iv.Max = min(iv.Max, a.Bound(last).Max)
+	}
+	undoInterval := a.Bind(name, iv)
+	old, had := a.symbolic[name]
+	n := len(a.order)
+	if last != nil {
+		a.symbolic[name] = symRange{lo: first, hi: last}
+		a.order = append(a.order, name)
+	}
+	return func() {
+		undoInterval()
+		if had {
+			a.symbolic[name] = old
+		} else {
+			delete(a.symbolic, name)
+		}
+		a.order = a.order[:min(n, len(a.order))]
+	}
 }
 
 // Bound returns an interval that holds every value the integer expression e
@@ -140,6 +171,72 @@ func (a *Analyzer) boundLinear(l linear) Interval {
 		iv = iv.add(a.Bound(t.atom).scale(t.coef))
 	}
 	return iv
+}
+
+// symbolicBound bounds a linear form by replacing variables that have
+// symbolic ranges, one at a time from the innermost (the last bound), with
+// the end of their range that maximizes (or minimizes) the sum, and
+// bounding each result. This proves relations the intervals miss: with i in
+// [0, S1 - 1], i - S1 is at most (S1 - 1) - S1 = -1; with j in [i, N - 1],
+// j - i is at least i - i = 0.
+func (a *Analyzer) symbolicBound(d linear) Interval {
+	if len(a.order) == 0 {
+		return Everything
+	}
+	walk := func(upper bool) int64 {
+		cur := d
+		best := a.boundLinear(cur)
+		for k := len(a.order) - 1; k >= 0; k-- {
+			name := a.order[k]
+			r, ok := a.symbolic[name]
+			if !ok || mentions(r.lo, name) || mentions(r.hi, name) {
+				continue
+			}
+			var coef int64
+			var rest linear
+			rest.c = cur.c
+			for _, t := range cur.terms {
+				if v, isVar := t.atom.(*Var); isVar && v.Name == name {
+					coef = t.coef
+					continue
+				}
+				rest.terms = append(rest.terms, t)
+			}
+			if coef == 0 {
+				continue
+			}
+			end := r.hi
+			if (coef > 0) != upper {
+				end = r.lo
+			}
+			le, ok := toLinear(Simplify(end))
+			if !ok {
+				break
+			}
+			if cur, ok = rest.plus(le, coef); !ok {
+				break
+			}
+			b := a.boundLinear(cur)
+			best.Min, best.Max = max(best.Min, b.Min), min(best.Max, b.Max)
+		}
+		if upper {
+			return best.Max
+		}
+		return best.Min
+	}
+	return Interval{walk(false), walk(true)}
+}
+
+// mentions reports whether e uses the variable named name.
+func mentions(e Expr, name string) bool {
+	found := false
+	Inspect(e, func(n Node) bool {
+		if v, ok := n.(*Var); ok && v.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // CanProve reports whether the bool expression cond simplifies to true.
@@ -487,7 +584,7 @@ func (a *Analyzer) difference(x, y Expr) (Interval, bool) {
 	if !ok {
 		return Interval{}, false
 	}
-	iv := a.boundLinear(d)
+	iv := a.boundLinear(d).intersect(a.symbolicBound(d))
 	if !iv.IsPoint() {
 		// Unless x - y cancels to a constant, decide only when neither
 		// operand can have wrapped around: then the integer difference of

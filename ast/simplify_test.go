@@ -364,3 +364,66 @@ func TestIntToHalfRoundsOnce(t *testing.T) {
 		t.Errorf("float32(%d) = %v", x, got)
 	}
 }
+
+func TestSymbolicRanges(t *testing.T) {
+	i, j, n := NewVar("i", Int32), NewVar("j", Int32), NewVar("N", Int32)
+	a := NewAnalyzer()
+	a.Bind("N", Interval{0, 1<<31 - 1})
+	a.BindRange("i", I32(0), n)
+	a.BindRange("j", i, Sub(n, i))
+	for _, c := range []struct {
+		e    Expr
+		want string
+	}{
+		{LT(i, n), "true"},
+		{GE(i, n), "false"},
+		{LE(j, Sub(n, I32(1))), "true"},
+		{GE(j, i), "true"},
+		{LT(j, i), "false"},
+		{Min(i, Sub(n, I32(1))), "i"},
+		{LT(Add(i, I32(1)), n), "i + 1 < N"},
+	} {
+		if got := Print(a.Simplify(c.e)); got != c.want {
+			t.Errorf("Simplify(%s) = %s, want %s", c.e, got, c.want)
+		}
+	}
+}
+
+// TestSymbolicRangesProperty checks the symbolic ranges on random linear
+// comparisons over nested triangular loops: whatever the analyzer decides
+// must hold at every point of the ranges.
+func TestSymbolicRangesProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	n, i, j, k := NewVar("N", Int32), NewVar("i", Int32), NewVar("j", Int32), NewVar("k", Int32)
+	a := NewAnalyzer()
+	a.Bind("N", Interval{1, 8})
+	a.BindRange("i", I32(0), n)
+	a.BindRange("j", i, Sub(n, i))
+	a.BindRange("k", I32(0), Add(j, I32(1)))
+	ops := []BinaryOp{OpLT, OpLE, OpGT, OpGE, OpEQ, OpNE}
+	for iter := 0; iter < 3000; iter++ {
+		var e Expr = I32(int32(r.IntN(9) - 4))
+		for _, v := range []*Var{n, i, j, k} {
+			if c := r.IntN(5) - 2; c != 0 {
+				e = Add(e, Mul(v, I32(int32(c))))
+			}
+		}
+		cmp := &Binary{Op: ops[r.IntN(len(ops))], A: e, B: I32(0)}
+		c, ok := a.Simplify(cmp).(*Const)
+		if !ok {
+			continue
+		}
+		for N := int64(1); N <= 8; N++ {
+			for I := int64(0); I < N; I++ {
+				for J := I; J < N; J++ {
+					for K := int64(0); K <= J; K++ {
+						in := &interp{env: map[string]value{"N": {i: N}, "i": {i: I}, "j": {i: J}, "k": {i: K}}}
+						if in.eval(cmp).i != c.Int {
+							t.Fatalf("%s decided %v but is %v at N=%d i=%d j=%d k=%d", cmp, c.Int, in.eval(cmp).i, N, I, J, K)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -272,15 +272,37 @@ func formatVector(x []Int) string {
 // integers when both functions' models are exact. A block of p missing
 // from g is an error.
 func (p *Program) Violations(g *Program) ([]*Violation, error) {
+	return p.ViolationsKeeping(g, nil)
+}
+
+// ViolationsKeeping is Violations where keep names, for some blocks, outer
+// loops that the rescheduling left as they were (the same variable, bounds
+// and place around the block in both functions): instances are then
+// matched by the values of those loops as well as by iteration vector.
+// This tells apart the executions of a block that runs the same iteration
+// vector several times (a producer recomputed per tile, as compute_at
+// makes it), which matching by iteration vector alone must treat as one.
+// Each list must be a prefix of the block's loops in both functions.
+func (p *Program) ViolationsKeeping(g *Program, keep map[string][]string) ([]*Violation, error) {
 	var out []*Violation
 	for _, d := range p.Deps() {
 		s, t := g.Block(d.Source.Block.Name), g.Block(d.Sink.Block.Name)
 		if s == nil || t == nil {
 			return nil, fmt.Errorf("poly: violations: the new function has no leaf block %s or %s", d.Source.Block.Name, d.Sink.Block.Name)
 		}
-		iters := d.iterRel()
-		// Pairs of new instances whose iteration vectors are related.
-		rel := pairsByIters(s, t, iters)
+		ks, kt := keptLoops(d.Source, s, keep), keptLoops(d.Sink, t, keep)
+		iters := d.keyRel(ks, kt)
+		if d.Source == d.Sink {
+			// Two executions of the same instance (a block recomputed, as
+			// compute_at does for overlapping regions) compute the same
+			// value; only distinct instances are ordered.
+			iters = IntersectMap(iters, distinct(iters))
+			if iters.IsEmpty() {
+				continue
+			}
+		}
+		// Pairs of new instances whose keys are related.
+		rel := pairsByKeys(s, t, iters, ks, kt)
 		common, sFirst := order(s, t)
 		for k := 0; k <= common; k++ {
 			var wrong Map
@@ -302,15 +324,48 @@ func (p *Program) Violations(g *Program) ([]*Violation, error) {
 	return out, nil
 }
 
-// iterRel returns the dependence as a relation between iteration vectors:
-// the loop dimensions of both tuples projected out.
-func (d *Dependence) iterRel() Map {
+// distinct returns the pairs of tuples of m's space that differ in some
+// dimension.
+func distinct(m Map) Map {
+	in, out := tupleNames("$s", len(m.In)), tupleNames("$t", len(m.Out))
+	u := Map{Params: m.Params, InName: m.InName, In: m.In, OutName: m.OutName, Out: m.Out}
+	for k := range m.In {
+		for _, sign := range []int64{1, -1} {
+			// sign*(t_k - s_k) - 1 >= 0
+			c := conj{ineqs: []lin{varLin(out[k]).plus(varLin(in[k]), IntOf(-1)).scaled(IntOf(sign)).plus(constLin(IntOf(1)), IntOf(-1))}}
+			bs, _ := assemble(m.Params, in, out, 0, c)
+			u.parts = append(u.parts, bs)
+		}
+	}
+	return u
+}
+
+// keptLoops returns how many outer loops of the old instances old are kept
+// (named in keep for the block, a prefix of its loops in both functions,
+// with the same bounds).
+func keptLoops(old, new *Instances, keep map[string][]string) int {
+	names := keep[old.Block.Name]
+	n := 0
+	for n < len(names) && n < len(old.Loops) && n < len(new.Loops) {
+		a, b := old.Loops[n], new.Loops[n]
+		if a.Var.Name != names[n] || b.Var.Name != names[n] || !ast.Equal(a.Min, b.Min) || !ast.Equal(a.Extent, b.Extent) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// keyRel returns the dependence as a relation between instance keys: the
+// first ks (kt) loops of the source (sink) tuple followed by its iteration
+// variables; the other loop dimensions are projected out.
+func (d *Dependence) keyRel(ks, kt int) Map {
 	ls, lt := len(d.Source.Loops), len(d.Sink.Loops)
 	w := d.Rel.Wrap()
 	nIn := len(d.Rel.In)
-	// Drop the sink's loops (after the source tuple), then the source's.
-	w = w.ProjectOut(nIn, lt).ProjectOut(0, ls)
-	return w.unwrap(nIn-ls, d.Source.Block.Name, d.Sink.Block.Name)
+	// Drop the sink's free loops (after the source tuple), then the source's.
+	w = w.ProjectOut(nIn+kt, lt-kt).ProjectOut(ks, ls-ks)
+	return w.unwrap(nIn-(ls-ks), d.Source.Block.Name, d.Sink.Block.Name)
 }
 
 // unwrap splits the tuple of s into a map with the first nIn dimensions as
@@ -325,16 +380,17 @@ func (s Set) unwrap(nIn int, inName, outName string) Map {
 	return m
 }
 
-// pairsByIters returns the pairs (s, t) of instances of a and b whose
-// iteration vectors are related by iters.
-func pairsByIters(a, b *Instances, iters Map) Map {
+// pairsByKeys returns the pairs (s, t) of instances of a and b whose keys
+// (the first ka, kb loops and the iteration variables) are related by keys.
+func pairsByKeys(a, b *Instances, keys Map, ka, kb int) Map {
 	la, lb := len(a.Loops), len(b.Loops)
-	// Extend iters to the full tuples: loops unconstrained in front.
-	ext := Map{Params: iters.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims}
-	for _, x := range iters.parts {
-		c := x.insertVars(x.nParam+x.nIn, lb) // sink loops before sink iters
-		c = c.insertVars(c.nParam, la)        // source loops before source iters
-		c.nIn, c.nOut = la+x.nIn, lb+x.nOut
+	// Extend keys to the full tuples: the free loops, unconstrained, go
+	// between the kept loops and the iteration variables.
+	ext := Map{Params: keys.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims}
+	for _, x := range keys.parts {
+		c := x.insertVars(x.nParam+x.nIn+kb, lb-kb) // sink free loops
+		c = c.insertVars(c.nParam+ka, la-ka)        // source free loops
+		c.nIn, c.nOut = x.nIn+la-ka, x.nOut+lb-kb
 		ext.parts = append(ext.parts, c)
 	}
 	return IntersectRange(IntersectDomain(ext, a.Domain), b.Domain)

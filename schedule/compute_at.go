@@ -56,7 +56,12 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	var consumers []*ast.ScheduleBlock
 	for _, w := range blk.Writes {
 		outputs[w.Buffer] = true
-		_, readers := accessors(s.f, w.Buffer)
+		writers, readers := accessors(s.f, w.Buffer)
+		for _, other := range writers {
+			if other != blk {
+				return illegal(prim, s.f, []ast.Node{blk, other}, "block %s also writes %s; compute_at needs block %s to be its only writer (its values would be recomputed over block %s's)", other.Name, w.Buffer.Name, blk.Name, other.Name)
+			}
+		}
 		for _, r := range readers {
 			if r == blk {
 				continue
@@ -131,9 +136,13 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	g = ast.SimplifyFunc(g)
 	// b's output is produced, by construction, where its consumers read it
 	// (possibly more than once when their regions overlap); every other
-	// dependence must keep its order.
+	// dependence of b must keep its order. Only b moves, so the dependences
+	// between other blocks keep theirs.
 	skip := func(d *poly.Dependence) bool {
-		return outputs[d.Buffer] && (d.Source.Block == blk || d.Sink.Block == blk)
+		if d.Source.Block != blk && d.Sink.Block != blk {
+			return true // only b moves: the order of the others is unchanged
+		}
+		return outputs[d.Buffer]
 	}
 	if err := s.checkOrder(prim, g, here, skip); err != nil {
 		return err

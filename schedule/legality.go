@@ -34,7 +34,7 @@ func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func
 	if err != nil {
 		return illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
 	}
-	vs, err := before.Violations(after)
+	vs, err := before.ViolationsKeeping(after, unchangedLoops(s.f, g))
 	if err != nil {
 		return illegal(prim, s.f, at, "%v", err)
 	}
@@ -45,6 +45,30 @@ func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func
 		return illegal(prim, s.f, at, "%s", explainViolation(v))
 	}
 	return nil
+}
+
+// unchangedLoops returns, for each block of g, the outer loops that are
+// the same in f: the longest prefix of its loops with the same variables
+// and bounds in both. They tell apart the executions of a recomputed block.
+func unchangedLoops(f, g *ast.Func) map[string][]string {
+	keep := map[string][]string{}
+	for _, b := range g.Blocks() {
+		_, newAt, _ := findBlock(g, b.Name)
+		_, oldAt, ok := findBlock(f, b.Name)
+		if !ok {
+			continue
+		}
+		ol, nl := oldAt.loops(), newAt.loops()
+		var names []string
+		for k := 0; k < len(ol) && k < len(nl); k++ {
+			if ol[k].Var.Name != nl[k].Var.Name || !ast.Equal(ol[k].Min, nl[k].Min) || !ast.Equal(ol[k].Extent, nl[k].Extent) {
+				break
+			}
+			names = append(names, ol[k].Var.Name)
+		}
+		keep[b.Name] = names
+	}
+	return keep
 }
 
 // explainViolation says in words which dependence a transformation breaks.

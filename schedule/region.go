@@ -183,6 +183,17 @@ func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, a
 		}
 		nb.Iters[i] = &ast.IterVar{Var: it.Var, Kind: it.Kind, Dom: it.Dom, Binding: a.Simplify(ast.Add(lo, v))}
 	}
+	// In iterations of the loops above that need nothing (a tail, say), the
+	// region's bounds mean nothing: keep every moved variable in its
+	// domain.
+	for _, it := range nb.Iters {
+		if _, moved := ranges[it.Var.Name]; !moved {
+			continue
+		}
+		guards = append(guards,
+			a.Simplify(ast.GE(it.Binding, it.Dom.Min)),
+			a.Simplify(ast.LT(it.Binding, ast.Add(it.Dom.Min, it.Dom.Extent))))
+	}
 	for _, g := range guards {
 		if c, ok := g.(*ast.Const); ok && c.Int != 0 {
 			continue

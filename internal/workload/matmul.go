@@ -61,3 +61,25 @@ func MatmulBiasReLU(m, n, k int) Case {
 		},
 	}
 }
+
+// RowSum is Y[i] = sum over k of X[i, k], in float32.
+func RowSum(rows, cols int) Case {
+	b := ast.NewBuilder("rowsum")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
+	k := b.ReduceAxis("k", ast.I32(int32(cols)))
+	Y := b.Sum("Y", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
+	return Case{
+		Name: "rowsum",
+		Func: must(b.Build(Y)),
+		Ref: func(args map[string]any) {
+			x, y := args["X"].([]float32), args["Y"].([]float32)
+			for i := 0; i < rows; i++ {
+				var acc float32
+				for j := 0; j < cols; j++ {
+					acc = acc + x[i*cols+j]
+				}
+				y[i] = acc
+			}
+		},
+	}
+}
