@@ -31,6 +31,7 @@ type Error struct {
 	Kind      error      // ErrIllegal, ErrHandle or ErrArgument
 }
 
+// Error returns "schedule: primitive: reason".
 func (e *Error) Error() string {
 	return fmt.Sprintf("schedule: %s: %s", e.Primitive, e.Reason)
 }

@@ -64,8 +64,11 @@ func (l Loop) Name() string { return l.name }
 // Int returns the value.
 func (v Value) Int() int64 { return v.v }
 
+// String returns the block's name.
 func (b Block) String() string { return b.name }
-func (l Loop) String() string  { return l.name }
+
+// String returns the loop variable's name.
+func (l Loop) String() string { return l.name }
 
 // Option configures New.
 type Option func(*Schedule)

@@ -171,6 +171,7 @@ type ReplayError struct {
 	Err   error  // why it failed (often an *Error)
 }
 
+// Error names the instruction and why it failed.
 func (e *ReplayError) Error() string {
 	return fmt.Sprintf("schedule: replay: instruction %d (%s): %s", e.Index, e.Kind, strings.TrimPrefix(e.Err.Error(), "schedule: "))
 }
