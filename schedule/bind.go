@@ -24,7 +24,11 @@ var gpuAxes = map[string]ast.ForKind{
 func (s *Schedule) Bind(l Loop, axis string) error {
 	kind, ok := gpuAxes[axis]
 	if !ok {
-		return badArg("bind", s.f, nil, "unknown thread axis %q (want blockIdx.x, .y, .z or threadIdx.x, .y, .z)", axis)
+		loop, _, err := s.loop("bind", l)
+		if err != nil {
+			return err
+		}
+		return badArg("bind", s.f, nodes(loop), "unknown thread axis %q (want blockIdx.x, .y, .z or threadIdx.x, .y, .z)", axis)
 	}
 	return s.setKind("bind", l, kind, []Arg{Str(axis)})
 }
