@@ -19,6 +19,9 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test ./ast -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ast -run '^$$' -fuzz '^FuzzParseExpr$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./poly -run '^$$' -fuzz '^FuzzParseSet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzParseTraceText$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzSchedule$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:

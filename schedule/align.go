@@ -86,6 +86,7 @@ func (s *Schedule) Align(loops ...Loop) (Loop, error) {
 
 func init() {
 	register("align", instKind{
+		args: -1,
 		replay: func(s *Schedule, args []any) error {
 			ls := make([]Loop, len(args))
 			for i, a := range args {

@@ -94,6 +94,7 @@ func annotationValue(value any) (any, Arg, error) {
 
 func init() {
 	register("annotate", instKind{
+		args: 3,
 		replay: func(s *Schedule, args []any) error {
 			if len(args) != 3 {
 				return fmt.Errorf("annotate takes a target, a key and a value")

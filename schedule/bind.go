@@ -35,6 +35,7 @@ func (s *Schedule) Bind(l Loop, axis string) error {
 
 func init() {
 	register("bind", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			l, err := argLoop(args[0])
 			if err != nil {

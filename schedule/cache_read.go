@@ -68,6 +68,7 @@ func (s *Schedule) CacheRead(b Block, buf, scope string) (Block, error) {
 
 func init() {
 	register("cache_read", instKind{
+		args: 3,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

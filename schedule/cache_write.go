@@ -140,6 +140,7 @@ func rebindBuffer(f *ast.Func, old, new *ast.Buffer) *ast.Func {
 
 func init() {
 	register("cache_write", instKind{
+		args: 3,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {
@@ -162,6 +163,7 @@ func init() {
 		outputs: "one",
 	})
 	register("set_scope", instKind{
+		args: 3,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

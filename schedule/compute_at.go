@@ -188,6 +188,7 @@ func consumerBlocks(g *ast.Func, bs []*ast.ScheduleBlock) []*ast.ScheduleBlock {
 
 func init() {
 	register("compute_at", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

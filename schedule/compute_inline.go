@@ -150,6 +150,7 @@ func regionEqual(a, b ast.Region) bool {
 
 func init() {
 	register("compute_inline", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

@@ -138,6 +138,7 @@ func conjuncts(e ast.Expr) []ast.Expr {
 
 func init() {
 	register("decompose_reduction", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

@@ -203,3 +203,37 @@ func main() {
 		t.Errorf("the printed Go rebuilds another function:\n%s\nwant\n%s", out, ast.Print(s.Func()))
 	}
 }
+
+// FuzzParseTraceText feeds arbitrary text to the trace parser and replays
+// what it accepts on a small function: neither may panic, and a replay
+// error must be an error, not a crash.
+//
+//	go test ./schedule -run '^$' -fuzz FuzzParseTraceText -fuzztime 1m
+func FuzzParseTraceText(f *testing.F) {
+	for _, s := range []string{
+		"b0 = get_block(\"C\")\nl1, l2, l3 = get_loops(b0)\nl4, l5 = split(l1, [2, -1])\nparallel(l4)\n",
+		"l0 = get_loop(\"k\")\nv1, v2 = sample_perfect_tile(l0, 2, 4) decision=[2, 4]\nl3, l4 = split(l0, [v1, v2])\n",
+		"v0 = sample_categorical([0, 16], [0.5, 0.5]) decision=[1]\n",
+		"l0 = get_loop(\"i\")\nannotate(l0, \"x\", true)\nannotate(l0, \"y\", 1.5e-3)\n",
+		"x(", "a, = b()", "split(l9, [1, 2])", "# comment\n\n",
+	} {
+		f.Add(s)
+	}
+	fn := workload.Matmul(8, 8, 8).Func
+	f.Fuzz(func(t *testing.T, src string) {
+		tr, err := ParseTraceText(src)
+		if err != nil {
+			return
+		}
+		again, err := ParseTraceText(tr.String())
+		if err != nil || len(again.Insts) != len(tr.Insts) {
+			t.Fatalf("printed trace %q does not read back: %v", tr.String(), err)
+		}
+		s, err := Replay(fn, tr, nil)
+		if err == nil {
+			if err := ast.Verify(s.Func()); err != nil {
+				t.Fatalf("replay produced an ill-formed function: %v", err)
+			}
+		}
+	})
+}

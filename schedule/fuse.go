@@ -105,6 +105,7 @@ func rectangular(prim string, f *ast.Func, loops []*ast.For) error {
 
 func init() {
 	register("fuse", instKind{
+		args: -1,
 		replay: func(s *Schedule, args []any) error {
 			ls := make([]Loop, len(args))
 			for i, a := range args {

@@ -9,6 +9,7 @@ func (s *Schedule) Parallel(l Loop) error { return s.setKind("parallel", l, para
 
 func init() {
 	register("parallel", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			l, err := argLoop(args[0])
 			if err != nil {

@@ -103,6 +103,7 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 
 func init() {
 	register("reorder", instKind{
+		args: -1,
 		replay: func(s *Schedule, args []any) error {
 			ls := make([]Loop, len(args))
 			for i, a := range args {

@@ -172,6 +172,7 @@ func regionIters(b *ast.ScheduleBlock, r ast.Region) ([]*ast.IterVar, bool) {
 
 func init() {
 	register("reverse_compute_at", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

@@ -120,6 +120,7 @@ func substRegions(rs []ast.Region, sub map[string]ast.Expr) []ast.Region {
 
 func init() {
 	register("reverse_compute_inline", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

@@ -237,6 +237,7 @@ func pointRegion(b *ast.Buffer, idx []ast.Expr) ast.Region {
 
 func init() {
 	register("rfactor", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			l, err := argLoop(args[0])
 			if err != nil {

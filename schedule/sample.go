@@ -152,6 +152,7 @@ func (s *Schedule) SampleCategorical(candidates []int64, probs []float64) (Value
 
 func init() {
 	register("sample_perfect_tile", instKind{
+		args: 3,
 		replay: func(s *Schedule, args []any) error {
 			if len(args) != 3 {
 				return fmt.Errorf("sample_perfect_tile takes a loop, n and max_innermost")
@@ -177,6 +178,7 @@ func init() {
 		outputs: "list",
 	})
 	register("sample_categorical", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			if len(args) != 2 {
 				return fmt.Errorf("sample_categorical takes candidates and probabilities")
@@ -217,6 +219,7 @@ func init() {
 		outputs: "one",
 	})
 	register("sample_compute_location", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

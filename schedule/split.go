@@ -176,6 +176,7 @@ func guard(body ast.Stmt, cond ast.Expr) ast.Stmt {
 
 func init() {
 	register("split", instKind{
+		args: 2,
 		replay: func(s *Schedule, args []any) error {
 			if len(args) != 2 {
 				return fmt.Errorf("split takes a loop and a list of factors")
@@ -214,6 +215,7 @@ func init() {
 		outputs: "list",
 	})
 	register("get_block", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			name, err := argString(args[0])
 			if err != nil {
@@ -226,6 +228,7 @@ func init() {
 		outputs: "one",
 	})
 	register("get_loop", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			name, err := argString(args[0])
 			if err != nil {
@@ -238,6 +241,7 @@ func init() {
 		outputs: "one",
 	})
 	register("get_loops", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			b, err := argBlock(args[0])
 			if err != nil {

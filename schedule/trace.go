@@ -151,6 +151,8 @@ func ParseTrace(data []byte) (*Trace, error) {
 
 // instKind describes how an instruction replays and prints as Go.
 type instKind struct {
+	// args is the number of arguments, or -1 for any number (at least one).
+	args int
 	// replay applies the instruction to s with its arguments resolved.
 	replay func(s *Schedule, args []any) error
 	// goCall returns the Go call (without the outputs) for the arguments
@@ -192,6 +194,9 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		k, ok := instKinds[in.Kind]
 		if !ok {
 			return nil, fmt.Errorf("schedule: replay: instruction %d: unknown kind %q", i, in.Kind)
+		}
+		if k.args >= 0 && len(in.Args) != k.args || k.args < 0 && len(in.Args) == 0 {
+			return nil, fmt.Errorf("schedule: replay: instruction %d: %s takes %d arguments, not %d", i, in.Kind, max(k.args, 1), len(in.Args))
 		}
 		args := make([]any, len(in.Args))
 		for j, a := range in.Args {
@@ -331,7 +336,11 @@ func (t *Trace) String() string {
 		}
 		b.WriteString(in.Kind + "(" + strings.Join(args, ", ") + ")")
 		if in.Decision != nil {
-			b.WriteString(" decision=" + fmt.Sprint(in.Decision))
+			ds := make([]string, len(in.Decision))
+			for i, d := range in.Decision {
+				ds[i] = strconv.FormatInt(d, 10)
+			}
+			b.WriteString(" decision=[" + strings.Join(ds, ", ") + "]")
 		}
 		b.WriteByte('\n')
 	}

@@ -9,6 +9,7 @@ func (s *Schedule) Unroll(l Loop) error { return s.setKind("unroll", l, unrolled
 
 func init() {
 	register("unroll", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			l, err := argLoop(args[0])
 			if err != nil {

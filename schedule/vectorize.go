@@ -8,6 +8,7 @@ func (s *Schedule) Vectorize(l Loop) error { return s.setKind("vectorize", l, ve
 
 func init() {
 	register("vectorize", instKind{
+		args: 1,
 		replay: func(s *Schedule, args []any) error {
 			l, err := argLoop(args[0])
 			if err != nil {
