@@ -20,17 +20,13 @@ func (s *Schedule) Align(loops ...Loop) (Loop, error) {
 	if len(loops) < 2 {
 		return Loop{}, badArg(prim, s.f, nil, "align needs at least two loops, got %d", len(loops))
 	}
-	fs := make([]*ast.For, len(loops))
-	var parent ast.Stmt
-	for i, l := range loops {
-		f, at, err := s.loop(prim, l)
-		if err != nil {
-			return Loop{}, err
-		}
-		fs[i] = f
-		if i == 0 {
-			parent = at.parent()
-		} else if at.parent() != parent {
+	fs, places, err := s.loops(prim, loops)
+	if err != nil {
+		return Loop{}, err
+	}
+	parent := places[0].parent()
+	for i, f := range fs {
+		if places[i].parent() != parent {
 			return Loop{}, illegal(prim, s.f, nodes(fs[0], f), "loops %s and %s are not in the same statement list", fs[0].Var.Name, f.Var.Name)
 		}
 	}
@@ -76,11 +72,7 @@ func (s *Schedule) Align(loops ...Loop) (Loop, error) {
 		return Loop{}, err
 	}
 	out := s.loopHandle(fs[0].Var.Name)
-	args := make([]Arg, len(loops))
-	for i, l := range loops {
-		args[i] = Ref(l.rv)
-	}
-	s.record(Inst{Kind: prim, Args: args, Outputs: []string{out.rv}})
+	s.record(Inst{Kind: prim, Args: loopArgs(loops), Outputs: []string{out.rv}})
 	return out, nil
 }
 
@@ -88,15 +80,11 @@ func init() {
 	register("align", instKind{
 		args: -1,
 		replay: func(s *Schedule, args []any) error {
-			ls := make([]Loop, len(args))
-			for i, a := range args {
-				l, err := argLoop(a)
-				if err != nil {
-					return err
-				}
-				ls[i] = l
+			ls, err := argLoops(args)
+			if err != nil {
+				return err
 			}
-			_, err := s.Align(ls...)
+			_, err = s.Align(ls...)
 			return err
 		},
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.Align(%s)", strings.Join(args, ", ")) },

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -166,4 +167,130 @@ func othersTouch(stmt ast.Stmt, b *ast.ScheduleBlock, buf *ast.Buffer) *ast.Sche
 		return found == nil
 	})
 	return found
+}
+
+// CacheRead makes block b read buffer buf through a cache: a new buffer
+// (named after buf and the scope, "A_shared") filled by a new block of that
+// name, placed just before the top-level statement holding b, which copies
+// the region b reads. b then reads the cache. Move the copy next to its
+// use with ComputeAt. scope is "global", "shared" or "local".
+//
+// b must not write buf, and no other block in b's top-level statement may
+// access it (the copy would be stale). CacheRead returns the copy block.
+func (s *Schedule) CacheRead(b Block, buf, scope string) (Block, error) {
+	return s.cache("cache_read", b, buf, scope, false)
+}
+
+// CacheWrite makes block b write buffer buf through a cache: b writes (and,
+// for a reduction, updates) a new buffer of the given scope ("C_local"),
+// and a new block of that name, placed just after the top-level statement
+// holding b, copies the region b writes back to buf. Move the copy next to
+// b with ReverseComputeAt. No other block in b's top-level statement may
+// access buf. CacheWrite returns the copy block.
+func (s *Schedule) CacheWrite(b Block, buf, scope string) (Block, error) {
+	return s.cache("cache_write", b, buf, scope, true)
+}
+
+// cache implements CacheRead and (with write) CacheWrite, which mirror
+// each other: the copy goes before b and fills the cache from buf, or after
+// b and empties the cache into buf.
+func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (Block, error) {
+	blk, at, err := s.block(prim, b)
+	if err != nil {
+		return Block{}, err
+	}
+	here := nodes(blk)
+	sc, ok := scopes[scope]
+	if !ok {
+		return Block{}, badArg(prim, s.f, here, "unknown scope %q (want global, shared or local)", scope)
+	}
+	orig := findBuffer(blk, buf)
+	writes := false
+	for _, w := range blk.Writes {
+		writes = writes || orig != nil && w.Buffer == orig
+	}
+	switch {
+	case write && !writes:
+		return Block{}, badArg(prim, s.f, here, "block %s does not write a buffer named %q", blk.Name, buf)
+	case !write && (orig == nil || !readsBuffer(blk, orig)):
+		return Block{}, badArg(prim, s.f, here, "block %s does not read a buffer named %q", blk.Name, buf)
+	case !write && writes:
+		return Block{}, illegal(prim, s.f, here, "block %s also writes %s, so a cached copy would go stale", blk.Name, orig.Name)
+	}
+	top, _ := topLevel(s.f, at)
+	if other := othersTouch(top, blk, orig); other != nil {
+		return Block{}, illegal(prim, s.f, nodes(blk, other), "block %s also accesses %s next to block %s, so it could see the cache and %s disagree", other.Name, orig.Name, blk.Name, orig.Name)
+	}
+	p, err := s.model()
+	if err != nil {
+		return Block{}, illegal(prim, s.f, here, "cannot analyze the function: %v", err)
+	}
+	box, err := p.Footprint(blk.Name, orig, write)
+	if err != nil {
+		return Block{}, illegal(prim, s.f, here, "%v", err)
+	}
+	used := names(s.f)
+	cache := &ast.Buffer{Name: fresh(used, orig.Name+"_"+scope), DType: orig.DType, Shape: orig.Shape, Scope: sc}
+	blockName := fresh(blockNames(s.f), cache.Name)
+	src, dst := orig, cache
+	if write {
+		src, dst = cache, orig
+	}
+	nest, ok := copyBlock(s.f, blockName, src, dst, box, used)
+	if !ok {
+		return Block{}, illegal(prim, s.f, here, "the region of %s that block %s accesses has no bounds", orig.Name, blk.Name)
+	}
+	g := replace(s.f, blk, replaceBuffer(blk, orig, cache, true, write))
+	_, at2, _ := findBlock(g, blk.Name)
+	top2, _ := topLevel(g, at2)
+	if write {
+		g = insertTop(g, top2, false, &ast.Alloc{Buffer: cache})
+		g = insertTop(g, top2, true, nest)
+	} else {
+		g = insertTop(g, top2, false, &ast.Alloc{Buffer: cache}, nest)
+	}
+	g = ast.SimplifyFunc(g)
+	if err := s.commit(prim, g); err != nil {
+		return Block{}, err
+	}
+	out := s.blockHandle(blockName)
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Str(buf), Str(scope)}, Outputs: []string{out.rv}})
+	return out, nil
+}
+
+// replayBlockBufferScope decodes the arguments (block, buffer, scope) of
+// cache_read, cache_write and set_scope.
+func replayBlockBufferScope(args []any) (Block, string, string, error) {
+	b, err := argBlock(args[0])
+	if err != nil {
+		return Block{}, "", "", err
+	}
+	buf, err := argString(args[1])
+	if err != nil {
+		return Block{}, "", "", err
+	}
+	scope, err := argString(args[2])
+	return b, buf, scope, err
+}
+
+func init() {
+	for _, prim := range []string{"cache_read", "cache_write"} {
+		write := prim == "cache_write"
+		method := map[bool]string{false: "CacheRead", true: "CacheWrite"}[write]
+		register(prim, instKind{
+			args: 3,
+			replay: func(s *Schedule, args []any) error {
+				b, buf, scope, err := replayBlockBufferScope(args)
+				if err != nil {
+					return err
+				}
+				_, err = s.cache(prim, b, buf, scope, write)
+				return err
+			},
+			goCall: func(args []string) string {
+				return fmt.Sprintf("sch.%s(%s, %s, %s)", method, args[0], args[1], args[2])
+			},
+			outputs: "one",
+		})
+	}
 }

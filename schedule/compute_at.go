@@ -21,37 +21,23 @@ import (
 // not move past a block that overwrites its inputs.
 func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	const prim = "compute_at"
-	blk, at, err := s.block(prim, b)
-	if err != nil {
-		return err
-	}
 	if l.IsRoot() && l.s == s {
 		// The root location of SampleComputeLocation: stay in place.
+		if _, _, err := s.block(prim, b); err != nil {
+			return err
+		}
 		s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}})
 		return nil
 	}
-	loop, lat, err := s.loop(prim, l)
+	m, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
 	}
-	here := []ast.Node{blk, loop}
-	if slices.Contains(at, ast.Stmt(loop)) {
-		return illegal(prim, s.f, here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
-	}
-	if blk.Predicate != nil {
-		return illegal(prim, s.f, here, "block %s has a predicate that refers to its current loops", blk.Name)
-	}
+	blk, at, loop, lat, here, inLoop := m.blk, m.at, m.loop, m.lat, m.here, m.inLoop
 	if len(blk.Writes) == 0 {
 		return illegal(prim, s.f, here, "block %s writes nothing", blk.Name)
 	}
 	// Its consumers, all under the loop.
-	inLoop := map[*ast.ScheduleBlock]bool{}
-	ast.Inspect(loop, func(n ast.Node) bool {
-		if c, ok := n.(*ast.ScheduleBlock); ok {
-			inLoop[c] = true
-		}
-		return true
-	})
 	outputs := map[*ast.Buffer]bool{}
 	var consumers []*ast.ScheduleBlock
 	for _, w := range blk.Writes {
@@ -92,30 +78,24 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		if !ok {
 			return illegal(prim, s.f, here, "block %s writes %s at indices that are not its spatial iteration variables each once", blk.Name, w.Buffer.Name)
 		}
-		var need *poly.Set
+		var readers []*ast.ScheduleBlock
 		for _, c := range consumers {
-			if !readsBuffer(c, w.Buffer) {
-				continue
-			}
-			acc, err := p.Accessed(c.Name, w.Buffer, loop, false)
-			if err != nil {
-				return illegal(prim, s.f, here, "%v", err)
-			}
-			if need == nil {
-				need = &acc
-			} else {
-				u := poly.Union(*need, acc)
-				need = &u
+			if readsBuffer(c, w.Buffer) {
+				readers = append(readers, c)
 			}
 		}
-		if need == nil {
+		if len(readers) == 0 {
 			continue
+		}
+		need, err := unionOf(readers, func(c *ast.ScheduleBlock) (poly.Set, error) { return p.Accessed(c.Name, w.Buffer, loop, false) })
+		if err != nil {
+			return illegal(prim, s.f, here, "%v", err)
 		}
 		written, err := p.Footprint(blk.Name, w.Buffer, true)
 		if err != nil {
 			return illegal(prim, s.f, here, "%v", err)
 		}
-		clipped := poly.Intersect(*need, written)
+		clipped := poly.Intersect(need, written)
 		r, err := loopRanges(clipped, perm, vars, above)
 		if err != nil {
 			return illegal(prim, s.f, here, "the region of %s needed in loop %s: %v", w.Buffer.Name, loop.Var.Name, err)
@@ -152,6 +132,62 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	}
 	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}})
 	return nil
+}
+
+// move is what compute_at and reverse_compute_at resolve first: the block,
+// the loop it moves under, their places, and the blocks under the loop.
+type move struct {
+	blk    *ast.ScheduleBlock
+	at     place
+	loop   *ast.For
+	lat    place
+	here   []ast.Node
+	inLoop map[*ast.ScheduleBlock]bool
+}
+
+// moveTarget resolves the handles of compute_at or reverse_compute_at and
+// checks what both need: the block is not under the loop yet and has no
+// predicate (it refers to the loops the block leaves).
+func (s *Schedule) moveTarget(prim string, b Block, l Loop) (*move, error) {
+	blk, at, err := s.block(prim, b)
+	if err != nil {
+		return nil, err
+	}
+	loop, lat, err := s.loop(prim, l)
+	if err != nil {
+		return nil, err
+	}
+	m := &move{blk: blk, at: at, loop: loop, lat: lat, here: []ast.Node{blk, loop}, inLoop: map[*ast.ScheduleBlock]bool{}}
+	if slices.Contains(at, ast.Stmt(loop)) {
+		return nil, illegal(prim, s.f, m.here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
+	}
+	if blk.Predicate != nil {
+		return nil, illegal(prim, s.f, m.here, "block %s has a predicate that refers to its current loops", blk.Name)
+	}
+	ast.Inspect(loop, func(n ast.Node) bool {
+		if c, ok := n.(*ast.ScheduleBlock); ok {
+			m.inLoop[c] = true
+		}
+		return true
+	})
+	return m, nil
+}
+
+// unionOf returns the union of the sets fn gives for each block.
+func unionOf(blocks []*ast.ScheduleBlock, fn func(*ast.ScheduleBlock) (poly.Set, error)) (poly.Set, error) {
+	var out poly.Set
+	for i, b := range blocks {
+		s, err := fn(b)
+		if err != nil {
+			return poly.Set{}, err
+		}
+		if i == 0 {
+			out = s
+		} else {
+			out = poly.Union(out, s)
+		}
+	}
+	return out, nil
 }
 
 // spatialIndex returns, for each dimension of region w, the spatial

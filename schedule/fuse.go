@@ -17,13 +17,9 @@ func (s *Schedule) Fuse(loops ...Loop) (Loop, error) {
 	if len(loops) < 2 {
 		return Loop{}, badArg(prim, s.f, nil, "fuse needs at least two loops, got %d", len(loops))
 	}
-	fs := make([]*ast.For, len(loops))
-	for i, l := range loops {
-		f, _, err := s.loop(prim, l)
-		if err != nil {
-			return Loop{}, err
-		}
-		fs[i] = f
+	fs, _, err := s.loops(prim, loops)
+	if err != nil {
+		return Loop{}, err
 	}
 	at := nodes(fs...)
 	for i, f := range fs {
@@ -70,11 +66,7 @@ func (s *Schedule) Fuse(loops ...Loop) (Loop, error) {
 		return Loop{}, err
 	}
 	out := s.loopHandle(fv.Name)
-	args := make([]Arg, len(loops))
-	for i, l := range loops {
-		args[i] = Ref(l.rv)
-	}
-	s.record(Inst{Kind: prim, Args: args, Outputs: []string{out.rv}})
+	s.record(Inst{Kind: prim, Args: loopArgs(loops), Outputs: []string{out.rv}})
 	return out, nil
 }
 
@@ -107,15 +99,11 @@ func init() {
 	register("fuse", instKind{
 		args: -1,
 		replay: func(s *Schedule, args []any) error {
-			ls := make([]Loop, len(args))
-			for i, a := range args {
-				l, err := argLoop(a)
-				if err != nil {
-					return err
-				}
-				ls[i] = l
+			ls, err := argLoops(args)
+			if err != nil {
+				return err
 			}
-			_, err := s.Fuse(ls...)
+			_, err = s.Fuse(ls...)
 			return err
 		},
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.Fuse(%s)", strings.Join(args, ", ")) },

@@ -384,3 +384,38 @@ func blockNames(f *ast.Func) map[string]bool {
 	}
 	return out
 }
+
+// usesVar reports whether e uses the variable named name.
+func usesVar(e ast.Expr, name string) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if v, ok := n.(*ast.Var); ok && v.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// loops resolves several loop handles.
+func (s *Schedule) loops(prim string, ls []Loop) ([]*ast.For, []place, error) {
+	fs := make([]*ast.For, len(ls))
+	ps := make([]place, len(ls))
+	for i, l := range ls {
+		f, p, err := s.loop(prim, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		fs[i], ps[i] = f, p
+	}
+	return fs, ps, nil
+}
+
+// loopArgs returns trace arguments referring to loop handles.
+func loopArgs(ls []Loop) []Arg {
+	args := make([]Arg, len(ls))
+	for i, l := range ls {
+		args[i] = Ref(l.rv)
+	}
+	return args
+}

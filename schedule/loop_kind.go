@@ -58,14 +58,7 @@ func crossThreadReduction(d *poly.Dependence, loop *ast.For) bool {
 		return false
 	}
 	for _, it := range d.Source.Block.Iters {
-		uses := false
-		ast.Inspect(it.Binding, func(n ast.Node) bool {
-			if v, ok := n.(*ast.Var); ok && v.Name == loop.Var.Name {
-				uses = true
-			}
-			return !uses
-		})
-		if uses && it.Kind != ast.Reduce {
+		if usesVar(it.Binding, loop.Var.Name) && it.Kind != ast.Reduce {
 			return false
 		}
 	}

@@ -19,19 +19,14 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 	if len(loops) < 2 {
 		return badArg(prim, s.f, nil, "reorder needs at least two loops, got %d", len(loops))
 	}
-	fs := make([]*ast.For, len(loops))
-	places := make([]place, len(loops))
-	for i, l := range loops {
-		f, p, err := s.loop(prim, l)
-		if err != nil {
-			return err
+	fs, places, err := s.loops(prim, loops)
+	if err != nil {
+		return err
+	}
+	for i, f := range fs {
+		if slices.Contains(fs[:i], f) {
+			return badArg(prim, s.f, nodes(f), "loop %s is given twice", f.Var.Name)
 		}
-		for _, g := range fs[:i] {
-			if g == f {
-				return badArg(prim, s.f, nodes(f), "loop %s is given twice", f.Var.Name)
-			}
-		}
-		fs[i], places[i] = f, p
 	}
 	// The deepest loop's place holds the whole chain.
 	deepest := 0
@@ -42,12 +37,11 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 	}
 	path := places[deepest]
 	top := len(path)
-	for i, f := range fs {
+	for _, f := range fs {
 		k := slices.Index(path, ast.Stmt(f))
 		if k < 0 {
 			return illegal(prim, s.f, nodes(f, fs[deepest]), "loops %s and %s are not nested one inside the other", f.Var.Name, fs[deepest].Var.Name)
 		}
-		_ = i
 		top = min(top, k)
 	}
 	bottom := slices.Index(path, ast.Stmt(fs[deepest]))
@@ -93,11 +87,7 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 	if err := s.commit(prim, g); err != nil {
 		return err
 	}
-	args := make([]Arg, len(loops))
-	for i, l := range loops {
-		args[i] = Ref(l.rv)
-	}
-	s.record(Inst{Kind: prim, Args: args})
+	s.record(Inst{Kind: prim, Args: loopArgs(loops)})
 	return nil
 }
 
@@ -105,13 +95,9 @@ func init() {
 	register("reorder", instKind{
 		args: -1,
 		replay: func(s *Schedule, args []any) error {
-			ls := make([]Loop, len(args))
-			for i, a := range args {
-				l, err := argLoop(a)
-				if err != nil {
-					return err
-				}
-				ls[i] = l
+			ls, err := argLoops(args)
+			if err != nil {
+				return err
 			}
 			return s.Reorder(ls...)
 		},

@@ -22,28 +22,11 @@ import (
 // keep their order.
 func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	const prim = "reverse_compute_at"
-	blk, at, err := s.block(prim, b)
+	m, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
 	}
-	loop, lat, err := s.loop(prim, l)
-	if err != nil {
-		return err
-	}
-	here := []ast.Node{blk, loop}
-	if slices.Contains(at, ast.Stmt(loop)) {
-		return illegal(prim, s.f, here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
-	}
-	if blk.Predicate != nil {
-		return illegal(prim, s.f, here, "block %s has a predicate that refers to its current loops", blk.Name)
-	}
-	inLoop := map[*ast.ScheduleBlock]bool{}
-	ast.Inspect(loop, func(n ast.Node) bool {
-		if c, ok := n.(*ast.ScheduleBlock); ok {
-			inLoop[c] = true
-		}
-		return true
-	})
+	blk, at, loop, lat, here, inLoop := m.blk, m.at, m.loop, m.lat, m.here, m.inLoop
 	var buf *ast.Buffer
 	var producers []*ast.ScheduleBlock
 	for _, r := range blk.Reads {
@@ -84,40 +67,22 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	if err != nil {
 		return illegal(prim, s.f, here, "%v", err)
 	}
-	var written *poly.Set
-	for _, p := range producers {
-		w, err := pm.Footprint(p.Name, buf, true)
-		if err != nil {
-			return illegal(prim, s.f, here, "%v", err)
-		}
-		if written == nil {
-			written = &w
-		} else {
-			u := poly.Union(*written, w)
-			written = &u
-		}
+	written, err := unionOf(producers, func(p *ast.ScheduleBlock) (poly.Set, error) { return pm.Footprint(p.Name, buf, true) })
+	if err != nil {
+		return illegal(prim, s.f, here, "%v", err)
 	}
-	covered, err := poly.Subset(read, *written)
+	covered, err := poly.Subset(read, written)
 	if err != nil || !covered {
 		return illegal(prim, s.f, []ast.Node{blk, loop, producers[0]}, "block %s reads parts of %s that the blocks under loop %s do not write", blk.Name, buf.Name, loop.Var.Name)
 	}
 	// The part produced in one iteration gives b's ranges.
-	var region *poly.Set
-	for _, p := range producers {
-		acc, err := pm.Accessed(p.Name, buf, loop, true)
-		if err != nil {
-			return illegal(prim, s.f, here, "%v", err)
-		}
-		if region == nil {
-			region = &acc
-		} else {
-			u := poly.Union(*region, acc)
-			region = &u
-		}
+	region, err := unionOf(producers, func(p *ast.ScheduleBlock) (poly.Set, error) { return pm.Accessed(p.Name, buf, loop, true) })
+	if err != nil {
+		return illegal(prim, s.f, here, "%v", err)
 	}
 	above := lat.loops()
 	vars := scopeVars(s.f, above)
-	ranges, err := loopRanges(*region, perm, vars, above)
+	ranges, err := loopRanges(region, perm, vars, above)
 	if err != nil {
 		return illegal(prim, s.f, here, "the region of %s produced in loop %s: %v", buf.Name, loop.Var.Name, err)
 	}

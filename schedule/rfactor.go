@@ -59,16 +59,7 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	}
 	// Loops binding reduce variables, and the spatial bindings' loops.
 	loopsAbove := at.loops()
-	usesLoop := func(e ast.Expr, lp *ast.For) bool {
-		found := false
-		ast.Inspect(e, func(n ast.Node) bool {
-			if v, ok := n.(*ast.Var); ok && v.Name == lp.Var.Name {
-				found = true
-			}
-			return !found
-		})
-		return found
-	}
+	usesLoop := func(e ast.Expr, lp *ast.For) bool { return usesVar(e, lp.Var.Name) }
 	var reduceLoops []*ast.For
 	for _, lp := range loopsAbove {
 		spatial, reduce := false, false

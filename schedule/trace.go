@@ -397,3 +397,15 @@ func argList(x any) ([]any, error) {
 	}
 	return nil, fmt.Errorf("want a list, got %T", x)
 }
+
+func argLoops(args []any) ([]Loop, error) {
+	ls := make([]Loop, len(args))
+	for i, a := range args {
+		l, err := argLoop(a)
+		if err != nil {
+			return nil, err
+		}
+		ls[i] = l
+	}
+	return ls, nil
+}
