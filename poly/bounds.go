@@ -220,7 +220,10 @@ func (s Set) tighten(d int, b Bound) Bound {
 		return b
 	}
 	// Find the extreme v in [c, sample] (lower) or [sample, c] (upper): the
-	// first v with a point at or beyond it.
+	// first v with a point at or beyond it. A test the solver cannot decide
+	// counts as "a point beyond", which keeps the bound valid but no longer
+	// exact.
+	decided := true
 	beyond := func(v Int) bool { // some point has dim d <= v (lower) or >= v (upper)
 		r := newRow(len(s.Dims))
 		if b.Lower {
@@ -228,7 +231,9 @@ func (s Set) tighten(d int, b Bound) Bound {
 		} else {
 			r[0], r[d+1] = v.Neg(), IntOf(1) // x_d - v >= 0
 		}
-		return !Intersect(s, s.withConstraint(r)).IsEmpty()
+		empty, ok := Intersect(s, s.withConstraint(r)).decide()
+		decided = decided && ok
+		return !empty
 	}
 	lo, hi := c, dims[d]
 	if !b.Lower {
@@ -251,7 +256,7 @@ func (s Set) tighten(d int, b Bound) Bound {
 			}
 		}
 	}
-	return Bound{Lower: b.Lower, Parts: [][]Aff{{{Const: lo, Div: IntOf(1)}}}, Exact: true}
+	return Bound{Lower: b.Lower, Parts: [][]Aff{{{Const: lo, Div: IntOf(1)}}}, Exact: decided}
 }
 
 // withConstraint returns the universe of s's space cut by r >= 0 (r over

@@ -17,6 +17,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the deps sections of testdata/poly/deps (review the diff: they are expectations)")
 
+// long runs the randomized tests at full size (go test ./poly -long).
+var long = flag.Bool("long", false, "run the randomized tests at full size")
+
 func section(ar *txtar.Archive, name string) (string, bool) {
 	for _, f := range ar.Files {
 		if f.Name == name {

@@ -79,8 +79,47 @@ func Extract(f *ast.Func) (*Program, error) {
 		p.Params = append(p.Params, s.Name)
 	}
 	w := &walker{prog: p}
-	w.stmt(f.Body)
+	if err := w.walk(f.Body); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// walk models s, refusing what the model cannot hold: every access must be
+// in the init or body of a leaf block, where its block's declared regions
+// cover it. A store outside one, or a load in a loop bound, an if
+// condition, or a block's predicate, bindings or domain, would otherwise
+// be missing from the dependences.
+func (w *walker) walk(s ast.Stmt) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			u, ok := r.(unmodelled)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: %s", ErrUnsupported, string(u))
+		}
+	}()
+	w.stmt(s)
+	return nil
+}
+
+// unmodelled carries the reason Extract refuses a function.
+type unmodelled string
+
+// noLoads refuses a load in an expression that controls statements.
+func noLoads(what string, exprs ...ast.Expr) {
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		ast.Inspect(e, func(n ast.Node) bool {
+			if l, ok := n.(*ast.Load); ok {
+				panic(unmodelled(fmt.Sprintf("%s reads buffer %s; dependences through it are not modelled", what, l.Buffer.Name)))
+			}
+			return true
+		})
+	}
 }
 
 // context is what the walker knows at a statement: the loops around it,
@@ -107,6 +146,7 @@ type walker struct {
 func (w *walker) stmt(s ast.Stmt) {
 	switch s := s.(type) {
 	case *ast.For:
+		noLoads("the bounds of loop "+s.Var.Name, s.Min, s.Extent)
 		saved := w.ctx
 		w.ctx.loops = append(slices.Clone(w.ctx.loops), s)
 		w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{loop: s})
@@ -120,6 +160,7 @@ func (w *walker) stmt(s ast.Stmt) {
 			w.ctx = saved
 		}
 	case *ast.IfThenElse:
+		noLoads("an if condition", s.Cond)
 		saved := w.ctx
 		w.ctx.conds = append(slices.Clone(w.ctx.conds), cond{e: s.Cond})
 		w.ctx.path = append(slices.Clone(w.ctx.path), pathElem{pos: 0})
@@ -132,6 +173,10 @@ func (w *walker) stmt(s ast.Stmt) {
 			w.ctx = saved
 		}
 	case *ast.ScheduleBlock:
+		noLoads("the predicate of block "+s.Name, s.Predicate)
+		for _, it := range s.Iters {
+			noLoads("the binding or domain of "+s.Name+"."+it.Var.Name, it.Binding, it.Dom.Min, it.Dom.Extent)
+		}
 		if !hasNestedBlock(s) {
 			w.prog.Blocks = append(w.prog.Blocks, w.instances(s))
 			return
@@ -148,7 +193,9 @@ func (w *walker) stmt(s ast.Stmt) {
 			}
 		}
 		w.ctx = saved
-	case *ast.Store, *ast.Alloc:
+	case *ast.Store:
+		panic(unmodelled(fmt.Sprintf("a store to %s outside a leaf block; only leaf blocks' accesses are modelled", s.Buffer.Name)))
+	case *ast.Alloc:
 	default:
 		panic(fmt.Sprintf("poly.Extract: unexpected statement %T", s))
 	}

@@ -246,7 +246,8 @@ func (m Map) inToParams(n int) Map {
 type Violation struct {
 	Dep *Dependence
 	// Source and Sink are iteration vectors (values of the blocks'
-	// iteration variables) of a pair that now runs in the wrong order.
+	// iteration variables) of a pair that now runs in the wrong order; nil
+	// when the pair could not be computed within the solver's budget.
 	Source, Sink []Int
 }
 
@@ -314,11 +315,16 @@ func (p *Program) ViolationsKeeping(g *Program, keep map[string][]string) ([]*Vi
 				continue
 			}
 			bad := IntersectMap(rel, wrong)
+			if bad.IsEmpty() {
+				continue
+			}
+			v := &Violation{Dep: d}
 			if _, in, outv, ok := bad.Sample(); ok {
 				ns, nt := len(s.Block.Iters), len(t.Block.Iters)
-				out = append(out, &Violation{Dep: d, Source: in[len(in)-ns:], Sink: outv[len(outv)-nt:]})
-				break
+				v.Source, v.Sink = in[len(in)-ns:], outv[len(outv)-nt:]
 			}
+			out = append(out, v)
+			break
 		}
 	}
 	return out, nil

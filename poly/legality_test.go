@@ -1,6 +1,7 @@
 package poly
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -236,6 +237,66 @@ func TestWidth(t *testing.T) {
 		w := s.Width(0, []string{"io", "i", "j", "k"})
 		if w.String() != c.want {
 			t.Errorf("%s: width %s (exact %v), want %s", c.src, w, w.Exact, c.want)
+		}
+	}
+}
+
+// TestExtractRefusesUnmodelledAccesses: accesses the model cannot hold
+// (they are not in a leaf block's init or body) make Extract fail, so that
+// no dependence through them goes missing and no loop is called parallel
+// because of it.
+func TestExtractRefusesUnmodelledAccesses(t *testing.T) {
+	for name, src := range map[string]string{
+		"store in an outer block": `func f(A: float32[4]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      ScheduleBlock(O) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4))
+        reads(A[0])
+        writes(A[0])
+        A[0] = float32(vi)
+        ScheduleBlock(I) {
+          reads(A[0])
+          writes(A[1])
+          A[1] = A[0]
+        }
+      }
+    }
+  }
+}`,
+		"store outside blocks": `func f(A: float32[5]) {
+  serial for (i, 0, 4) {
+    A[i + 1] = A[i]
+  }
+}`,
+		"load in a predicate": `func f(M: float32[5], B: float32[4]) {
+  ScheduleBlock(root) {
+    reads(M[0:+5])
+    serial for (i, 0, 4) {
+      ScheduleBlock(W) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4))
+        writes(M[vi + 1])
+        M[vi + 1] = 1.0f
+      }
+      ScheduleBlock(I) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4))
+        predicate(M[i] > 0.0f)
+        writes(B[vi])
+        B[vi] = 2.0f
+      }
+    }
+  }
+}`,
+	} {
+		f, err := ast.Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := Extract(f); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: Extract returned %v, want an error wrapping ErrUnsupported", name, err)
 		}
 	}
 }

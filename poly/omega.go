@@ -20,22 +20,56 @@ package poly
 // comes with a point that can be checked against the original constraints.
 
 // sample returns an integer point satisfying s, or false if there is none.
+//
+// The Omega test takes exponential time on some systems (dense ones with
+// large coefficients, which loop nests do not produce). A system it cannot
+// decide within maxSolveWork steps counts as non-empty: sample returns true
+// with no point. Every caller takes "non-empty" as the cautious answer
+// (a dependence that may exist, a bound that stays loose, a piece that is
+// kept), so the budget costs precision, never soundness.
 func (s *system) sample() ([]Int, bool) {
-	return solve(s)
+	var sv solver
+	x, ok := sv.solve(s)
+	if sv.exhausted {
+		return nil, true
+	}
+	return x, ok
 }
 
-func solve(s *system) ([]Int, bool) {
+// maxSolveWork bounds the work of one decision: the coefficients of every
+// system visited, summed (about half a second here). Random boxed systems
+// of four variables need at most a quarter of it, loom's dependence and
+// legality questions a few thousandths.
+const maxSolveWork = 1 << 21
+
+// solver counts the work of one decision.
+type solver struct {
+	// steps is the number of systems visited so far.
+	steps     int64
+	work      int64 // coefficients visited so far
+	exhausted bool
+}
+
+func (sv *solver) solve(s *system) ([]Int, bool) {
+	sv.steps++
+	sv.work += int64((len(s.ineqs) + len(s.eqs)) * (s.n + 1))
+	if sv.work > maxSolveWork {
+		sv.exhausted = true
+	}
+	if sv.exhausted {
+		return nil, false // unwinds at once; sample reports "undecided"
+	}
 	t, ok := s.normalized()
 	if !ok {
 		return nil, false
 	}
 	if len(t.eqs) > 0 {
-		return t.solveEquality()
+		return sv.solveEquality(t)
 	}
 	if t.n == 0 {
 		return []Int{}, true
 	}
-	return t.solveInequalities()
+	return sv.solveInequalities(t)
 }
 
 // normalized returns a copy of s in which each constraint is divided by the
@@ -165,7 +199,7 @@ func (r row) signNormalized() row {
 }
 
 // solveEquality eliminates one variable using an equality.
-func (s *system) solveEquality() ([]Int, bool) {
+func (sv *solver) solveEquality(s *system) ([]Int, bool) {
 	// The equality and variable with the smallest coefficient.
 	best, bestVar := -1, -1
 	var bestAbs Int
@@ -185,7 +219,7 @@ func (s *system) solveEquality() ([]Int, bool) {
 		// x_k = -(e - a_k x_k) / a_k, and 1/a_k = a_k for a_k = ±1.
 		sub := e.scaled(e.coef(k).Neg())
 		sub[k+1] = Int{}
-		return s.substituteAndSolve(k, sub, 0)
+		return sv.substituteAndSolve(s, k, sub, 0)
 	}
 	// Mod-hat step: with m = |a_k| + 1, the new variable σ satisfies
 	//   m σ = Σ modhat(a_i, m) x_i + modhat(c, m),
@@ -205,7 +239,7 @@ func (s *system) solveEquality() ([]Int, bool) {
 	for _, r := range s.ineqs {
 		wide.ineqs = append(wide.ineqs, r.addCols(1))
 	}
-	return wide.substituteAndSolve(k, sub, 1)
+	return sv.substituteAndSolve(wide, k, sub, 1)
 }
 
 // modHat returns a - m*floor(a/m + 1/2), the residue of a modulo m in
@@ -218,7 +252,7 @@ func modHat(a, m Int) Int {
 // substituteAndSolve replaces variable k by sub everywhere, solves the
 // smaller system, and computes x_k back. The last extra variables of s are
 // auxiliary (added by the mod-hat step) and are dropped from the result.
-func (s *system) substituteAndSolve(k int, sub row, extra int) ([]Int, bool) {
+func (sv *solver) substituteAndSolve(s *system, k int, sub row, extra int) ([]Int, bool) {
 	t := &system{n: s.n - 1}
 	for _, r := range s.eqs {
 		t.eqs = append(t.eqs, r.substitute(k, sub))
@@ -226,7 +260,7 @@ func (s *system) substituteAndSolve(k int, sub row, extra int) ([]Int, bool) {
 	for _, r := range s.ineqs {
 		t.ineqs = append(t.ineqs, r.substitute(k, sub))
 	}
-	x, ok := solve(t)
+	x, ok := sv.solve(t)
 	if !ok {
 		return nil, false
 	}
@@ -310,7 +344,7 @@ func shadow(lower, upper []row, k int, slack func(a, b Int) Int) []row {
 func darkSlack(a, b Int) Int { return a.Sub(IntOf(1)).Mul(b.Sub(IntOf(1))) }
 
 // solveInequalities eliminates one variable from a system of inequalities.
-func (s *system) solveInequalities() ([]Int, bool) {
+func (sv *solver) solveInequalities(s *system) ([]Int, bool) {
 	k, exact := s.chooseVariable()
 	lower, upper, rest := s.bounds(k)
 	reduced := func(extra []row) *system {
@@ -322,16 +356,16 @@ func (s *system) solveInequalities() ([]Int, bool) {
 		return t
 	}
 	if exact {
-		x, ok := solve(reduced(shadow(lower, upper, k, nil)))
+		x, ok := sv.solve(reduced(shadow(lower, upper, k, nil)))
 		if !ok {
 			return nil, false
 		}
 		return pickBetween(x, k, lower, upper), true
 	}
-	if _, ok := solve(reduced(shadow(lower, upper, k, nil))); !ok {
+	if _, ok := sv.solve(reduced(shadow(lower, upper, k, nil))); !ok || sv.exhausted {
 		return nil, false // not even the real shadow has an integer point
 	}
-	if x, ok := solve(reduced(shadow(lower, upper, k, darkSlack))); ok {
+	if x, ok := sv.solve(reduced(shadow(lower, upper, k, darkSlack))); ok {
 		return pickBetween(x, k, lower, upper), true
 	}
 	// The grey shadow: any solution lies close above some lower bound,
@@ -349,8 +383,11 @@ func (s *system) solveInequalities() ([]Int, bool) {
 			eq := l.clone()
 			eq[0] = eq[0].Sub(i)
 			t := &system{n: s.n, eqs: []row{eq}, ineqs: s.ineqs}
-			if x, ok := solve(t); ok {
+			if x, ok := sv.solve(t); ok {
 				return x, true
+			}
+			if sv.exhausted {
+				return nil, false
 			}
 		}
 	}
@@ -375,13 +412,16 @@ func pickBetween(x []Int, k int, lower, upper []row) []Int {
 		full[k] = best
 		return full
 	}
+	var best Int
 	for i, u := range upper {
-		// -b x_k + rest >= 0  =>  x_k <= floor(rest / b)
+		// -b x_k + rest >= 0  =>  x_k <= floor(rest / b), with x_k = 0 in
+		// full while the bounds are evaluated.
 		b := u.coef(k).Neg()
 		v := u.eval(full).FloorDiv(b)
-		if i == 0 || v.Cmp(full[k]) < 0 {
-			full[k] = v
+		if i == 0 || v.Cmp(best) < 0 {
+			best = v
 		}
 	}
+	full[k] = best
 	return full
 }

@@ -162,3 +162,89 @@ func TestOmegaBigCoefficients(t *testing.T) {
 		t.Error("parsed big-coefficient equality should be empty")
 	}
 }
+
+// TestOmegaSampleWithUpperBoundsOnly: a variable bounded only from above
+// gets a value below every upper bound, each bound evaluated at the same
+// partial point.
+func TestOmegaSampleWithUpperBoundsOnly(t *testing.T) {
+	s := MustParseSet("{ [x, y] : x <= -1 and 2x - y <= -5 and 0 <= y <= 10 }")
+	_, dims, ok := s.Sample()
+	x, _ := dims[0].Int64()
+	y, _ := dims[1].Int64()
+	if !ok || !s.Contains(nil, []int64{x, y}) {
+		t.Errorf("sample %v (ok %v) is not in %v", dims, ok, s)
+	}
+}
+
+// TestOmegaPlantedPoints: systems built around a known integer point, with
+// coefficients up to 30 and directions left unbounded, are never found
+// empty, and every sample satisfies its system.
+func TestOmegaPlantedPoints(t *testing.T) {
+	n := 300
+	if *long {
+		n = 20000
+	}
+	r := rand.New(rand.NewPCG(11, 13))
+	undecided := 0
+	for iter := 0; iter < n; iter++ {
+		vars := 1 + r.IntN(5)
+		p := make([]Int, vars)
+		for i := range p {
+			p[i] = IntOf(r.Int64N(201) - 100)
+		}
+		s := &system{n: vars}
+		for c := 1 + r.IntN(2*vars+2); c > 0; c-- {
+			x := newRow(vars)
+			for i := 1; i <= vars; i++ {
+				if r.IntN(3) > 0 {
+					x[i] = IntOf(r.Int64N(61) - 30)
+				}
+			}
+			// Make the row hold at p, with a little slack.
+			x[0] = x.eval(p).Neg().Add(IntOf(r.Int64N(4)))
+			if r.IntN(6) == 0 {
+				x[0] = x[0].Sub(x.eval(p)) // exact: an equality through p
+				s.eqs = append(s.eqs, x)
+			} else {
+				s.ineqs = append(s.ineqs, x)
+			}
+		}
+		x, ok := s.sample()
+		switch {
+		case !ok:
+			t.Fatalf("system %d holds at %v but was found empty:\n%v", iter, p, s)
+		case x == nil:
+			undecided++
+		case !s.satisfied(x):
+			t.Fatalf("system %d: sample %v does not satisfy it:\n%v", iter, x, s)
+		}
+	}
+	// Such dense systems are far harder than any loop nest's; a few may
+	// exhaust the step budget.
+	t.Logf("%d of %d systems undecided", undecided, n)
+	if undecided > n/50 {
+		t.Errorf("%d of %d systems undecided", undecided, n)
+	}
+}
+
+// TestOmegaBudget: a dense system on which the grey-shadow search explodes
+// is answered within the step budget, cautiously (non-empty) if undecided.
+func TestOmegaBudget(t *testing.T) {
+	s := &system{n: 5, ineqs: []row{
+		ints(4, -5, 0, 12, -14, -1), ints(-71, 0, -18, 11, -10, -16), ints(-193, -1, 0, 0, -15, 0),
+		ints(381, -4, 14, -9, 19, 7), ints(167, -16, 4, -17, -3, 0), ints(23, 0, 0, 10, 0, 3),
+		ints(447, 1, 5, 18, 0, -12), ints(26, -10, -8, 0, 0, 0), ints(115, 0, -3, -7, 16, 0),
+		ints(-41, 10, 0, 16, 0, 0),
+	}}
+	x, ok := s.sample()
+	if !ok {
+		// Decided empty: then no point in a generous box either.
+		if bruteForce(s, 12) {
+			t.Fatal("found empty, but enumeration finds a point")
+		}
+		return
+	}
+	if x != nil && !s.satisfied(x) {
+		t.Fatalf("sample %v does not satisfy the system", x)
+	}
+}

@@ -39,6 +39,13 @@ func format(params []string, inName string, in []string, outName string, out []s
 	}
 	in, out = unique(in), unique(out)
 	b.WriteString("{ ")
+	if len(parts) == 0 { // empty: keep the space's shape
+		if isMap {
+			b.WriteString(inName + "[" + strings.Join(in, ", ") + "] -> ")
+		}
+		b.WriteString(outName + "[" + strings.Join(out, ", ") + "] : false }")
+		return b.String()
+	}
 	for i, part := range parts {
 		if i > 0 {
 			b.WriteString("; ")

@@ -49,7 +49,10 @@ func UniverseMap(params []string, inName string, in []string, outName string, ou
 func (s Set) NumParts() int { return len(s.parts) }
 
 // IsEmpty reports whether s has no integer point, for any parameter values.
-// The test is exact.
+// The test is exact, but for systems too hard to decide within the Omega
+// test's step budget (dense constraints with large coefficients, which loop
+// nests do not produce): those count as non-empty, the cautious answer for
+// every question loom asks.
 func (s Set) IsEmpty() bool {
 	for _, b := range s.parts {
 		if !b.isEmpty() {
@@ -59,15 +62,33 @@ func (s Set) IsEmpty() bool {
 	return true
 }
 
+// decide reports whether s is empty, and whether the solver decided it
+// within its budget (when it did not, empty is false).
+func (s Set) decide() (empty, decided bool) {
+	decided = true
+	for _, b := range s.parts {
+		x, ok := b.sample()
+		if ok && x != nil {
+			return false, true
+		}
+		if ok {
+			decided = false
+		}
+	}
+	return decided, decided
+}
+
 // IsEmpty reports whether m relates no pair of tuples, for any parameter
 // values.
 func (m Map) IsEmpty() bool { return Set{parts: m.parts}.IsEmpty() }
 
 // Sample returns the values of the parameters and dimensions of some point
-// of s, and false if s is empty.
+// of s, and false if s is empty. It also returns false, rarely, for a
+// non-empty set too hard to decide (see IsEmpty), so false alone does not
+// prove emptiness: ask IsEmpty for that.
 func (s Set) Sample() (params, dims []Int, ok bool) {
 	for _, b := range s.parts {
-		if x, ok := b.sample(); ok {
+		if x, ok := b.sample(); ok && x != nil {
 			return x[:b.nParam], x[b.nParam : b.nParam+b.nOut], true
 		}
 	}
@@ -75,10 +96,11 @@ func (s Set) Sample() (params, dims []Int, ok bool) {
 }
 
 // Sample returns the values of the parameters, inputs and outputs of some
-// pair in m, and false if m is empty.
+// pair in m, and false if m is empty (or, like Set.Sample, too hard to
+// decide).
 func (m Map) Sample() (params, in, out []Int, ok bool) {
 	for _, b := range m.parts {
-		if x, ok := b.sample(); ok {
+		if x, ok := b.sample(); ok && x != nil {
 			return x[:b.nParam], x[b.nParam : b.nParam+b.nIn], x[b.nParam+b.nIn : b.nParam+b.nIn+b.nOut], true
 		}
 	}
@@ -264,7 +286,11 @@ func (m Map) Domain() Set { return m.Reverse().Range() }
 
 // Wrap returns m as a set of tuples (inputs followed by outputs).
 func (m Map) Wrap() Set {
-	out := Set{Params: m.Params, Name: m.InName + "->" + m.OutName, Dims: append(slices.Clone(m.In), m.Out...)}
+	name := m.InName + "_" + m.OutName // a name the text form can spell
+	if m.InName == "" && m.OutName == "" {
+		name = ""
+	}
+	out := Set{Params: m.Params, Name: name, Dims: append(slices.Clone(m.In), m.Out...)}
 	for _, b := range m.parts {
 		c := b.clone()
 		c.nOut, c.nIn = b.nIn+b.nOut, 0

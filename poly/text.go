@@ -399,6 +399,7 @@ func (p *textParser) atom() []conj {
 		return []conj{{eqs: []lin{constLin(IntOf(1))}}}
 	case p.got("exists"):
 		p.want("(")
+		var bound []string
 		for {
 			t := p.peek()
 			if !isName(t) {
@@ -409,6 +410,7 @@ func (p *textParser) atom() []conj {
 			}
 			p.i++
 			p.names[t] = p.newLocal()
+			bound = append(bound, t)
 			if !p.got(",") {
 				break
 			}
@@ -416,6 +418,9 @@ func (p *textParser) atom() []conj {
 		p.want(":")
 		ds := p.formula()
 		p.want(")")
+		for _, t := range bound { // out of scope after the parenthesis
+			delete(p.names, t)
+		}
 		return ds
 	case p.peek() == "(":
 		// Either a parenthesized formula or a comparison whose first
