@@ -1,0 +1,456 @@
+package llvm
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+	"github.com/loom-go/loom/ast"
+)
+
+// emitter walks a function's statements and appends their LLVM IR to the
+// function being built (the kernel, or a parallel loop's outlined body).
+type emitter struct {
+	m    *Module
+	f    *ast.Func
+	decl map[string]*ir.Func // declared or defined helpers by name
+
+	// The function being built.
+	fn     *ir.Func
+	entry  *ir.Block   // holds the allocas of fn
+	b      *ir.Block   // where the next instruction goes
+	exit   *ir.Block   // the block that returns from fn
+	status value.Value // i32* the status word of the kernel call
+	names  map[string]int
+
+	env  map[string]lanes        // integer variables in scope, as i64
+	bufs map[*ast.Buffer]*buffer // buffers in scope
+
+	width     int         // lanes of the vectorized loop being emitted; 0 in scalar code
+	mask      value.Value // <width x i1> the active lanes; nil when all are
+	parallel  bool        // inside the outlined body of a parallel loop
+	nOutlined int
+}
+
+// buffer is a buffer in scope: a pointer to its first element and the
+// row-major stride of each dimension, in elements.
+type buffer struct {
+	ast     *ast.Buffer
+	ptr     value.Value
+	strides []value.Value // i64 values, constants where the shape is constant
+}
+
+// bailout carries an *Error out of the emitter's recursion.
+type bailout struct{ err *Error }
+
+func internalf(format string, args ...any) bailout {
+	return bailout{&Error{Reason: "internal error: " + fmt.Sprintf(format, args...)}}
+}
+
+func (e *emitter) unsupported(n ast.Node, format string, args ...any) {
+	panic(bailout{&Error{Func: e.f, Node: n, Err: ErrUnsupported, Reason: fmt.Sprintf(format, args...)}})
+}
+
+func newEmitter(m *Module) *emitter {
+	return &emitter{m: m, f: m.Func, decl: map[string]*ir.Func{}}
+}
+
+// newBlock appends a basic block named after hint to the current function.
+func (e *emitter) newBlock(hint string) *ir.Block {
+	return e.fn.NewBlock(e.localName(hint))
+}
+
+// localName returns hint, made unique among the local names (values and
+// blocks) of the current function.
+func (e *emitter) localName(hint string) string {
+	for {
+		n := e.names[hint]
+		e.names[hint] = n + 1
+		name := hint
+		if n > 0 {
+			name = fmt.Sprintf("%s.%d", hint, n)
+		}
+		if n == 0 || e.names[name] == 0 {
+			if n > 0 {
+				e.names[name] = 1
+			}
+			return name
+		}
+	}
+}
+
+// remark notes where lowering did less than the schedule asked.
+func (e *emitter) remark(format string, args ...any) {
+	e.m.Remarks = append(e.m.Remarks, fmt.Sprintf(format, args...))
+}
+
+// kernel emits the kernel function.
+func (e *emitter) kernel() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(bailout)
+			if !ok {
+				panic(r)
+			}
+			if b.err.Func == nil && b.err.Node != nil {
+				b.err.Func = e.f
+			}
+			err = b.err
+		}
+	}()
+	var params []*ir.Param
+	for _, s := range e.f.Sizes {
+		params = append(params, ir.NewParam(s.Name, types.I64))
+	}
+	for _, b := range e.f.Params {
+		p := ir.NewParam(b.Name, types.NewPointer(memType(b.DType)))
+		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
+		params = append(params, p)
+	}
+	fn := e.m.IR.NewFunc(e.m.Symbol, types.I32, params...)
+	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
+	e.begin(fn)
+	status := e.entry.NewAlloca(types.I32)
+	status.LocalName = e.localName("status")
+	e.status = status
+	e.entry.NewStore(i32(0), e.status)
+	e.env = map[string]lanes{}
+	e.bufs = map[*ast.Buffer]*buffer{}
+	for i, s := range e.f.Sizes {
+		e.env[s.Name] = uniform(fn.Params[i])
+	}
+	for i, b := range e.f.Params {
+		e.declare(b, fn.Params[len(e.f.Sizes)+i])
+	}
+	e.stmt(e.f.Body)
+	e.finish()
+	e.exit.NewRet(e.exit.NewLoad(types.I32, e.status))
+	return nil
+}
+
+// begin starts emitting the body of fn: an entry block for allocas, a body
+// block, and an exit block that the caller fills.
+func (e *emitter) begin(fn *ir.Func) {
+	e.fn = fn
+	e.names = map[string]int{}
+	for _, p := range fn.Params {
+		p.LocalName = e.localName(p.LocalName)
+	}
+	e.entry = e.newBlock("entry")
+	e.b = e.newBlock("body")
+	e.exit = e.newBlock("exit")
+	// Keep the exit block last: move it there when the function is done.
+}
+
+// finish ends the body and moves the exit block to the end.
+func (e *emitter) finish() {
+	e.entry.NewBr(e.fn.Blocks[1])
+	e.b.NewBr(e.exit)
+	blocks := e.fn.Blocks
+	for i, b := range blocks {
+		if b == e.exit {
+			copy(blocks[i:], blocks[i+1:])
+			blocks[len(blocks)-1] = e.exit
+			break
+		}
+	}
+}
+
+// declare brings buffer b into scope at address ptr, computing its strides.
+func (e *emitter) declare(b *ast.Buffer, ptr value.Value) *buffer {
+	buf := &buffer{ast: b, ptr: ptr, strides: make([]value.Value, len(b.Shape))}
+	var stride value.Value = i64(1)
+	for d := len(b.Shape) - 1; d >= 0; d-- {
+		buf.strides[d] = stride
+		if d > 0 {
+			stride = e.mul64(stride, e.index(b.Shape[d]).u)
+		}
+	}
+	e.bufs[b] = buf
+	return buf
+}
+
+// size returns the number of elements of b as an i64.
+func (e *emitter) size(b *ast.Buffer) value.Value {
+	var n value.Value = i64(1)
+	for _, d := range b.Shape {
+		n = e.mul64(n, e.index(d).u)
+	}
+	return n
+}
+
+// Statements.
+
+func (e *emitter) stmt(s ast.Stmt) {
+	switch s := s.(type) {
+	case nil:
+	case *ast.Seq:
+		e.seq(s.Stmts)
+	case *ast.For:
+		e.loop(s)
+	case *ast.ScheduleBlock:
+		e.block(s)
+	case *ast.Store:
+		e.store(s)
+	case *ast.IfThenElse:
+		e.ifThenElse(s)
+	case *ast.Alloc:
+		e.seq([]ast.Stmt{s})
+	default:
+		panic(internalf("unexpected statement %T", s))
+	}
+}
+
+// seq emits a statement list; the buffers its Allocs declare go out of
+// scope (and heap ones are freed) at its end.
+func (e *emitter) seq(stmts []ast.Stmt) {
+	var heap []value.Value
+	var scoped []*ast.Buffer
+	for _, s := range stmts {
+		if a, ok := s.(*ast.Alloc); ok {
+			if p := e.alloc(a); p != nil {
+				heap = append(heap, p)
+			}
+			scoped = append(scoped, a.Buffer)
+			continue
+		}
+		e.stmt(s)
+	}
+	for _, p := range heap {
+		e.b.NewCall(e.runtimeFunc("free"), p)
+	}
+	for _, b := range scoped {
+		delete(e.bufs, b)
+	}
+}
+
+// block emits one schedule block instance: its predicate guards it, its
+// iteration variables take the values of their bindings, and its init runs
+// when every reduce variable is at the start of its domain.
+func (e *emitter) block(b *ast.ScheduleBlock) {
+	run := func() {
+		vals := make([]lanes, len(b.Iters))
+		for i, it := range b.Iters {
+			vals[i] = e.index(it.Binding)
+		}
+		saved := e.bind(b.Iters, vals)
+		if b.Init != nil {
+			var first lanes
+			for i, it := range b.Iters {
+				if it.Kind != ast.Reduce {
+					continue
+				}
+				at := e.compare64(enum.IPredEQ, vals[i], e.index(it.Dom.Min))
+				if first.u == nil && first.v == nil {
+					first = at
+				} else {
+					first = e.apply(first, at, func(x, y value.Value) value.Value { return e.b.NewAnd(x, y) })
+				}
+			}
+			if first.u == nil && first.v == nil { // no reduce variable: init always runs
+				e.stmt(b.Init)
+			} else {
+				e.when(first, "init", func() { e.stmt(b.Init) }, nil)
+			}
+		}
+		e.stmt(b.Body)
+		e.restore(saved)
+	}
+	if b.Predicate == nil {
+		run()
+		return
+	}
+	e.when(e.value(b.Predicate), "pred."+b.Name, run, nil)
+}
+
+// bind gives the iteration variables their values and returns what they
+// shadowed.
+func (e *emitter) bind(iters []*ast.IterVar, vals []lanes) map[string]*lanes {
+	saved := map[string]*lanes{}
+	for i, it := range iters {
+		if old, ok := e.env[it.Var.Name]; ok {
+			saved[it.Var.Name] = &old
+		} else {
+			saved[it.Var.Name] = nil
+		}
+		e.env[it.Var.Name] = vals[i]
+	}
+	return saved
+}
+
+func (e *emitter) restore(saved map[string]*lanes) {
+	for name, old := range saved {
+		if old == nil {
+			delete(e.env, name)
+		} else {
+			e.env[name] = *old
+		}
+	}
+}
+
+func (e *emitter) ifThenElse(s *ast.IfThenElse) {
+	var els func()
+	if s.Else != nil {
+		els = func() { e.stmt(s.Else) }
+	}
+	e.when(e.value(s.Cond), "if", func() { e.stmt(s.Then) }, els)
+}
+
+// when emits then where cond holds and els (if not nil) where it does not.
+// A uniform condition branches; a condition that differs between lanes
+// narrows the active mask instead, skipping a side when no lane takes it.
+func (e *emitter) when(cond lanes, hint string, then, els func()) {
+	if cond.isUniform() {
+		if c, ok := cond.u.(*constant.Int); ok {
+			switch {
+			case c.X.Sign() != 0:
+				then()
+			case els != nil:
+				els()
+			}
+			return
+		}
+		thenB, join := e.newBlock(hint+".then"), e.newBlock(hint+".end")
+		elseB := join
+		if els != nil {
+			elseB = e.newBlock(hint + ".else")
+		}
+		e.b.NewCondBr(cond.u, thenB, elseB)
+		e.b = thenB
+		then()
+		e.b.NewBr(join)
+		if els != nil {
+			e.b = elseB
+			els()
+			e.b.NewBr(join)
+		}
+		e.b = join
+		return
+	}
+	c := e.vec(cond)
+	e.masked(e.andMask(c), hint+".then", then)
+	if els != nil {
+		e.masked(e.andMask(e.b.NewXor(c, splat(constant.True, e.width))), hint+".else", els)
+	}
+}
+
+// andMask returns m restricted to the active lanes.
+func (e *emitter) andMask(m value.Value) value.Value {
+	if e.mask == nil {
+		return m
+	}
+	return e.b.NewAnd(e.mask, m)
+}
+
+// masked emits body with only the lanes of m active, skipping it when m
+// has no lane set (so that a uniform load in body never runs for no lane).
+func (e *emitter) masked(m value.Value, hint string, body func()) {
+	any := e.b.NewCall(e.intrinsic("llvm.vector.reduce.or."+mangle(m.Type()), types.I1, m.Type()), m)
+	run, join := e.newBlock(hint), e.newBlock(hint+".end")
+	e.b.NewCondBr(any, run, join)
+	e.b = run
+	saved := e.mask
+	e.mask = m
+	body()
+	e.mask = saved
+	e.b.NewBr(join)
+	e.b = join
+}
+
+// Loops.
+
+func (e *emitter) loop(l *ast.For) {
+	switch l.Kind {
+	case ast.Parallel:
+		if e.width == 0 && !e.parallel {
+			e.parallelLoop(l)
+			return
+		}
+		if e.parallel {
+			e.remark("parallel loop %s runs serially: it is nested in another parallel loop", l.Var.Name)
+		}
+	case ast.Vectorized:
+		if e.vectorLoop(l) {
+			return
+		}
+	case ast.Unrolled:
+		if e.unrolledLoop(l) {
+			return
+		}
+	}
+	e.serialLoop(l)
+}
+
+// serialLoop emits l as a plain counted loop.
+func (e *emitter) serialLoop(l *ast.For) {
+	lo, ext := e.index(l.Min), e.index(l.Extent)
+	if !lo.isUniform() || !ext.isUniform() {
+		panic(noLanes{"the bounds of inner loop " + l.Var.Name + " differ between lanes"})
+	}
+	e.countedLoop(l.Var.Name, lo.u, ext.u, func(iv value.Value) {
+		e.withVar(l.Var.Name, uniform(iv), func() { e.stmt(l.Body) })
+	})
+}
+
+// countedLoop emits for iv in [lo, lo+n) { body(iv) }.
+func (e *emitter) countedLoop(name string, lo, n value.Value, body func(iv value.Value)) {
+	if c, ok := constInt(n); ok && c <= 0 {
+		return
+	}
+	if c, ok := constInt(n); ok && c == 1 {
+		body(lo)
+		return
+	}
+	hi := e.add64(lo, n)
+	pre := e.b
+	header, bodyB, done := e.newBlock("for."+name), e.newBlock("for."+name+".body"), e.newBlock("for."+name+".end")
+	pre.NewBr(header)
+	e.b = header
+	iv := header.NewPhi(ir.NewIncoming(lo, pre))
+	iv.LocalName = e.localName(name)
+	header.NewCondBr(header.NewICmp(enum.IPredSLT, iv, hi), bodyB, done)
+	e.b = bodyB
+	body(iv)
+	next := e.b.NewAdd(iv, i64(1))
+	next.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
+	iv.Incs = append(iv.Incs, ir.NewIncoming(next, e.b))
+	e.b.NewBr(header)
+	e.b = done
+}
+
+// withVar runs body with variable name bound to v.
+func (e *emitter) withVar(name string, v lanes, body func()) {
+	old, had := e.env[name]
+	e.env[name] = v
+	body()
+	if had {
+		e.env[name] = old
+	} else {
+		delete(e.env, name)
+	}
+}
+
+// maxUnroll is the largest extent an unrolled loop is copied out for.
+const maxUnroll = 512
+
+// unrolledLoop copies the body once per iteration of a loop of constant
+// extent, with the loop variable a constant in each copy.
+func (e *emitter) unrolledLoop(l *ast.For) bool {
+	lo, ext := e.index(l.Min), e.index(l.Extent)
+	n, ok := constInt(ext.u)
+	if !ext.isUniform() || !ok || !lo.isUniform() {
+		e.remark("unrolled loop %s runs as a loop: its extent is not a constant", l.Var.Name)
+		return false
+	}
+	if n > maxUnroll {
+		e.remark("unrolled loop %s runs as a loop: its extent %d is over %d", l.Var.Name, n, maxUnroll)
+		return false
+	}
+	for i := int64(0); i < n; i++ {
+		e.withVar(l.Var.Name, uniform(e.add64(lo.u, i64(i))), func() { e.stmt(l.Body) })
+	}
+	return true
+}

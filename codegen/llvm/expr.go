@@ -1,0 +1,262 @@
+package llvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+	"github.com/loom-go/loom/ast"
+)
+
+// value returns expression x in its register type (see regType).
+func (e *emitter) value(x ast.Expr) lanes {
+	switch x := x.(type) {
+	case *ast.Const:
+		return uniform(e.constant(x))
+	case *ast.Var:
+		l := e.lookup(x)
+		if x.DType == ast.Int64 {
+			return l
+		}
+		return e.apply1(l, func(v value.Value) value.Value {
+			return e.b.NewTrunc(v, withLanes(regType(x.DType), lanesOf(v.Type())))
+		})
+	case *ast.Binary:
+		return e.binary(x)
+	case *ast.Not:
+		return e.apply1(e.value(x.X), func(v value.Value) value.Value {
+			return e.b.NewXor(v, splat(constant.True, lanesOf(v.Type())))
+		})
+	case *ast.Select:
+		c, t, f := e.value(x.Cond), e.value(x.T), e.value(x.F)
+		if c.isUniform() && !(t.isUniform() && f.isUniform()) {
+			// A uniform condition picks between whole vectors.
+			return vector(e.b.NewSelect(c.u, e.vec(t), e.vec(f)))
+		}
+		return e.apply3(c, t, f, func(c, t, f value.Value) value.Value { return e.b.NewSelect(c, t, f) })
+	case *ast.Cast:
+		return e.cast(x.To, x.X.Type(), e.value(x.X))
+	case *ast.Call:
+		args := make([]lanes, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = e.value(a)
+		}
+		return e.call(x, args)
+	case *ast.Load:
+		return e.load(x)
+	}
+	panic(internalf("unexpected expression %T", x))
+}
+
+// constant returns c in its register type.
+func (e *emitter) constant(c *ast.Const) constant.Constant {
+	switch {
+	case c.DType == ast.Bool:
+		return constant.NewBool(c.Int != 0)
+	case c.DType.IsInt():
+		return constant.NewInt(regType(c.DType).(*types.IntType), c.Int)
+	case c.DType == ast.Float64:
+		return constant.NewFloat(types.Double, c.Float)
+	}
+	return constant.NewFloat(types.Float, float64(float32(c.Float)))
+}
+
+func (e *emitter) binary(x *ast.Binary) lanes {
+	t := x.A.Type()
+	switch {
+	case x.Op.IsLogical():
+		return e.logical(x)
+	case x.Op.IsCompare():
+		return e.compare(x)
+	case t.IsInt():
+		if isIndexExpr(x) && t == ast.Int64 {
+			return e.index(x)
+		}
+		return e.intBinary(x, x.Op, e.value(x.A), e.value(x.B))
+	}
+	a, b := e.value(x.A), e.value(x.B)
+	return e.round(t, e.apply(a, b, func(p, q value.Value) value.Value { return e.floatOp(x.Op, p, q) }))
+}
+
+// fmf returns the fast-math flags of the kernel's floating-point
+// arithmetic.
+func (e *emitter) fmf() []enum.FastMathFlag {
+	switch {
+	case e.m.Options.FastMath:
+		return []enum.FastMathFlag{enum.FastMathFlagFast}
+	case !e.m.Options.NoFMA:
+		return []enum.FastMathFlag{enum.FastMathFlagContract}
+	}
+	return nil
+}
+
+// floatOp applies a float arithmetic operator to values or vectors.
+func (e *emitter) floatOp(op ast.BinaryOp, x, y value.Value) value.Value {
+	switch op {
+	case ast.OpAdd:
+		i := e.b.NewFAdd(x, y)
+		i.FastMathFlags = e.fmf()
+		return i
+	case ast.OpSub:
+		i := e.b.NewFSub(x, y)
+		i.FastMathFlags = e.fmf()
+		return i
+	case ast.OpMul:
+		i := e.b.NewFMul(x, y)
+		i.FastMathFlags = e.fmf()
+		return i
+	case ast.OpDiv:
+		i := e.b.NewFDiv(x, y)
+		i.FastMathFlags = e.fmf()
+		return i
+	case ast.OpMin, ast.OpMax:
+		return e.minMax(op == ast.OpMin, x, y)
+	}
+	panic(internalf("float operator %v", op))
+}
+
+// minMax returns min(x, y) or max(x, y) as Go's math.Min and math.Max
+// define them: NaN if either is NaN, and -0 below +0. With fast-math, the
+// plain compare and select that one instruction does.
+func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
+	pred := enum.FPredOGT
+	if isMin {
+		pred = enum.FPredOLT
+	}
+	pick := e.b.NewSelect(e.b.NewFCmp(pred, x, y), x, y)
+	if e.m.Options.FastMath {
+		return pick
+	}
+	// Equal values differ only in the sign of a zero: min takes the
+	// negative one (or of the bits), max the positive (and of the bits).
+	xi, yi := e.b.NewBitCast(x, e.intType(x.Type())), e.b.NewBitCast(y, e.intType(x.Type()))
+	var zeros value.Value
+	if isMin {
+		zeros = e.b.NewOr(xi, yi)
+	} else {
+		zeros = e.b.NewAnd(xi, yi)
+	}
+	eq := e.b.NewSelect(e.b.NewFCmp(enum.FPredOEQ, x, y), e.b.NewBitCast(zeros, x.Type()), pick)
+	nan := e.b.NewFCmp(enum.FPredUNO, x, y)
+	sum := e.b.NewFAdd(x, y) // NaN when either is
+	return e.b.NewSelect(nan, sum, eq)
+}
+
+// intType returns the integer type (or vector) as wide as float type t.
+func (e *emitter) intType(t types.Type) types.Type {
+	bits := 32
+	if scalarOf(t).Equal(types.Double) {
+		bits = 64
+	}
+	return withLanes(types.NewInt(uint64(bits)), lanesOf(t))
+}
+
+// compare applies a comparison.
+func (e *emitter) compare(x *ast.Binary) lanes {
+	t := x.A.Type()
+	var a, b lanes
+	if t.IsInt() && isIndexExpr(x.A) && isIndexExpr(x.B) {
+		a, b = e.index(x.A), e.index(x.B)
+	} else {
+		a, b = e.value(x.A), e.value(x.B)
+	}
+	if t.IsFloat() {
+		pred := map[ast.BinaryOp]enum.FPred{
+			ast.OpEQ: enum.FPredOEQ, ast.OpNE: enum.FPredUNE, ast.OpLT: enum.FPredOLT,
+			ast.OpLE: enum.FPredOLE, ast.OpGT: enum.FPredOGT, ast.OpGE: enum.FPredOGE,
+		}[x.Op]
+		return e.apply(a, b, func(p, q value.Value) value.Value { return e.b.NewFCmp(pred, p, q) })
+	}
+	preds := map[ast.BinaryOp]enum.IPred{
+		ast.OpEQ: enum.IPredEQ, ast.OpNE: enum.IPredNE, ast.OpLT: enum.IPredSLT,
+		ast.OpLE: enum.IPredSLE, ast.OpGT: enum.IPredSGT, ast.OpGE: enum.IPredSGE,
+	}
+	if t == ast.Bool { // false < true
+		preds = map[ast.BinaryOp]enum.IPred{
+			ast.OpEQ: enum.IPredEQ, ast.OpNE: enum.IPredNE, ast.OpLT: enum.IPredULT,
+			ast.OpLE: enum.IPredULE, ast.OpGT: enum.IPredUGT, ast.OpGE: enum.IPredUGE,
+		}
+	}
+	return e.compare64(preds[x.Op], a, b)
+}
+
+// logical emits && and ||. The right operand is evaluated only where the
+// left one does not decide, as in the interpreter, when evaluating it could
+// fault (a load, a division); otherwise both are evaluated and combined.
+func (e *emitter) logical(x *ast.Binary) lanes {
+	isAnd := x.Op == ast.OpAnd
+	a := e.value(x.A)
+	combine := func(p, q value.Value) value.Value {
+		if isAnd {
+			return e.b.NewAnd(p, q)
+		}
+		return e.b.NewOr(p, q)
+	}
+	if !canFault(x.B) {
+		return e.apply(a, e.value(x.B), combine)
+	}
+	// decided is the lanes whose result the left operand gives.
+	if a.isUniform() {
+		pre := e.b
+		rhs, join := e.newBlock("rhs"), e.newBlock("rhs.end")
+		if isAnd {
+			pre.NewCondBr(a.u, rhs, join)
+		} else {
+			pre.NewCondBr(a.u, join, rhs)
+		}
+		e.b = rhs
+		b := e.value(x.B)
+		bv := e.vec(b)
+		rhsEnd := e.b
+		e.b.NewBr(join)
+		e.b = join
+		short := value.Value(constant.NewBool(!isAnd))
+		if n := lanesOf(bv.Type()); n > 0 {
+			short = splat(constant.NewBool(!isAnd), n)
+		}
+		phi := join.NewPhi(ir.NewIncoming(short, pre), ir.NewIncoming(bv, rhsEnd))
+		if lanesOf(bv.Type()) > 0 {
+			return vector(phi)
+		}
+		return uniform(phi)
+	}
+	// Lanes differ: evaluate the right operand only in the lanes that need
+	// it.
+	av := e.vec(a)
+	need := av
+	if !isAnd {
+		need = e.b.NewXor(av, splat(constant.True, e.width))
+	}
+	need = e.andMask(need)
+	pre := e.b
+	var bv value.Value
+	var rhsEnd = pre
+	e.masked(need, "rhs", func() {
+		bv = e.vec(e.value(x.B))
+		rhsEnd = e.b
+	})
+	phi := e.b.NewPhi(ir.NewIncoming(splat(constant.False, e.width), pre), ir.NewIncoming(bv, rhsEnd))
+	return vector(combine(av, phi))
+}
+
+// canFault reports whether evaluating x may fault or read memory: a load,
+// or an integer division by something other than a positive constant.
+func canFault(x ast.Expr) bool {
+	fault := false
+	ast.Inspect(x, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Load:
+			fault = true
+		case *ast.Binary:
+			switch n.Op {
+			case ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod:
+				if c, ok := ast.ConstIntValue(n.B); n.A.Type().IsInt() && (!ok || c <= 0) {
+					fault = true
+				}
+			}
+		}
+		return !fault
+	})
+	return fault
+}

@@ -1,0 +1,302 @@
+package llvm
+
+import (
+	"math/bits"
+
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+	"github.com/loom-go/loom/ast"
+)
+
+// Index arithmetic.
+//
+// Integer expressions over loop variables, iteration variables, symbolic
+// sizes and constants (the indices, bindings, extents and shapes of a
+// function) are computed in 64 bits, whatever their declared type, so that
+// they never wrap before the buffer offsets they feed. Integer expressions
+// over data (loaded values, casts) keep their declared type and wrap as the
+// interpreter's do.
+
+// isIndexExpr reports whether x is computed as index arithmetic.
+func isIndexExpr(x ast.Expr) bool {
+	switch x := x.(type) {
+	case *ast.Const:
+		return x.DType.IsInt()
+	case *ast.Var:
+		return x.DType.IsInt()
+	case *ast.Binary:
+		switch x.Op {
+		case ast.OpAdd, ast.OpSub, ast.OpMul, ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod, ast.OpMin, ast.OpMax:
+			return x.A.Type().IsInt() && isIndexExpr(x.A) && isIndexExpr(x.B)
+		}
+	}
+	return false
+}
+
+// index returns the integer expression x as 64-bit lanes.
+func (e *emitter) index(x ast.Expr) lanes {
+	if !isIndexExpr(x) {
+		v := e.value(x)
+		if !x.Type().IsInt() {
+			panic(bailout{&Error{Func: e.f, Node: x, Reason: "an index must be an integer expression"}})
+		}
+		return e.apply1(v, func(v value.Value) value.Value { return e.ext64(v) })
+	}
+	switch x := x.(type) {
+	case *ast.Const:
+		return uniform(i64(x.Int))
+	case *ast.Var:
+		return e.lookup(x)
+	case *ast.Binary:
+		return e.intBinary(x, x.Op, e.index(x.A), e.index(x.B))
+	}
+	panic(internalf("index of %T", x))
+}
+
+// lookup returns the value of an integer variable.
+func (e *emitter) lookup(v *ast.Var) lanes {
+	l, ok := e.env[v.Name]
+	if !ok {
+		panic(internalf("variable %s has no value", v.Name))
+	}
+	return l
+}
+
+// ext64 sign-extends an integer (or vector of them) to 64 bits.
+func (e *emitter) ext64(v value.Value) value.Value {
+	t := scalarOf(v.Type()).(*types.IntType)
+	switch {
+	case t.BitSize == 64:
+		return v
+	case t.BitSize == 1:
+		return e.b.NewZExt(v, withLanes(types.I64, lanesOf(v.Type())))
+	}
+	return e.b.NewSExt(v, withLanes(types.I64, lanesOf(v.Type())))
+}
+
+// add64, sub64 and mul64 fold constants, so that index arithmetic on
+// constant shapes stays constant.
+func (e *emitter) add64(x, y value.Value) value.Value {
+	a, aok := constInt(x)
+	b, bok := constInt(y)
+	switch {
+	case aok && bok:
+		return i64(a + b)
+	case aok && a == 0:
+		return y
+	case bok && b == 0:
+		return x
+	}
+	return e.b.NewAdd(x, y)
+}
+
+func (e *emitter) sub64(x, y value.Value) value.Value {
+	a, aok := constInt(x)
+	b, bok := constInt(y)
+	switch {
+	case aok && bok:
+		return i64(a - b)
+	case bok && b == 0:
+		return x
+	}
+	return e.b.NewSub(x, y)
+}
+
+func (e *emitter) mul64(x, y value.Value) value.Value {
+	a, aok := constInt(x)
+	b, bok := constInt(y)
+	switch {
+	case aok && bok:
+		return i64(a * b)
+	case aok && a == 1:
+		return y
+	case bok && b == 1:
+		return x
+	case aok && a == 0 || bok && b == 0:
+		return i64(0)
+	}
+	return e.b.NewMul(x, y)
+}
+
+// intBinary applies an integer arithmetic operator of expression n to a
+// and b. On 64-bit operands it keeps ramps symbolic where it can.
+func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes) lanes {
+	is64 := a.scalarType().Equal(types.I64)
+	if is64 {
+		switch op {
+		case ast.OpAdd, ast.OpSub:
+			sign := int64(1)
+			if op == ast.OpSub {
+				sign = -1
+			}
+			switch {
+			case a.isUniform() && b.isUniform():
+				if op == ast.OpAdd {
+					return uniform(e.add64(a.u, b.u))
+				}
+				return uniform(e.sub64(a.u, b.u))
+			case a.isRamp() && b.isUniform():
+				return ramp(e.combine(op, a.base, b.u), a.stride)
+			case a.isUniform() && b.isRamp():
+				return ramp(e.combine(op, a.u, b.base), sign*b.stride)
+			case a.isRamp() && b.isRamp():
+				return ramp(e.combine(op, a.base, b.base), a.stride+sign*b.stride)
+			}
+		case ast.OpMul:
+			if a.isUniform() && b.isUniform() {
+				return uniform(e.mul64(a.u, b.u))
+			}
+			if c, ok := constUniform(b); ok && a.isRamp() {
+				return ramp(e.mul64(a.base, i64(c)), a.stride*c)
+			}
+			if c, ok := constUniform(a); ok && b.isRamp() {
+				return ramp(e.mul64(b.base, i64(c)), b.stride*c)
+			}
+		case ast.OpFloorDiv, ast.OpFloorMod:
+			if l, ok := e.rampDivMod(op, a, b); ok {
+				return l
+			}
+		}
+	}
+	switch op {
+	case ast.OpAdd:
+		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewAdd(x, y) })
+	case ast.OpSub:
+		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewSub(x, y) })
+	case ast.OpMul:
+		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewMul(x, y) })
+	case ast.OpMin:
+		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewSelect(e.b.NewICmp(enum.IPredSLT, x, y), x, y) })
+	case ast.OpMax:
+		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewSelect(e.b.NewICmp(enum.IPredSGT, x, y), x, y) })
+	case ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod:
+		return e.intDivMod(n, op, a, b)
+	}
+	panic(internalf("integer operator %v", op))
+}
+
+func (e *emitter) combine(op ast.BinaryOp, x, y value.Value) value.Value {
+	if op == ast.OpAdd {
+		return e.add64(x, y)
+	}
+	return e.sub64(x, y)
+}
+
+func constUniform(l lanes) (int64, bool) {
+	if !l.isUniform() {
+		return 0, false
+	}
+	return constInt(l.u)
+}
+
+// rampDivMod divides a ramp by a constant when every lane falls in the same
+// quotient: base = c*q + r with r + stride*(W-1) < c for all bases is not
+// known in general, so only a ramp whose stride is a multiple of c (or a
+// uniform dividend) stays symbolic.
+func (e *emitter) rampDivMod(op ast.BinaryOp, a, b lanes) (lanes, bool) {
+	c, ok := constUniform(b)
+	if !ok || c <= 0 || !a.isRamp() || a.stride%c != 0 {
+		return lanes{}, false
+	}
+	// (base + k*c*lane) floordiv c = base floordiv c + k*lane, and the
+	// remainder is base floormod c in every lane.
+	q := e.intDivMod(nil, op, uniform(a.base), b)
+	if op == ast.OpFloorDiv {
+		return ramp(q.u, a.stride/c), true
+	}
+	return q, true
+}
+
+// intDivMod emits a division or remainder. By a positive constant it is
+// shifts or LLVM's multiply-by-reciprocal; by anything else it is guarded:
+// a zero divisor sets the kernel's status to StatusDivByZero and yields 0,
+// and -1 never reaches the hardware's divide (which faults on MIN / -1).
+func (e *emitter) intDivMod(n ast.Node, op ast.BinaryOp, a, b lanes) lanes {
+	if c, ok := constUniform(b); ok && c > 0 {
+		return e.apply1(a, func(x value.Value) value.Value { return e.divModConst(op, x, c) })
+	}
+	return e.apply(a, b, func(x, y value.Value) value.Value { return e.divModGuarded(op, x, y) })
+}
+
+// divModConst divides x by the constant c > 0.
+func (e *emitter) divModConst(op ast.BinaryOp, x value.Value, c int64) value.Value {
+	t := x.Type()
+	k := func(v int64) value.Value { return splat(constant.NewInt(scalarOf(t).(*types.IntType), v), lanesOf(t)) }
+	if c == 1 {
+		if op == ast.OpMod || op == ast.OpFloorMod {
+			return k(0)
+		}
+		return x
+	}
+	pow2 := c&(c-1) == 0
+	switch op {
+	case ast.OpFloorDiv:
+		if pow2 {
+			return e.b.NewAShr(x, k(int64(bits.TrailingZeros64(uint64(c)))))
+		}
+		q, r := e.b.NewSDiv(x, k(c)), e.b.NewSRem(x, k(c))
+		return e.b.NewAdd(q, e.b.NewSExt(e.b.NewICmp(enum.IPredSLT, r, k(0)), t))
+	case ast.OpFloorMod:
+		if pow2 {
+			return e.b.NewAnd(x, k(c-1))
+		}
+		r := e.b.NewSRem(x, k(c))
+		return e.b.NewAdd(r, e.b.NewSelect(e.b.NewICmp(enum.IPredSLT, r, k(0)), k(c), k(0)))
+	case ast.OpDiv:
+		return e.b.NewSDiv(x, k(c))
+	}
+	return e.b.NewSRem(x, k(c))
+}
+
+// divModGuarded divides x by a divisor that may be 0 or -1.
+func (e *emitter) divModGuarded(op ast.BinaryOp, x, y value.Value) value.Value {
+	t := x.Type()
+	k := func(v int64) value.Value { return splat(constant.NewInt(scalarOf(t).(*types.IntType), v), lanesOf(t)) }
+	zero := e.b.NewICmp(enum.IPredEQ, y, k(0))
+	minus1 := e.b.NewICmp(enum.IPredEQ, y, k(-1))
+	e.faultIf(zero, StatusDivByZero)
+	safe := e.b.NewSelect(e.b.NewOr(zero, minus1), k(1), y)
+	q, r := e.b.NewSDiv(x, safe), e.b.NewSRem(x, safe)
+	var res value.Value
+	switch op {
+	case ast.OpDiv:
+		res = e.b.NewSelect(minus1, e.b.NewSub(k(0), x), q)
+	case ast.OpMod:
+		res = e.b.NewSelect(minus1, k(0), r)
+	case ast.OpFloorDiv, ast.OpFloorMod:
+		// Floor when the remainder is nonzero and its sign differs from
+		// the divisor's.
+		adjust := e.b.NewAnd(e.b.NewICmp(enum.IPredNE, r, k(0)),
+			e.b.NewXor(e.b.NewICmp(enum.IPredSLT, r, k(0)), e.b.NewICmp(enum.IPredSLT, y, k(0))))
+		if op == ast.OpFloorDiv {
+			res = e.b.NewSelect(minus1, e.b.NewSub(k(0), x), e.b.NewAdd(q, e.b.NewSExt(adjust, t)))
+		} else {
+			res = e.b.NewSelect(minus1, k(0), e.b.NewAdd(r, e.b.NewSelect(adjust, y, k(0))))
+		}
+	}
+	return e.b.NewSelect(zero, k(0), res)
+}
+
+// faultIf records status code in the kernel's status word when cond (an
+// i1 or a vector of them) holds in an active lane.
+func (e *emitter) faultIf(cond value.Value, code int64) {
+	if n := lanesOf(cond.Type()); n > 0 {
+		if e.mask != nil {
+			cond = e.b.NewAnd(cond, e.mask)
+		}
+		cond = e.b.NewCall(e.intrinsic("llvm.vector.reduce.or."+mangle(cond.Type()), types.I1, cond.Type()), cond)
+	}
+	fault, cont := e.newBlock("fault"), e.newBlock("fault.end")
+	e.b.NewCondBr(cond, fault, cont)
+	// Atomic: the kernel's threads may fault at once.
+	fault.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(code), enum.AtomicOrderingMonotonic)
+	fault.NewBr(cont)
+	e.b = cont
+}
+
+// compare64 compares two 64-bit integer lanes values.
+func (e *emitter) compare64(pred enum.IPred, a, b lanes) lanes {
+	return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewICmp(pred, x, y) })
+}

@@ -1,0 +1,153 @@
+package llvm
+
+import (
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// lanes is the value of an expression where it is emitted. In scalar code
+// every value is uniform. Inside a vectorized loop of W lanes a value is one
+// of three shapes, the cheapest that holds it:
+//
+//   - uniform: the same scalar in every lane (u);
+//   - ramp: the 64-bit integers base + stride*lane, the shape of an index
+//     that moves with the vectorized loop (base, stride);
+//   - vector: one element per lane (v).
+//
+// Keeping ramps symbolic is what lets a load of A[i, j] with j vectorized
+// become one contiguous vector load instead of a gather: the offset is a
+// ramp of stride 1.
+type lanes struct {
+	u      value.Value
+	base   value.Value
+	stride int64
+	v      value.Value
+}
+
+func uniform(x value.Value) lanes { return lanes{u: x} }
+
+func vector(x value.Value) lanes { return lanes{v: x} }
+
+// ramp returns base + stride*lane; a ramp of stride 0 is uniform.
+func ramp(base value.Value, stride int64) lanes {
+	if stride == 0 {
+		return uniform(base)
+	}
+	return lanes{base: base, stride: stride}
+}
+
+func (l lanes) isUniform() bool { return l.u != nil }
+func (l lanes) isRamp() bool    { return l.base != nil }
+
+// scalarType returns the element type of l.
+func (l lanes) scalarType() types.Type {
+	switch {
+	case l.u != nil:
+		return l.u.Type()
+	case l.base != nil:
+		return l.base.Type()
+	}
+	return scalarOf(l.v.Type())
+}
+
+// i64 returns the constant n as an i64.
+func i64(n int64) *constant.Int { return constant.NewInt(types.I64, n) }
+
+// i32 returns the constant n as an i32.
+func i32(n int64) *constant.Int { return constant.NewInt(types.I32, n) }
+
+// constInt returns the value of x if it is an integer constant.
+func constInt(x value.Value) (int64, bool) {
+	if c, ok := x.(*constant.Int); ok && c.X.IsInt64() {
+		return c.X.Int64(), true
+	}
+	return 0, false
+}
+
+// constLanes returns the vector constant of type t (scalar element) with
+// the given integer elements.
+func constIntVector(t *types.IntType, elems []int64) *constant.Vector {
+	cs := make([]constant.Constant, len(elems))
+	for i, x := range elems {
+		cs[i] = constant.NewInt(t, x)
+	}
+	return constant.NewVector(types.NewVector(uint64(len(elems)), t), cs...)
+}
+
+// splat returns the constant vector of n copies of c.
+func splat(c constant.Constant, n int) constant.Constant {
+	if n == 0 {
+		return c
+	}
+	cs := make([]constant.Constant, n)
+	for i := range cs {
+		cs[i] = c
+	}
+	return constant.NewVector(types.NewVector(uint64(n), c.Type()), cs...)
+}
+
+// boolMask returns the constant <n x i1> whose first k lanes are true.
+func boolMask(n, k int) *constant.Vector {
+	cs := make([]constant.Constant, n)
+	for i := range cs {
+		cs[i] = constant.NewBool(i < k)
+	}
+	return constant.NewVector(types.NewVector(uint64(n), types.I1), cs...)
+}
+
+// vec returns l as a vector of the emitter's width: a uniform value is
+// broadcast, a ramp expanded. In scalar code it returns the scalar.
+func (e *emitter) vec(l lanes) value.Value {
+	switch {
+	case l.v != nil:
+		return l.v
+	case e.width == 0:
+		if l.u == nil {
+			panic(internalf("ramp outside a vectorized loop"))
+		}
+		return l.u
+	case l.u != nil:
+		return e.broadcast(l.u, e.width)
+	}
+	steps := make([]int64, e.width)
+	for i := range steps {
+		steps[i] = int64(i) * l.stride
+	}
+	return e.b.NewAdd(e.broadcast(l.base, e.width), constIntVector(types.I64, steps))
+}
+
+// broadcast returns a vector of n copies of the scalar x.
+func (e *emitter) broadcast(x value.Value, n int) value.Value {
+	if c, ok := x.(constant.Constant); ok {
+		return splat(c, n)
+	}
+	vt := types.NewVector(uint64(n), x.Type())
+	one := e.b.NewInsertElement(constant.NewUndef(vt), x, i32(0))
+	return e.b.NewShuffleVector(one, constant.NewUndef(vt), constant.NewZeroInitializer(types.NewVector(uint64(n), types.I32)))
+}
+
+// apply computes op lane by lane: on the scalars when both operands are
+// uniform, else on vectors.
+func (e *emitter) apply(a, b lanes, op func(x, y value.Value) value.Value) lanes {
+	if a.isUniform() && b.isUniform() {
+		return uniform(op(a.u, b.u))
+	}
+	return vector(op(e.vec(a), e.vec(b)))
+}
+
+// apply1 computes op lane by lane on one operand.
+func (e *emitter) apply1(a lanes, op func(x value.Value) value.Value) lanes {
+	if a.isUniform() {
+		return uniform(op(a.u))
+	}
+	return vector(op(e.vec(a)))
+}
+
+// apply3 computes op lane by lane on three operands.
+func (e *emitter) apply3(a, b, c lanes, op func(x, y, z value.Value) value.Value) lanes {
+	if a.isUniform() && b.isUniform() && c.isUniform() {
+		return uniform(op(a.u, b.u, c.u))
+	}
+	return vector(op(e.vec(a), e.vec(b), e.vec(c)))
+}

@@ -1,0 +1,146 @@
+package llvm
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/llir/llvm/ir"
+	"github.com/loom-go/loom/ast"
+)
+
+// Options control how a function is lowered.
+type Options struct {
+	// Target is the machine the kernel is for; the zero value is the host.
+	Target Target
+	// FastMath lets LLVM reassociate floating-point arithmetic and assume
+	// that no value is NaN or infinite, as C's -ffast-math does. Results
+	// then differ from the interpreter's by more than rounding. Off by
+	// default.
+	FastMath bool
+	// NoFMA forbids fusing a multiply and an add into one fused
+	// multiply-add. By default they may fuse (as C compilers do), which
+	// rounds once where the interpreter rounds twice.
+	NoFMA bool
+	// VectorBits overrides the SIMD width that vectorized loops use (128,
+	// 256 or 512); 0 takes it from the target.
+	VectorBits int
+	// Symbol is the C name of the kernel; empty means the function's name.
+	Symbol string
+	// TrustLoopKinds skips the proof that parallel and vectorized loops
+	// carry no dependence. Without it a function whose parallel or
+	// vectorized loop cannot be proved independent is refused.
+	TrustLoopKinds bool
+}
+
+// Module is a function lowered to LLVM IR: the kernel, its packed entry
+// point, and the helpers they call.
+type Module struct {
+	Func    *ast.Func
+	Options Options // as given, with the target filled in
+	Symbol  string  // C name of the kernel; Symbol+"_packed" is the packed entry
+	IR      *ir.Module
+	// Remarks say where lowering did less than the schedule asked, for
+	// example a vectorized loop emitted as a scalar loop and why.
+	Remarks []string
+}
+
+// String returns the module in LLVM's text form.
+func (m *Module) String() string { return m.IR.String() }
+
+// PackedSymbol is the C name of the packed entry point.
+func (m *Module) PackedSymbol() string { return m.Symbol + "_packed" }
+
+// Status codes the kernels return.
+const (
+	StatusOK          = 0 // the kernel ran to the end
+	StatusDivByZero   = 1 // an integer division or remainder by zero
+	StatusOutOfMemory = 2 // a temporary buffer could not be allocated
+)
+
+// ErrUnsupported is wrapped by errors for functions the code generator
+// cannot lower.
+var ErrUnsupported = errors.New("not supported by the LLVM code generator")
+
+// Error is an error lowering a function: what went wrong and, when it is
+// about a statement or an expression, the function printed with that spot
+// marked.
+type Error struct {
+	Func   *ast.Func
+	Node   ast.Node
+	Reason string
+	Err    error // the wrapped cause, if any
+}
+
+func (e *Error) Error() string {
+	msg := "codegen/llvm: " + e.Reason
+	if e.Func != nil && e.Node != nil {
+		msg += "\n" + ast.Mark(e.Func, e.Node)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Lower translates f into LLVM IR for the target in opts.
+//
+// The kernel is one C function (see the package documentation for its
+// ABI): the symbolic sizes as int64_t, then one pointer per buffer
+// parameter. It returns a status: [StatusOK], or the first fault the
+// interpreter would have reported as an error and the kernel could only
+// detect ([StatusDivByZero], [StatusOutOfMemory]).
+func Lower(f *ast.Func, opts Options) (*Module, error) {
+	if err := ast.Verify(f); err != nil {
+		return nil, err
+	}
+	opts.Target = opts.Target.orHost()
+	if opts.VectorBits == 0 {
+		opts.VectorBits = opts.Target.VectorBits()
+	}
+	switch opts.VectorBits {
+	case 128, 256, 512:
+	default:
+		return nil, &Error{Reason: fmt.Sprintf("vector width %d bits: want 128, 256 or 512", opts.VectorBits)}
+	}
+	sym := opts.Symbol
+	if sym == "" {
+		sym = cIdent(f.Name)
+	}
+	if !cIdentRE.MatchString(sym) {
+		return nil, &Error{Reason: fmt.Sprintf("kernel symbol %q is not a C identifier", sym)}
+	}
+	if !opts.TrustLoopKinds {
+		if err := checkLoopKinds(f); err != nil {
+			return nil, err
+		}
+	}
+	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule()}
+	m.IR.TargetTriple = opts.Target.Triple
+	m.IR.SourceFilename = f.Name
+	e := newEmitter(m)
+	if err := e.kernel(); err != nil {
+		return nil, err
+	}
+	e.packedEntry()
+	return m, nil
+}
+
+var cIdentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// cIdent turns a function name into a C identifier.
+func cIdent(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "kernel"
+	}
+	return b.String()
+}

@@ -1,0 +1,172 @@
+package llvm
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+	"github.com/loom-go/loom/ast"
+)
+
+// Buffers, loads and stores.
+//
+// In a vectorized loop an access takes the cheapest form its offset
+// allows: a scalar access when the offset is uniform, one contiguous
+// vector access when it is a ramp of stride 1, and a gather or scatter
+// otherwise. When only some lanes are active (a tail, a predicate that
+// differs between lanes) vector accesses are masked, so that inactive
+// lanes touch no memory.
+
+// stackLimit is the largest temporary, in bytes, that lives on the stack;
+// larger ones and ones of symbolic size are allocated on the heap.
+const stackLimit = 64 << 10
+
+// vectorAlign is the alignment of temporaries: a whole vector register.
+const vectorAlign = 64
+
+func (e *emitter) buffer(b *ast.Buffer) *buffer {
+	buf := e.bufs[b]
+	if buf == nil {
+		panic(internalf("buffer %s is not in scope", b.Name))
+	}
+	return buf
+}
+
+// offset returns the element offset of an access, as 64-bit lanes.
+func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
+	off := uniform(i64(0))
+	for d, x := range indices {
+		term := e.intBinary(nil, ast.OpMul, e.index(x), uniform(buf.strides[d]))
+		off = e.intBinary(nil, ast.OpAdd, off, term)
+	}
+	return off
+}
+
+// elemPtr returns the address of element off (a scalar i64) of buf.
+func (e *emitter) elemPtr(buf *buffer, off value.Value) value.Value {
+	if c, ok := constInt(off); ok && c == 0 {
+		return buf.ptr
+	}
+	g := e.b.NewGetElementPtr(memType(buf.ast.DType), buf.ptr, off)
+	g.InBounds = true
+	return g
+}
+
+// vectorPtr returns the address of the width elements of buf from off, as
+// a pointer to a vector.
+func (e *emitter) vectorPtr(buf *buffer, off value.Value) value.Value {
+	vt := types.NewVector(uint64(e.width), memType(buf.ast.DType))
+	return e.b.NewBitCast(e.elemPtr(buf, off), types.NewPointer(vt))
+}
+
+// lanePtrs returns the per-lane addresses of buf at offsets off.
+func (e *emitter) lanePtrs(buf *buffer, off lanes) value.Value {
+	g := e.b.NewGetElementPtr(memType(buf.ast.DType), buf.ptr, e.vec(off))
+	g.InBounds = true
+	return g
+}
+
+func (e *emitter) activeMask() value.Value {
+	if e.mask != nil {
+		return e.mask
+	}
+	return splat(constant.True, e.width)
+}
+
+func align(t ast.DType) ir.Align { return ir.Align(t.Bytes()) }
+
+func (e *emitter) load(x *ast.Load) lanes {
+	buf := e.buffer(x.Buffer)
+	t := x.Buffer.DType
+	mt := memType(t)
+	off := e.offset(buf, x.Indices)
+	switch {
+	case off.isUniform():
+		// In a vectorized loop some lane is active here (masked regions
+		// are skipped when none is), so the address is one the scalar
+		// program reads too.
+		ld := e.b.NewLoad(mt, e.elemPtr(buf, off.u))
+		ld.Align = align(t)
+		return uniform(e.fromMem(t, ld))
+	case off.isRamp() && off.stride == 1:
+		vt := types.NewVector(uint64(e.width), mt)
+		p := e.vectorPtr(buf, off.base)
+		if e.mask == nil {
+			ld := e.b.NewLoad(vt, p)
+			ld.Align = align(t)
+			return vector(e.fromMem(t, ld))
+		}
+		f := e.intrinsic("llvm.masked.load."+mangle(vt)+"."+mangle(p.Type()), vt, p.Type(), types.I32, e.mask.Type(), vt)
+		return vector(e.fromMem(t, e.b.NewCall(f, p, i32(int64(t.Bytes())), e.mask, constant.NewUndef(vt))))
+	}
+	vt := types.NewVector(uint64(e.width), mt)
+	ptrs := e.lanePtrs(buf, off)
+	f := e.intrinsic("llvm.masked.gather."+mangle(vt)+"."+mangle(ptrs.Type()), vt, ptrs.Type(), types.I32, types.NewVector(uint64(e.width), types.I1), vt)
+	return vector(e.fromMem(t, e.b.NewCall(f, ptrs, i32(int64(t.Bytes())), e.activeMask(), constant.NewUndef(vt))))
+}
+
+func (e *emitter) store(s *ast.Store) {
+	buf := e.buffer(s.Buffer)
+	t := s.Buffer.DType
+	v := e.value(s.Value)
+	off := e.offset(buf, s.Indices)
+	switch {
+	case off.isUniform() && v.isUniform():
+		// Every active lane stores the same value to the same place.
+		st := e.b.NewStore(e.toMem(t, v.u), e.elemPtr(buf, off.u))
+		st.Align = align(t)
+		return
+	case off.isUniform() && e.mask == nil:
+		// Lanes store in order: the last one's value stays.
+		last := e.b.NewExtractElement(e.vec(v), i32(int64(e.width-1)))
+		st := e.b.NewStore(e.toMem(t, last), e.elemPtr(buf, off.u))
+		st.Align = align(t)
+		return
+	case off.isRamp() && off.stride == 1:
+		data := e.toMem(t, e.vec(v))
+		p := e.vectorPtr(buf, off.base)
+		if e.mask == nil {
+			st := e.b.NewStore(data, p)
+			st.Align = align(t)
+			return
+		}
+		f := e.intrinsic("llvm.masked.store."+mangle(data.Type())+"."+mangle(p.Type()), types.Void, data.Type(), p.Type(), types.I32, e.mask.Type())
+		e.b.NewCall(f, data, p, i32(int64(t.Bytes())), e.mask)
+		return
+	}
+	// A scatter writes its lanes in order, so where lanes collide the
+	// last active one wins, as in the scalar loop.
+	data := e.toMem(t, e.vec(v))
+	ptrs := e.lanePtrs(buf, off)
+	f := e.intrinsic("llvm.masked.scatter."+mangle(data.Type())+"."+mangle(ptrs.Type()), types.Void, data.Type(), ptrs.Type(), types.I32, types.NewVector(uint64(e.width), types.I1))
+	e.b.NewCall(f, data, ptrs, i32(int64(t.Bytes())), e.activeMask())
+}
+
+// alloc brings a temporary buffer into scope. Small ones of constant size
+// live on the stack of the function being emitted (each thread of a
+// parallel loop has its own); the rest come from the heap, and alloc
+// returns the pointer to free at the end of the scope.
+func (e *emitter) alloc(a *ast.Alloc) value.Value {
+	b := a.Buffer
+	mt := memType(b.DType)
+	n := e.size(b)
+	if c, ok := constInt(n); ok && c*int64(b.DType.Bytes()) <= stackLimit {
+		slot := e.entry.NewAlloca(types.NewArray(uint64(max(c, 1)), mt))
+		slot.Align = vectorAlign
+		slot.LocalName = e.localName("alloc." + b.Name)
+		e.declare(b, e.b.NewBitCast(slot, types.NewPointer(mt)))
+		return nil
+	}
+	bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
+	// aligned_alloc wants a multiple of the alignment, and at least one.
+	rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
+	raw := e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
+	failed, ok := e.newBlock("oom"), e.newBlock("alloc."+b.Name)
+	e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
+	failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)
+	failed.NewBr(e.exit)
+	e.b = ok
+	e.declare(b, e.b.NewBitCast(raw, types.NewPointer(mt)))
+	return raw
+}

@@ -1,0 +1,216 @@
+package native
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+)
+
+// Cache builds kernels and keeps them: loaded kernels in memory, keyed by
+// the function's structural hash and the lowering options, and shared
+// objects on disk under Dir, keyed by a hash of the LLVM IR, the target and
+// the toolchain. A kernel is never built twice, by this process or another:
+// files appear under their final name only once complete (written aside and
+// renamed), so processes sharing Dir never see half a file.
+type Cache struct {
+	Dir       string
+	Toolchain *Toolchain
+
+	mu  sync.Mutex
+	mem map[string]*Kernel
+}
+
+var (
+	defaultOnce  sync.Once
+	defaultCache *Cache
+	defaultErr   error
+)
+
+// DefaultCache returns the process's cache, in $LOOM_CACHE_DIR or else
+// loom/ under the user's cache directory.
+func DefaultCache() (*Cache, error) {
+	defaultOnce.Do(func() {
+		dir := os.Getenv("LOOM_CACHE_DIR")
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "loom")
+		}
+		defaultCache, defaultErr = NewCache(dir)
+	})
+	return defaultCache, defaultErr
+}
+
+// NewCache returns a cache in dir, creating it.
+func NewCache(dir string) (*Cache, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("codegen/llvm/native: cache directory: %w", err)
+	}
+	tc, err := FindToolchain()
+	if err != nil {
+		return nil, err
+	}
+	return &Cache{Dir: dir, Toolchain: tc, mem: map[string]*Kernel{}}, nil
+}
+
+// Compile lowers f with opts and builds and loads it, through the default
+// cache.
+func Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
+	c, err := DefaultCache()
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(f, opts)
+}
+
+// Compile returns the kernel of f lowered with opts, from memory, from disk,
+// or built now.
+func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
+	key := fmt.Sprintf("%x|%+v", ast.Hash(f), opts)
+	c.mu.Lock()
+	k := c.mem[key]
+	c.mu.Unlock()
+	if k != nil {
+		return k, nil
+	}
+	start := time.Now()
+	m, err := llvm.Lower(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	lower := time.Since(start)
+	k, err = c.Build(m)
+	if err != nil {
+		return nil, err
+	}
+	k.Stats.Lower = lower
+	c.mu.Lock()
+	c.mem[key] = k
+	c.mu.Unlock()
+	return k, nil
+}
+
+// Build builds (or finds on disk) the shared object of a lowered module
+// and loads it.
+func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
+	lib, err := loadRuntime(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ir := m.String()
+	t := m.Options.Target
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00", ir, t.Triple, t.CPU, t.Features, hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
+	fmt.Fprintf(h, "%s", lib.path)
+	key := hex.EncodeToString(h.Sum(nil))
+	dir := filepath.Join(c.Dir, "kernels", key[:2])
+	path := filepath.Join(dir, key+".so")
+	k := &Kernel{Module: m, Path: path}
+	if _, err := os.Stat(path); err == nil {
+		k.Stats.Cached = true
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := c.buildFile(m, ir, lib.path, path, &k.Stats); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	if err := k.load(); err != nil {
+		return nil, err
+	}
+	k.Stats.Load = time.Since(start)
+	return k, nil
+}
+
+// buildFile compiles and links ir into path.
+func (c *Cache) buildFile(m *llvm.Module, ir, rt, path string, st *Stats) error {
+	timeout := c.Toolchain.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	obj, err := tempName(strings.TrimSuffix(path, ".so") + ".o")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(obj)
+	t := m.Options.Target
+	start := time.Now()
+	if err := c.Toolchain.compile(ctx, ir, targetArgs{t.Triple, t.CPU, t.Features}, obj); err != nil {
+		return err
+	}
+	st.Compile = time.Since(start)
+	tmp, err := tempName(path)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := c.Toolchain.link(ctx, obj, rt, tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	st.Link = time.Since(start)
+	return os.Rename(tmp, path)
+}
+
+// tempName returns a fresh name beside path for a file to be renamed to
+// path when complete.
+func tempName(path string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s.tmp-%d-%x", path, os.Getpid(), b), nil
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := tempName(path)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// hostKey identifies this machine's CPU when the target CPU is "native".
+func hostKey(cpu string) string {
+	if cpu != "native" {
+		return ""
+	}
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	var model, flags string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch strings.TrimSpace(k) {
+		case "model name", "CPU part":
+			if model == "" {
+				model = strings.TrimSpace(v)
+			}
+		case "flags", "Features":
+			if flags == "" {
+				flags = strings.TrimSpace(v)
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + model + "|" + flags))
+	return hex.EncodeToString(sum[:8])
+}

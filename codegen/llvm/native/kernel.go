@@ -1,0 +1,235 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+)
+
+// Kernel is a compiled function loaded into this process.
+type Kernel struct {
+	Module *llvm.Module
+	Path   string // the shared object
+	Stats  Stats
+
+	handle uintptr
+	entry  uintptr // the packed entry point
+}
+
+// Stats tells where the time to get a kernel went.
+type Stats struct {
+	Cached  bool          // the shared object was already on disk
+	Lower   time.Duration // ast to LLVM IR
+	Compile time.Duration // opt and llc
+	Link    time.Duration
+	Load    time.Duration // dlopen
+}
+
+// Total returns the time from function to loaded kernel.
+func (s Stats) Total() time.Duration { return s.Lower + s.Compile + s.Link + s.Load }
+
+func (k *Kernel) load() error {
+	h, err := purego.Dlopen(k.Path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return fmt.Errorf("codegen/llvm/native: loading %s: %w", k.Path, err)
+	}
+	sym, err := purego.Dlsym(h, k.Module.PackedSymbol())
+	if err != nil {
+		return fmt.Errorf("codegen/llvm/native: %s has no %s: %w", k.Path, k.Module.PackedSymbol(), err)
+	}
+	k.handle, k.entry = h, sym
+	return nil
+}
+
+// Errors a kernel call reports.
+var (
+	ErrDivByZero   = errors.New("integer division by zero")
+	ErrOutOfMemory = errors.New("out of memory for a temporary buffer")
+)
+
+// Call is a kernel call with its arguments checked and packed, to run
+// any number of times (as a benchmark does).
+type Call struct {
+	k      *Kernel
+	ptrs   []unsafe.Pointer
+	sizes  []int64
+	pinner *runtime.Pinner
+}
+
+// Run calls the kernel on f's sizes and buffers, given as Interpret takes
+// them: a value per symbolic size, and a Go slice per buffer parameter of
+// the buffer's element type ([]float32, []uint16 for float16, ...) and
+// exact length. It checks all of that before the kernel runs, and refuses
+// buffers that overlap.
+func (k *Kernel) Run(sizes map[string]int64, buffers map[string]any) error {
+	c, err := k.Bind(sizes, buffers)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return c.Run()
+}
+
+// Bind checks and packs the arguments of a call. The buffers stay pinned
+// until Release.
+func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, error) {
+	f := k.Module.Func
+	fail := func(format string, args ...any) (*Call, error) {
+		return nil, fmt.Errorf("codegen/llvm/native: kernel %s: %s", k.Module.Symbol, fmt.Sprintf(format, args...))
+	}
+	for name := range sizes {
+		if f.Size(name) == nil {
+			return fail("%s is not a symbolic size", name)
+		}
+	}
+	env := map[string]int64{}
+	c := &Call{k: k}
+	for _, s := range f.Sizes {
+		v, ok := sizes[s.Name]
+		if !ok {
+			return fail("no value given for size %s", s.Name)
+		}
+		if v < 0 || s.DType == ast.Int32 && v > 1<<31-1 {
+			return fail("size %s = %d is negative or out of the %s range", s.Name, v, s.DType)
+		}
+		env[s.Name] = v
+		c.sizes = append(c.sizes, v)
+	}
+	for name := range buffers {
+		if f.Param(name) == nil {
+			return fail("%s is not a buffer parameter", name)
+		}
+	}
+	type span struct {
+		name   string
+		lo, hi uintptr
+	}
+	var spans []span
+	c.pinner = new(runtime.Pinner)
+	for _, b := range f.Params {
+		data, ok := buffers[b.Name]
+		if !ok {
+			c.Release()
+			return fail("no data given for buffer %s", b.Name)
+		}
+		n, err := elements(b, env)
+		if err != nil {
+			c.Release()
+			return fail("%v", err)
+		}
+		p, length, elem, ok := sliceData(b.DType, data)
+		if !ok {
+			c.Release()
+			return fail("buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, goType(b.DType), data)
+		}
+		if int64(length) != n {
+			c.Release()
+			return fail("buffer %s has %d elements at these sizes, but its data has %d", b.Name, n, length)
+		}
+		if p != nil {
+			c.pinner.Pin(p)
+			lo := uintptr(p)
+			spans = append(spans, span{b.Name, lo, lo + uintptr(length)*elem})
+		}
+		c.ptrs = append(c.ptrs, p)
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.lo < b.hi && b.lo < a.hi {
+				c.Release()
+				return fail("buffers %s and %s overlap; kernels assume they do not", a.name, b.name)
+			}
+		}
+	}
+	if len(c.ptrs) > 0 {
+		c.pinner.Pin(&c.ptrs[0])
+	}
+	if len(c.sizes) == 0 {
+		c.sizes = []int64{0} // a valid address to pass
+	}
+	if len(c.ptrs) == 0 {
+		c.ptrs = []unsafe.Pointer{nil}
+	}
+	return c, nil
+}
+
+// Run calls the kernel once.
+func (c *Call) Run() error {
+	r, _, _ := purego.SyscallN(c.k.entry, uintptr(unsafe.Pointer(&c.ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
+	runtime.KeepAlive(c)
+	switch int32(r) {
+	case llvm.StatusOK:
+		return nil
+	case llvm.StatusDivByZero:
+		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, ErrDivByZero)
+	case llvm.StatusOutOfMemory:
+		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, ErrOutOfMemory)
+	}
+	return fmt.Errorf("codegen/llvm/native: kernel %s returned status %d", c.k.Module.Symbol, int32(r))
+}
+
+// Release unpins the call's buffers; the call must not run after it.
+func (c *Call) Release() {
+	if c.pinner != nil {
+		c.pinner.Unpin()
+		c.pinner = nil
+	}
+}
+
+// elements returns the number of elements of b at the given sizes.
+func elements(b *ast.Buffer, sizes map[string]int64) (int64, error) {
+	data, err := ast.NewData(&ast.Buffer{Name: b.Name, DType: ast.Bool, Shape: b.Shape}, sizes)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(data.([]bool))), nil
+}
+
+// sliceData returns the address, length and element size of a Go slice
+// of the Go type for element type t.
+func sliceData(t ast.DType, data any) (unsafe.Pointer, int, uintptr, bool) {
+	switch d := data.(type) {
+	case []float32:
+		return ptrOf(d), len(d), 4, t == ast.Float32
+	case []float64:
+		return ptrOf(d), len(d), 8, t == ast.Float64
+	case []int32:
+		return ptrOf(d), len(d), 4, t == ast.Int32
+	case []int64:
+		return ptrOf(d), len(d), 8, t == ast.Int64
+	case []bool:
+		return ptrOf(d), len(d), 1, t == ast.Bool
+	case []uint16:
+		return ptrOf(d), len(d), 2, t == ast.Float16 || t == ast.BFloat16
+	}
+	return nil, 0, 0, false
+}
+
+func ptrOf[T any](s []T) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&s[0])
+}
+
+func goType(t ast.DType) string {
+	switch t {
+	case ast.Float32:
+		return "[]float32"
+	case ast.Float64:
+		return "[]float64"
+	case ast.Int32:
+		return "[]int32"
+	case ast.Int64:
+		return "[]int64"
+	case ast.Bool:
+		return "[]bool"
+	}
+	return "[]uint16"
+}

@@ -1,0 +1,135 @@
+package native
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/ebitengine/purego"
+)
+
+// The runtime (loomrt.c) is compiled once per machine into the cache and
+// loaded once per process, with its symbols global, before any kernel.
+
+//go:embed runtime/loomrt.c
+var runtimeSource []byte
+
+// RuntimeSource returns the C source of loom's runtime, to compile into a
+// program that links kernels ahead of time.
+func RuntimeSource() []byte { return runtimeSource }
+
+const runtimeVersion = 1
+
+type runtimeLib struct {
+	path       string
+	handle     uintptr
+	setThreads uintptr
+	getThreads uintptr
+}
+
+var (
+	rtOnce sync.Once
+	rt     *runtimeLib
+	rtErr  error
+)
+
+// loadRuntime builds (if needed) and loads the runtime library.
+func loadRuntime(dir string) (*runtimeLib, error) {
+	rtOnce.Do(func() { rt, rtErr = buildAndLoadRuntime(dir) })
+	return rt, rtErr
+}
+
+func buildAndLoadRuntime(dir string) (*runtimeLib, error) {
+	cc, err := lookPath("a C compiler", "gcc (apt-get install gcc)", "cc", "gcc", "clang")
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write(runtimeSource)
+	if fi, err := os.Stat(cc); err == nil {
+		fmt.Fprintf(h, "%s:%d:%d", cc, fi.Size(), fi.ModTime().UnixNano())
+	}
+	sub := filepath.Join(dir, "runtime-"+hex.EncodeToString(h.Sum(nil))[:16])
+	path := filepath.Join(sub, "libloomrt.so")
+	if _, err := os.Stat(path); err != nil {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return nil, err
+		}
+		src := filepath.Join(sub, "loomrt.c")
+		if err := writeAtomic(src, runtimeSource); err != nil {
+			return nil, err
+		}
+		tmp, err := tempName(path)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(context.Background(), cc, "-O2", "-fPIC", "-shared", "-pthread",
+			"-Wl,-soname,libloomrt.so", "-o", tmp, src, "-lm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp)
+			return nil, &BuildError{Tool: cc, Stderr: string(out)}
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, err
+		}
+	}
+	handle, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("codegen/llvm/native: loading the runtime %s: %w", path, err)
+	}
+	lib := &runtimeLib{path: path, handle: handle}
+	sym := func(name string) uintptr {
+		if err != nil {
+			return 0
+		}
+		var p uintptr
+		p, err = purego.Dlsym(handle, name)
+		return p
+	}
+	version := sym("loom_runtime_version")
+	lib.setThreads = sym("loom_set_num_threads")
+	lib.getThreads = sym("loom_get_num_threads")
+	if err != nil {
+		return nil, fmt.Errorf("codegen/llvm/native: runtime %s: %w", path, err)
+	}
+	if v, _, _ := purego.SyscallN(version); int32(v) != runtimeVersion {
+		return nil, fmt.Errorf("codegen/llvm/native: runtime %s has version %d, want %d", path, int32(v), runtimeVersion)
+	}
+	return lib, nil
+}
+
+// SetThreads sets the number of threads parallel loops run on; 0 means
+// one per core (or $LOOM_NUM_THREADS). It applies to every kernel of the
+// process.
+func SetThreads(n int) error {
+	c, err := DefaultCache()
+	if err != nil {
+		return err
+	}
+	lib, err := loadRuntime(c.Dir)
+	if err != nil {
+		return err
+	}
+	purego.SyscallN(lib.setThreads, uintptr(max(n, 0)))
+	return nil
+}
+
+// Threads returns the number of threads parallel loops run on.
+func Threads() (int, error) {
+	c, err := DefaultCache()
+	if err != nil {
+		return 0, err
+	}
+	lib, err := loadRuntime(c.Dir)
+	if err != nil {
+		return 0, err
+	}
+	n, _, _ := purego.SyscallN(lib.getThreads)
+	return int(int32(n)), nil
+}

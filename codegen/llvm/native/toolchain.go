@@ -1,0 +1,211 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Toolchain is the set of programs that turn LLVM IR into a shared
+// object: LLVM's optimizer and static compiler, and a linker.
+type Toolchain struct {
+	Opt, LLC string // paths of opt and llc (LLVM 14)
+	Linker   string // path of ld, or of the C compiler when LinkWithCC
+	// LinkWithCC links through the system C compiler ("cc -shared")
+	// instead of calling ld directly; it costs about 30 ms a kernel.
+	LinkWithCC bool
+	// Timeout bounds each build; 0 means two minutes.
+	Timeout time.Duration
+}
+
+// ErrToolMissing is wrapped by the error for a program the build needs
+// that is not installed.
+var ErrToolMissing = errors.New("build tool not found")
+
+var (
+	findOnce   sync.Once
+	found      *Toolchain
+	findFailed error
+)
+
+// FindToolchain locates opt and llc of LLVM 14 (as opt-14 and llc-14, or
+// as opt and llc) and a linker on PATH. The error for a missing program
+// says which package provides it.
+func FindToolchain() (*Toolchain, error) {
+	findOnce.Do(func() {
+		tc := &Toolchain{}
+		var err error
+		if tc.Opt, err = lookPath("opt", "llvm-14 (apt-get install llvm-14)", "opt-14", "opt"); err != nil {
+			findFailed = err
+			return
+		}
+		if tc.LLC, err = lookPath("llc", "llvm-14 (apt-get install llvm-14)", "llc-14", "llc"); err != nil {
+			findFailed = err
+			return
+		}
+		if tc.Linker, err = lookPath("ld", "binutils (apt-get install binutils)", "ld"); err != nil {
+			if tc.Linker, err = lookPath("cc", "gcc (apt-get install gcc)", "cc", "gcc"); err != nil {
+				findFailed = err
+				return
+			}
+			tc.LinkWithCC = true
+		}
+		found = tc
+	})
+	if findFailed != nil {
+		return nil, findFailed
+	}
+	c := *found
+	return &c, nil
+}
+
+func lookPath(what, pkg string, names ...string) (string, error) {
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not on PATH; it comes with %s", ErrToolMissing, what, pkg)
+}
+
+// fingerprint identifies the toolchain for the compile cache: the path,
+// size and modification time of each program (cheaper than asking each
+// for its version).
+func (tc *Toolchain) fingerprint() string {
+	var b strings.Builder
+	for _, p := range []string{tc.Opt, tc.LLC, tc.Linker} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			fmt.Fprintf(&b, "%s:?;", p)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	fmt.Fprintf(&b, "cc=%v", tc.LinkWithCC)
+	return b.String()
+}
+
+// BuildError is a failure of one of the build programs: which one, what
+// it printed, and for an error in the IR, the line it points at.
+type BuildError struct {
+	Tool   string // "opt", "llc" or the linker
+	Stderr string
+	Line   int    // line of the IR the error is on, 0 if none
+	IRLine string // that line's text
+}
+
+func (e *BuildError) Error() string {
+	msg := fmt.Sprintf("codegen/llvm/native: %s failed: %s", e.Tool, strings.TrimSpace(e.Stderr))
+	if e.Line > 0 {
+		msg += fmt.Sprintf("\nIR line %d: %s", e.Line, strings.TrimSpace(e.IRLine))
+	}
+	return msg
+}
+
+var stdinPos = regexp.MustCompile(`<stdin>:(\d+):(\d+)`)
+
+// compile runs opt -O3 and llc -O3 on ir, piped, writing an object file.
+func (tc *Toolchain) compile(ctx context.Context, ir string, t targetArgs, obj string) error {
+	optArgs := append([]string{"-O3"}, t.args()...)
+	optArgs = append(optArgs, "-", "-o", "-")
+	llcArgs := append([]string{"-O3", "-filetype=obj", "-relocation-model=pic"}, t.args()...)
+	llcArgs = append(llcArgs, "-", "-o", obj)
+	opt := exec.CommandContext(ctx, tc.Opt, optArgs...)
+	llc := exec.CommandContext(ctx, tc.LLC, llcArgs...)
+	opt.Stdin = strings.NewReader(ir)
+	var optErr, llcErr bytes.Buffer
+	opt.Stderr, llc.Stderr = &optErr, &llcErr
+	pipe, err := opt.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	llc.Stdin = pipe
+	if err := opt.Start(); err != nil {
+		return fmt.Errorf("codegen/llvm/native: starting opt: %w", err)
+	}
+	if err := llc.Start(); err != nil {
+		opt.Process.Kill()
+		opt.Wait()
+		return fmt.Errorf("codegen/llvm/native: starting llc: %w", err)
+	}
+	optRes := opt.Wait()
+	llcRes := llc.Wait()
+	if optRes != nil {
+		return irError("opt", optRes, optErr.String(), ir)
+	}
+	if llcRes != nil {
+		return irError("llc", llcRes, llcErr.String(), ir)
+	}
+	return nil
+}
+
+func irError(tool string, err error, stderr, ir string) error {
+	be := &BuildError{Tool: tool, Stderr: stderr}
+	if stderr == "" {
+		be.Stderr = err.Error()
+	}
+	if m := stdinPos.FindStringSubmatch(stderr); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(ir, "\n")
+		if n >= 1 && n <= len(lines) {
+			be.Line, be.IRLine = n, lines[n-1]
+		}
+	}
+	return be
+}
+
+// link makes a shared object of obj that needs the runtime library rt.
+func (tc *Toolchain) link(ctx context.Context, obj, rt, out string) error {
+	var args []string
+	if tc.LinkWithCC {
+		args = []string{"-shared", "-o", out, obj, rt, "-Wl,-rpath," + dirOf(rt), "-lm"}
+	} else {
+		args = []string{"-shared", "-o", out, obj, rt, "-rpath", dirOf(rt)}
+	}
+	cmd := exec.CommandContext(ctx, tc.Linker, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, io.Discard
+	if err := cmd.Run(); err != nil {
+		msg := stderr.String()
+		if msg == "" {
+			msg = err.Error()
+		}
+		return &BuildError{Tool: tc.Linker, Stderr: msg}
+	}
+	return nil
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return "."
+}
+
+// targetArgs are the target options opt and llc share.
+type targetArgs struct {
+	Triple, CPU, Features string
+}
+
+func (t targetArgs) args() []string {
+	var a []string
+	if t.Triple != "" {
+		a = append(a, "-mtriple="+t.Triple)
+	}
+	if t.CPU != "" {
+		a = append(a, "-mcpu="+t.CPU)
+	}
+	if t.Features != "" {
+		a = append(a, "-mattr="+t.Features)
+	}
+	return a
+}

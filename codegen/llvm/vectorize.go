@@ -1,0 +1,140 @@
+package llvm
+
+import (
+	"github.com/llir/llvm/ir/value"
+	"github.com/loom-go/loom/ast"
+)
+
+// Vectorized loops.
+//
+// A vectorized loop of constant extent n runs its body once per chunk of W
+// iterations, W = the target's vector bits / the widest element the body
+// loads or stores (8 for float32 on AVX2), or n itself when smaller. In a
+// chunk the loop variable is the ramp base + lane, and every expression of
+// the body is emitted once for all lanes (see lanes). A last chunk of
+// n mod W iterations runs with a mask that turns the missing lanes off.
+//
+// A body the lanes cannot express runs as a scalar loop instead, with a
+// remark saying why: a temporary buffer declared inside it (each lane
+// would need its own), or an inner loop whose bounds differ between lanes.
+
+// maxStraightChunks is the largest number of full chunks emitted one
+// after the other instead of as a loop.
+const maxStraightChunks = 4
+
+func (e *emitter) vectorLoop(l *ast.For) bool {
+	if e.width > 0 {
+		e.remark("vectorized loop %s runs as a scalar loop inside vectorized loop lanes: only one loop of a nest can be vectorized", l.Var.Name)
+		return false
+	}
+	lo, ext := e.index(l.Min), e.index(l.Extent)
+	n, ok := constInt(ext.u)
+	if !ok {
+		e.remark("vectorized loop %s runs as a scalar loop: its extent is not a constant", l.Var.Name)
+		return false
+	}
+	if why := vectorBlocker(l); why != "" {
+		e.remark("vectorized loop %s runs as a scalar loop: %s", l.Var.Name, why)
+		return false
+	}
+	w := e.m.Options.VectorBits / widestElement(l.Body)
+	if int64(w) > n {
+		w = int(n)
+	}
+	if w <= 1 {
+		return false
+	}
+	full, rest := n/int64(w), n%int64(w)
+	chunk := func(base value.Value, mask value.Value) {
+		e.width, e.mask = w, mask
+		e.withVar(l.Var.Name, ramp(base, 1), func() { e.stmt(l.Body) })
+		e.width, e.mask = 0, nil
+	}
+	why := e.tryLanes(func() {
+		switch {
+		case full <= maxStraightChunks:
+			for c := int64(0); c < full; c++ {
+				chunk(e.add64(lo.u, i64(c*int64(w))), nil)
+			}
+		default:
+			e.countedLoop(l.Var.Name+".chunk", i64(0), i64(full), func(c value.Value) {
+				chunk(e.add64(lo.u, e.mul64(c, i64(int64(w)))), nil)
+			})
+		}
+		if rest > 0 {
+			chunk(e.add64(lo.u, i64(full*int64(w))), boolMask(w, int(rest)))
+		}
+	})
+	if why != "" {
+		e.remark("vectorized loop %s runs as a scalar loop: %s", l.Var.Name, why)
+		return false
+	}
+	return true
+}
+
+// noLanes stops the emission of a vectorized loop whose body turns out
+// not to be expressible as lanes.
+type noLanes struct{ why string }
+
+// tryLanes runs emit; if it stops with noLanes, everything it emitted is
+// taken back and the reason returned.
+func (e *emitter) tryLanes(emit func()) (why string) {
+	nBlocks, b, nInsts, nEntry := len(e.fn.Blocks), e.b, len(e.b.Insts), len(e.entry.Insts)
+	env := make(map[string]lanes, len(e.env))
+	for k, v := range e.env {
+		env[k] = v
+	}
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		nl, ok := r.(noLanes)
+		if !ok {
+			panic(r)
+		}
+		e.fn.Blocks = e.fn.Blocks[:nBlocks]
+		e.b, b.Insts, b.Term = b, b.Insts[:nInsts], nil
+		e.entry.Insts = e.entry.Insts[:nEntry]
+		e.env, e.width, e.mask = env, 0, nil
+		why = nl.why
+	}()
+	emit()
+	return ""
+}
+
+// vectorBlocker says why the body of vectorized loop l cannot run as
+// lanes, or returns "".
+func vectorBlocker(l *ast.For) string {
+	why := ""
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if why != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.Alloc:
+			why = "it declares buffer " + n.Buffer.Name + ", which each lane would need a copy of"
+		}
+		return why == ""
+	})
+	return why
+}
+
+// widestElement returns the widest element, in bits, that body loads or
+// stores (32 when it accesses nothing).
+func widestElement(body ast.Stmt) int {
+	bits := 0
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Load:
+			bits = max(bits, n.Buffer.DType.Bits())
+		case *ast.Store:
+			bits = max(bits, n.Buffer.DType.Bits())
+		}
+		return true
+	})
+	if bits < 32 {
+		bits = 32
+	}
+	return bits
+}
