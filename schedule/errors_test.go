@@ -39,6 +39,15 @@ func TestIllegalRequests(t *testing.T) {
 			l, _ := s.GetLoop("i_C")
 			return s.ComputeAt(b, l)
 		}, ErrIllegal, "is not under loop"},
+		{"rfactor a split tail", matmul, func(s *Schedule) error {
+			k, _ := s.GetLoop("k")
+			ks, err := s.Split(k, -1, 3) // 8 = 3*3 - 1: the last k_0 is a tail
+			if err != nil {
+				return err
+			}
+			_, err = s.RFactor(ks[0])
+			return err
+		}, ErrIllegal, "never be initialized"},
 		{"inline a reduction", chain, func(s *Schedule) error {
 			b, _ := s.GetBlock("C")
 			return s.ComputeInline(b)

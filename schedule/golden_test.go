@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"go/format"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -166,39 +165,8 @@ func checkSameResults(t *testing.T, f, g *ast.Func, sizes map[string]int64) {
 		t.Fatalf("interpreting the scheduled function: %s", ast.Explain(g, err))
 	}
 	for name, w := range want {
-		if !close(args[name], w) {
+		if workload.MaxRelErr(args[name], w) > 1e-5 {
 			t.Fatalf("buffer %s differs after scheduling", name)
 		}
 	}
-}
-
-func close(a, b any) bool {
-	switch x := a.(type) {
-	case []float32:
-		y := b.([]float32)
-		for i := range x {
-			d := math.Abs(float64(x[i]) - float64(y[i]))
-			if d > 1e-5*math.Max(1, math.Abs(float64(y[i]))) && !(math.IsNaN(float64(x[i])) && math.IsNaN(float64(y[i]))) {
-				return false
-			}
-		}
-		return true
-	case []float64:
-		y := b.([]float64)
-		for i := range x {
-			if math.Abs(x[i]-y[i]) > 1e-9*math.Max(1, math.Abs(y[i])) {
-				return false
-			}
-		}
-		return true
-	case []int32:
-		y := b.([]int32)
-		for i := range x {
-			if x[i] != y[i] {
-				return false
-			}
-		}
-		return true
-	}
-	return true
 }

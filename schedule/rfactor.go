@@ -82,6 +82,12 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	if !slices.Contains(reduceLoops, loop) {
 		return Block{}, illegal(prim, s.f, here, "loop %s binds no reduce variable of block %s", loop.Var.Name, blk.Name)
 	}
+	if blk.Predicate != nil && usesLoop(blk.Predicate, loop) {
+		// A tail: some iterations of l may run no instance at all, and
+		// their slots of the rf buffer would reach the final sum without
+		// an init.
+		return Block{}, illegal(prim, s.f, here, "the predicate of block %s depends on loop %s (a split's tail), so some slots of the rfactor buffer would never be initialized; split by a factor that divides the extent", blk.Name, loop.Var.Name)
+	}
 	used := names(s.f)
 	t := loop.Var.DType
 	// The rf buffer: [extent of l] + the output's shape.

@@ -1,0 +1,89 @@
+package workload
+
+import (
+	"math"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// MaxRelErr returns the largest difference between two buffers' data (Go
+// slices of one element type), element by element, relative to the
+// expected value's magnitude or to 1 if that is smaller: a relative error
+// for large values, an absolute one for values near zero (where the sums of
+// values in [-1, 1) that the workloads compute cancel). NaN matches NaN.
+// Integer and bool data must match exactly: any difference is +Inf, as is
+// a difference in type or length.
+func MaxRelErr(got, want any) float64 {
+	worst := 0.0
+	floats := func(g, w float64) {
+		if math.IsNaN(g) && math.IsNaN(w) || g == w {
+			return
+		}
+		d := math.Abs(g-w) / math.Max(1, math.Abs(w))
+		if math.IsNaN(d) {
+			d = math.Inf(1)
+		}
+		worst = math.Max(worst, d)
+	}
+	switch w := want.(type) {
+	case []float32:
+		g, ok := got.([]float32)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		for i := range w {
+			floats(float64(g[i]), float64(w[i]))
+		}
+	case []float64:
+		g, ok := got.([]float64)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		for i := range w {
+			floats(g[i], w[i])
+		}
+	case []uint16: // float16 encodings
+		g, ok := got.([]uint16)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		for i := range w {
+			floats(ast.Float16Value(g[i]), ast.Float16Value(w[i]))
+		}
+	case []int32:
+		return exact(got, w)
+	case []int64:
+		return exact(got, w)
+	case []bool:
+		return exact(got, w)
+	default:
+		return math.Inf(1)
+	}
+	return worst
+}
+
+func exact[T comparable](got any, want []T) float64 {
+	g, ok := got.([]T)
+	if !ok || len(g) != len(want) {
+		return math.Inf(1)
+	}
+	for i := range want {
+		if g[i] != want[i] {
+			return math.Inf(1)
+		}
+	}
+	return 0
+}
+
+// Tolerance is the largest MaxRelErr accepted between the interpreter and
+// a schedule or kernel of the same function, for each float type: a few
+// roundings of difference, from operations fused or reordered.
+func Tolerance(t ast.DType) float64 {
+	switch t {
+	case ast.Float64:
+		return 1e-9
+	case ast.Float16, ast.BFloat16:
+		return 1e-2
+	}
+	return 1e-5
+}
