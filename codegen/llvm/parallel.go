@@ -71,9 +71,9 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	e.bufs = map[*ast.Buffer]*buffer{}
 	e.parallel = true
 	e.begin(task)
-	ctx := e.entry.NewBitCast(ctxP, types.NewPointer(ctxT))
+	ctx := e.b.NewBitCast(ctxP, types.NewPointer(ctxT))
 	for i, c := range caps {
-		c.set(e.entry.NewLoad(fields[i], e.fieldPtr(ctxT, ctx, i)))
+		c.set(e.b.NewLoad(fields[i], e.fieldPtr(ctxT, ctx, i)))
 	}
 	e.countedLoop(l.Var.Name, loP, e.sub64(hiP, loP), func(iv value.Value) {
 		e.withVar(l.Var.Name, uniform(e.add64(start, iv)), func() { e.stmt(l.Body) })

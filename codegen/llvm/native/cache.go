@@ -66,6 +66,11 @@ func NewCache(dir string) (*Cache, error) {
 	return &Cache{Dir: dir, Toolchain: tc, mem: map[string]*Kernel{}}, nil
 }
 
+// buildRecipe names how a shared object is made from IR; change it when
+// the flags of opt, llc or the linker change, so that stale objects are not
+// reused.
+const buildRecipe = "opt -O3 | llc -O3 pic | ld -shared -Bsymbolic (2)"
+
 // Compile lowers f with opts and builds and loads it, through the default
 // cache.
 func Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
@@ -114,7 +119,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	t := m.Options.Target
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00", ir, t.Triple, t.CPU, t.Features, hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
-	fmt.Fprintf(h, "%s", lib.path)
+	fmt.Fprintf(h, "%s\x00%s", lib.path, buildRecipe)
 	key := hex.EncodeToString(h.Sum(nil))
 	dir := filepath.Join(c.Dir, "kernels", key[:2])
 	path := filepath.Join(dir, key+".so")
@@ -213,4 +218,22 @@ func hostKey(cpu string) string {
 	}
 	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + model + "|" + flags))
 	return hex.EncodeToString(sum[:8])
+}
+
+// WriteObject compiles m into an object file at path, for linking ahead of
+// time into a C or C++ program with m.Header() and loom's runtime
+// (RuntimeSource).
+func WriteObject(m *llvm.Module, path string) error {
+	tc, err := FindToolchain()
+	if err != nil {
+		return err
+	}
+	timeout := tc.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	t := m.Options.Target
+	return tc.compile(ctx, m.String(), targetArgs{t.Triple, t.CPU, t.Features}, path)
 }

@@ -50,8 +50,11 @@ func buildAndLoadRuntime(dir string) (*runtimeLib, error) {
 	if err != nil {
 		return nil, err
 	}
+	flags := []string{"-O2", "-fPIC", "-shared", "-pthread", "-Wl,-soname,libloomrt.so"}
+	libs := []string{"-Wl,--no-as-needed", "-lm"} // kernels find the C math library through the runtime
 	h := sha256.New()
 	h.Write(runtimeSource)
+	fmt.Fprintf(h, "%q%q", flags, libs)
 	if fi, err := os.Stat(cc); err == nil {
 		fmt.Fprintf(h, "%s:%d:%d", cc, fi.Size(), fi.ModTime().UnixNano())
 	}
@@ -69,8 +72,8 @@ func buildAndLoadRuntime(dir string) (*runtimeLib, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(context.Background(), cc, "-O2", "-fPIC", "-shared", "-pthread",
-			"-Wl,-soname,libloomrt.so", "-o", tmp, src, "-lm")
+		args := append(append(append([]string(nil), flags...), "-o", tmp, src), libs...)
+		cmd := exec.CommandContext(context.Background(), cc, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Remove(tmp)
 			return nil, &BuildError{Tool: cc, Stderr: string(out)}

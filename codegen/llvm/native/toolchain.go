@@ -165,11 +165,14 @@ func irError(tool string, err error, stderr, ir string) error {
 
 // link makes a shared object of obj that needs the runtime library rt.
 func (tc *Toolchain) link(ctx context.Context, obj, rt, out string) error {
+	// -Bsymbolic: the kernel's own calls (the packed entry calling the
+	// kernel) stay inside it, even when a library loaded earlier defines
+	// a function of the same name (a kernel named div, say).
 	var args []string
 	if tc.LinkWithCC {
-		args = []string{"-shared", "-o", out, obj, rt, "-Wl,-rpath," + dirOf(rt), "-lm"}
+		args = []string{"-shared", "-Wl,-Bsymbolic", "-o", out, obj, rt, "-Wl,-rpath," + dirOf(rt), "-lm"}
 	} else {
-		args = []string{"-shared", "-o", out, obj, rt, "-rpath", dirOf(rt)}
+		args = []string{"-shared", "-Bsymbolic", "-o", out, obj, rt, "-rpath", dirOf(rt)}
 	}
 	cmd := exec.CommandContext(ctx, tc.Linker, args...)
 	var stderr bytes.Buffer

@@ -1,0 +1,103 @@
+package native
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+)
+
+// abiFunc has a symbolic size, a parallel loop and a vectorized one, so
+// the C program exercises the runtime's thread pool too.
+const abiFunc = `func saxpy[N: int32](X: float32[N, 64], Y: float32[N, 64], Z: float32[N, 64]) {
+  ScheduleBlock(root) {
+    parallel for (i, 0, N) {
+      vectorized for (j, 0, 64) {
+        ScheduleBlock(Z) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, N), vj = spatial(0, 64))
+          reads(X[vi, vj], Y[vi, vj])
+          writes(Z[vi, vj])
+          Z[vi, vj] = X[vi, vj] * 2.0f + Y[vi, vj]
+        }
+      }
+    }
+  }
+}`
+
+const abiMain = `#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "saxpy.h"
+
+int main(void) {
+	enum { N = 37 };
+	static float x[N][64], y[N][64], z[N][64];
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < 64; j++) {
+			x[i][j] = (float)(i * 64 + j) / 1000.0f;
+			y[i][j] = (float)(j - i);
+		}
+	loom_set_num_threads(2);
+	int32_t status = saxpy(N, &x[0][0], &y[0][0], &z[0][0]);
+	if (status != 0) {
+		printf("status %d\n", status);
+		return 1;
+	}
+	void *bufs[] = {x, y, z};
+	int64_t sizes[] = {N};
+	if (saxpy_packed(bufs, sizes) != 0)
+		return 1;
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < 64; j++)
+			if (fabsf(z[i][j] - (x[i][j] * 2.0f + y[i][j])) > 1e-5f) {
+				printf("z[%d][%d] = %g\n", i, j, z[i][j]);
+				return 1;
+			}
+	printf("ok %d threads\n", loom_get_num_threads());
+	return 0;
+}
+`
+
+// TestCABI links a generated kernel ahead of time into a C program, with
+// the generated header and the runtime's source, and runs it.
+func TestCABI(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	f, err := ast.Parse(abiFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := llvm.Lower(f, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("saxpy.h", []byte(m.Header()))
+	write("loomrt.c", RuntimeSource())
+	write("main.c", []byte(abiMain))
+	if err := WriteObject(m, filepath.Join(dir, "saxpy.o")); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(cc, "-std=c11", "-Wall", "-Werror", "-O2", "-pthread", "-o", "prog", "main.c", "saxpy.o", "loomrt.c", "-lm")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the C program: %v\n%s\nheader:\n%s", err, out, m.Header())
+	}
+	run := exec.Command(filepath.Join(dir, "prog"))
+	out, err := run.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "ok 2 threads") {
+		t.Fatalf("the C program: %v\n%s", err, out)
+	}
+}

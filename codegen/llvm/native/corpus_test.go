@@ -1,0 +1,196 @@
+package native
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/schedgen"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
+	"golang.org/x/tools/txtar"
+)
+
+// agree compiles f with opts, runs it and the interpreter on the same
+// random data, and fails t unless every buffer agrees within the
+// tolerance of its type.
+func agree(t *testing.T, f *ast.Func, sizes map[string]int64, opts llvm.Options, seed uint64) {
+	t.Helper()
+	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
+	got := c.Args(seed)
+	want := workload.Clone(got)
+	if err := ast.Interpret(f, sizes, want); err != nil {
+		t.Fatalf("interpret %s: %s", f.Name, ast.Explain(f, err))
+	}
+	k, err := Compile(f, opts)
+	if err != nil {
+		t.Fatalf("compile %s: %v", f.Name, err)
+	}
+	if err := k.Run(sizes, got); err != nil {
+		t.Fatalf("run %s: %v", f.Name, err)
+	}
+	for _, p := range f.Params {
+		tol := workload.Tolerance(p.DType)
+		if opts.FastMath {
+			tol *= 100
+		}
+		if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > tol {
+			t.Fatalf("%s: buffer %s differs from the interpreter's by %g (tolerance %g)\n%s\nIR:\n%s", f.Name, p.Name, e, tol, ast.Print(f), k.Module)
+		}
+	}
+}
+
+// TestWorkloads: every workload, unscheduled, under each option.
+func TestWorkloads(t *testing.T) {
+	for _, c := range schedgen.Corpus() {
+		for _, opts := range []llvm.Options{{}, {NoFMA: true}, {FastMath: true}} {
+			agree(t, c.Func, c.Sizes, opts, 1)
+		}
+	}
+}
+
+// TestASTGoldens: every function of the ast package's printer goldens
+// (all the expression and statement forms, every type).
+func TestASTGoldens(t *testing.T) {
+	files, err := filepath.Glob("../../../testdata/ast/print/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no ast goldens: %v", err)
+	}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fl := range ar.Files {
+			if !strings.HasSuffix(fl.Name, ".loom") {
+				continue
+			}
+			f, err := ast.Parse(string(fl.Data))
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			sizes := map[string]int64{}
+			for _, s := range f.Sizes {
+				sizes[s.Name] = 6
+			}
+			t.Run(filepath.Base(file), func(t *testing.T) {
+				t.Parallel()
+				for _, p := range f.Params {
+					if n, err := elements(p, sizes); err != nil || n > 1<<16 {
+						t.Skipf("buffer %s is too large for the interpreter in a test", p.Name)
+					}
+				}
+				if err := ast.Interpret(f, sizes, workload.Case{Func: f, Sizes: sizes}.Args(1)); err != nil {
+					t.Skipf("the interpreter refuses this input: %v", err)
+				}
+				agree(t, f, sizes, llvm.Options{}, 2)
+			})
+		}
+	}
+}
+
+// TestScheduleGoldens: the result of every golden test of the schedule
+// primitives, symbolic sizes set to a few values.
+func TestScheduleGoldens(t *testing.T) {
+	files, err := filepath.Glob("../../../testdata/schedule/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schedule goldens: %v", err)
+	}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fl := range ar.Files {
+			if fl.Name != "want.loom" && fl.Name != "input.loom" {
+				continue
+			}
+			f, err := ast.Parse(string(fl.Data))
+			if err != nil {
+				t.Fatalf("%s: %s: %v", file, fl.Name, err)
+			}
+			for _, v := range []int64{1, 5, 13} {
+				sizes := map[string]int64{}
+				for _, s := range f.Sizes {
+					sizes[s.Name] = v
+				}
+				t.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(file), fl.Name, v), func(t *testing.T) {
+					t.Parallel()
+					if err := ast.Interpret(f, sizes, workload.Case{Func: f, Sizes: sizes}.Args(1)); err != nil {
+						t.Skipf("the interpreter refuses this input (it is only scheduled, never run): %v", err)
+					}
+					agree(t, f, sizes, llvm.Options{}, uint64(v))
+				})
+				if len(f.Sizes) == 0 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestRandomSchedules: every function of the schedule corpus under random
+// schedules (the primitives' property test's generator), compiled.
+func TestRandomSchedules(t *testing.T) {
+	seeds, steps := 3, 20
+	if testing.Short() {
+		seeds = 1
+	}
+	for _, c := range schedgen.Corpus() {
+		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			r := rand.New(rand.NewPCG(seed, 7))
+			s, err := schedule.New(c.Func, schedule.WithSeed(seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log []string
+			for i := 0; i < steps; i++ {
+				desc, err := schedgen.Step(r, s, func() {})
+				if err == nil {
+					log = append(log, desc)
+				}
+			}
+			t.Run(fmt.Sprintf("%s/%d", c.Name, seed), func(t *testing.T) {
+				t.Parallel()
+				t.Logf("schedule: %v", log)
+				agree(t, s.Func(), c.Sizes, llvm.Options{}, seed)
+			})
+		}
+	}
+}
+
+// TestVectorWidths: the same vectorized schedule at every SIMD width.
+func TestVectorWidths(t *testing.T) {
+	c := workload.Softmax(5, 40)
+	s, err := schedule.New(c.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range s.Func().Blocks() {
+		names = append(names, b.Name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := s.GetBlock(name)
+		if err != nil {
+			continue
+		}
+		loops, err := s.GetLoops(b)
+		if err != nil || len(loops) < 2 {
+			continue
+		}
+		inner := loops[len(loops)-1]
+		if err := s.Vectorize(inner); err != nil {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	for _, bits := range []int{128, 256, 512} {
+		agree(t, s.Func(), c.Sizes, llvm.Options{VectorBits: bits}, 3)
+	}
+}

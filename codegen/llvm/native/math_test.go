@@ -1,0 +1,174 @@
+package native
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+)
+
+// mathInputs are the arguments each intrinsic is checked on: a sweep of
+// ordinary values and the special ones (zeros, infinities, NaN,
+// subnormals, the edges of exp's range).
+func mathInputs() []float64 {
+	xs := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1e-40, -1e-40, 1e-45,
+		88.7, 88.8, -87.3, -103, -104, -150, 1e30, -1e30, 0.5, -0.5, 0.625, -0.625, 1, -1, 2, 10, -10, 100}
+	for x := -20.0; x <= 20; x += 0.173 {
+		xs = append(xs, x)
+	}
+	for e := -30; e <= 30; e += 3 {
+		xs = append(xs, math.Pow(10, float64(e)), 1.5*math.Pow(2, float64(e)))
+	}
+	return xs
+}
+
+// TestMathIntrinsics checks every intrinsic on every float type, in a
+// vectorized loop (the lanes' implementations) and a serial one, against
+// the interpreter: within a few units in the last place.
+func TestMathIntrinsics(t *testing.T) {
+	xs := mathInputs()
+	n := len(xs)
+	types := []ast.DType{ast.Float32, ast.Float64, ast.Float16, ast.BFloat16}
+	for _, dt := range types {
+		for _, kind := range []string{"vectorized", "serial"} {
+			var body string
+			for f := ast.IntrinsicExp; f <= ast.IntrinsicCos; f++ {
+				call := fmt.Sprintf("%s(A[vi])", f)
+				if f == ast.IntrinsicPow {
+					call = "pow(A[vi], 0.75" + suffix(dt) + ")"
+				}
+				body += fmt.Sprintf("          R[%d, vi] = %s\n", int(f)-1, call)
+			}
+			nf := int(ast.IntrinsicCos)
+			src := fmt.Sprintf(`func m(A: %[1]s[%[2]d], R: %[1]s[%[3]d, %[2]d]) {
+  ScheduleBlock(root) {
+    %[4]s for (i, 0, %[2]d) {
+      ScheduleBlock(R) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, %[2]d))
+        reads(A[vi])
+        writes(R[0:+%[3]d, vi])
+%[5]s      }
+    }
+  }
+}`, dt, n, nf, kind, body)
+			f, err := ast.Parse(src)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			k, err := Compile(f, llvm.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := encode(dt, xs)
+			got, want := newData(dt, nf*n), newData(dt, nf*n)
+			if err := ast.Interpret(f, nil, map[string]any{"A": a, "R": want}); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Run(nil, map[string]any{"A": a, "R": got}); err != nil {
+				t.Fatal(err)
+			}
+			g, w := decode(dt, got), decode(dt, want)
+			for j := range w {
+				fn := ast.Intrinsic(j/n + 1)
+				if !nearlyEqual(g[j], w[j], ulpTolerance(dt, fn)) {
+					t.Errorf("%s %s %s(%g) = %g, interpreter %g", dt, kind, fn, decode(dt, a)[j%n], g[j], w[j])
+				}
+			}
+		}
+	}
+}
+
+func suffix(t ast.DType) string {
+	switch t {
+	case ast.Float32:
+		return "f"
+	case ast.Float64:
+		return ""
+	case ast.Float16:
+		return "h"
+	}
+	return "bf"
+}
+
+// ulpTolerance is the relative error allowed: loom's float32
+// implementations are within a few ulp of float32 (2^-23); float64 goes
+// to the C library; the 16-bit types round a float32 result once more.
+func ulpTolerance(t ast.DType, f ast.Intrinsic) float64 {
+	switch t {
+	case ast.Float64:
+		return 1e-14
+	case ast.Float16:
+		return 1.0 / 1024
+	case ast.BFloat16:
+		return 1.0 / 128
+	}
+	return 4.0 / (1 << 23)
+}
+
+func nearlyEqual(g, w, tol float64) bool {
+	switch {
+	case math.IsNaN(w) || math.IsNaN(g):
+		return math.IsNaN(w) && math.IsNaN(g)
+	case math.IsInf(w, 0) || math.IsInf(g, 0):
+		return g == w
+	case w == 0:
+		return math.Abs(g) < 1e-37
+	}
+	return math.Abs(g-w) <= tol*math.Abs(w) || math.Abs(g-w) < 1e-38
+}
+
+func newData(t ast.DType, n int) any {
+	switch t {
+	case ast.Float32:
+		return make([]float32, n)
+	case ast.Float64:
+		return make([]float64, n)
+	}
+	return make([]uint16, n)
+}
+
+func encode(t ast.DType, xs []float64) any {
+	switch t {
+	case ast.Float32:
+		d := make([]float32, len(xs))
+		for i, x := range xs {
+			d[i] = float32(x)
+		}
+		return d
+	case ast.Float64:
+		return append([]float64(nil), xs...)
+	}
+	d := make([]uint16, len(xs))
+	for i, x := range xs {
+		if t == ast.Float16 {
+			d[i] = ast.Float16Bits(x)
+		} else {
+			d[i] = ast.BFloat16Bits(x)
+		}
+	}
+	return d
+}
+
+func decode(t ast.DType, data any) []float64 {
+	var out []float64
+	switch d := data.(type) {
+	case []float32:
+		for _, x := range d {
+			out = append(out, float64(x))
+		}
+	case []float64:
+		out = append(out, d...)
+	case []uint16:
+		for _, x := range d {
+			if t == ast.Float16 {
+				out = append(out, ast.Float16Value(x))
+			} else {
+				out = append(out, ast.BFloat16Value(x))
+			}
+		}
+	}
+	return out
+}
