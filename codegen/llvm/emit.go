@@ -166,7 +166,7 @@ func (e *emitter) declare(b *ast.Buffer, ptr value.Value) *buffer {
 	for d := len(b.Shape) - 1; d >= 0; d-- {
 		buf.strides[d] = stride
 		if d > 0 {
-			stride = e.mul64(stride, e.index(b.Shape[d]).u)
+			stride = e.mul64(stride, e.scalar(e.index(b.Shape[d])))
 		}
 	}
 	e.bufs[b] = buf
@@ -177,7 +177,7 @@ func (e *emitter) declare(b *ast.Buffer, ptr value.Value) *buffer {
 func (e *emitter) size(b *ast.Buffer) value.Value {
 	var n value.Value = i64(1)
 	for _, d := range b.Shape {
-		n = e.mul64(n, e.index(d).u)
+		n = e.mul64(n, e.scalar(e.index(d)))
 	}
 	return n
 }
@@ -304,7 +304,7 @@ func (e *emitter) ifThenElse(s *ast.IfThenElse) {
 // narrows the active mask instead, skipping a side when no lane takes it.
 func (e *emitter) when(cond lanes, hint string, then, els func()) {
 	if cond.isUniform() {
-		if c, ok := cond.u.(*constant.Int); ok {
+		if c, ok := e.scalar(cond).(*constant.Int); ok {
 			switch {
 			case c.X.Sign() != 0:
 				then()
@@ -318,7 +318,7 @@ func (e *emitter) when(cond lanes, hint string, then, els func()) {
 		if els != nil {
 			elseB = e.newBlock(hint + ".else")
 		}
-		e.b.NewCondBr(cond.u, thenB, elseB)
+		e.b.NewCondBr(e.scalar(cond), thenB, elseB)
 		e.b = thenB
 		then()
 		e.b.NewBr(join)
@@ -390,7 +390,7 @@ func (e *emitter) serialLoop(l *ast.For) {
 	if !lo.isUniform() || !ext.isUniform() {
 		panic(noLanes{"the bounds of inner loop " + l.Var.Name + " differ between lanes"})
 	}
-	e.countedLoop(l.Var.Name, lo.u, ext.u, func(iv value.Value) {
+	e.countedLoop(l.Var.Name, e.scalar(lo), e.scalar(ext), func(iv value.Value) {
 		e.withVar(l.Var.Name, uniform(iv), func() { e.stmt(l.Body) })
 	})
 }
@@ -440,8 +440,8 @@ const maxUnroll = 512
 // extent, with the loop variable a constant in each copy.
 func (e *emitter) unrolledLoop(l *ast.For) bool {
 	lo, ext := e.index(l.Min), e.index(l.Extent)
-	n, ok := constInt(ext.u)
-	if !ext.isUniform() || !ok || !lo.isUniform() {
+	n, ok := constUniform(ext)
+	if !ok || !lo.isUniform() {
 		e.remark("unrolled loop %s runs as a loop: its extent is not a constant", l.Var.Name)
 		return false
 	}
@@ -450,7 +450,7 @@ func (e *emitter) unrolledLoop(l *ast.For) bool {
 		return false
 	}
 	for i := int64(0); i < n; i++ {
-		e.withVar(l.Var.Name, uniform(e.add64(lo.u, i64(i))), func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, e.intBinary(nil, ast.OpAdd, lo, uniform(i64(i)), true), func() { e.stmt(l.Body) })
 	}
 	return true
 }

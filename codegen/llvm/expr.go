@@ -32,7 +32,7 @@ func (e *emitter) value(x ast.Expr) lanes {
 		c, t, f := e.value(x.Cond), e.value(x.T), e.value(x.F)
 		if c.isUniform() && !(t.isUniform() && f.isUniform()) {
 			// A uniform condition picks between whole vectors.
-			return vector(e.b.NewSelect(c.u, e.vec(t), e.vec(f)))
+			return vector(e.b.NewSelect(e.scalar(c), e.vec(t), e.vec(f)))
 		}
 		return e.apply3(c, t, f, func(c, t, f value.Value) value.Value { return e.b.NewSelect(c, t, f) })
 	case *ast.Cast:
@@ -73,7 +73,7 @@ func (e *emitter) binary(x *ast.Binary) lanes {
 		if isIndexExpr(x) && t == ast.Int64 {
 			return e.index(x)
 		}
-		return e.intBinary(x, x.Op, e.value(x.A), e.value(x.B))
+		return e.intBinary(x, x.Op, e.value(x.A), e.value(x.B), false)
 	}
 	a, b := e.value(x.A), e.value(x.B)
 	return e.round(t, e.apply(a, b, func(p, q value.Value) value.Value { return e.floatOp(x.Op, p, q) }))
@@ -201,9 +201,9 @@ func (e *emitter) logical(x *ast.Binary) lanes {
 		pre := e.b
 		rhs, join := e.newBlock("rhs"), e.newBlock("rhs.end")
 		if isAnd {
-			pre.NewCondBr(a.u, rhs, join)
+			pre.NewCondBr(e.scalar(a), rhs, join)
 		} else {
-			pre.NewCondBr(a.u, join, rhs)
+			pre.NewCondBr(e.scalar(a), join, rhs)
 		}
 		e.b = rhs
 		b := e.value(x.B)

@@ -1,6 +1,7 @@
 package llvm
 
 import (
+	"github.com/llir/llvm/ir"
 	"math/bits"
 
 	"github.com/llir/llvm/ir/constant"
@@ -50,7 +51,7 @@ func (e *emitter) index(x ast.Expr) lanes {
 	case *ast.Var:
 		return e.lookup(x)
 	case *ast.Binary:
-		return e.intBinary(x, x.Op, e.index(x.A), e.index(x.B))
+		return e.intBinary(x, x.Op, e.index(x.A), e.index(x.B), true)
 	}
 	panic(internalf("index of %T", x))
 }
@@ -89,7 +90,7 @@ func (e *emitter) add64(x, y value.Value) value.Value {
 	case bok && b == 0:
 		return x
 	}
-	return e.b.NewAdd(x, y)
+	return e.nsw(e.b.NewAdd(x, y))
 }
 
 func (e *emitter) sub64(x, y value.Value) value.Value {
@@ -101,7 +102,7 @@ func (e *emitter) sub64(x, y value.Value) value.Value {
 	case bok && b == 0:
 		return x
 	}
-	return e.b.NewSub(x, y)
+	return e.nsw(e.b.NewSub(x, y))
 }
 
 func (e *emitter) mul64(x, y value.Value) value.Value {
@@ -117,42 +118,61 @@ func (e *emitter) mul64(x, y value.Value) value.Value {
 	case aok && a == 0 || bok && b == 0:
 		return i64(0)
 	}
-	return e.b.NewMul(x, y)
+	return e.nsw(e.b.NewMul(x, y))
+}
+
+// nsw marks index arithmetic as never wrapping: indices stay far inside
+// 64 bits (they address memory), and saying so lets LLVM's alias analysis
+// see that two addresses differ by a constant.
+func (e *emitter) nsw(v value.Value) value.Value {
+	switch i := v.(type) {
+	case *ir.InstAdd:
+		i.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
+	case *ir.InstSub:
+		i.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
+	case *ir.InstMul:
+		i.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
+	}
+	return v
 }
 
 // intBinary applies an integer arithmetic operator of expression n to a
-// and b. On 64-bit operands it keeps ramps symbolic where it can.
-func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes) lanes {
-	is64 := a.scalarType().Equal(types.I64)
-	if is64 {
+// and b. In index arithmetic (index true, 64-bit operands) it keeps ramps
+// symbolic where it can and marks + - * as not wrapping; on data it wraps
+// like the interpreter.
+func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes, index bool) lanes {
+	index = index && a.scalarType().Equal(types.I64)
+	if index {
 		switch op {
 		case ast.OpAdd, ast.OpSub:
 			sign := int64(1)
 			if op == ast.OpSub {
 				sign = -1
 			}
+			var l lanes
 			switch {
 			case a.isUniform() && b.isUniform():
-				if op == ast.OpAdd {
-					return uniform(e.add64(a.u, b.u))
-				}
-				return uniform(e.sub64(a.u, b.u))
+				l = lanes{u: e.combine(op, a.u, b.u)}
 			case a.isRamp() && b.isUniform():
-				return ramp(e.combine(op, a.base, b.u), a.stride)
+				l = lanes{base: e.combine(op, a.base, b.u), stride: a.stride}
 			case a.isUniform() && b.isRamp():
-				return ramp(e.combine(op, a.u, b.base), sign*b.stride)
+				l = lanes{base: e.combine(op, a.u, b.base), stride: sign * b.stride}
 			case a.isRamp() && b.isRamp():
-				return ramp(e.combine(op, a.base, b.base), a.stride+sign*b.stride)
+				l = lanes{base: e.combine(op, a.base, b.base), stride: a.stride + sign*b.stride}
+			}
+			if l.u != nil || l.base != nil {
+				l.off = a.off + sign*b.off
+				return l.normal()
 			}
 		case ast.OpMul:
+			if c, ok := constUniform(b); ok && (a.isUniform() || a.isRamp()) {
+				return e.scale(a, c)
+			}
+			if c, ok := constUniform(a); ok && (b.isUniform() || b.isRamp()) {
+				return e.scale(b, c)
+			}
 			if a.isUniform() && b.isUniform() {
-				return uniform(e.mul64(a.u, b.u))
-			}
-			if c, ok := constUniform(b); ok && a.isRamp() {
-				return ramp(e.mul64(a.base, i64(c)), a.stride*c)
-			}
-			if c, ok := constUniform(a); ok && b.isRamp() {
-				return ramp(e.mul64(b.base, i64(c)), b.stride*c)
+				return uniform(e.mul64(e.scalar(a), e.scalar(b)))
 			}
 		case ast.OpFloorDiv, ast.OpFloorMod:
 			if l, ok := e.rampDivMod(op, a, b); ok {
@@ -160,13 +180,19 @@ func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes) lanes {
 			}
 		}
 	}
+	flag := func(v value.Value) value.Value {
+		if index {
+			return e.nsw(v)
+		}
+		return v
+	}
 	switch op {
 	case ast.OpAdd:
-		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewAdd(x, y) })
+		return e.apply(a, b, func(x, y value.Value) value.Value { return flag(e.b.NewAdd(x, y)) })
 	case ast.OpSub:
-		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewSub(x, y) })
+		return e.apply(a, b, func(x, y value.Value) value.Value { return flag(e.b.NewSub(x, y)) })
 	case ast.OpMul:
-		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewMul(x, y) })
+		return e.apply(a, b, func(x, y value.Value) value.Value { return flag(e.b.NewMul(x, y)) })
 	case ast.OpMin:
 		return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewSelect(e.b.NewICmp(enum.IPredSLT, x, y), x, y) })
 	case ast.OpMax:
@@ -175,6 +201,14 @@ func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes) lanes {
 		return e.intDivMod(n, op, a, b)
 	}
 	panic(internalf("integer operator %v", op))
+}
+
+// scale multiplies uniform or ramp index lanes by the constant c.
+func (e *emitter) scale(l lanes, c int64) lanes {
+	if l.isUniform() {
+		return lanes{u: e.mul64(l.u, i64(c)), off: l.off * c}.normal()
+	}
+	return lanes{base: e.mul64(l.base, i64(c)), stride: l.stride * c, off: l.off * c}.normal()
 }
 
 func (e *emitter) combine(op ast.BinaryOp, x, y value.Value) value.Value {
@@ -188,7 +222,8 @@ func constUniform(l lanes) (int64, bool) {
 	if !l.isUniform() {
 		return 0, false
 	}
-	return constInt(l.u)
+	c, ok := constInt(l.u)
+	return c + l.off, ok
 }
 
 // rampDivMod divides a ramp by a constant when every lane falls in the same
@@ -202,9 +237,9 @@ func (e *emitter) rampDivMod(op ast.BinaryOp, a, b lanes) (lanes, bool) {
 	}
 	// (base + k*c*lane) floordiv c = base floordiv c + k*lane, and the
 	// remainder is base floormod c in every lane.
-	q := e.intDivMod(nil, op, uniform(a.base), b)
+	q := e.intDivMod(nil, op, uniform(e.rampBase(a)), b)
 	if op == ast.OpFloorDiv {
-		return ramp(q.u, a.stride/c), true
+		return ramp(e.scalar(q), a.stride/c), true
 	}
 	return q, true
 }

@@ -18,23 +18,64 @@ import (
 // Keeping ramps symbolic is what lets a load of A[i, j] with j vectorized
 // become one contiguous vector load instead of a gather: the offset is a
 // ramp of stride 1.
+//
+// Index values (i64) also keep their constant part apart, in off: a
+// uniform index is u + off, a ramp base + off + stride*lane. The addresses
+// of an unrolled tile then share one variable part and differ by
+// constants, which is what lets LLVM's alias analysis tell them apart (and
+// keep a tile of accumulators in registers).
 type lanes struct {
 	u      value.Value
 	base   value.Value
 	stride int64
+	off    int64
 	v      value.Value
 }
 
-func uniform(x value.Value) lanes { return lanes{u: x} }
+// uniform returns the lanes all equal to x; an i64 constant goes to off.
+func uniform(x value.Value) lanes { return lanes{u: x}.normal() }
+
+var zero64 = constant.NewInt(types.I64, 0)
 
 func vector(x value.Value) lanes { return lanes{v: x} }
 
 // ramp returns base + stride*lane; a ramp of stride 0 is uniform.
 func ramp(base value.Value, stride int64) lanes {
-	if stride == 0 {
-		return uniform(base)
+	return lanes{base: base, stride: stride}.normal()
+}
+
+// normal moves the constant part of an index's u or base into off, and
+// makes a ramp of stride 0 uniform.
+func (l lanes) normal() lanes {
+	if l.base != nil && l.stride == 0 {
+		l.u, l.base = l.base, nil
 	}
-	return lanes{base: base, stride: stride}
+	for _, p := range []*value.Value{&l.u, &l.base} {
+		if c, ok := (*p).(*constant.Int); ok && c.Typ.BitSize == 64 && c.X.IsInt64() && c.X.Int64() != 0 {
+			l.off += c.X.Int64()
+			*p = zero64
+		}
+	}
+	return l
+}
+
+// scalar returns the value of uniform lanes l.
+func (e *emitter) scalar(l lanes) value.Value {
+	if l.u == nil {
+		panic(internalf("scalar of lanes that differ"))
+	}
+	if l.off == 0 {
+		return l.u
+	}
+	return e.add64(l.u, i64(l.off))
+}
+
+// rampBase returns the value of ramp l in lane 0.
+func (e *emitter) rampBase(l lanes) value.Value {
+	if l.off == 0 {
+		return l.base
+	}
+	return e.add64(l.base, i64(l.off))
 }
 
 func (l lanes) isUniform() bool { return l.u != nil }
@@ -106,15 +147,15 @@ func (e *emitter) vec(l lanes) value.Value {
 		if l.u == nil {
 			panic(internalf("ramp outside a vectorized loop"))
 		}
-		return l.u
+		return e.scalar(l)
 	case l.u != nil:
-		return e.broadcast(l.u, e.width)
+		return e.broadcast(e.scalar(l), e.width)
 	}
 	steps := make([]int64, e.width)
 	for i := range steps {
 		steps[i] = int64(i) * l.stride
 	}
-	return e.b.NewAdd(e.broadcast(l.base, e.width), constIntVector(types.I64, steps))
+	return e.nsw(e.b.NewAdd(e.broadcast(e.rampBase(l), e.width), constIntVector(types.I64, steps)))
 }
 
 // broadcast returns a vector of n copies of the scalar x.
@@ -131,7 +172,7 @@ func (e *emitter) broadcast(x value.Value, n int) value.Value {
 // uniform, else on vectors.
 func (e *emitter) apply(a, b lanes, op func(x, y value.Value) value.Value) lanes {
 	if a.isUniform() && b.isUniform() {
-		return uniform(op(a.u, b.u))
+		return uniform(op(e.scalar(a), e.scalar(b)))
 	}
 	return vector(op(e.vec(a), e.vec(b)))
 }
@@ -139,7 +180,7 @@ func (e *emitter) apply(a, b lanes, op func(x, y value.Value) value.Value) lanes
 // apply1 computes op lane by lane on one operand.
 func (e *emitter) apply1(a lanes, op func(x value.Value) value.Value) lanes {
 	if a.isUniform() {
-		return uniform(op(a.u))
+		return uniform(op(e.scalar(a)))
 	}
 	return vector(op(e.vec(a)))
 }
@@ -147,7 +188,7 @@ func (e *emitter) apply1(a lanes, op func(x value.Value) value.Value) lanes {
 // apply3 computes op lane by lane on three operands.
 func (e *emitter) apply3(a, b, c lanes, op func(x, y, z value.Value) value.Value) lanes {
 	if a.isUniform() && b.isUniform() && c.isUniform() {
-		return uniform(op(a.u, b.u, c.u))
+		return uniform(op(e.scalar(a), e.scalar(b), e.scalar(c)))
 	}
 	return vector(op(e.vec(a), e.vec(b), e.vec(c)))
 }

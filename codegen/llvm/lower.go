@@ -26,6 +26,10 @@ type Options struct {
 	// VectorBits overrides the SIMD width that vectorized loops use (128,
 	// 256 or 512); 0 takes it from the target.
 	VectorBits int
+	// LLVMUnroll lets LLVM unroll loops on its own heuristics, on top of
+	// what the schedule unrolls. Off by default: it triples the build time
+	// of a tiled kernel and rarely helps one whose schedule unrolls.
+	LLVMUnroll bool
 	// Symbol is the C name of the kernel; empty means the function's name.
 	Symbol string
 	// TrustLoopKinds skips the proof that parallel and vectorized loops

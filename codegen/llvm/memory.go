@@ -37,25 +37,37 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
 	for d, x := range indices {
-		term := e.intBinary(nil, ast.OpMul, e.index(x), uniform(buf.strides[d]))
-		off = e.intBinary(nil, ast.OpAdd, off, term)
+		term := e.intBinary(nil, ast.OpMul, e.index(x), uniform(buf.strides[d]), true)
+		off = e.intBinary(nil, ast.OpAdd, off, term, true)
 	}
 	return off
 }
 
-// elemPtr returns the address of element off (a scalar i64) of buf.
-func (e *emitter) elemPtr(buf *buffer, off value.Value) value.Value {
-	if c, ok := constInt(off); ok && c == 0 {
-		return buf.ptr
+// elemPtr returns the address of element off (uniform, or a ramp's lane
+// 0) of buf: the variable part of the offset, then the constant part, so
+// that the addresses of an unrolled tile differ by constants only.
+func (e *emitter) elemPtr(buf *buffer, off lanes) value.Value {
+	variable := off.u
+	if off.isRamp() {
+		variable = off.base
 	}
-	g := e.b.NewGetElementPtr(memType(buf.ast.DType), buf.ptr, off)
-	g.InBounds = true
-	return g
+	p := buf.ptr
+	if c, ok := constInt(variable); !ok || c != 0 {
+		g := e.b.NewGetElementPtr(memType(buf.ast.DType), p, variable)
+		g.InBounds = true
+		p = g
+	}
+	if off.off != 0 {
+		g := e.b.NewGetElementPtr(memType(buf.ast.DType), p, i64(off.off))
+		g.InBounds = true
+		p = g
+	}
+	return p
 }
 
-// vectorPtr returns the address of the width elements of buf from off, as
-// a pointer to a vector.
-func (e *emitter) vectorPtr(buf *buffer, off value.Value) value.Value {
+// vectorPtr returns the address of the width elements of buf from lane 0
+// of ramp off, as a pointer to a vector.
+func (e *emitter) vectorPtr(buf *buffer, off lanes) value.Value {
 	vt := types.NewVector(uint64(e.width), memType(buf.ast.DType))
 	return e.b.NewBitCast(e.elemPtr(buf, off), types.NewPointer(vt))
 }
@@ -86,12 +98,12 @@ func (e *emitter) load(x *ast.Load) lanes {
 		// In a vectorized loop some lane is active here (masked regions
 		// are skipped when none is), so the address is one the scalar
 		// program reads too.
-		ld := e.b.NewLoad(mt, e.elemPtr(buf, off.u))
+		ld := e.b.NewLoad(mt, e.elemPtr(buf, off))
 		ld.Align = align(t)
 		return uniform(e.fromMem(t, ld))
 	case off.isRamp() && off.stride == 1:
 		vt := types.NewVector(uint64(e.width), mt)
-		p := e.vectorPtr(buf, off.base)
+		p := e.vectorPtr(buf, off)
 		if e.mask == nil {
 			ld := e.b.NewLoad(vt, p)
 			ld.Align = align(t)
@@ -114,18 +126,18 @@ func (e *emitter) store(s *ast.Store) {
 	switch {
 	case off.isUniform() && v.isUniform():
 		// Every active lane stores the same value to the same place.
-		st := e.b.NewStore(e.toMem(t, v.u), e.elemPtr(buf, off.u))
+		st := e.b.NewStore(e.toMem(t, e.scalar(v)), e.elemPtr(buf, off))
 		st.Align = align(t)
 		return
 	case off.isUniform() && e.mask == nil:
 		// Lanes store in order: the last one's value stays.
 		last := e.b.NewExtractElement(e.vec(v), i32(int64(e.width-1)))
-		st := e.b.NewStore(e.toMem(t, last), e.elemPtr(buf, off.u))
+		st := e.b.NewStore(e.toMem(t, last), e.elemPtr(buf, off))
 		st.Align = align(t)
 		return
 	case off.isRamp() && off.stride == 1:
 		data := e.toMem(t, e.vec(v))
-		p := e.vectorPtr(buf, off.base)
+		p := e.vectorPtr(buf, off)
 		if e.mask == nil {
 			st := e.b.NewStore(data, p)
 			st.Align = align(t)

@@ -15,10 +15,14 @@ import (
 //
 // A parallel loop's body is outlined into a function
 //
+//	void <kernel>.par<N>.body(i64 lo, i64 hi, <captures>...)
+//
+// that runs iterations [lo, hi) of the loop, called by a task
+//
 //	void <kernel>.par<N>(i8 *ctx, i64 lo, i64 hi)
 //
-// that runs iterations [lo, hi) of the loop, and the loop itself becomes a
-// call of the runtime's
+// that unpacks the captures from ctx; the loop itself becomes a call of the
+// runtime's
 //
 //	void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n)
 //
@@ -38,12 +42,12 @@ type capture struct {
 
 func (e *emitter) parallelLoop(l *ast.For) {
 	lo, ext := e.index(l.Min), e.index(l.Extent)
-	if c, ok := constInt(ext.u); ok && c <= 1 {
+	if c, ok := constUniform(ext); ok && c <= 1 {
 		e.serialLoop(l)
 		return
 	}
 	var start value.Value // the loop's start, in the outlined body
-	caps := e.captures(capture{val: lo.u, set: func(v value.Value) { start = v }})
+	caps := e.captures(capture{val: e.scalar(lo), set: func(v value.Value) { start = v }})
 	fields := make([]types.Type, len(caps))
 	for i, c := range caps {
 		fields[i] = c.val.Type()
@@ -51,13 +55,40 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	ctxT := types.NewStruct(fields...)
 	i8p := types.NewPointer(types.I8)
 
-	// The outlined body.
+	// The outlined body takes the captures as parameters, so that the
+	// buffers' pointers keep their noalias (loaded from the context they
+	// would lose it, and with it LLVM's register promotion).
 	e.nOutlined++
 	name := fmt.Sprintf("%s.par%d", e.m.Symbol, e.nOutlined)
-	ctxP, loP, hiP := ir.NewParam("ctx", i8p), ir.NewParam("lo", types.I64), ir.NewParam("hi", types.I64)
-	task := e.m.IR.NewFunc(name, types.Void, ctxP, loP, hiP)
+	loP, hiP := ir.NewParam("lo", types.I64), ir.NewParam("hi", types.I64)
+	params := []*ir.Param{loP, hiP}
+	for i, c := range caps {
+		p := ir.NewParam(fmt.Sprintf("c%d", i), fields[i])
+		if _, ok := c.val.Type().(*types.PointerType); ok {
+			p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
+		}
+		params = append(params, p)
+	}
+	body := e.m.IR.NewFunc(name+".body", types.Void, params...)
+	body.Linkage = enum.LinkageInternal
+	body.FuncAttrs = append(body.FuncAttrs, enum.FuncAttrNoUnwind)
+
+	// The task the runtime calls: it unpacks the context and calls the
+	// body.
+	ctxP, tLo, tHi := ir.NewParam("ctx", i8p), ir.NewParam("lo", types.I64), ir.NewParam("hi", types.I64)
+	task := e.m.IR.NewFunc(name, types.Void, ctxP, tLo, tHi)
 	task.Linkage = enum.LinkageInternal
 	task.FuncAttrs = append(task.FuncAttrs, enum.FuncAttrNoUnwind)
+	tb := task.NewBlock("entry")
+	ctx := tb.NewBitCast(ctxP, types.NewPointer(ctxT))
+	args := []value.Value{tLo, tHi}
+	for i := range caps {
+		g := tb.NewGetElementPtr(ctxT, ctx, i32(0), i32(int64(i)))
+		g.InBounds = true
+		args = append(args, tb.NewLoad(fields[i], g))
+	}
+	tb.NewCall(body, args...)
+	tb.NewRet(nil)
 
 	// Fill the context in the caller.
 	slot := e.entry.NewAlloca(ctxT)
@@ -70,10 +101,9 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	e.env = map[string]lanes{}
 	e.bufs = map[*ast.Buffer]*buffer{}
 	e.parallel = true
-	e.begin(task)
-	ctx := e.b.NewBitCast(ctxP, types.NewPointer(ctxT))
+	e.begin(body)
 	for i, c := range caps {
-		c.set(e.b.NewLoad(fields[i], e.fieldPtr(ctxT, ctx, i)))
+		c.set(params[2+i])
 	}
 	e.countedLoop(l.Var.Name, loP, e.sub64(hiP, loP), func(iv value.Value) {
 		e.withVar(l.Var.Name, uniform(e.add64(start, iv)), func() { e.stmt(l.Body) })
@@ -84,7 +114,7 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	*e = saved
 	e.nOutlined = outlined
 
-	e.b.NewCall(e.runtimeFunc("loom_parallel_for"), task, e.b.NewBitCast(slot, i8p), ext.u)
+	e.b.NewCall(e.runtimeFunc("loom_parallel_for"), task, e.b.NewBitCast(slot, i8p), e.scalar(ext))
 }
 
 func (e *emitter) fieldPtr(t *types.StructType, p value.Value, i int) value.Value {
@@ -106,7 +136,7 @@ func (e *emitter) captures(first capture) []capture {
 	sort.Strings(names)
 	for _, name := range names {
 		name := name
-		caps = append(caps, capture{val: e.env[name].u, set: func(v value.Value) { e.env[name] = uniform(v) }})
+		caps = append(caps, capture{val: e.scalar(e.env[name]), set: func(v value.Value) { e.env[name] = uniform(v) }})
 	}
 	bufs := make([]*ast.Buffer, 0, len(e.bufs))
 	for b := range e.bufs {

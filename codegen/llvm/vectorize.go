@@ -28,7 +28,7 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		return false
 	}
 	lo, ext := e.index(l.Min), e.index(l.Extent)
-	n, ok := constInt(ext.u)
+	n, ok := constUniform(ext)
 	if !ok {
 		e.remark("vectorized loop %s runs as a scalar loop: its extent is not a constant", l.Var.Name)
 		return false
@@ -45,24 +45,25 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		return false
 	}
 	full, rest := n/int64(w), n%int64(w)
-	chunk := func(base value.Value, mask value.Value) {
+	chunk := func(start lanes, mask value.Value) {
 		e.width, e.mask = w, mask
-		e.withVar(l.Var.Name, ramp(base, 1), func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, lanes{base: start.u, off: start.off, stride: 1}, func() { e.stmt(l.Body) })
 		e.width, e.mask = 0, nil
 	}
+	at := func(first lanes) lanes { return e.intBinary(nil, ast.OpAdd, lo, first, true) }
 	why := e.tryLanes(func() {
 		switch {
 		case full <= maxStraightChunks:
 			for c := int64(0); c < full; c++ {
-				chunk(e.add64(lo.u, i64(c*int64(w))), nil)
+				chunk(at(uniform(i64(c*int64(w)))), nil)
 			}
 		default:
 			e.countedLoop(l.Var.Name+".chunk", i64(0), i64(full), func(c value.Value) {
-				chunk(e.add64(lo.u, e.mul64(c, i64(int64(w)))), nil)
+				chunk(at(uniform(e.mul64(c, i64(int64(w))))), nil)
 			})
 		}
 		if rest > 0 {
-			chunk(e.add64(lo.u, i64(full*int64(w))), boolMask(w, int(rest)))
+			chunk(at(uniform(i64(full*int64(w)))), boolMask(w, int(rest)))
 		}
 	})
 	if why != "" {

@@ -12,6 +12,8 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -127,4 +129,20 @@ func must(f *ast.Func, err error) *ast.Func {
 		panic(err)
 	}
 	return f
+}
+
+// parallelRows runs row(i) for i in [0, n) on all cores.
+func parallelRows(n int, row func(i int)) {
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				row(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -7,6 +7,8 @@
 //	loom fmt [-w] FILE...     check .loom files and print them in canonical form
 //	loom run [-size N=V]... FILE
 //	                          interpret a .loom function on random inputs
+//	loom bench -workload W [-size N] [-threads T] [-json]
+//	                          compile, check and time a built-in workload
 //
 // The autotuner, the benchmarks and the code generators arrive as further
 // commands.
@@ -27,6 +29,7 @@ type command struct {
 }
 
 var commands = map[string]command{
+	"bench":   {"compile, check and time a built-in workload", runBench},
 	"example": {"build, print and interpret an example function", runExample},
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
 	"run":     {"interpret a .loom function on random inputs", runRun},

@@ -118,7 +118,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	ir := m.String()
 	t := m.Options.Target
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00", ir, t.Triple, t.CPU, t.Features, hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
+	fmt.Fprintf(h, "%s\x00%q\x00%s\x00%s\x00%d\x00", ir, buildArgs(m), hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
 	fmt.Fprintf(h, "%s\x00%s", lib.path, buildRecipe)
 	key := hex.EncodeToString(h.Sum(nil))
 	dir := filepath.Join(c.Dir, "kernels", key[:2])
@@ -155,9 +155,8 @@ func (c *Cache) buildFile(m *llvm.Module, ir, rt, path string, st *Stats) error 
 		return err
 	}
 	defer os.Remove(obj)
-	t := m.Options.Target
 	start := time.Now()
-	if err := c.Toolchain.compile(ctx, ir, targetArgs{t.Triple, t.CPU, t.Features}, obj); err != nil {
+	if err := c.Toolchain.compile(ctx, ir, buildArgs(m), obj); err != nil {
 		return err
 	}
 	st.Compile = time.Since(start)
@@ -234,6 +233,5 @@ func WriteObject(m *llvm.Module, path string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	t := m.Options.Target
-	return tc.compile(ctx, m.String(), targetArgs{t.Triple, t.CPU, t.Features}, path)
+	return tc.compile(ctx, m.String(), buildArgs(m), path)
 }

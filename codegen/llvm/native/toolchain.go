@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loom-go/loom/codegen/llvm"
 	"io"
 	"os"
 	"os/exec"
@@ -115,7 +116,8 @@ var stdinPos = regexp.MustCompile(`<stdin>:(\d+):(\d+)`)
 
 // compile runs opt -O3 and llc -O3 on ir, piped, writing an object file.
 func (tc *Toolchain) compile(ctx context.Context, ir string, t targetArgs, obj string) error {
-	optArgs := append([]string{"-O3"}, t.args()...)
+	optArgs := append([]string{"-O3"}, t.OptFlags...)
+	optArgs = append(optArgs, t.args()...)
 	optArgs = append(optArgs, "-", "-o", "-")
 	llcArgs := append([]string{"-O3", "-filetype=obj", "-relocation-model=pic"}, t.args()...)
 	llcArgs = append(llcArgs, "-", "-o", obj)
@@ -194,9 +196,25 @@ func dirOf(p string) string {
 	return "."
 }
 
-// targetArgs are the target options opt and llc share.
+// targetArgs are the target options opt and llc share, and opt's extra
+// flags.
 type targetArgs struct {
 	Triple, CPU, Features string
+	OptFlags              []string
+}
+
+// buildArgs returns the target and optimizer flags for module m.
+//
+// LLVM's own loop unrolling is off unless the options ask for it: the
+// schedule says what to unroll (and unrolling a vectorized micro-kernel
+// once more mostly costs compile time: three times opt's time on gemm).
+func buildArgs(m *llvm.Module) targetArgs {
+	t := m.Options.Target
+	a := targetArgs{Triple: t.Triple, CPU: t.CPU, Features: t.Features}
+	if !m.Options.LLVMUnroll {
+		a.OptFlags = append(a.OptFlags, "-disable-loop-unrolling")
+	}
+	return a
 }
 
 func (t targetArgs) args() []string {

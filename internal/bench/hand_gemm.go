@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/loom-go/loom/schedule"
+)
+
+// gemmTiles are the tile sizes of the matrix multiply: an MR x NR tile of
+// C held in registers (NR a whole number of vectors) while KC steps of k
+// go by, over column panels NC wide.
+type gemmTiles struct{ MR, NR, KC, NC int }
+
+func tilesFor(c Config) gemmTiles {
+	lanes := c.VectorBits / 32
+	t := gemmTiles{MR: 4, NR: 2 * lanes, KC: 256, NC: 256}
+	if c.VectorBits >= 512 {
+		t.MR = 8
+	}
+	if env := os.Getenv("LOOM_GEMM_TILES"); env != "" { // for tuning by hand
+		fmt.Sscanf(env, "%d,%d,%d,%d", &t.MR, &t.NR, &t.KC, &t.NC)
+	}
+	return t
+}
+
+// handGemm tiles C = A·B for registers and caches: j by NC (the column
+// panel of B that stays in L2) and then by NR, k by KC, i by MR; the MR x
+// NR tile's loops innermost, unrolled and vectorized, with k around them so
+// that the tile stays in registers (LLVM promotes its loads and stores out
+// of the k loop; A, B and C are noalias). The reduction's init runs before
+// the k loops. The column panels run in parallel.
+func handGemm(s *schedule.Schedule, c Config) error {
+	return gemmSchedule(s, "C", tilesFor(c))
+}
+
+func gemmSchedule(s *schedule.Schedule, name string, t gemmTiles) error {
+	blk, err := s.GetBlock(name)
+	if err != nil {
+		return err
+	}
+	loops, err := s.GetLoops(blk)
+	if err != nil {
+		return err
+	}
+	i, j, k := loops[0], loops[1], loops[2]
+	js, err := s.Split(j, -1, t.NC/t.NR, t.NR)
+	if err != nil {
+		return err
+	}
+	ks, err := s.Split(k, -1, t.KC)
+	if err != nil {
+		return err
+	}
+	is, err := s.Split(i, -1, t.MR)
+	if err != nil {
+		return err
+	}
+	if err := s.Reorder(js[0], ks[0], is[0], js[1], ks[1], is[1], js[2]); err != nil {
+		return err
+	}
+	init, err := s.DecomposeReduction(blk, ks[0])
+	if err != nil {
+		return err
+	}
+	if err := s.Unroll(is[1]); err != nil {
+		return err
+	}
+	if err := s.Vectorize(js[2]); err != nil {
+		return err
+	}
+	initLoops, err := s.GetLoops(init)
+	if err != nil {
+		return err
+	}
+	if err := s.Vectorize(initLoops[len(initLoops)-1]); err != nil {
+		return err
+	}
+	return s.Parallel(js[0])
+}
+
+// handGemmBiasReLU schedules the matrix multiply like handGemm and the
+// bias and ReLU, an element-wise pass over C, vectorized and parallel.
+func handGemmBiasReLU(s *schedule.Schedule, c Config) error {
+	if err := gemmSchedule(s, "C", tilesFor(c)); err != nil {
+		return err
+	}
+	return elementwise(s, "D", c)
+}
+
+// elementwise vectorizes the innermost loop of block name (split by the
+// vector width) and parallelizes the outermost.
+func elementwise(s *schedule.Schedule, name string, c Config) error {
+	blk, err := s.GetBlock(name)
+	if err != nil {
+		return err
+	}
+	loops, err := s.GetLoops(blk)
+	if err != nil {
+		return err
+	}
+	inner := loops[len(loops)-1]
+	parts, err := s.Split(inner, -1, 4*c.VectorBits/32)
+	if err != nil {
+		return err
+	}
+	if err := s.Vectorize(parts[1]); err != nil {
+		return err
+	}
+	return s.Parallel(loops[0])
+}
