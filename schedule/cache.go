@@ -73,8 +73,8 @@ func copyBlock(f *ast.Func, name string, src, dst *ast.Buffer, box poly.Set, use
 	for d := range src.Shape {
 		t := src.Shape[d].Type()
 		loB, hiB := box.DimBounds(d)
-		lo, ok1 := boundExpr(loB, vars, t)
-		hi, ok2 := boundExpr(hiB, vars, t)
+		lo, ok1 := poly.BoundExpr(loB, vars, t)
+		hi, ok2 := poly.BoundExpr(hiB, vars, t)
 		if !ok1 || !ok2 {
 			return nil, false
 		}

@@ -22,78 +22,6 @@ func scopeVars(f *ast.Func, loops []*ast.For) map[string]*ast.Var {
 	return vars
 }
 
-// boundExpr converts a bound of poly into an expression of type t over the
-// given variables.
-func boundExpr(b poly.Bound, vars map[string]*ast.Var, t ast.DType) (ast.Expr, bool) {
-	if b.Empty || b.Unbounded {
-		return nil, false
-	}
-	inner, outer := ast.Min, ast.Max
-	if b.Lower {
-		inner, outer = ast.Max, ast.Min
-	}
-	var out ast.Expr
-	for _, part := range b.Parts {
-		var pe ast.Expr
-		for _, a := range part {
-			e, ok := affExpr(a, b.Lower, vars, t)
-			if !ok {
-				return nil, false
-			}
-			if pe == nil {
-				pe = e
-			} else {
-				pe = inner(pe, e)
-			}
-		}
-		if out == nil {
-			out = pe
-		} else {
-			out = outer(out, pe)
-		}
-	}
-	return out, out != nil
-}
-
-// affExpr converts an affine function of the parameters, rounded up if
-// ceil, down otherwise.
-func affExpr(a poly.Aff, ceil bool, vars map[string]*ast.Var, t ast.DType) (ast.Expr, bool) {
-	c, ok := a.Const.Int64()
-	if !ok {
-		return nil, false
-	}
-	var e ast.Expr = ast.IntConst(t, c)
-	for i, p := range a.Params {
-		k, ok := a.Coefs[i].Int64()
-		if !ok {
-			return nil, false
-		}
-		if k == 0 {
-			continue
-		}
-		v, ok := vars[p]
-		if !ok {
-			return nil, false
-		}
-		var x ast.Expr = v
-		if v.DType != t {
-			x = ast.NewCast(t, v)
-		}
-		e = ast.Add(e, ast.Mul(x, ast.IntConst(t, k)))
-	}
-	d, ok := a.Div.Int64()
-	if !ok || d < 1 {
-		return nil, false
-	}
-	if d > 1 {
-		if ceil {
-			e = ast.Add(e, ast.IntConst(t, d-1))
-		}
-		e = ast.FloorDiv(e, ast.IntConst(t, d))
-	}
-	return ast.Simplify(e), true
-}
-
 // analyzerFor returns an analyzer that knows the ranges of the given loops
 // and that sizes are non-negative.
 func analyzerFor(f *ast.Func, loops []*ast.For) *ast.Analyzer {
@@ -131,9 +59,9 @@ func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, 
 	for d, it := range perm {
 		t := it.Var.DType
 		loB, hiB := region.DimBounds(d)
-		lo, ok1 := boundExpr(loB, vars, t)
-		hi, ok2 := boundExpr(hiB, vars, t)
-		width, ok3 := boundExpr(region.Width(d, loopNames), vars, t)
+		lo, ok1 := poly.BoundExpr(loB, vars, t)
+		hi, ok2 := poly.BoundExpr(hiB, vars, t)
+		width, ok3 := poly.BoundExpr(region.Width(d, loopNames), vars, t)
 		if !ok1 || !ok2 || !ok3 {
 			return nil, fmt.Errorf("dimension %d has no finite bounds", d)
 		}

@@ -2,6 +2,8 @@ package llvm
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -29,6 +31,9 @@ type emitter struct {
 	env  map[string]lanes        // integer variables in scope, as i64
 	bufs map[*ast.Buffer]*buffer // buffers in scope
 
+	compact map[*ast.Buffer]*compaction // temporaries allocated smaller, in a loop
+	atLoop  map[*ast.For][]*ast.Buffer  // the temporaries each loop allocates
+
 	width     int         // lanes of the vectorized loop being emitted; 0 in scalar code
 	mask      value.Value // <width x i1> the active lanes; nil when all are
 	parallel  bool        // inside the outlined body of a parallel loop
@@ -36,11 +41,13 @@ type emitter struct {
 }
 
 // buffer is a buffer in scope: a pointer to its first element and the
-// row-major stride of each dimension, in elements.
+// row-major stride of each dimension, in elements. A compacted temporary
+// holds only a region of the buffer, starting at origin.
 type buffer struct {
 	ast     *ast.Buffer
 	ptr     value.Value
 	strides []value.Value // i64 values, constants where the shape is constant
+	origin  []value.Value // i64 first index of each dimension; nil for 0
 }
 
 // bailout carries an *Error out of the emitter's recursion.
@@ -54,8 +61,15 @@ func (e *emitter) unsupported(n ast.Node, format string, args ...any) {
 	panic(bailout{&Error{Func: e.f, Node: n, Err: ErrUnsupported, Reason: fmt.Sprintf(format, args...)}})
 }
 
-func newEmitter(m *Module) *emitter {
-	return &emitter{m: m, f: m.Func, decl: map[string]*ir.Func{}}
+func newEmitter(m *Module, compact map[*ast.Buffer]*compaction) *emitter {
+	e := &emitter{m: m, f: m.Func, decl: map[string]*ir.Func{}, compact: compact, atLoop: map[*ast.For][]*ast.Buffer{}}
+	for b, c := range compact {
+		e.atLoop[c.loop] = append(e.atLoop[c.loop], b)
+	}
+	for _, bs := range e.atLoop {
+		slices.SortFunc(bs, func(x, y *ast.Buffer) int { return strings.Compare(x.Name, y.Name) })
+	}
+	return e
 }
 
 // newBlock appends a basic block named after hint to the current function.
@@ -161,12 +175,17 @@ func (e *emitter) finish() {
 
 // declare brings buffer b into scope at address ptr, computing its strides.
 func (e *emitter) declare(b *ast.Buffer, ptr value.Value) *buffer {
-	buf := &buffer{ast: b, ptr: ptr, strides: make([]value.Value, len(b.Shape))}
+	return e.declareShaped(b, ptr, b.Shape)
+}
+
+// declareShaped brings b into scope at ptr, laid out with the given shape.
+func (e *emitter) declareShaped(b *ast.Buffer, ptr value.Value, shape []ast.Expr) *buffer {
+	buf := &buffer{ast: b, ptr: ptr, strides: make([]value.Value, len(shape))}
 	var stride value.Value = i64(1)
-	for d := len(b.Shape) - 1; d >= 0; d-- {
+	for d := len(shape) - 1; d >= 0; d-- {
 		buf.strides[d] = stride
 		if d > 0 {
-			stride = e.mul64(stride, e.scalar(e.index(b.Shape[d])))
+			stride = e.mul64(stride, e.scalar(e.index(shape[d])))
 		}
 	}
 	e.bufs[b] = buf
@@ -211,6 +230,9 @@ func (e *emitter) seq(stmts []ast.Stmt) {
 	var scoped []*ast.Buffer
 	for _, s := range stmts {
 		if a, ok := s.(*ast.Alloc); ok {
+			if e.compact[a.Buffer] != nil {
+				continue // allocated by the loop it compacts at
+			}
 			if p := e.alloc(a); p != nil {
 				heap = append(heap, p)
 			}
@@ -391,7 +413,7 @@ func (e *emitter) serialLoop(l *ast.For) {
 		panic(noLanes{"the bounds of inner loop " + l.Var.Name + " differ between lanes"})
 	}
 	e.countedLoop(l.Var.Name, e.scalar(lo), e.scalar(ext), func(iv value.Value) {
-		e.withVar(l.Var.Name, uniform(iv), func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, uniform(iv), func() { e.loopBody(l) })
 	})
 }
 
@@ -433,6 +455,25 @@ func (e *emitter) withVar(name string, v lanes, body func()) {
 	}
 }
 
+// loopBody emits one iteration of l's body, with the temporaries that
+// compact at l allocated around it.
+func (e *emitter) loopBody(l *ast.For) {
+	var heap []value.Value
+	for _, b := range e.atLoop[l] {
+		c := e.compact[b]
+		if p := e.allocShaped(b, c.shape, c.origin); p != nil {
+			heap = append(heap, p)
+		}
+	}
+	e.stmt(l.Body)
+	for _, p := range heap {
+		e.b.NewCall(e.runtimeFunc("free"), p)
+	}
+	for _, b := range e.atLoop[l] {
+		delete(e.bufs, b)
+	}
+}
+
 // maxUnroll is the largest extent an unrolled loop is copied out for.
 const maxUnroll = 512
 
@@ -450,7 +491,7 @@ func (e *emitter) unrolledLoop(l *ast.For) bool {
 		return false
 	}
 	for i := int64(0); i < n; i++ {
-		e.withVar(l.Var.Name, e.intBinary(nil, ast.OpAdd, lo, uniform(i64(i)), true), func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, e.intBinary(nil, ast.OpAdd, lo, uniform(i64(i)), true), func() { e.loopBody(l) })
 	}
 	return true
 }

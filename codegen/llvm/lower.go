@@ -122,7 +122,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule()}
 	m.IR.TargetTriple = opts.Target.Triple
 	m.IR.SourceFilename = f.Name
-	e := newEmitter(m)
+	e := newEmitter(m, planCompactions(f))
 	if err := e.kernel(); err != nil {
 		return nil, err
 	}

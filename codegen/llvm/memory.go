@@ -37,7 +37,11 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
 	for d, x := range indices {
-		term := e.intBinary(nil, ast.OpMul, e.index(x), uniform(buf.strides[d]), true)
+		idx := e.index(x)
+		if buf.origin != nil {
+			idx = e.intBinary(nil, ast.OpSub, idx, uniform(buf.origin[d]), true)
+		}
+		term := e.intBinary(nil, ast.OpMul, idx, uniform(buf.strides[d]), true)
 		off = e.intBinary(nil, ast.OpAdd, off, term, true)
 	}
 	return off
@@ -160,25 +164,38 @@ func (e *emitter) store(s *ast.Store) {
 // parallel loop has its own); the rest come from the heap, and alloc
 // returns the pointer to free at the end of the scope.
 func (e *emitter) alloc(a *ast.Alloc) value.Value {
-	b := a.Buffer
+	return e.allocShaped(a.Buffer, a.Buffer.Shape, nil)
+}
+
+// allocShaped allocates buffer b with the given shape, indexed from origin
+// (nil: from 0), and brings it into scope.
+func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) value.Value {
 	mt := memType(b.DType)
-	n := e.size(b)
+	var n value.Value = i64(1)
+	for _, d := range shape {
+		n = e.mul64(n, e.scalar(e.index(d)))
+	}
+	var ptr, raw value.Value
 	if c, ok := constInt(n); ok && c*int64(b.DType.Bytes()) <= stackLimit {
 		slot := e.entry.NewAlloca(types.NewArray(uint64(max(c, 1)), mt))
 		slot.Align = vectorAlign
 		slot.LocalName = e.localName("alloc." + b.Name)
-		e.declare(b, e.b.NewBitCast(slot, types.NewPointer(mt)))
-		return nil
+		ptr = e.b.NewBitCast(slot, types.NewPointer(mt))
+	} else {
+		bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
+		// aligned_alloc wants a multiple of the alignment, and at least one.
+		rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
+		raw = e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
+		failed, ok := e.newBlock("oom"), e.newBlock("alloc."+b.Name)
+		e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
+		failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)
+		failed.NewBr(e.exit)
+		e.b = ok
+		ptr = e.b.NewBitCast(raw, types.NewPointer(mt))
 	}
-	bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
-	// aligned_alloc wants a multiple of the alignment, and at least one.
-	rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
-	raw := e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
-	failed, ok := e.newBlock("oom"), e.newBlock("alloc."+b.Name)
-	e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
-	failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)
-	failed.NewBr(e.exit)
-	e.b = ok
-	e.declare(b, e.b.NewBitCast(raw, types.NewPointer(mt)))
+	buf := e.declareShaped(b, ptr, shape)
+	for _, o := range origin {
+		buf.origin = append(buf.origin, e.scalar(e.index(o)))
+	}
 	return raw
 }

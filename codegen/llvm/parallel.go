@@ -106,7 +106,7 @@ func (e *emitter) parallelLoop(l *ast.For) {
 		c.set(params[2+i])
 	}
 	e.countedLoop(l.Var.Name, loP, e.sub64(hiP, loP), func(iv value.Value) {
-		e.withVar(l.Var.Name, uniform(e.add64(start, iv)), func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, uniform(e.add64(start, iv)), func() { e.loopBody(l) })
 	})
 	e.finish()
 	e.exit.NewRet(nil)
@@ -146,6 +146,15 @@ func (e *emitter) captures(first capture) []capture {
 	for _, b := range bufs {
 		old := e.bufs[b]
 		nb := &buffer{ast: b, strides: make([]value.Value, len(old.strides))}
+		for d, o := range old.origin {
+			if _, ok := constInt(o); ok {
+				nb.origin = append(nb.origin, o)
+				continue
+			}
+			d := d
+			nb.origin = append(nb.origin, nil)
+			caps = append(caps, capture{val: o, set: func(v value.Value) { nb.origin[d] = v }})
+		}
 		caps = append(caps, capture{val: old.ptr, set: func(v value.Value) { nb.ptr = v; e.bufs[b] = nb }})
 		for d, s := range old.strides {
 			if _, ok := constInt(s); ok {

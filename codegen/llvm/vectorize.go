@@ -47,7 +47,7 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 	full, rest := n/int64(w), n%int64(w)
 	chunk := func(start lanes, mask value.Value) {
 		e.width, e.mask = w, mask
-		e.withVar(l.Var.Name, lanes{base: start.u, off: start.off, stride: 1}, func() { e.stmt(l.Body) })
+		e.withVar(l.Var.Name, lanes{base: start.u, off: start.off, stride: 1}, func() { e.loopBody(l) })
 		e.width, e.mask = 0, nil
 	}
 	at := func(first lanes) lanes { return e.intBinary(nil, ast.OpAdd, lo, first, true) }
