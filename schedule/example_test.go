@@ -225,10 +225,11 @@ func Example_rfactor() {
 	check(sch.Reorder(rfLoops[2], rfLoops[1]))
 	check(sch.Bind(rfLoops[0], "blockIdx.x"))
 	check(sch.Bind(rfLoops[2], "threadIdx.x"))
-	// The final sum over the 32 partials is a cross-thread reduction.
-	wbLoops, err := sch.GetLoops(y)
+	// The final sum over the 32 partials follows in the same thread block
+	// (rfactor puts it right after the partial sums): a cross-thread
+	// reduction.
+	wbLoops, err := sch.GetLoops(y) // i, k_1_wb
 	check(err)
-	check(sch.Bind(wbLoops[0], "blockIdx.x"))
 	check(sch.Bind(wbLoops[1], "threadIdx.x"))
 	fmt.Print(sch.Func())
 	// Output:
@@ -250,11 +251,9 @@ func Example_rfactor() {
 	//           }
 	//         }
 	//       }
-	//     }
-	//     bind(blockIdx.x) for (vi_wb, 0, 4) {
 	//       bind(threadIdx.x) for (k_1_wb, 0, 32) {
 	//         ScheduleBlock(Y) {
-	//           vi, vk_1_r = axis.bind(vi_wb, k_1_wb)
+	//           vi, vk_1_r = axis.bind(i, k_1_wb)
 	//           axis.domain(vi = spatial(0, 4), vk_1_r = reduce(0, 32))
 	//           reads(Y[vi], Y_rf[vk_1_r, vi])
 	//           writes(Y[vi])

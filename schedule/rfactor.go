@@ -134,38 +134,77 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	rf.Reads = ast.RegionsOf(loads)
 	rf.Writes = []ast.Region{pointRegion(rfBuf, rfIdx)}
 
-	// The write-back block and its loops: the spatial variables over their
-	// domains, then the reduction over l's range.
+	// The write-back block: the output combined with the partial results,
+	// a reduction over l's range.
 	wb := &ast.ScheduleBlock{Name: blk.Name, Init: blk.Init}
-	var wbLoops []*ast.For
-	for _, it := range blk.Iters {
-		if it.Kind != ast.Spatial {
-			continue
-		}
-		lv := ast.NewVar(fresh(used, it.Var.Name+"_wb"), it.Var.DType)
-		wbLoops = append(wbLoops, &ast.For{Var: lv, Min: it.Dom.Min, Extent: it.Dom.Extent})
-		wb.Iters = append(wb.Iters, &ast.IterVar{Var: it.Var, Kind: ast.Spatial, Dom: it.Dom, Binding: lv})
-	}
 	rv := ast.NewVar(fresh(used, "v"+loop.Var.Name+"_r"), t)
 	rl := ast.NewVar(fresh(used, loop.Var.Name+"_wb"), t)
-	wbLoops = append(wbLoops, &ast.For{Var: rl, Min: loop.Min, Extent: loop.Extent})
-	wb.Iters = append(wb.Iters, &ast.IterVar{Var: rv, Kind: ast.Reduce, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: rl})
 	out := ast.NewLoad(st.Buffer, spatialIdx...)
 	part := ast.NewLoad(rfBuf, append([]ast.Expr{rv}, spatialIdx...)...)
 	wb.Body = ast.NewStore(st.Buffer, combineOp(op, out, part), spatialIdx...)
 	wb.Reads = ast.RegionsOf([]*ast.Load{out, part})
 	wb.Writes = []ast.Region{pointRegion(st.Buffer, spatialIdx)}
-	var wbNest ast.Stmt = wb
-	for i := len(wbLoops) - 1; i >= 0; i-- {
-		wbLoops[i].Body = wbNest
-		wbNest = wbLoops[i]
+	reduceOverL := func(body ast.Stmt) ast.Stmt {
+		return &ast.For{Var: rl, Min: loop.Min, Extent: loop.Extent, Body: body}
 	}
 
 	g := replace(s.f, blk, rf)
 	_, rfAt, _ := findBlock(g, rf.Name)
 	top, _ := topLevel(g, rfAt)
 	g = insertTop(g, top, false, &ast.Alloc{Buffer: rfBuf})
-	g = insertTop(g, top, true, wbNest)
+
+	// Where the reduction starts: the outermost loop binding a reduce
+	// variable. If the spatial variables depend only on the loops outside
+	// it, the write-back goes right after it, under those loops, before
+	// anything that follows in them (a consumer computed at them).
+	rfLoops := rfAt.loops() // loops of g: copies of s.f's, known by name
+	first := slices.IndexFunc(rfLoops, func(lp *ast.For) bool {
+		return slices.ContainsFunc(reduceLoops, func(r *ast.For) bool { return r.Var.Name == lp.Var.Name })
+	})
+	local := first >= 0
+	for _, it := range blk.Iters {
+		if it.Kind != ast.Spatial {
+			continue
+		}
+		for _, lp := range rfLoops[max(first, 0):] {
+			if usesLoop(it.Binding, lp) {
+				local = false
+			}
+		}
+	}
+	if local {
+		for _, it := range blk.Iters {
+			if it.Kind == ast.Spatial {
+				wb.Iters = append(wb.Iters, it)
+			}
+		}
+		wb.Iters = append(wb.Iters, &ast.IterVar{Var: rv, Kind: ast.Reduce, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: rl})
+		anchor := rfLoops[first]
+		g = replace(g, anchor, &ast.Seq{Stmts: []ast.Stmt{anchor, reduceOverL(wb)}})
+	} else {
+		// Otherwise the write-back gets loops of its own over the spatial
+		// domains, after the whole nest; nothing else in the nest may
+		// touch the output then.
+		if other := othersTouch(top, blk, st.Buffer); other != nil {
+			return Block{}, illegal(prim, s.f, []ast.Node{blk, other}, "block %s also accesses %s in the nest of %s, and the write-back of the partial results would come after it", other.Name, st.Buffer.Name, blk.Name)
+		}
+		var wbLoops []*ast.For
+		for _, it := range blk.Iters {
+			if it.Kind != ast.Spatial {
+				continue
+			}
+			lv := ast.NewVar(fresh(used, it.Var.Name+"_wb"), it.Var.DType)
+			wbLoops = append(wbLoops, &ast.For{Var: lv, Min: it.Dom.Min, Extent: it.Dom.Extent})
+			wb.Iters = append(wb.Iters, &ast.IterVar{Var: it.Var, Kind: ast.Spatial, Dom: it.Dom, Binding: lv})
+		}
+		wb.Iters = append(wb.Iters, &ast.IterVar{Var: rv, Kind: ast.Reduce, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: rl})
+		wbNest := reduceOverL(wb)
+		for i := len(wbLoops) - 1; i >= 0; i-- {
+			wbLoops[i].Body = wbNest
+			wbNest = wbLoops[i]
+		}
+		g = insertTop(g, top, true, wbNest)
+	}
 	g = ast.SimplifyFunc(g)
 	if err := s.commit(prim, g); err != nil {
 		return Block{}, err
