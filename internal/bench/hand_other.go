@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -64,11 +67,24 @@ func (h *sched) rowReduction(name string, chunk int) schedule.Block {
 		return schedule.Block{}
 	}
 	parts := h.split(ls[len(ls)-1], -1, chunk)
-	var rf schedule.Block
+	var rf, init schedule.Block
 	h.do(func() (err error) { rf, err = h.s.RFactor(parts[1]); return err })
 	rfLoops := h.loops(rf)
+	if h.err != nil {
+		return rf
+	}
+	// The partial results' init before their reduction loop, so that LLVM
+	// keeps them in registers through it.
+	h.do(func() (err error) { init, err = h.s.DecomposeReduction(rf, rfLoops[len(rfLoops)-2]); return err })
+	h.do(func() error { return h.s.Vectorize(rfLoops[len(rfLoops)-1]) })
+	initLoops := h.loops(init)
 	if h.err == nil {
-		h.do(func() error { return h.s.Vectorize(rfLoops[len(rfLoops)-1]) })
+		h.do(func() error { return h.s.Vectorize(initLoops[len(initLoops)-1]) })
+	}
+	// The sum of the partial results, with its init before it too.
+	wbLoops := h.loops(b)
+	if h.err == nil {
+		h.do(func() (err error) { _, err = h.s.DecomposeReduction(b, wbLoops[len(wbLoops)-1]); return err })
 	}
 	return rf
 }
@@ -93,11 +109,21 @@ func (h *sched) under(loop schedule.Loop, names ...string) {
 	}
 }
 
+// rowChunk is the number of partial results of a row reduction: two
+// vectors (two independent chains of adds, and a short sum at the end).
+func rowChunk(c Config) int {
+	n := 2 * c.VectorBits / 32
+	if env := os.Getenv("LOOM_ROW_CHUNK"); env != "" { // for tuning by hand
+		fmt.Sscan(env, &n)
+	}
+	return n
+}
+
 // handRMSNorm: per row, the sum of squares as 4 vectors of partial sums,
 // the scale, and the scaled row, vectorized; rows in parallel.
 func handRMSNorm(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
-	chunk := 4 * c.VectorBits / 32
+	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
 	if h.err != nil {
 		return h.err
@@ -114,7 +140,7 @@ func handRMSNorm(s *schedule.Schedule, c Config) error {
 // rows in parallel.
 func handSoftmax(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
-	chunk := 4 * c.VectorBits / 32
+	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
 	if h.err != nil {
 		return h.err
@@ -133,7 +159,7 @@ func handSoftmax(s *schedule.Schedule, c Config) error {
 // vector at a time; (S1, S2) rows in parallel.
 func handChain(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
-	chunk := 4 * c.VectorBits / 32
+	chunk := rowChunk(c)
 	for _, n := range []string{"A", "B", "D", "E"} {
 		b := h.block(n)
 		h.do(func() error { return s.ComputeInline(b) })
