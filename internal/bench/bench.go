@@ -15,6 +15,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -33,14 +34,7 @@ type Workload struct {
 	// workloads, whose speed is in bytes).
 	Flops func(size int) float64
 	// Hand is the hand-written CPU schedule.
-	Hand func(s *schedule.Schedule, c Config) error
-}
-
-// Config is what a schedule may depend on.
-type Config struct {
-	Size       int
-	Threads    int
-	VectorBits int // SIMD register width of the target
+	Hand func(s *schedule.Schedule, c hand.Config) error
 }
 
 // Workloads lists the benchmarks, as named on the command line.
@@ -50,39 +44,39 @@ var Workloads = []Workload{
 		Case:  func(n int) workload.Case { return workload.Matmul(n, n, n) },
 		Shape: func(n int) string { return fmt.Sprintf("%dx%dx%d", n, n, n) },
 		Flops: func(n int) float64 { return 2 * float64(n) * float64(n) * float64(n) },
-		Hand:  handGemm,
+		Hand:  hand.Gemm,
 	},
 	{
 		Name: "gemm_bias_relu", Sized: true, DefaultSize: 1024,
 		Case:  func(n int) workload.Case { return workload.MatmulBiasReLU(n, n, n) },
 		Shape: func(n int) string { return fmt.Sprintf("%dx%dx%d", n, n, n) },
 		Flops: func(n int) float64 { return 2 * float64(n) * float64(n) * float64(n) },
-		Hand:  handGemmBiasReLU,
+		Hand:  hand.GemmBiasReLU,
 	},
 	{
 		Name:  "rmsnorm",
 		Case:  func(int) workload.Case { return workload.RMSNorm(16384, 768) },
 		Shape: func(int) string { return "16384x768" },
-		Hand:  handRMSNorm,
+		Hand:  hand.RMSNorm,
 	},
 	{
 		Name:  "softmax",
 		Case:  func(int) workload.Case { return workload.Softmax(8192, 1024) },
 		Shape: func(int) string { return "8192x1024" },
-		Hand:  handSoftmax,
+		Hand:  hand.Softmax,
 	},
 	{
 		Name:  "chain",
 		Case:  func(int) workload.Case { return workload.Chain(64, 128, 1024) },
 		Shape: func(int) string { return "64x128x1024" },
-		Hand:  handChain,
+		Hand:  hand.Chain,
 	},
 	{
 		Name:  "conv2d",
 		Case:  func(int) workload.Case { return workload.Conv2D(1, 64, 56, 56, 64) },
 		Shape: func(int) string { return "1x64x56x56,64x64x3x3" },
 		Flops: func(int) float64 { return 2 * 1 * 64 * 64 * 9 * 56 * 56 },
-		Hand:  handConv2D,
+		Hand:  hand.Conv2D,
 	},
 }
 
@@ -159,7 +153,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := w.Hand(s, Config{Size: size, Threads: threads, VectorBits: opts.VectorBits}); err != nil {
+		if err := w.Hand(s, hand.Config{Size: size, Threads: threads, VectorBits: opts.VectorBits}); err != nil {
 			return nil, fmt.Errorf("hand schedule of %s: %s", w.Name, schedule.Explain(err))
 		}
 		f = s.Func()

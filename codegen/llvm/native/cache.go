@@ -66,6 +66,10 @@ func NewCache(dir string) (*Cache, error) {
 	return &Cache{Dir: dir, Toolchain: tc, mem: map[string]*Kernel{}}, nil
 }
 
+// inProcess, when set (by building with -tags loomcapi), compiles IR to an
+// object file with LLVM's C API in this process instead of opt and llc.
+var inProcess func(m *llvm.Module, path string) error
+
 // buildRecipe names how a shared object is made from IR; change it when
 // the flags of opt, llc or the linker change, so that stale objects are not
 // reused.
@@ -119,7 +123,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	t := m.Options.Target
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%q\x00%s\x00%s\x00%d\x00", ir, buildArgs(m), hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
-	fmt.Fprintf(h, "%s\x00%s", lib.path, buildRecipe)
+	fmt.Fprintf(h, "%s\x00%s\x00%v", lib.path, buildRecipe, inProcess != nil)
 	key := hex.EncodeToString(h.Sum(nil))
 	dir := filepath.Join(c.Dir, "kernels", key[:2])
 	path := filepath.Join(dir, key+".so")
@@ -156,7 +160,11 @@ func (c *Cache) buildFile(m *llvm.Module, ir, rt, path string, st *Stats) error 
 	}
 	defer os.Remove(obj)
 	start := time.Now()
-	if err := c.Toolchain.compile(ctx, ir, buildArgs(m), obj); err != nil {
+	if inProcess != nil {
+		if err := inProcess(m, obj); err != nil {
+			return err
+		}
+	} else if err := c.Toolchain.compile(ctx, ir, buildArgs(m), obj); err != nil {
 		return err
 	}
 	st.Compile = time.Since(start)

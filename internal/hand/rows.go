@@ -1,4 +1,4 @@
-package bench
+package hand
 
 import (
 	"fmt"
@@ -119,9 +119,9 @@ func rowChunk(c Config) int {
 	return n
 }
 
-// handRMSNorm: per row, the sum of squares as 4 vectors of partial sums,
+// RMSNorm: per row, the sum of squares as 4 vectors of partial sums,
 // the scale, and the scaled row, vectorized; rows in parallel.
-func handRMSNorm(s *schedule.Schedule, c Config) error {
+func RMSNorm(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
@@ -135,10 +135,10 @@ func handRMSNorm(s *schedule.Schedule, c Config) error {
 	return h.err
 }
 
-// handSoftmax: per row, the max and the sum as vectors of partial
+// Softmax: per row, the max and the sum as vectors of partial
 // results, the exponentials in a row buffer, and the normalized row;
 // rows in parallel.
-func handSoftmax(s *schedule.Schedule, c Config) error {
+func Softmax(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
@@ -154,10 +154,10 @@ func handSoftmax(s *schedule.Schedule, c Config) error {
 	return h.err
 }
 
-// handChain: 2X+1 inlined into its sum, the sum's partial results in
+// Chain: 2X+1 inlined into its sum, the sum's partial results in
 // vector lanes; the broadcast and the +1 inlined into the output, stored a
 // vector at a time; (S1, S2) rows in parallel.
-func handChain(s *schedule.Schedule, c Config) error {
+func Chain(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	for _, n := range []string{"A", "B", "D", "E"} {
@@ -175,12 +175,12 @@ func handChain(s *schedule.Schedule, c Config) error {
 	return h.err
 }
 
-// handConv2D: the padded input computed whole first (vectorized by rows);
+// Conv2D: the padded input computed whole first (vectorized by rows);
 // the convolution with a tile of 4 output channels x a row of 56 pixels
 // held in registers while the input channels and the 3x3 window go by
 // (LLVM keeps the tile in registers: its addresses do not change in
 // those loops); output channel tiles in parallel.
-func handConv2D(s *schedule.Schedule, c Config) error {
+func Conv2D(s *schedule.Schedule, c Config) error {
 	h := &sched{s: s}
 	h.vectorizeInner("P", c.VectorBits/32)
 	y := h.block("Y")

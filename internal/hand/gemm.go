@@ -1,4 +1,4 @@
-package bench
+package hand
 
 import (
 	"fmt"
@@ -24,13 +24,13 @@ func tilesFor(c Config) gemmTiles {
 	return t
 }
 
-// handGemm tiles C = A·B for registers and caches: j by NC (the column
+// Gemm tiles C = A·B for registers and caches: j by NC (the column
 // panel of B that stays in L2) and then by NR, k by KC, i by MR; the MR x
 // NR tile's loops innermost, unrolled and vectorized, with k around them so
 // that the tile stays in registers (LLVM promotes its loads and stores out
 // of the k loop; A, B and C are noalias). The reduction's init runs before
 // the k loops. The column panels run in parallel.
-func handGemm(s *schedule.Schedule, c Config) error {
+func Gemm(s *schedule.Schedule, c Config) error {
 	return gemmSchedule(s, "C", tilesFor(c))
 }
 
@@ -79,9 +79,9 @@ func gemmSchedule(s *schedule.Schedule, name string, t gemmTiles) error {
 	return s.Parallel(js[0])
 }
 
-// handGemmBiasReLU schedules the matrix multiply like handGemm and the
+// GemmBiasReLU schedules the matrix multiply like Gemm and the
 // bias and ReLU, an element-wise pass over C, vectorized and parallel.
-func handGemmBiasReLU(s *schedule.Schedule, c Config) error {
+func GemmBiasReLU(s *schedule.Schedule, c Config) error {
 	if err := gemmSchedule(s, "C", tilesFor(c)); err != nil {
 		return err
 	}
