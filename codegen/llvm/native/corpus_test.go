@@ -10,6 +10,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -192,5 +193,38 @@ func TestVectorWidths(t *testing.T) {
 	}
 	for _, bits := range []int{128, 256, 512} {
 		agree(t, s.Func(), c.Sizes, llvm.Options{VectorBits: bits}, 3)
+	}
+}
+
+// TestHandSchedules: the benchmarks' hand schedules, on small versions of
+// their workloads, at every vector width.
+func TestHandSchedules(t *testing.T) {
+	cases := []struct {
+		c     workload.Case
+		sched func(*schedule.Schedule, hand.Config) error
+	}{
+		{workload.Matmul(64, 64, 64), hand.Gemm},
+		{workload.Matmul(40, 72, 24), hand.Gemm}, // tails everywhere
+		{workload.MatmulBiasReLU(64, 64, 64), hand.GemmBiasReLU},
+		{workload.RMSNorm(8, 96), hand.RMSNorm},
+		{workload.Softmax(8, 96), hand.Softmax},
+		{workload.Softmax(3, 50), hand.Softmax},
+		{workload.Chain(2, 3, 96), hand.Chain},
+		{workload.Conv2D(1, 4, 10, 10, 8), hand.Conv2D},
+	}
+	for _, tc := range cases {
+		for _, bits := range []int{256, 512} {
+			t.Run(fmt.Sprintf("%s/%d", tc.c.Name, bits), func(t *testing.T) {
+				t.Parallel()
+				s, err := schedule.New(tc.c.Func)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.sched(s, hand.Config{Threads: 2, VectorBits: bits}); err != nil {
+					t.Fatal(schedule.Explain(err))
+				}
+				agree(t, s.Func(), tc.c.Sizes, llvm.Options{VectorBits: bits}, 5)
+			})
+		}
 	}
 }

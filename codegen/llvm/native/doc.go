@@ -1,0 +1,43 @@
+// Package native builds LLVM modules into shared objects and runs them in
+// the Go process.
+//
+// # Building
+//
+// A build pipes the module's IR through LLVM 14's opt -O3 and llc -O3 (as
+// programs: opt-14 and llc-14, or opt and llc, found on PATH) into an
+// object file, and links it with ld -shared against loom's runtime. LLVM's
+// own loop unrolling is off unless the module's options ask for it: the
+// schedule decides what to unroll. Built with -tags loomcapi, the package
+// compiles in process through LLVM's C API instead (cgo and the llvm-14-dev
+// headers), about 60 ms faster a kernel. A program missing gets an error
+// naming the package to install; an error in the IR quotes the line.
+//
+// # The cache
+//
+// Cache keeps loaded kernels in memory, keyed by the function's structural
+// hash and the lowering options, and shared objects on disk (in
+// $LOOM_CACHE_DIR, or loom/ under the user's cache directory), keyed by
+// the IR, the target and the toolchain: a kernel is built once per machine.
+// Files are written aside and renamed into place, so processes can share
+// the directory.
+//
+// # The runtime
+//
+// Kernels run their parallel loops on loom's runtime (runtime/loomrt.c),
+// a pool of worker threads built once per machine into the cache and
+// loaded once per process. Its fork-join costs about half of libgomp's
+// (BenchmarkParallelRuntime), and being one pool per process, whichever Go
+// thread calls a kernel, it never multiplies threads: a parallel loop
+// inside a parallel loop runs serially. SetThreads sets how many threads
+// it uses. A C or C++ program that links kernels ahead of time (see
+// WriteObject and llvm.Module.Header) compiles RuntimeSource with them.
+//
+// # Calling
+//
+// Kernel.Run takes the arguments Interpret takes (a value per symbolic
+// size, a Go slice per buffer) and checks them before the kernel runs:
+// every size given and in range, every slice of the right element type and
+// exact length, no two buffers overlapping. Kernel.Bind checks once for
+// repeated calls. Calls go through purego, so the package works with
+// CGO_ENABLED=0.
+package native
