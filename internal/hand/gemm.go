@@ -13,8 +13,11 @@ import (
 type gemmTiles struct{ MR, NR, KC, NC int }
 
 func tilesFor(c Config) gemmTiles {
+	// Two vectors of C columns; rows as many as the registers allow: 6 x 2
+	// accumulators of 16 with AVX2 (1024 rows leave a tail of 4, which
+	// costs less than the smaller 4 x 16 tile), 8 x 2 of 32 with AVX-512.
 	lanes := c.VectorBits / 32
-	t := gemmTiles{MR: 4, NR: 2 * lanes, KC: 256, NC: 256}
+	t := gemmTiles{MR: 6, NR: 2 * lanes, KC: 256, NC: 256}
 	if c.VectorBits >= 512 {
 		t.MR = 8
 	}
