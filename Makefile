@@ -22,6 +22,7 @@ fuzz:
 	$(GO) test ./poly -run '^$$' -fuzz '^FuzzParseSet$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzParseTraceText$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzSchedule$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codegen/llvm -run '^$$' -fuzz '^FuzzLower$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:

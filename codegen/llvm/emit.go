@@ -107,7 +107,8 @@ func (e *emitter) kernel() (err error) {
 		if r := recover(); r != nil {
 			b, ok := r.(bailout)
 			if !ok {
-				panic(r)
+				// A bug of the lowering; the host process goes on.
+				b = bailout{&Error{Reason: fmt.Sprintf("internal error (please report it with the function): %v", r)}}
 			}
 			if b.err.Func == nil && b.err.Node != nil {
 				b.err.Func = e.f

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"func chain[S1: int32, S2: int32]", "ScheduleBlock(C)", "max |F - Go reference| = 0"} {
+	for _, want := range []string{"func chain[S1: int32, S2: int32]", "ScheduleBlock(C)", "max |F - Go reference| = 0", "rfactor(", "max relative difference from the interpreter"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -74,5 +75,31 @@ func TestErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("loom %v: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, errs, c.code, c.want)
 		}
+	}
+}
+
+// TestBench runs loom bench on a small gemm and checks its JSON line.
+func TestBench(t *testing.T) {
+	code, out, errs := runLoom(t, "bench", "-workload", "gemm", "-size", "64", "-threads", "2", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	for _, key := range []string{"workload", "size", "threads", "schedule", "ms", "gflops", "gbps", "compile_ms", "max_rel_err"} {
+		if _, ok := r[key]; !ok {
+			t.Errorf("no %q in %s", key, out)
+		}
+	}
+	if r["workload"] != "gemm" || r["size"] != 64.0 || r["threads"] != 2.0 || r["schedule"] != "hand" {
+		t.Errorf("wrong fields: %s", out)
+	}
+	if e, _ := r["max_rel_err"].(float64); e > 1e-4 {
+		t.Errorf("max_rel_err %g", e)
+	}
+	if code, _, errs := runLoom(t, "bench", "-workload", "nope"); code == 0 || !strings.Contains(errs, "unknown workload") {
+		t.Errorf("an unknown workload: exit %d, %s", code, errs)
 	}
 }
