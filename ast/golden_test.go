@@ -2,6 +2,7 @@ package ast_test
 
 import (
 	"flag"
+	"github.com/loom-go/loom/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,25 +71,6 @@ func goldenFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-func section(ar *txtar.Archive, name string) (string, bool) {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data), true
-		}
-	}
-	return "", false
-}
-
-func setSection(ar *txtar.Archive, name, data string) {
-	for i := range ar.Files {
-		if ar.Files[i].Name == name {
-			ar.Files[i].Data = []byte(data)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
-}
-
 // TestGoldenPrint checks every function under testdata/ast/print: the text
 // parses, prints back identically, hashes to the pinned digest, and, where a
 // builder produces it, equals the builder's function.
@@ -101,11 +83,11 @@ func TestGoldenPrint(t *testing.T) {
 				t.Fatal(err)
 			}
 			changed := false
-			text, ok := section(ar, "func.loom")
+			text, ok := golden.Section(ar, "func.loom")
 			if build := built[name]; build != nil {
 				got := ast.Print(build())
 				if *update && got != text {
-					setSection(ar, "func.loom", got)
+					golden.SetSection(ar, "func.loom", got)
 					text, changed = got, true
 				} else if got != text {
 					t.Errorf("builder output differs from the golden text (-want +got):\n%s", cmp.Diff(text, got))
@@ -127,9 +109,9 @@ func TestGoldenPrint(t *testing.T) {
 				}
 			}
 			hash := ast.Hash(f).String() + "\n"
-			if want, _ := section(ar, "hash"); want != hash {
+			if want, _ := golden.Section(ar, "hash"); want != hash {
 				if *update {
-					setSection(ar, "hash", hash)
+					golden.SetSection(ar, "hash", hash)
 					changed = true
 				} else {
 					t.Errorf("structural hash changed: got %s want %s", hash, want)
@@ -154,7 +136,7 @@ func TestGoldenErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			input, ok := section(ar, "input.loom")
+			input, ok := golden.Section(ar, "input.loom")
 			if !ok {
 				t.Fatalf("%s has no input.loom section", path)
 			}
@@ -163,9 +145,9 @@ func TestGoldenErrors(t *testing.T) {
 				t.Fatalf("parse succeeded; want an error")
 			}
 			got := perr.Error() + "\n"
-			if want, _ := section(ar, "error"); want != got {
+			if want, _ := golden.Section(ar, "error"); want != got {
 				if *update {
-					setSection(ar, "error", got)
+					golden.SetSection(ar, "error", got)
 					if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
 						t.Fatal(err)
 					}

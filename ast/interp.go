@@ -114,9 +114,9 @@ func (in *interp) bind(f *Func, sizes map[string]int64, buffers map[string]any) 
 			in.fail(b, "no data given for buffer %s", b.Name)
 		}
 		shape := in.shape(b)
-		n, ok := dataLen(b.DType, data)
+		n, ok := DataLen(b.DType, data)
 		if !ok {
-			in.fail(b, "buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, goSliceType(b.DType), data)
+			in.fail(b, "buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, GoType(b.DType), data)
 		}
 		if int64(n) != product(shape) {
 			in.fail(b, "buffer %s has shape %v (%d elements), but its data has %d elements", b.Name, shape, product(shape), n)
@@ -407,7 +407,10 @@ func (t *tensor) set(off int64, v value) {
 	}
 }
 
-func goSliceType(t DType) string {
+// GoType returns the Go type of the data of a buffer of element type t,
+// as Interpret takes it ("[]float32"; "[]uint16" for float16 and
+// bfloat16).
+func GoType(t DType) string {
 	switch t {
 	case Float32:
 		return "[]float32"
@@ -423,8 +426,9 @@ func goSliceType(t DType) string {
 	return "[]uint16"
 }
 
-// dataLen returns the length of data if its Go type suits element type t.
-func dataLen(t DType, data any) (int, bool) {
+// DataLen returns the length of data, a Go slice, and whether its type
+// is the one GoType names for element type t.
+func DataLen(t DType, data any) (int, bool) {
 	switch d := data.(type) {
 	case []float32:
 		return len(d), t == Float32

@@ -2,6 +2,7 @@ package ast_test
 
 import (
 	"errors"
+	"github.com/loom-go/loom/internal/golden"
 	"math"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func goldenFunc(t *testing.T, name string) *ast.Func {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, _ := section(ar, "func.loom")
+	text, _ := golden.Section(ar, "func.loom")
 	f, err := ast.Parse(text)
 	if err != nil {
 		t.Fatal(err)

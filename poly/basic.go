@@ -125,6 +125,15 @@ func (b *basic) outToLocals(first, n int) *basic {
 
 // inToLocals turns all input dimensions into locals and simplifies.
 func (b *basic) inToLocals() *basic {
+	c := b.permute(b.outsFirst())
+	c.nLocal += c.nIn
+	c.nIn = 0
+	return c.simplify()
+}
+
+// outsFirst is the permutation of b's variables that puts the outputs
+// before the inputs: parameters, outputs, inputs, locals.
+func (b *basic) outsFirst() []int {
 	perm := make([]int, 0, b.nVars())
 	for v := 0; v < b.nParam; v++ {
 		perm = append(perm, v)
@@ -138,10 +147,7 @@ func (b *basic) inToLocals() *basic {
 	for i := 0; i < b.nLocal; i++ {
 		perm = append(perm, b.localVar(i))
 	}
-	c := b.permute(perm)
-	c.nLocal += c.nIn
-	c.nIn = 0
-	return c.simplify()
+	return perm
 }
 
 // simplify normalizes the constraints and eliminates the locals that can be

@@ -3,6 +3,7 @@ package poly
 import (
 	"flag"
 	"fmt"
+	"github.com/loom-go/loom/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,15 +21,6 @@ var update = flag.Bool("update", false, "rewrite the deps sections of testdata/p
 // long runs the randomized tests at full size (go test ./poly -long).
 var long = flag.Bool("long", false, "run the randomized tests at full size")
 
-func section(ar *txtar.Archive, name string) (string, bool) {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data), true
-		}
-	}
-	return "", false
-}
-
 // TestDependenceGolden checks the dependences of ten classic loop nests
 // against the expectations written in testdata/poly/deps, and every
 // dependence relation against brute-force enumeration of instance pairs.
@@ -44,7 +36,7 @@ func TestDependenceGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, _ := section(ar, "func.loom")
+			src, _ := golden.Section(ar, "func.loom")
 			f, err := ast.Parse(src)
 			if err != nil {
 				t.Fatal(err)
@@ -61,7 +53,7 @@ func TestDependenceGolden(t *testing.T) {
 			if got != "" {
 				got += "\n"
 			}
-			want, _ := section(ar, "deps")
+			want, _ := golden.Section(ar, "deps")
 			if got != want {
 				if *update {
 					for i := range ar.Files {
@@ -97,7 +89,7 @@ func loopsByName(f *ast.Func) map[string]*ast.For {
 
 func checkParallel(t *testing.T, p *Program, ar *txtar.Archive) {
 	t.Helper()
-	want, ok := section(ar, "parallel")
+	want, ok := golden.Section(ar, "parallel")
 	if !ok {
 		return
 	}
@@ -122,7 +114,7 @@ func checkParallel(t *testing.T, p *Program, ar *txtar.Archive) {
 
 func checkPermutable(t *testing.T, p *Program, ar *txtar.Archive) {
 	t.Helper()
-	want, ok := section(ar, "permutable")
+	want, ok := golden.Section(ar, "permutable")
 	if !ok {
 		return
 	}

@@ -252,20 +252,7 @@ func Apply(s Set, m Map) Set {
 func (m Map) Reverse() Map {
 	out := Map{Params: m.Params, InName: m.OutName, In: m.Out, OutName: m.InName, Out: m.In}
 	for _, b := range m.parts {
-		perm := make([]int, 0, b.nVars())
-		for v := 0; v < b.nParam; v++ {
-			perm = append(perm, v)
-		}
-		for i := 0; i < b.nOut; i++ {
-			perm = append(perm, b.outVar(i))
-		}
-		for i := 0; i < b.nIn; i++ {
-			perm = append(perm, b.inVar(i))
-		}
-		for i := 0; i < b.nLocal; i++ {
-			perm = append(perm, b.localVar(i))
-		}
-		c := b.permute(perm)
+		c := b.permute(b.outsFirst())
 		c.nIn, c.nOut = b.nOut, b.nIn
 		out.parts = append(out.parts, c)
 	}

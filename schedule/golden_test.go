@@ -3,6 +3,7 @@ package schedule
 import (
 	"encoding/json"
 	"flag"
+	"github.com/loom-go/loom/internal/golden"
 	"go/format"
 	"math/rand/v2"
 	"os"
@@ -20,25 +21,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the want.loom and error sections under testdata/schedule")
 
-func section(ar *txtar.Archive, name string) (string, bool) {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data), true
-		}
-	}
-	return "", false
-}
-
-func setSection(ar *txtar.Archive, name, data string) {
-	for i := range ar.Files {
-		if ar.Files[i].Name == name {
-			ar.Files[i].Data = []byte(data)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
-}
-
 // TestGolden replays the trace of every file under testdata/schedule on
 // its input function and compares the result with want.loom, or the error
 // with the error section. Every accepted schedule is also checked for
@@ -55,20 +37,20 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, _ := section(ar, "input.loom")
+			src, _ := golden.Section(ar, "input.loom")
 			f, err := ast.Parse(src)
 			if err != nil {
 				t.Fatalf("input: %v", err)
 			}
-			text, _ := section(ar, "trace")
+			text, _ := golden.Section(ar, "trace")
 			tr, err := ParseTraceText(text)
 			if err != nil {
 				t.Fatal(err)
 			}
 			sizes := parseSizes(t, ar)
 			s, err := Replay(f, tr, nil)
-			wantErr, hasErr := section(ar, "error")
-			want, _ := section(ar, "want.loom")
+			wantErr, hasErr := golden.Section(ar, "error")
+			want, _ := golden.Section(ar, "want.loom")
 			var got, key string
 			if err != nil {
 				got, key = Explain(err), "error"
@@ -81,7 +63,7 @@ func TestGolden(t *testing.T) {
 			}
 			if got != expected {
 				if *update {
-					setSection(ar, key, got)
+					golden.SetSection(ar, key, got)
 					other := "error"
 					if key == "error" {
 						other = "want.loom"
@@ -112,7 +94,7 @@ func TestGolden(t *testing.T) {
 }
 
 func parseSizes(t *testing.T, ar *txtar.Archive) map[string]int64 {
-	text, _ := section(ar, "sizes")
+	text, _ := golden.Section(ar, "sizes")
 	sizes := map[string]int64{}
 	for _, kv := range strings.Fields(text) {
 		k, v, _ := strings.Cut(kv, "=")

@@ -2,6 +2,7 @@ package llvm
 
 import (
 	"flag"
+	"github.com/loom-go/loom/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +55,7 @@ func TestGolden(t *testing.T) {
 					t.Fatalf("opt -verify: %v\n%s", err, out)
 				}
 			}
-			setSection(ar, "want.ll", got)
+			golden.SetSection(ar, "want.ll", got)
 			if *update {
 				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
@@ -62,28 +63,9 @@ func TestGolden(t *testing.T) {
 				return
 			}
 			orig, _ := txtar.ParseFile(file)
-			if want := section(orig, "want.ll"); want != got {
+			if want, _ := golden.Section(orig, "want.ll"); want != got {
 				t.Errorf("IR differs from want.ll (go test ./codegen/llvm -run Golden -update rewrites it):\n%s", got)
 			}
 		})
 	}
-}
-
-func section(ar *txtar.Archive, name string) string {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data)
-		}
-	}
-	return ""
-}
-
-func setSection(ar *txtar.Archive, name, data string) {
-	for i, f := range ar.Files {
-		if f.Name == name {
-			ar.Files[i].Data = []byte(data)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
 }

@@ -224,28 +224,11 @@ func traffic(c workload.Case) int64 {
 	for _, p := range c.Func.Params {
 		data, err := ast.NewData(p, c.Sizes)
 		if err == nil {
-			n += int64(sliceLen(data)) * int64(p.DType.Bytes())
+			length, _ := ast.DataLen(p.DType, data)
+			n += int64(length) * int64(p.DType.Bytes())
 		}
 	}
 	return n
-}
-
-func sliceLen(data any) int {
-	switch d := data.(type) {
-	case []float32:
-		return len(d)
-	case []float64:
-		return len(d)
-	case []int32:
-		return len(d)
-	case []int64:
-		return len(d)
-	case []bool:
-		return len(d)
-	case []uint16:
-		return len(d)
-	}
-	return 0
 }
 
 func runtimeThreads() int {

@@ -38,77 +38,39 @@ func Gemm(s *schedule.Schedule, c Config) error {
 }
 
 func gemmSchedule(s *schedule.Schedule, name string, t gemmTiles) error {
-	blk, err := s.GetBlock(name)
-	if err != nil {
-		return err
+	h := &sched{s: s}
+	blk := h.block(name)
+	loops := h.loops(blk) // i, j, k
+	if h.err != nil {
+		return h.err
 	}
-	loops, err := s.GetLoops(blk)
-	if err != nil {
-		return err
+	js := h.split(loops[1], -1, t.NC/t.NR, t.NR)
+	ks := h.split(loops[2], -1, t.KC)
+	is := h.split(loops[0], -1, t.MR)
+	h.do(func() error { return s.Reorder(js[0], ks[0], is[0], js[1], ks[1], is[1], js[2]) })
+	var init schedule.Block
+	h.do(func() (err error) { init, err = s.DecomposeReduction(blk, ks[0]); return err })
+	h.do(func() error { return s.Unroll(is[1]) })
+	h.do(func() error { return s.Vectorize(js[2]) })
+	initLoops := h.loops(init)
+	if h.err == nil {
+		h.do(func() error { return s.Vectorize(initLoops[len(initLoops)-1]) })
 	}
-	i, j, k := loops[0], loops[1], loops[2]
-	js, err := s.Split(j, -1, t.NC/t.NR, t.NR)
-	if err != nil {
-		return err
-	}
-	ks, err := s.Split(k, -1, t.KC)
-	if err != nil {
-		return err
-	}
-	is, err := s.Split(i, -1, t.MR)
-	if err != nil {
-		return err
-	}
-	if err := s.Reorder(js[0], ks[0], is[0], js[1], ks[1], is[1], js[2]); err != nil {
-		return err
-	}
-	init, err := s.DecomposeReduction(blk, ks[0])
-	if err != nil {
-		return err
-	}
-	if err := s.Unroll(is[1]); err != nil {
-		return err
-	}
-	if err := s.Vectorize(js[2]); err != nil {
-		return err
-	}
-	initLoops, err := s.GetLoops(init)
-	if err != nil {
-		return err
-	}
-	if err := s.Vectorize(initLoops[len(initLoops)-1]); err != nil {
-		return err
-	}
-	return s.Parallel(js[0])
+	h.do(func() error { return s.Parallel(js[0]) })
+	return h.err
 }
 
-// GemmBiasReLU schedules the matrix multiply like Gemm and the
-// bias and ReLU, an element-wise pass over C, vectorized and parallel.
+// GemmBiasReLU schedules the matrix multiply like Gemm, and the bias and
+// ReLU, an element-wise pass over C, vectorized and parallel.
 func GemmBiasReLU(s *schedule.Schedule, c Config) error {
 	if err := gemmSchedule(s, "C", tilesFor(c)); err != nil {
 		return err
 	}
-	return elementwise(s, "D", c)
-}
-
-// elementwise vectorizes the innermost loop of block name (split by the
-// vector width) and parallelizes the outermost.
-func elementwise(s *schedule.Schedule, name string, c Config) error {
-	blk, err := s.GetBlock(name)
-	if err != nil {
-		return err
+	h := &sched{s: s}
+	h.vectorizeInner("D", 4*c.VectorBits/32)
+	loops := h.loops(h.block("D"))
+	if h.err == nil {
+		h.do(func() error { return s.Parallel(loops[0]) })
 	}
-	loops, err := s.GetLoops(blk)
-	if err != nil {
-		return err
-	}
-	inner := loops[len(loops)-1]
-	parts, err := s.Split(inner, -1, 4*c.VectorBits/32)
-	if err != nil {
-		return err
-	}
-	if err := s.Vectorize(parts[1]); err != nil {
-		return err
-	}
-	return s.Parallel(loops[0])
+	return h.err
 }

@@ -126,7 +126,7 @@ func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, er
 		p, length, elem, ok := sliceData(b.DType, data)
 		if !ok {
 			c.Release()
-			return fail("buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, goType(b.DType), data)
+			return fail("buffer %s holds %s, so its data must be a %s, not %T", b.Name, b.DType, ast.GoType(b.DType), data)
 		}
 		if int64(length) != n {
 			c.Release()
@@ -216,20 +216,4 @@ func ptrOf[T any](s []T) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Pointer(&s[0])
-}
-
-func goType(t ast.DType) string {
-	switch t {
-	case ast.Float32:
-		return "[]float32"
-	case ast.Float64:
-		return "[]float64"
-	case ast.Int32:
-		return "[]int32"
-	case ast.Int64:
-		return "[]int64"
-	case ast.Bool:
-		return "[]bool"
-	}
-	return "[]uint16"
 }
