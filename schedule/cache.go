@@ -260,6 +260,17 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 
 // replayBlockBufferScope decodes the arguments (block, buffer, scope) of
 // cache_read, cache_write and set_scope.
+// argBlockLoop reads the (block, loop) arguments of a replayed
+// instruction.
+func argBlockLoop(args []any) (Block, Loop, error) {
+	b, err := argBlock(args[0])
+	if err != nil {
+		return Block{}, Loop{}, err
+	}
+	l, err := argLoop(args[1])
+	return b, l, err
+}
+
 func replayBlockBufferScope(args []any) (Block, string, string, error) {
 	b, err := argBlock(args[0])
 	if err != nil {

@@ -226,11 +226,7 @@ func init() {
 	register("compute_at", instKind{
 		args: 2,
 		replay: func(s *Schedule, args []any) error {
-			b, err := argBlock(args[0])
-			if err != nil {
-				return err
-			}
-			l, err := argLoop(args[1])
+			b, l, err := argBlockLoop(args)
 			if err != nil {
 				return err
 			}

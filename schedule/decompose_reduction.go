@@ -131,11 +131,7 @@ func init() {
 	register("decompose_reduction", instKind{
 		args: 2,
 		replay: func(s *Schedule, args []any) error {
-			b, err := argBlock(args[0])
-			if err != nil {
-				return err
-			}
-			l, err := argLoop(args[1])
+			b, l, err := argBlockLoop(args)
 			if err != nil {
 				return err
 			}

@@ -139,11 +139,7 @@ func init() {
 	register("reverse_compute_at", instKind{
 		args: 2,
 		replay: func(s *Schedule, args []any) error {
-			b, err := argBlock(args[0])
-			if err != nil {
-				return err
-			}
-			l, err := argLoop(args[1])
+			b, l, err := argBlockLoop(args)
 			if err != nil {
 				return err
 			}
