@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -53,16 +54,29 @@ type Dependence struct {
 	// Independent is true when some pair runs in the same iteration of
 	// every common loop, ordered by the position of the blocks.
 	Independent bool
-	// Distance bounds, for each common loop, the sink's value minus the
-	// source's.
-	Distance []Range
+
+	distOnce sync.Once
+	distance []Range
+}
+
+// Distance bounds, at common loop level k, the sink's value of the loop
+// minus the source's. It is computed on first use (legality questions do
+// not need it).
+func (d *Dependence) Distance(k int) Range {
+	d.distOnce.Do(func() {
+		for j := 0; j < d.Common; j++ {
+			d.distance = append(d.distance, differenceBounds(d.Rel, j, j))
+		}
+	})
+	return d.distance[k]
 }
 
 // ConstDistance returns the distance at common loop level k when it is the
 // same for every pair.
 func (d *Dependence) ConstDistance(k int) (Int, bool) {
-	lo, ok1 := d.Distance[k].Lo.Constant()
-	hi, ok2 := d.Distance[k].Hi.Constant()
+	r := d.Distance(k)
+	lo, ok1 := r.Lo.Constant()
+	hi, ok2 := r.Hi.Constant()
 	if ok1 && ok2 && lo.Equal(hi) {
 		return lo, true
 	}
@@ -170,9 +184,6 @@ func (p *Program) dependence(kind DepKind, s, t *Instances, a, b Access, common 
 		return nil
 	}
 	d.Rel = rel
-	for k := 0; k < common; k++ {
-		d.Distance = append(d.Distance, differenceBounds(rel, k, k))
-	}
 	return d
 }
 

@@ -1,11 +1,6 @@
 package hand
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/loom-go/loom/schedule"
-)
+import "github.com/loom-go/loom/schedule"
 
 // gemmTiles are the tile sizes of the matrix multiply: an MR x NR tile of
 // C held in registers (NR a whole number of vectors) while KC steps of k
@@ -20,9 +15,6 @@ func tilesFor(c Config) gemmTiles {
 	t := gemmTiles{MR: 6, NR: 2 * lanes, KC: 256, NC: 256}
 	if c.VectorBits >= 512 {
 		t.MR = 8
-	}
-	if env := os.Getenv("LOOM_GEMM_TILES"); env != "" { // for tuning by hand
-		fmt.Sscanf(env, "%d,%d,%d,%d", &t.MR, &t.NR, &t.KC, &t.NC)
 	}
 	return t
 }

@@ -1,9 +1,6 @@
 package hand
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
@@ -137,11 +134,7 @@ func (h *sched) under(loop schedule.Loop, names ...string) {
 // rowChunk is the number of partial results of a row reduction: two
 // vectors (two independent chains of adds, and a short sum at the end).
 func rowChunk(c Config) int {
-	n := 2 * c.VectorBits / 32
-	if env := os.Getenv("LOOM_ROW_CHUNK"); env != "" { // for tuning by hand
-		fmt.Sscan(env, &n)
-	}
-	return n
+	return 2 * c.VectorBits / 32
 }
 
 // RMSNorm: per row, the sum of squares as 4 vectors of partial sums,

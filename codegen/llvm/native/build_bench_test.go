@@ -13,7 +13,7 @@ import (
 )
 
 // gemmModule lowers the benchmark's hand-scheduled 1024^3 gemm.
-func gemmModule(b *testing.B) *llvm.Module {
+func gemmModule(b testing.TB) *llvm.Module {
 	c := workload.Matmul(1024, 1024, 1024)
 	s, err := schedule.New(c.Func)
 	if err != nil {
