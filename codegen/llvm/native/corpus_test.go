@@ -228,3 +228,38 @@ func TestHandSchedules(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedParallel: a parallel loop inside a parallel loop runs
+// serially inside each outer iteration (the threads do not multiply), and
+// says so in the module's remarks.
+func TestNestedParallel(t *testing.T) {
+	f, err := ast.Parse(`func nest(X: float32[8, 64], Y: float32[8, 64]) {
+  ScheduleBlock(root) {
+    parallel for (i, 0, 8) {
+      parallel for (j, 0, 64) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 8), vj = spatial(0, 64))
+          reads(X[vi, vj])
+          writes(Y[vi, vj])
+          Y[vi, vj] = X[vi, vj] + 1.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := llvm.Lower(f, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Remarks) != 1 || !strings.Contains(m.Remarks[0], "parallel loop j runs serially") {
+		t.Errorf("remarks: %q", m.Remarks)
+	}
+	if n := strings.Count(m.String(), "call void @loom_parallel_for"); n != 1 {
+		t.Errorf("%d calls of the runtime, want 1", n)
+	}
+	agree(t, f, nil, llvm.Options{}, 1)
+}
