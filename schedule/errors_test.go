@@ -48,6 +48,11 @@ func TestIllegalRequests(t *testing.T) {
 			_, err = s.RFactor(ks[0])
 			return err
 		}, ErrIllegal, "never be initialized"},
+		{"split a symbolic extent by fixed factors", chain, func(s *Schedule) error {
+			j, _ := s.GetLoop("j")
+			_, err := s.Split(j, 1, 1) // S2 may be more than 1
+			return err
+		}, ErrArgument, "may be fewer than the S2"},
 		{"inline a reduction", chain, func(s *Schedule) error {
 			b, _ := s.GetBlock("C")
 			return s.ComputeInline(b)

@@ -41,7 +41,7 @@ func (s *Schedule) SplitBy(l Loop, factors []Value) ([]Loop, error) {
 
 func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 	const prim = "split"
-	loop, _, err := s.loop(prim, l)
+	loop, place, err := s.loop(prim, l)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,13 @@ func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 			return nil, badArg(prim, s.f, at, "the factors cover %d iterations of the %d of loop %s", p, c, loop.Var.Name)
 		}
 		exact = p == c
+	} else if !exact && inferred < 0 {
+		// A symbolic extent: the factors must cover it for every value of
+		// the sizes, which only an inferred factor can promise in general.
+		covers := analyzerFor(s.f, place.loops()).Simplify(ast.GE(total, extent))
+		if v, ok := ast.ConstIntValue(covers); !ok || v == 0 {
+			return nil, badArg(prim, s.f, at, "the factors cover %s iterations, which may be fewer than the %s of loop %s; infer one factor with -1", ast.Print(total), ast.Print(extent), loop.Var.Name)
+		}
 	}
 
 	// New loop variables, and the old one as their combination:
