@@ -115,7 +115,7 @@ func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
 // Build builds (or finds on disk) the shared object of a lowered module
 // and loads it.
 func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
-	lib, err := loadRuntime(c.Dir)
+	rtPath, _, err := loadRuntime(c.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	t := m.Options.Target
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%q\x00%s\x00%s\x00%d\x00", ir, buildArgs(m), hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion)
-	fmt.Fprintf(h, "%s\x00%s\x00%v", lib.path, buildRecipe, inProcess != nil)
+	fmt.Fprintf(h, "%s\x00%s\x00%v", rtPath, buildRecipe, inProcess != nil)
 	key := hex.EncodeToString(h.Sum(nil))
 	dir := filepath.Join(c.Dir, "kernels", key[:2])
 	path := filepath.Join(dir, key+".so")
@@ -134,7 +134,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := c.buildFile(m, ir, lib.path, path, &k.Stats); err != nil {
+		if err := c.buildFile(m, ir, rtPath, path, &k.Stats); err != nil {
 			return nil, err
 		}
 	}

@@ -14,8 +14,11 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// The runtime (loomrt.c) is compiled once per machine into the cache and
-// loaded once per process, with its symbols global, before any kernel.
+// The runtime (loomrt.c) is compiled into each cache directory that
+// kernels are built in (kernels name it as a needed library, with an
+// rpath into that directory) and loaded once per process, with its
+// symbols global, before any kernel. A kernel built in a second cache
+// directory finds the already-loaded runtime by its soname.
 
 //go:embed runtime/loomrt.c
 var runtimeSource []byte
@@ -39,16 +42,25 @@ var (
 	rtErr  error
 )
 
-// loadRuntime builds (if needed) and loads the runtime library.
-func loadRuntime(dir string) (*runtimeLib, error) {
-	rtOnce.Do(func() { rt, rtErr = buildAndLoadRuntime(dir) })
-	return rt, rtErr
+// loadRuntime builds the runtime library in dir (if it is not there) and
+// loads it, once per process. It returns the library in dir, which
+// kernels built in dir link against.
+func loadRuntime(dir string) (path string, lib *runtimeLib, err error) {
+	path, err = buildRuntime(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	rtOnce.Do(func() { rt, rtErr = openRuntime(path) })
+	return path, rt, rtErr
 }
 
-func buildAndLoadRuntime(dir string) (*runtimeLib, error) {
+// buildRuntime compiles the runtime library into dir unless it is already
+// there, and returns its path. Two processes sharing dir may both build
+// it; each renames its complete file into place.
+func buildRuntime(dir string) (string, error) {
 	cc, err := lookPath("a C compiler", "gcc (apt-get install gcc)", "cc", "gcc", "clang")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	flags := []string{"-O2", "-fPIC", "-shared", "-pthread", "-Wl,-soname,libloomrt.so"}
 	libs := []string{"-Wl,--no-as-needed", "-lm"} // kernels find the C math library through the runtime
@@ -62,26 +74,31 @@ func buildAndLoadRuntime(dir string) (*runtimeLib, error) {
 	path := filepath.Join(sub, "libloomrt.so")
 	if _, err := os.Stat(path); err != nil {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return nil, err
+			return "", err
 		}
 		src := filepath.Join(sub, "loomrt.c")
 		if err := writeAtomic(src, runtimeSource); err != nil {
-			return nil, err
+			return "", err
 		}
 		tmp, err := tempName(path)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		args := append(append(append([]string(nil), flags...), "-o", tmp, src), libs...)
 		cmd := exec.CommandContext(context.Background(), cc, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Remove(tmp)
-			return nil, &BuildError{Tool: cc, Stderr: string(out)}
+			return "", &BuildError{Tool: cc, Stderr: string(out)}
 		}
 		if err := os.Rename(tmp, path); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
+	return path, nil
+}
+
+// openRuntime loads the runtime library with its symbols global.
+func openRuntime(path string) (*runtimeLib, error) {
 	handle, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return nil, fmt.Errorf("codegen/llvm/native: loading the runtime %s: %w", path, err)
@@ -115,7 +132,7 @@ func SetThreads(n int) error {
 	if err != nil {
 		return err
 	}
-	lib, err := loadRuntime(c.Dir)
+	_, lib, err := loadRuntime(c.Dir)
 	if err != nil {
 		return err
 	}
@@ -129,7 +146,7 @@ func Threads() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	lib, err := loadRuntime(c.Dir)
+	_, lib, err := loadRuntime(c.Dir)
 	if err != nil {
 		return 0, err
 	}
