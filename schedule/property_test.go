@@ -88,6 +88,10 @@ func runSequence(t *testing.T, c workload.Case, seed uint64, n int) {
 // RandomSchedules -long -timeout 1h.
 var long = flag.Bool("long", false, "run the property test at full size")
 
+// seed reruns one sequence of a failure report: go test ./schedule -run
+// RandomSchedules/chain -long -seed 27.
+var seed = flag.Uint64("seed", 0, "run only the sequence with this seed")
+
 // TestRandomSchedules applies long random sequences of primitives to every
 // function of the corpus: accepted steps keep the interpreter's results,
 // refused ones change nothing, none panics, and the trace replays.
@@ -101,6 +105,10 @@ func TestRandomSchedules(t *testing.T) {
 	}
 	for _, c := range schedgen.Corpus() {
 		t.Run(c.Name, func(t *testing.T) {
+			if *seed != 0 {
+				runSequence(t, c, *seed, steps)
+				return
+			}
 			for k := 0; k < seqs; k++ {
 				runSequence(t, c, uint64(k+1), steps)
 			}

@@ -179,6 +179,16 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 			}
 		}
 		wb.Iters = append(wb.Iters, &ast.IterVar{Var: rv, Kind: ast.Reduce, Dom: ast.Range{Min: loop.Min, Extent: loop.Extent}, Binding: rl})
+		// The write-back shares the loops outside the reduction, so it
+		// keeps the parts of the predicate over them (a split spatial
+		// loop's tail): an output the block never wrote stays unwritten.
+		if blk.Predicate != nil {
+			for _, c := range conjuncts(blk.Predicate) {
+				if !slices.ContainsFunc(rfLoops[first:], func(lp *ast.For) bool { return usesLoop(c, lp) }) {
+					wb.Predicate = andOf(wb.Predicate, c)
+				}
+			}
+		}
 		anchor := rfLoops[first]
 		g = replace(g, anchor, &ast.Seq{Stmts: []ast.Stmt{anchor, reduceOverL(wb)}})
 	} else {
@@ -259,6 +269,14 @@ func identity(op ast.BinaryOp, t ast.DType) ast.Expr {
 		return ast.IntConst(t, math.MaxInt64)
 	}
 	return ast.Zero(t)
+}
+
+// andOf returns a && b, or b when a is nil.
+func andOf(a, b ast.Expr) ast.Expr {
+	if a == nil {
+		return b
+	}
+	return &ast.Binary{Op: ast.OpAnd, A: a, B: b}
 }
 
 func combineOp(op ast.BinaryOp, a, b ast.Expr) ast.Expr { return &ast.Binary{Op: op, A: a, B: b} }
