@@ -243,3 +243,7 @@ func isReserved(s string) bool { return reservedWords[s] }
 
 // unquote returns the value of a string token.
 func unquote(s string) (string, error) { return strconv.Unquote(s) }
+
+// IsName reports whether s can name a buffer, variable, block or size: an
+// identifier that is not a reserved word of the text form.
+func IsName(s string) bool { return isIdent(s) && !isReserved(s) }

@@ -1,0 +1,292 @@
+package fusion
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// group is a set of nodes that becomes one kernel.
+type group struct {
+	nodes []*Node // in graph order
+	kind  Kind    // Elementwise (all trivial), Reduce or Anchor
+	// domain is the input shape and reduced axes of the group's
+	// reductions: reductions fuse only over the same domain.
+	domain string
+}
+
+func (grp *group) tensors() []*Tensor {
+	var out []*Tensor
+	for _, n := range grp.nodes {
+		out = append(out, n.Output)
+	}
+	return out
+}
+
+// inputs returns the tensors the group reads from outside, in order of
+// first use.
+func (grp *group) inputs() []*Tensor {
+	var out []*Tensor
+	for _, n := range grp.nodes {
+		for _, in := range n.Inputs {
+			if (in.Producer == nil || !slices.Contains(grp.nodes, in.Producer)) && !slices.Contains(out, in) {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+// outputs returns the tensors of the group read outside it or by the
+// graph's caller.
+func (grp *group) outputs(g *Graph, consumers map[*Tensor][]*Node) []*Tensor {
+	var out []*Tensor
+	for _, n := range grp.nodes {
+		t := n.Output
+		used := g.IsOutput(t)
+		for _, c := range consumers[t] {
+			if !slices.Contains(grp.nodes, c) {
+				used = true
+			}
+		}
+		if used {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// reduceDomain is the signature of a reduction's iteration space.
+func reduceDomain(n *Node) string {
+	in := n.Inputs[0].Shape
+	axes := n.Attrs.Axes
+	if axes == nil {
+		for k := range in {
+			axes = append(axes, k)
+		}
+	}
+	norm := make([]int, len(axes))
+	for i, a := range axes {
+		if a < 0 {
+			a += len(in)
+		}
+		norm[i] = a
+	}
+	slices.Sort(norm)
+	return fmt.Sprintf("%s%v", in, norm)
+}
+
+// Fuse groups the nodes of g into kernels by CINN's rules, visiting the
+// edges producer → consumer in graph order:
+//
+//   - a trivial (element-wise or injective) producer fuses into a trivial
+//     or reduce consumer, which inlines it;
+//   - a reduce group fuses with a trivial consumer only when the
+//     consumer's output is no larger than the reduction's input, so the
+//     fused kernel does not repeat the reduction's work;
+//   - two reduce groups fuse when their reductions share one domain (the
+//     same input shape and reduced axes: a reduce tree, as in layernorm);
+//   - an anchor (matmul, conv2d) takes element-wise consumers of its
+//     output's shape as an epilogue, and nothing else;
+//   - no fusion may create a cycle between groups.
+//
+// It returns the groups in an order that respects their dependences.
+func fuse(g *Graph) []*group {
+	groupOf := map[*Node]*group{}
+	var groups []*group
+	for _, n := range g.Nodes {
+		grp := &group{nodes: []*Node{n}, kind: ops[n.Op].kind}
+		if grp.kind == Injective {
+			grp.kind = Elementwise
+		}
+		if grp.kind == Reduce {
+			grp.domain = reduceDomain(n)
+		}
+		groupOf[n] = grp
+		groups = append(groups, grp)
+	}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			p := in.Producer
+			if p == nil {
+				continue
+			}
+			pg, cg := groupOf[p], groupOf[n]
+			if pg == cg || !canFuse(pg, cg, p, n) || createsCycle(pg, cg, groupOf) {
+				continue
+			}
+			merged := merge(pg, cg, g)
+			for _, m := range merged.nodes {
+				groupOf[m] = merged
+			}
+			groups = slices.DeleteFunc(groups, func(x *group) bool { return x == pg || x == cg })
+			groups = append(groups, merged)
+		}
+	}
+	// Order the groups by their first node; dependences between groups
+	// follow graph order, since no merge creates a cycle.
+	return orderGroups(groups, groupOf, g)
+}
+
+// canFuse applies the rules to the edge p → c between groups pg and cg.
+func canFuse(pg, cg *group, p, c *Node) bool {
+	switch {
+	case pg.kind == Elementwise && cg.kind == Anchor:
+		return false // it would be recomputed for every reduction step
+	case pg.kind == Elementwise:
+		return true
+	case pg.kind == Reduce && cg.kind == Elementwise:
+		return noLarger(c.Output.Shape, pg.reduceInputs())
+	case pg.kind == Reduce && cg.kind == Reduce:
+		return pg.domain == cg.domain
+	case pg.kind == Anchor && cg.kind == Elementwise:
+		k := ops[c.Op].kind
+		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && allElementwise(cg)
+	}
+	return false
+}
+
+func allElementwise(grp *group) bool {
+	for _, n := range grp.nodes {
+		if ops[n.Op].kind != Elementwise {
+			return false
+		}
+	}
+	return true
+}
+
+// reduceInputs returns the input shapes of the group's reductions.
+func (grp *group) reduceInputs() []Shape {
+	var out []Shape
+	for _, n := range grp.nodes {
+		if ops[n.Op].kind == Reduce {
+			out = append(out, n.Inputs[0].Shape)
+		}
+	}
+	return out
+}
+
+// noLarger reports whether a tensor of shape s has provably no more
+// elements than every shape of ins: the difference of the element counts
+// has no negative coefficient (symbols are never negative).
+func noLarger(s Shape, ins []Shape) bool {
+	n, err := s.Elems()
+	if err != nil {
+		return false
+	}
+	for _, in := range ins {
+		if !provablyLE(n, in) {
+			return false
+		}
+	}
+	return true
+}
+
+func provablyLE(n Dim, in Shape) bool {
+	m, err := in.Elems()
+	if err != nil {
+		return false
+	}
+	d, err := m.Sub(n)
+	if err != nil {
+		return false
+	}
+	for _, t := range d.terms {
+		if t.coef < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// createsCycle reports whether merging pg and cg would make a cycle: some
+// other group depends on pg and is depended on by cg.
+func createsCycle(pg, cg *group, groupOf map[*Node]*group) bool {
+	// Walk backwards from cg's inputs that come from groups other than
+	// pg; reaching pg through another group means a path pg → x → cg.
+	seen := map[*group]bool{}
+	var stack []*group
+	for _, n := range cg.nodes {
+		for _, in := range n.Inputs {
+			if in.Producer != nil {
+				if x := groupOf[in.Producer]; x != pg && x != cg && !seen[x] {
+					seen[x] = true
+					stack = append(stack, x)
+				}
+			}
+		}
+	}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, n := range x.nodes {
+			for _, in := range n.Inputs {
+				if in.Producer == nil {
+					continue
+				}
+				y := groupOf[in.Producer]
+				if y == pg {
+					return true
+				}
+				if y != x && y != cg && !seen[y] {
+					seen[y] = true
+					stack = append(stack, y)
+				}
+			}
+		}
+	}
+	return false
+}
+
+// merge returns the union of two groups, its nodes in graph order.
+func merge(a, b *group, g *Graph) *group {
+	m := &group{kind: max(a.kind, b.kind), domain: a.domain}
+	if m.domain == "" {
+		m.domain = b.domain
+	}
+	for _, n := range g.Nodes {
+		if slices.Contains(a.nodes, n) || slices.Contains(b.nodes, n) {
+			m.nodes = append(m.nodes, n)
+		}
+	}
+	return m
+}
+
+// orderGroups sorts groups topologically, ties broken by first node.
+func orderGroups(groups []*group, groupOf map[*Node]*group, g *Graph) []*group {
+	pos := map[*Node]int{}
+	for i, n := range g.Nodes {
+		pos[n] = i
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return pos[a.nodes[0]] - pos[b.nodes[0]] })
+	done := map[*group]bool{}
+	var out []*group
+	var visit func(x *group)
+	visit = func(x *group) {
+		if done[x] {
+			return
+		}
+		done[x] = true
+		for _, n := range x.nodes {
+			for _, in := range n.Inputs {
+				if in.Producer != nil && groupOf[in.Producer] != x {
+					visit(groupOf[in.Producer])
+				}
+			}
+		}
+		out = append(out, x)
+	}
+	for _, x := range groups {
+		visit(x)
+	}
+	return out
+}
+
+// describe prints a group for dumps and goldens.
+func (grp *group) describe() string {
+	var names []string
+	for _, n := range grp.nodes {
+		names = append(names, n.Output.Name+"="+n.Op)
+	}
+	return fmt.Sprintf("%s: %s", grp.kind, strings.Join(names, " "))
+}

@@ -1,0 +1,314 @@
+package fusion
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Graph is a dataflow graph of tensor operators: inputs and constants
+// flow through Nodes, each computing one tensor, to the outputs. Nodes
+// are kept in a topological order (every input defined before use).
+type Graph struct {
+	Name      string
+	Inputs    []*Tensor // in the order of the kernel interface
+	Constants []*Tensor // with Data
+	Nodes     []*Node
+	Outputs   []*Tensor
+}
+
+// Tensor is a value of the graph: a graph input, a constant, or the
+// output of one node.
+type Tensor struct {
+	Name  string
+	DType ast.DType
+	Shape Shape
+	// Data holds a constant's elements in row-major order (float64 holds
+	// every value of the supported types exactly); nil otherwise.
+	Data []float64
+	// Producer is the node computing the tensor; nil for inputs and
+	// constants.
+	Producer *Node
+}
+
+// IsConst reports whether t is a constant.
+func (t *Tensor) IsConst() bool { return t.Data != nil }
+
+// Splat returns the value of every element of a constant whose elements
+// are all equal.
+func (t *Tensor) Splat() (float64, bool) {
+	if len(t.Data) == 0 {
+		return 0, false
+	}
+	for _, v := range t.Data[1:] {
+		if v != t.Data[0] {
+			return 0, false
+		}
+	}
+	return t.Data[0], true
+}
+
+// Node is one operator application.
+type Node struct {
+	Op     string
+	Inputs []*Tensor
+	Output *Tensor
+	Attrs  Attrs
+}
+
+// Name is the node's output tensor's name; nodes are known by it.
+func (n *Node) Name() string { return n.Output.Name }
+
+// Attrs are an operator's attributes; each operator reads the ones its
+// documentation names (see ops.go) and ignores none: the JSON reader
+// refuses an attribute the operator does not take.
+type Attrs struct {
+	Axes      []int     `json:"axes,omitempty"`      // reductions, slice
+	KeepDims  bool      `json:"keepdims,omitempty"`  // reductions
+	Axis      *int      `json:"axis,omitempty"`      // concat, softmax, layernorm
+	Perm      []int     `json:"perm,omitempty"`      // transpose
+	Shape     []JSONDim `json:"shape,omitempty"`     // reshape, broadcast_to
+	Starts    []int64   `json:"starts,omitempty"`    // slice
+	Ends      []int64   `json:"ends,omitempty"`      // slice
+	Steps     []int64   `json:"steps,omitempty"`     // slice
+	Strides   []int64   `json:"strides,omitempty"`   // conv2d
+	Pads      []int64   `json:"pads,omitempty"`      // conv2d: top, left, bottom, right
+	Dilations []int64   `json:"dilations,omitempty"` // conv2d
+	DType     string    `json:"dtype,omitempty"`     // cast
+	Epsilon   *float64  `json:"epsilon,omitempty"`   // layernorm, rms_norm
+}
+
+// key is a canonical text of the attributes, for CSE and printing.
+func (a Attrs) String() string {
+	var parts []string
+	add := func(name, v string) { parts = append(parts, name+": "+v) }
+	ints := func(xs []int) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = strconv.Itoa(x)
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	}
+	int64s := func(xs []int64) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = strconv.FormatInt(x, 10)
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	}
+	if a.Axes != nil {
+		add("axes", ints(a.Axes))
+	}
+	if a.KeepDims {
+		add("keepdims", "true")
+	}
+	if a.Axis != nil {
+		add("axis", strconv.Itoa(*a.Axis))
+	}
+	if a.Perm != nil {
+		add("perm", ints(a.Perm))
+	}
+	if a.Shape != nil {
+		s := make([]string, len(a.Shape))
+		for i, d := range a.Shape {
+			s[i] = d.String()
+		}
+		add("shape", "["+strings.Join(s, ", ")+"]")
+	}
+	for _, f := range []struct {
+		name string
+		v    []int64
+	}{{"starts", a.Starts}, {"ends", a.Ends}, {"steps", a.Steps}, {"strides", a.Strides}, {"pads", a.Pads}, {"dilations", a.Dilations}} {
+		if f.v != nil {
+			add(f.name, int64s(f.v))
+		}
+	}
+	if a.DType != "" {
+		add("dtype", a.DType)
+	}
+	if a.Epsilon != nil {
+		add("epsilon", strconv.FormatFloat(*a.Epsilon, 'g', -1, 64))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// Consumers returns, for every tensor, the nodes that read it, in node
+// order (a node reading a tensor twice appears once).
+func (g *Graph) Consumers() map[*Tensor][]*Node {
+	out := map[*Tensor][]*Node{}
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if !slices.Contains(n.Inputs[:i], in) {
+				out[in] = append(out[in], n)
+			}
+		}
+	}
+	return out
+}
+
+// IsOutput reports whether t is an output of the graph.
+func (g *Graph) IsOutput(t *Tensor) bool { return slices.Contains(g.Outputs, t) }
+
+// Tensor returns the tensor called name, or nil.
+func (g *Graph) Tensor(name string) *Tensor {
+	for _, t := range g.Inputs {
+		if t.Name == name {
+			return t
+		}
+	}
+	for _, t := range g.Constants {
+		if t.Name == name {
+			return t
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.Output.Name == name {
+			return n.Output
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy of g.
+func (g *Graph) Clone() *Graph {
+	m := map[*Tensor]*Tensor{}
+	cp := func(t *Tensor) *Tensor {
+		if c, ok := m[t]; ok {
+			return c
+		}
+		c := &Tensor{Name: t.Name, DType: t.DType, Shape: slices.Clone(t.Shape), Data: slices.Clone(t.Data)}
+		m[t] = c
+		return c
+	}
+	h := &Graph{Name: g.Name}
+	for _, t := range g.Inputs {
+		h.Inputs = append(h.Inputs, cp(t))
+	}
+	for _, t := range g.Constants {
+		h.Constants = append(h.Constants, cp(t))
+	}
+	for _, n := range g.Nodes {
+		c := &Node{Op: n.Op, Attrs: n.Attrs, Output: cp(n.Output)}
+		for _, in := range n.Inputs {
+			c.Inputs = append(c.Inputs, cp(in))
+		}
+		c.Output.Producer = c
+		h.Nodes = append(h.Nodes, c)
+	}
+	for _, t := range g.Outputs {
+		h.Outputs = append(h.Outputs, cp(t))
+	}
+	return h
+}
+
+// String prints the graph in loom's text form, one node per line:
+//
+//	graph rmsnorm(X: float32[S1, 768], W: float32[768]) -> (Y) {
+//	  const eps: float32[] = 1e-06
+//	  X2: float32[S1, 768] = mul(X, X)
+//	  ...
+//	}
+func (g *Graph) String() string {
+	var b strings.Builder
+	decl := func(t *Tensor) string { return fmt.Sprintf("%s: %s%s", t.Name, t.DType, t.Shape) }
+	var ins, outs []string
+	for _, t := range g.Inputs {
+		ins = append(ins, decl(t))
+	}
+	for _, t := range g.Outputs {
+		outs = append(outs, t.Name)
+	}
+	fmt.Fprintf(&b, "graph %s(%s) -> (%s) {\n", g.Name, strings.Join(ins, ", "), strings.Join(outs, ", "))
+	for _, t := range g.Constants {
+		fmt.Fprintf(&b, "  const %s = %s\n", decl(t), constText(t.Data))
+	}
+	for _, n := range g.Nodes {
+		var args []string
+		for _, in := range n.Inputs {
+			args = append(args, in.Name)
+		}
+		fmt.Fprintf(&b, "  %s = %s(%s)", decl(n.Output), n.Op, strings.Join(args, ", "))
+		if a := n.Attrs.String(); a != "" {
+			b.WriteString(" " + a)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func constText(data []float64) string {
+	if v, ok := (&Tensor{Data: data}).Splat(); ok {
+		if len(data) == 1 {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		return fmt.Sprintf("splat(%s)", strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	var parts []string
+	for i, v := range data {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("... (%d values)", len(data)))
+			break
+		}
+		parts = append(parts, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// allTensors returns the inputs, constants and node outputs of g.
+func allTensors(g *Graph) []*Tensor {
+	out := slices.Clone(g.Inputs)
+	out = append(out, g.Constants...)
+	for _, n := range g.Nodes {
+		out = append(out, n.Output)
+	}
+	return out
+}
+
+// Symbols returns the symbols of g's shapes, in order of first appearance
+// (inputs first).
+func (g *Graph) Symbols() []string { return symbolsOf(g, allTensors(g)) }
+
+// symbolsOf returns the symbols the shapes of ts use, in the order of g's
+// symbols.
+func symbolsOf(g *Graph, ts []*Tensor) []string {
+	var order []string
+	for _, t := range allTensors(g) {
+		for _, d := range t.Shape {
+			for _, s := range d.Symbols() {
+				if !slices.Contains(order, s) {
+					order = append(order, s)
+				}
+			}
+		}
+	}
+	used := map[string]bool{}
+	for _, t := range ts {
+		for _, d := range t.Shape {
+			for _, s := range d.Symbols() {
+				used[s] = true
+			}
+		}
+	}
+	var out []string
+	for _, s := range order {
+		if used[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// scalarConst returns the value of a constant with one element.
+func scalarConst(t *Tensor) (float64, bool) {
+	if len(t.Data) != 1 {
+		return 0, false
+	}
+	return t.Data[0], true
+}

@@ -1,0 +1,592 @@
+package fusion
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// gen computes a tensor's element at an index: either a load of a
+// materialized buffer or an expression inlined into its consumer.
+type gen func(idx []ast.Expr) ast.Expr
+
+// lowerer lowers one group of nodes to one function.
+type lowerer struct {
+	g     *Graph
+	grp   *group
+	b     *ast.Builder
+	sizes map[string]*ast.Var
+	val   map[*Tensor]gen
+	bufs  map[*Tensor]*ast.Tensor
+	names map[string]bool
+}
+
+// lowerGroup builds the function of one group: its inputs (the tensors it
+// reads from outside) and outputs (those read outside it or by the
+// graph's caller) are the parameters, in that order, after the sizes.
+// Producers are inlined into their one consumer when that does not
+// repeat their work; the others become blocks of their own, and the loop
+// nests are then aligned (see align).
+func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node) (*ast.Func, []*Tensor, []*Tensor, error) {
+	l := &lowerer{g: g, grp: grp, b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}}
+	for _, t := range allTensors(g) {
+		l.names[t.Name] = true
+	}
+	in, out := grp.inputs(), grp.outputs(g, consumers)
+	for _, s := range symbolsOf(g, append(append(slices.Clone(in), out...), grp.tensors()...)) {
+		l.sizes[s] = l.b.Size(s)
+	}
+	for _, t := range in {
+		if v, ok := scalarConst(t); ok {
+			c := ast.ConstOf(t.DType, v)
+			l.val[t] = func([]ast.Expr) ast.Expr { return c }
+			continue
+		}
+		p := l.b.Placeholder(t.Name, t.DType, l.shape(t.Shape)...)
+		l.val[t] = func(idx []ast.Expr) ast.Expr { return p.At(idx...) }
+	}
+	var params []*Tensor
+	for _, t := range in {
+		if _, ok := scalarConst(t); !ok {
+			params = append(params, t)
+		}
+	}
+	for _, n := range grp.nodes {
+		if err := l.node(n, l.materialize(n, out, consumers)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	var results []*ast.Tensor
+	for _, t := range out {
+		results = append(results, l.bufs[t])
+	}
+	f, err := l.b.Build(results...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("fusion: lowering kernel %s: %w", name, err)
+	}
+	return align(f), params, out, nil
+}
+
+// materialize decides whether n's output gets a buffer: outputs of the
+// group, reductions and anchors do, and so does a value read by several
+// nodes of the group or by one that would evaluate it more often than it
+// has elements (a broadcast).
+func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*Node) bool {
+	t := n.Output
+	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
+		return true
+	}
+	var inGroup []*Node
+	for _, c := range consumers[t] {
+		if slices.Contains(l.grp.nodes, c) {
+			inGroup = append(inGroup, c)
+		}
+	}
+	if len(inGroup) != 1 {
+		return true
+	}
+	c := inGroup[0]
+	space := c.Output.Shape
+	if k := ops[c.Op].kind; k == Reduce {
+		return false // a reduction reads each input element once
+	} else if k == Anchor {
+		return true
+	}
+	have, err1 := t.Shape.Elems()
+	need, err2 := space.Elems()
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	if have.Equal(need) {
+		return false
+	}
+	h, ok1 := have.IsConst()
+	n2, ok2 := need.IsConst()
+	return !(ok1 && ok2 && n2 <= h)
+}
+
+func (l *lowerer) shape(s Shape) []ast.Expr {
+	out := make([]ast.Expr, len(s))
+	for i, d := range s {
+		out[i] = d.Expr(l.sizes)
+	}
+	return out
+}
+
+func (l *lowerer) dim(d Dim) ast.Expr { return d.Expr(l.sizes) }
+
+// fresh returns name, or name with a suffix, unused so far.
+func (l *lowerer) fresh(name string) string {
+	for k := 1; l.names[name]; k++ {
+		name = fmt.Sprintf("%s%d", name, k)
+	}
+	l.names[name] = true
+	return name
+}
+
+var axisLetters = []string{"i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "t", "u"}
+
+func axisLetter(d int) string {
+	if d < len(axisLetters) {
+		return axisLetters[d]
+	}
+	return fmt.Sprintf("i%d", d)
+}
+
+// node lowers one node, as a block when mat and inline otherwise.
+func (l *lowerer) node(n *Node, mat bool) error {
+	t := n.Output
+	switch ops[n.Op].kind {
+	case Reduce:
+		return l.reduce(n)
+	case Anchor:
+		if n.Op == "matmul" {
+			return l.matmul(n)
+		}
+		return l.conv2d(n)
+	}
+	g, err := l.trivial(n)
+	if err != nil {
+		return err
+	}
+	if !mat {
+		l.val[t] = g
+		return nil
+	}
+	l.store(t, l.b.Compute(t.Name, l.shape(t.Shape), g))
+	return nil
+}
+
+// store records a block's result tensor and names its loops after it.
+func (l *lowerer) store(t *Tensor, x *ast.Tensor) {
+	var names []string
+	for d := range t.Shape {
+		names = append(names, l.fresh(axisLetter(d)+"_"+t.Name))
+	}
+	x.AxisNames(names...)
+	l.bufs[t] = x
+	l.val[t] = func(idx []ast.Expr) ast.Expr { return x.At(idx...) }
+}
+
+// broadcastIdx maps an index of the output shape out to the input shape
+// in by numpy's broadcasting rules.
+func broadcastIdx(in, out Shape, idx []ast.Expr) []ast.Expr {
+	off := len(out) - len(in)
+	r := make([]ast.Expr, len(in))
+	for k := range in {
+		if isOne(in[k]) && !isOne(out[off+k]) {
+			r[k] = ast.I32(0)
+		} else {
+			r[k] = idx[off+k]
+		}
+	}
+	return r
+}
+
+// trivial returns the generator of an element-wise or injective node.
+func (l *lowerer) trivial(n *Node) (gen, error) {
+	out := n.Output.Shape
+	in := func(j int) gen {
+		src := n.Inputs[j]
+		g := l.val[src]
+		return func(idx []ast.Expr) ast.Expr { return g(broadcastIdx(src.Shape, out, idx)) }
+	}
+	t := n.Output.DType
+	switch n.Op {
+	case "identity":
+		return in(0), nil
+	case "neg":
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { return ast.Mul(x(i), ast.ConstOf(t, -1)) }, nil
+	case "relu":
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { return ast.Max(x(i), ast.Zero(t)) }, nil
+	case "cast":
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { return ast.NewCast(t, x(i)) }, nil
+	case "add", "sub", "mul", "div", "max", "min", "pow":
+		a, b := in(0), in(1)
+		op := map[string]func(x, y ast.Expr) ast.Expr{
+			"add": func(x, y ast.Expr) ast.Expr { return ast.Add(x, y) },
+			"sub": func(x, y ast.Expr) ast.Expr { return ast.Sub(x, y) },
+			"mul": func(x, y ast.Expr) ast.Expr { return ast.Mul(x, y) },
+			"div": func(x, y ast.Expr) ast.Expr { return ast.Div(x, y) },
+			"max": func(x, y ast.Expr) ast.Expr { return ast.Max(x, y) },
+			"min": func(x, y ast.Expr) ast.Expr { return ast.Min(x, y) },
+			"pow": func(x, y ast.Expr) ast.Expr { return ast.Pow(x, y) },
+		}[n.Op]
+		return func(i []ast.Expr) ast.Expr { return op(a(i), b(i)) }, nil
+	case "broadcast_to":
+		return in(0), nil
+	case "transpose":
+		x := l.val[n.Inputs[0]]
+		perm := n.Attrs.Perm
+		if perm == nil {
+			for k := len(out) - 1; k >= 0; k-- {
+				perm = append(perm, k)
+			}
+		}
+		return func(i []ast.Expr) ast.Expr {
+			src := make([]ast.Expr, len(i))
+			for k, p := range perm {
+				src[p] = i[k]
+			}
+			return x(src)
+		}, nil
+	case "reshape":
+		return l.reshape(n), nil
+	case "slice":
+		return l.slice(n)
+	case "concat":
+		return l.concat(n), nil
+	}
+	if f, ok := unaryIntrinsic[n.Op]; ok {
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { return ast.NewCall(f, x(i)) }, nil
+	}
+	return nil, fmt.Errorf("fusion: no lowering for operator %s (node %s)", n.Op, n.Output.Name)
+}
+
+// reshape maps the output index to the input's through the row-major
+// linear index; the dimensions the two shapes share at either end map
+// directly.
+func (l *lowerer) reshape(n *Node) gen {
+	src := n.Inputs[0]
+	x := l.val[src]
+	in, out := src.Shape, n.Output.Shape
+	pre := 0
+	for pre < len(in) && pre < len(out) && in[pre].Equal(out[pre]) {
+		pre++
+	}
+	suf := 0
+	for suf < len(in)-pre && suf < len(out)-pre && in[len(in)-1-suf].Equal(out[len(out)-1-suf]) {
+		suf++
+	}
+	return func(i []ast.Expr) ast.Expr {
+		idx := make([]ast.Expr, len(in))
+		copy(idx, i[:pre])
+		for k := 0; k < suf; k++ {
+			idx[len(in)-1-k] = i[len(out)-1-k]
+		}
+		// The middle: linearize over out[pre:len(out)-suf], split over in's.
+		var lin ast.Expr = ast.I32(0)
+		for k := pre; k < len(out)-suf; k++ {
+			lin = ast.Add(ast.Mul(lin, l.dim(out[k])), i[k])
+		}
+		for k := len(in) - suf - 1; k >= pre; k-- {
+			d := l.dim(in[k])
+			if k == pre {
+				idx[k] = lin
+			} else {
+				idx[k] = ast.FloorMod(lin, d)
+				lin = ast.FloorDiv(lin, d)
+			}
+		}
+		return x(idx)
+	}
+}
+
+func (l *lowerer) slice(n *Node) (gen, error) {
+	src := n.Inputs[0]
+	x := l.val[src]
+	a := n.Attrs
+	axes := a.Axes
+	if axes == nil {
+		for k := range a.Starts {
+			axes = append(axes, k)
+		}
+	}
+	starts := make([]Dim, len(src.Shape))
+	steps := make([]int64, len(src.Shape))
+	for k := range steps {
+		steps[k] = 1
+	}
+	for j, ax := range axes {
+		if ax < 0 {
+			ax += len(src.Shape)
+		}
+		step := int64(1)
+		if a.Steps != nil {
+			step = a.Steps[j]
+		}
+		lo, _, err := sliceRange(src.Shape[ax], a.Starts[j], a.Ends[j], step)
+		if err != nil {
+			return nil, err
+		}
+		starts[ax], steps[ax] = lo, step
+	}
+	return func(i []ast.Expr) ast.Expr {
+		idx := make([]ast.Expr, len(i))
+		for k := range i {
+			idx[k] = i[k]
+			if steps[k] != 1 {
+				idx[k] = ast.Mul(idx[k], ast.I32(int32(steps[k])))
+			}
+			if c, _ := starts[k].IsConst(); c != 0 {
+				idx[k] = ast.Add(idx[k], ast.I32(int32(c)))
+			}
+		}
+		return x(idx)
+	}, nil
+}
+
+// concat selects among the inputs by the index along the axis; each
+// input's index is clamped into its range, since select evaluates both
+// sides.
+func (l *lowerer) concat(n *Node) gen {
+	r := len(n.Output.Shape)
+	ax := 0
+	if n.Attrs.Axis != nil {
+		ax = *n.Attrs.Axis
+		if ax < 0 {
+			ax += r
+		}
+	}
+	return func(i []ast.Expr) ast.Expr {
+		var e ast.Expr
+		off := Dim{}
+		type part struct {
+			lo, hi ast.Expr
+			v      ast.Expr
+		}
+		var parts []part
+		for _, src := range n.Inputs {
+			d := src.Shape[ax]
+			if v, ok := d.IsConst(); ok && v == 0 {
+				continue
+			}
+			idx := slices.Clone(i)
+			local := ast.Sub(i[ax], l.dim(off))
+			idx[ax] = ast.Min(ast.Max(local, ast.I32(0)), ast.Sub(l.dim(d), ast.I32(1)))
+			end, _ := off.Add(d)
+			parts = append(parts, part{lo: l.dim(off), hi: l.dim(end), v: l.val[src](idx)})
+			off = end
+		}
+		for k := len(parts) - 1; k >= 0; k-- {
+			if e == nil {
+				e = parts[k].v
+				continue
+			}
+			e = ast.NewSelect(ast.LT(i[ax], parts[k].hi), parts[k].v, e)
+		}
+		return e
+	}
+}
+
+// reduce lowers a reduction to a block over the kept axes and reduce axes
+// over the reduced ones.
+func (l *lowerer) reduce(n *Node) error {
+	src, t := n.Inputs[0], n.Output
+	g := l.val[src]
+	r := len(src.Shape)
+	axes := n.Attrs.Axes
+	if axes == nil {
+		for k := 0; k < r; k++ {
+			axes = append(axes, k)
+		}
+	}
+	isReduced := make([]bool, r)
+	for _, a := range axes {
+		if a < 0 {
+			a += r
+		}
+		isReduced[a] = true
+	}
+	var rvars []*ast.Var
+	rv := make([]*ast.Var, r)
+	for k := 0; k < r; k++ {
+		if isReduced[k] {
+			rv[k] = l.b.ReduceAxis(l.fresh("r"+axisLetter(k)+"_"+t.Name), l.dim(src.Shape[k]))
+			rvars = append(rvars, rv[k])
+		}
+	}
+	fn := func(i []ast.Expr) ast.Expr {
+		idx := make([]ast.Expr, r)
+		o := 0
+		for k := 0; k < r; k++ {
+			switch {
+			case isReduced[k]:
+				idx[k] = rv[k]
+				if n.Attrs.KeepDims {
+					o++
+				}
+			default:
+				idx[k] = i[o]
+				o++
+			}
+		}
+		return g(idx)
+	}
+	shape := l.shape(t.Shape)
+	var x *ast.Tensor
+	switch n.Op {
+	case "reduce_sum":
+		x = l.b.Sum(t.Name, shape, rvars, fn)
+	case "reduce_mean":
+		x = l.b.Mean(t.Name, shape, rvars, fn)
+	case "reduce_max":
+		x = l.b.Max(t.Name, shape, rvars, fn)
+	default:
+		x = l.b.Min(t.Name, shape, rvars, fn)
+	}
+	l.store(t, x)
+	return nil
+}
+
+// matmul lowers C[b..., i, j] = sum over k of A[b..., i, k] * B[b..., k, j]
+// with the batch dimensions broadcast.
+func (l *lowerer) matmul(n *Node) error {
+	a, b, t := n.Inputs[0], n.Inputs[1], n.Output
+	ga, gb := l.val[a], l.val[b]
+	K := a.Shape[len(a.Shape)-1]
+	k := l.b.ReduceAxis(l.fresh("rk_"+t.Name), l.dim(K))
+	batch := t.Shape[:len(t.Shape)-2]
+	x := l.b.Sum(t.Name, l.shape(t.Shape), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
+		nb := len(batch)
+		ia := append(broadcastIdx(a.Shape[:len(a.Shape)-2], batch, i[:nb]), i[nb], k)
+		ib := append(broadcastIdx(b.Shape[:len(b.Shape)-2], batch, i[:nb]), k, i[nb+1])
+		return ast.Mul(ga(ia), gb(ib))
+	})
+	l.store(t, x)
+	return nil
+}
+
+// conv2d lowers an NCHW convolution; padding becomes a padded copy of the
+// input in the same kernel.
+func (l *lowerer) conv2d(n *Node) error {
+	xin, w, t := n.Inputs[0], n.Inputs[1], n.Output
+	c := &inferCtx{n: n}
+	geo, err := c.convAttrs()
+	if err != nil {
+		return err
+	}
+	gx, gw := l.val[xin], l.val[w]
+	dt := t.DType
+	if geo.pads != [4]int64{} {
+		pt, pl := geo.pads[0], geo.pads[1]
+		ph, _ := xin.Shape[2].Add(Const(pt + geo.pads[2]))
+		pw, _ := xin.Shape[3].Add(Const(pl + geo.pads[3]))
+		H, W := l.dim(xin.Shape[2]), l.dim(xin.Shape[3])
+		inner := gx
+		p := l.b.Compute(l.fresh(t.Name+"_pad"), l.shape(Shape{xin.Shape[0], xin.Shape[1], ph, pw}), func(i []ast.Expr) ast.Expr {
+			h, wd := ast.Sub(i[2], ast.I32(int32(pt))), ast.Sub(i[3], ast.I32(int32(pl)))
+			in := ast.And(ast.And(ast.GE(h, ast.I32(0)), ast.LT(h, H)), ast.And(ast.GE(wd, ast.I32(0)), ast.LT(wd, W)))
+			clamp := func(e, hi ast.Expr) ast.Expr { return ast.Min(ast.Max(e, ast.I32(0)), ast.Sub(hi, ast.I32(1))) }
+			return ast.NewSelect(in, inner([]ast.Expr{i[0], i[1], clamp(h, H), clamp(wd, W)}), ast.Zero(dt))
+		})
+		var names []string
+		for d := 0; d < 4; d++ {
+			names = append(names, l.fresh(axisLetter(d)+"_"+p.Buffer.Name))
+		}
+		p.AxisNames(names...)
+		gx = func(i []ast.Expr) ast.Expr { return p.At(i...) }
+	}
+	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(w.Shape[1]))
+	rh := l.b.ReduceAxis(l.fresh("rh_"+t.Name), l.dim(w.Shape[2]))
+	rw := l.b.ReduceAxis(l.fresh("rw_"+t.Name), l.dim(w.Shape[3]))
+	x := l.b.Sum(t.Name, l.shape(t.Shape), []*ast.Var{rc, rh, rw}, func(i []ast.Expr) ast.Expr {
+		at := func(o ast.Expr, r *ast.Var, stride, dil int64) ast.Expr {
+			e := o
+			if stride != 1 {
+				e = ast.Mul(e, ast.I32(int32(stride)))
+			}
+			var rr ast.Expr = r
+			if dil != 1 {
+				rr = ast.Mul(rr, ast.I32(int32(dil)))
+			}
+			return ast.Add(e, rr)
+		}
+		xv := gx([]ast.Expr{i[0], rc, at(i[2], rh, geo.strides[0], geo.dilations[0]), at(i[3], rw, geo.strides[1], geo.dilations[1])})
+		return ast.Mul(xv, gw([]ast.Expr{i[1], rc, rh, rw}))
+	})
+	l.store(t, x)
+	return nil
+}
+
+// align lines up the loop nests of the function: consecutive nests whose
+// loops have the same extents share their loops wherever
+// schedule.Align finds that legal, level by level, so that the blocks of
+// a row (a reduction and the element-wise work on its result) sit under
+// one loop, as CINN aligns a fused group before tiling it.
+func align(f *ast.Func) *ast.Func {
+	s, err := schedule.New(f)
+	if err != nil {
+		return f
+	}
+	alignSeq(s, rootStmts(s.Func()))
+	out := s.Func()
+	if ast.Verify(out) != nil {
+		return f
+	}
+	return out
+}
+
+func rootStmts(f *ast.Func) []ast.Stmt {
+	blk, ok := f.Body.(*ast.ScheduleBlock)
+	if !ok {
+		return nil
+	}
+	return stmtsOf(blk.Body)
+}
+
+func stmtsOf(s ast.Stmt) []ast.Stmt {
+	if seq, ok := s.(*ast.Seq); ok {
+		return seq.Stmts
+	}
+	return []ast.Stmt{s}
+}
+
+// alignSeq aligns the loops of one statement list, then recurses into the
+// merged loops' bodies.
+func alignSeq(s *schedule.Schedule, stmts []ast.Stmt) {
+	var names []string
+	for _, st := range stmts {
+		if f, ok := st.(*ast.For); ok {
+			names = append(names, f.Var.Name)
+		} else {
+			names = append(names, "")
+		}
+	}
+	var heads []string
+	for k := 0; k < len(names); k++ {
+		if names[k] == "" {
+			continue
+		}
+		head := names[k]
+		heads = append(heads, head)
+		for k+1 < len(names) && names[k+1] != "" {
+			a, err1 := s.GetLoop(head)
+			b, err2 := s.GetLoop(names[k+1])
+			if err1 != nil || err2 != nil {
+				break
+			}
+			if _, err := s.Align(a, b); err != nil {
+				break
+			}
+			k++
+		}
+	}
+	for _, h := range heads {
+		lp, err := s.GetLoop(h)
+		if err != nil {
+			continue
+		}
+		if f := findLoop(s.Func().Body, h); f != nil {
+			_ = lp
+			alignSeq(s, stmtsOf(f.Body))
+		}
+	}
+}
+
+func findLoop(s ast.Stmt, name string) *ast.For {
+	var found *ast.For
+	ast.Inspect(s, func(n ast.Node) bool {
+		if f, ok := n.(*ast.For); ok && f.Var.Name == name {
+			found = f
+		}
+		return found == nil
+	})
+	return found
+}

@@ -1,0 +1,95 @@
+package fusion
+
+import "github.com/loom-go/loom/ast"
+
+// Kind classifies operators for fusion, as CINN does.
+type Kind uint8
+
+const (
+	// Elementwise operators compute each output element from the input
+	// elements at the same (broadcast) index.
+	Elementwise Kind = iota
+	// Injective operators move elements: broadcast_to, reshape,
+	// transpose, slice, concat.
+	Injective
+	// Reduce operators combine elements along axes.
+	Reduce
+	// Anchor operators (matmul, conv2d) are compute-heavy; they accept
+	// fused element-wise epilogues.
+	Anchor
+	// Composite operators are decomposed into the others before fusion.
+	Composite
+)
+
+var kindNames = [...]string{"elementwise", "injective", "reduce", "anchor", "composite"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// trivial reports whether k is fused by inlining (CINN's "trivial" ops).
+func (k Kind) trivial() bool { return k == Elementwise || k == Injective }
+
+// opInfo describes one operator.
+type opInfo struct {
+	kind     Kind
+	min, max int      // number of inputs
+	attrs    []string // the attributes it takes
+	float    bool     // inputs must be floating point
+}
+
+// ops is the operator set. Element-wise ops broadcast their inputs by
+// numpy's rules; reductions take axes (all when absent) and keepdims.
+var ops = map[string]opInfo{
+	// Element-wise unary.
+	"neg":      {kind: Elementwise, min: 1, max: 1},
+	"abs":      {kind: Elementwise, min: 1, max: 1},
+	"relu":     {kind: Elementwise, min: 1, max: 1},
+	"exp":      {kind: Elementwise, min: 1, max: 1, float: true},
+	"log":      {kind: Elementwise, min: 1, max: 1, float: true},
+	"sqrt":     {kind: Elementwise, min: 1, max: 1, float: true},
+	"rsqrt":    {kind: Elementwise, min: 1, max: 1, float: true},
+	"tanh":     {kind: Elementwise, min: 1, max: 1, float: true},
+	"sigmoid":  {kind: Elementwise, min: 1, max: 1, float: true},
+	"erf":      {kind: Elementwise, min: 1, max: 1, float: true},
+	"cast":     {kind: Elementwise, min: 1, max: 1, attrs: []string{"dtype"}},
+	"identity": {kind: Elementwise, min: 1, max: 1},
+	// Element-wise binary.
+	"add": {kind: Elementwise, min: 2, max: 2},
+	"sub": {kind: Elementwise, min: 2, max: 2},
+	"mul": {kind: Elementwise, min: 2, max: 2},
+	"div": {kind: Elementwise, min: 2, max: 2},
+	"max": {kind: Elementwise, min: 2, max: 2},
+	"min": {kind: Elementwise, min: 2, max: 2},
+	"pow": {kind: Elementwise, min: 2, max: 2, float: true},
+	// Injective.
+	"broadcast_to": {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},
+	"reshape":      {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},
+	"transpose":    {kind: Injective, min: 1, max: 1, attrs: []string{"perm"}},
+	"slice":        {kind: Injective, min: 1, max: 1, attrs: []string{"axes", "starts", "ends", "steps"}},
+	"concat":       {kind: Injective, min: 1, max: 64, attrs: []string{"axis"}},
+	// Reductions.
+	"reduce_sum":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
+	"reduce_mean": {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}, float: true},
+	"reduce_max":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
+	"reduce_min":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
+	// Anchors.
+	"matmul": {kind: Anchor, min: 2, max: 2},
+	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations"}},
+	// Composites, decomposed by the decompose pass.
+	"softmax":   {kind: Composite, min: 1, max: 1, attrs: []string{"axis"}, float: true},
+	"layernorm": {kind: Composite, min: 1, max: 3, attrs: []string{"axis", "epsilon"}, float: true},
+	"rms_norm":  {kind: Composite, min: 1, max: 2, attrs: []string{"epsilon"}, float: true},
+	"gelu":      {kind: Composite, min: 1, max: 1, float: true},
+}
+
+// KindOf returns the kind of the operator op.
+func KindOf(op string) (Kind, bool) {
+	info, ok := ops[op]
+	return info.kind, ok
+}
+
+// unaryIntrinsic maps element-wise unary ops to ast intrinsics.
+var unaryIntrinsic = map[string]ast.Intrinsic{
+	"exp": ast.IntrinsicExp, "log": ast.IntrinsicLog, "sqrt": ast.IntrinsicSqrt,
+	"rsqrt": ast.IntrinsicRsqrt, "tanh": ast.IntrinsicTanh, "sigmoid": ast.IntrinsicSigmoid,
+	"erf": ast.IntrinsicErf, "abs": ast.IntrinsicAbs,
+}

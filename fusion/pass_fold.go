@@ -1,0 +1,106 @@
+package fusion
+
+import (
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// foldLimit bounds the elements of a constant that folding creates.
+const foldLimit = 1 << 16
+
+// fold evaluates nodes whose inputs are all constants, with the
+// interpreter (so folding computes exactly what the kernel would), and
+// turns their outputs into constants. Outputs of the graph stay computed;
+// results of more than foldLimit elements are left alone.
+func fold(g *Graph) (bool, error) {
+	changed := false
+	var keep []*Node
+	for _, n := range g.Nodes {
+		if !foldable(g, n) {
+			keep = append(keep, n)
+			continue
+		}
+		data, err := evalConst(n)
+		if err != nil {
+			keep = append(keep, n) // left for the kernel to compute (and report)
+			continue
+		}
+		t := n.Output
+		t.Producer, t.Data = nil, data
+		g.Constants = append(g.Constants, t)
+		changed = true
+	}
+	g.Nodes = keep
+	return changed, nil
+}
+
+func foldable(g *Graph, n *Node) bool {
+	if g.IsOutput(n.Output) || len(n.Inputs) == 0 {
+		return false
+	}
+	for _, in := range n.Inputs {
+		if !in.IsConst() {
+			return false
+		}
+	}
+	elems, err := n.Output.Shape.Elems()
+	if err != nil {
+		return false
+	}
+	v, ok := elems.IsConst()
+	return ok && v > 0 && v <= foldLimit
+}
+
+// evalConst computes a node of constant inputs.
+func evalConst(n *Node) ([]float64, error) {
+	mini := &Graph{Name: "fold", Nodes: []*Node{n}, Outputs: []*Tensor{n.Output}}
+	for _, in := range n.Inputs {
+		if !slices.Contains(mini.Constants, in) {
+			mini.Constants = append(mini.Constants, in)
+		}
+	}
+	p, err := newPlan(mini, []*group{{nodes: []*Node{n}, kind: groupKind(n)}})
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Interpret(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return toFloat64(n.Output.DType, out[n.Output.Name]), nil
+}
+
+// toFloat64 converts interpreter data to float64 values.
+func toFloat64(t ast.DType, data any) []float64 {
+	var out []float64
+	switch d := data.(type) {
+	case []float32:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []float64:
+		out = slices.Clone(d)
+	case []int32:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []int64:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []bool:
+		for _, v := range d {
+			out = append(out, map[bool]float64{false: 0, true: 1}[v])
+		}
+	case []uint16:
+		for _, v := range d {
+			if t == ast.Float16 {
+				out = append(out, ast.Float16Value(v))
+			} else {
+				out = append(out, ast.BFloat16Value(v))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package fusion
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// pass is one graph-to-graph step. run reports whether it changed g; it
+// may leave new nodes' output shapes unset, since Infer runs after every
+// pass and checks the graph.
+type pass struct {
+	name string
+	run  func(g *Graph) (bool, error)
+}
+
+// pipeline is the list of graph passes Compile runs, in order, before
+// fusion and lowering.
+var pipeline = [...]pass{
+	{name: "decompose", run: decompose}, // composites into primitives, so fusion sees them
+	{name: "fold", run: fold},           // constant subgraphs into constants
+	{name: "simplify", run: simplify},   // exact algebraic identities (rules.go)
+	{name: "cse", run: cse},             // redirects uses of duplicates; dce removes them
+	{name: "dce", run: dce},             // nodes and constants no output needs
+}
+
+// mustPrecede lists pass orderings the pipeline relies on (checked by a
+// test).
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"simplify", "dce"}, {"cse", "dce"}}
+
+// Options control Compile.
+type Options struct {
+	// NoFuse makes one kernel per operator: the reference lowering fused
+	// plans are checked against.
+	NoFuse bool
+	// Dump names the passes after which the graph is printed to DumpTo
+	// ("all" for every pass, "fuse" for the groups).
+	Dump   []string
+	DumpTo io.Writer
+}
+
+func (o *Options) dump(name string, text func() string) {
+	if o.DumpTo != nil && (slices.Contains(o.Dump, name) || slices.Contains(o.Dump, "all")) {
+		fmt.Fprintf(o.DumpTo, "-- after %s --\n%s", name, text())
+	}
+}
+
+// Compile runs the pipeline on a copy of g, fuses its nodes into groups
+// and lowers each group to one kernel.
+func Compile(g *Graph, opts Options) (*Plan, error) {
+	g = g.Clone()
+	if err := Infer(g); err != nil {
+		return nil, err
+	}
+	for _, p := range pipeline {
+		changed, err := p.run(g)
+		if err != nil {
+			return nil, fmt.Errorf("fusion: pass %s: %w", p.name, err)
+		}
+		if err := Infer(g); err != nil {
+			return nil, fmt.Errorf("fusion: after pass %s: %w", p.name, err)
+		}
+		opts.dump(p.name, func() string {
+			if !changed {
+				return "(unchanged)\n"
+			}
+			return g.String()
+		})
+	}
+	if len(g.Outputs) == 0 {
+		return nil, errNoOutputs
+	}
+	var groups []*group
+	if opts.NoFuse {
+		for _, n := range g.Nodes {
+			groups = append(groups, &group{nodes: []*Node{n}, kind: groupKind(n)})
+		}
+	} else {
+		groups = fuse(g)
+	}
+	opts.dump("fuse", func() string {
+		s := ""
+		for i, grp := range groups {
+			s += fmt.Sprintf("group %d %s\n", i, grp.describe())
+		}
+		return s
+	})
+	return newPlan(g, groups)
+}
+
+func groupKind(n *Node) Kind {
+	k := ops[n.Op].kind
+	if k == Injective {
+		return Elementwise
+	}
+	return k
+}
+
+// freshName returns base, or base with a number, naming no tensor of g.
+func (g *Graph) freshName(base string) string {
+	name := base
+	for k := 1; g.Tensor(name) != nil; k++ {
+		name = fmt.Sprintf("%s%d", base, k)
+	}
+	return name
+}
+
+// replaceUses makes every reader of t read r instead. A graph output
+// keeps its name: its node becomes identity(r).
+func (g *Graph) replaceUses(t, r *Tensor) {
+	for _, n := range g.Nodes {
+		if n.Output == t {
+			continue
+		}
+		for i, in := range n.Inputs {
+			if in == t {
+				n.Inputs[i] = r
+			}
+		}
+	}
+	if g.IsOutput(t) && t.Producer != nil {
+		n := t.Producer
+		n.Op, n.Inputs, n.Attrs = "identity", []*Tensor{r}, Attrs{}
+	}
+}
+
+// newNode appends-before: it returns a node computing a fresh tensor
+// named after base, to be placed by the caller.
+func (g *Graph) newNode(base, op string, attrs Attrs, inputs ...*Tensor) *Node {
+	n := &Node{Op: op, Inputs: inputs, Attrs: attrs}
+	n.Output = &Tensor{Name: g.freshName(base), Producer: n}
+	return n
+}
+
+// scalar returns a new scalar constant of type t and value v.
+func (g *Graph) scalar(base string, t Tensor, v float64) *Tensor {
+	c := &Tensor{Name: g.freshName(base), DType: t.DType, Data: []float64{v}}
+	g.Constants = append(g.Constants, c)
+	return c
+}

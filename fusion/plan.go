@@ -1,0 +1,290 @@
+package fusion
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/fusion/memplan"
+)
+
+// Plan is a compiled graph: kernels to run in order and the buffers
+// between them.
+type Plan struct {
+	Graph   *Graph // after the passes
+	Kernels []*Kernel
+	Buffers []*Buffer // every tensor a kernel reads or writes
+}
+
+// Kernel is one fused group lowered to one function. The function's
+// parameters are the buffers named in Inputs then Outputs (each a tensor
+// of the graph), after its sizes (symbols of the graph).
+type Kernel struct {
+	Name    string
+	Func    *ast.Func
+	Kind    Kind     // Elementwise, Reduce or Anchor
+	Nodes   []string // the nodes it computes, by output tensor
+	Inputs  []string
+	Outputs []string
+}
+
+// Role says where a buffer comes from.
+type Role uint8
+
+const (
+	RoleInput        Role = iota // passed by the caller
+	RoleConstant                 // a constant of the graph
+	RoleIntermediate             // written by one kernel, read by later ones
+	RoleOutput                   // returned to the caller
+)
+
+var roleNames = [...]string{"input", "constant", "intermediate", "output"}
+
+func (r Role) String() string { return roleNames[r] }
+
+// Buffer is a tensor passed between kernels. First and Last are the
+// kernel steps of its first write and last read (for inputs and
+// constants, First is 0).
+type Buffer struct {
+	Tensor      *Tensor
+	Role        Role
+	First, Last int
+}
+
+// newPlan builds the plan of g's groups.
+func newPlan(g *Graph, groups []*group) (*Plan, error) {
+	p := &Plan{Graph: g}
+	consumers := g.Consumers()
+	bufs := map[*Tensor]*Buffer{}
+	use := func(t *Tensor, step int, write bool) {
+		b := bufs[t]
+		if b == nil {
+			b = &Buffer{Tensor: t, First: step, Last: step}
+			switch {
+			case t.IsConst():
+				b.Role, b.First = RoleConstant, 0
+			case t.Producer == nil:
+				b.Role, b.First = RoleInput, 0
+			case g.IsOutput(t):
+				b.Role = RoleOutput
+			default:
+				b.Role = RoleIntermediate
+			}
+			bufs[t] = b
+			p.Buffers = append(p.Buffers, b)
+		}
+		b.Last = max(b.Last, step)
+	}
+	for i, grp := range groups {
+		name := fmt.Sprintf("%s_%d", g.Name, i)
+		f, ins, outs, err := lowerGroup(g, grp, name, consumers)
+		if err != nil {
+			return nil, err
+		}
+		k := &Kernel{Name: name, Func: f, Kind: grp.kind}
+		for _, n := range grp.nodes {
+			k.Nodes = append(k.Nodes, n.Output.Name)
+		}
+		for _, t := range ins {
+			k.Inputs = append(k.Inputs, t.Name)
+			use(t, i, false)
+		}
+		for _, t := range outs {
+			k.Outputs = append(k.Outputs, t.Name)
+			use(t, i, true)
+		}
+		p.Kernels = append(p.Kernels, k)
+	}
+	for _, b := range p.Buffers {
+		if b.Role == RoleOutput || b.Role == RoleInput {
+			b.Last = len(p.Kernels) - 1
+		}
+	}
+	return p, nil
+}
+
+// Memory places the intermediate buffers in one arena, reusing the space
+// of buffers that are no longer live, for the given sizes of the symbols
+// (none for a graph with static shapes). Inputs, outputs and constants
+// belong to the caller and are not placed.
+func (p *Plan) Memory(sizes map[string]int64) (*memplan.Plan, error) {
+	var bufs []memplan.Buffer
+	for _, b := range p.Buffers {
+		if b.Role != RoleIntermediate {
+			continue
+		}
+		n, err := b.Tensor.Shape.Elems()
+		if err != nil {
+			return nil, err
+		}
+		v, err := n.Eval(sizes)
+		if err != nil {
+			return nil, err
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("fusion: %s has %d elements for the given sizes", b.Tensor.Name, v)
+		}
+		bytes, ok := mul64(v, int64(max(b.Tensor.DType.Bytes(), 1)))
+		if !ok {
+			return nil, errDimOverflow
+		}
+		bufs = append(bufs, memplan.Buffer{Name: b.Tensor.Name, Size: bytes, First: b.First, Last: b.Last})
+	}
+	return memplan.Place(bufs, 64)
+}
+
+// checkSizes checks that every symbol has a value and every shape is
+// non-negative for them.
+func (p *Plan) checkSizes(sizes map[string]int64) error {
+	for _, s := range p.Graph.Symbols() {
+		v, ok := sizes[s]
+		if !ok {
+			return fmt.Errorf("fusion: no value for the size %s", s)
+		}
+		if v < 0 {
+			return fmt.Errorf("fusion: size %s = %d is negative", s, v)
+		}
+	}
+	for _, b := range p.Buffers {
+		for k, d := range b.Tensor.Shape {
+			v, err := d.Eval(sizes)
+			if err != nil {
+				return err
+			}
+			if v < 0 {
+				return fmt.Errorf("fusion: dimension %d of %s (%s) is %d for these sizes", k, b.Tensor.Name, d, v)
+			}
+		}
+	}
+	return nil
+}
+
+// NewData returns zeroed data for tensor t at the given sizes, of the Go
+// type ast.Interpret takes for its dtype.
+func NewData(t *Tensor, sizes map[string]int64) (any, error) {
+	n, err := t.Shape.Elems()
+	if err != nil {
+		return nil, err
+	}
+	v, err := n.Eval(sizes)
+	if err != nil {
+		return nil, err
+	}
+	if v < 0 || v > 1<<30 {
+		return nil, fmt.Errorf("fusion: %s would have %d elements", t.Name, v)
+	}
+	return ast.NewData(ast.NewBuffer(t.Name, t.DType, ast.I64(v)), nil)
+}
+
+// constData converts a constant's values to the Go type of its dtype.
+func constData(t *Tensor) any {
+	switch t.DType {
+	case ast.Float32:
+		out := make([]float32, len(t.Data))
+		for i, v := range t.Data {
+			out[i] = float32(v)
+		}
+		return out
+	case ast.Float64:
+		return slices.Clone(t.Data)
+	case ast.Int32:
+		out := make([]int32, len(t.Data))
+		for i, v := range t.Data {
+			out[i] = int32(v)
+		}
+		return out
+	case ast.Int64:
+		out := make([]int64, len(t.Data))
+		for i, v := range t.Data {
+			out[i] = int64(v)
+		}
+		return out
+	case ast.Bool:
+		out := make([]bool, len(t.Data))
+		for i, v := range t.Data {
+			out[i] = v != 0
+		}
+		return out
+	case ast.Float16, ast.BFloat16:
+		out := make([]uint16, len(t.Data))
+		for i, v := range t.Data {
+			if t.DType == ast.Float16 {
+				out[i] = ast.Float16Bits(v)
+			} else {
+				out[i] = ast.BFloat16Bits(v)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// Interpret runs the plan's kernels one after the other with the
+// interpreter of package ast: the reference every compiled plan is
+// checked against. inputs holds one Go slice per graph input (see
+// ast.GoType); the result holds the outputs.
+func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[string]any, error) {
+	if err := p.checkSizes(sizes); err != nil {
+		return nil, err
+	}
+	data := map[string]any{}
+	for _, b := range p.Buffers {
+		t := b.Tensor
+		switch b.Role {
+		case RoleInput:
+			d, ok := inputs[t.Name]
+			if !ok {
+				return nil, fmt.Errorf("fusion: no data for the input %s", t.Name)
+			}
+			data[t.Name] = d
+		case RoleConstant:
+			data[t.Name] = constData(t)
+		default:
+			d, err := NewData(t, sizes)
+			if err != nil {
+				return nil, err
+			}
+			data[t.Name] = d
+		}
+	}
+	for _, k := range p.Kernels {
+		args := map[string]any{}
+		for _, name := range append(slices.Clone(k.Inputs), k.Outputs...) {
+			args[name] = data[name]
+		}
+		ks := map[string]int64{}
+		for _, s := range k.Func.Sizes {
+			ks[s.Name] = sizes[s.Name]
+		}
+		if err := ast.Interpret(k.Func, ks, args); err != nil {
+			return nil, fmt.Errorf("fusion: kernel %s: %w", k.Name, err)
+		}
+	}
+	out := map[string]any{}
+	for _, t := range p.Graph.Outputs {
+		out[t.Name] = data[t.Name]
+	}
+	return out, nil
+}
+
+// String prints the kernels, each with the nodes it computes and its
+// buffers, then each function.
+func (p *Plan) String() string {
+	var b strings.Builder
+	for i, k := range p.Kernels {
+		fmt.Fprintf(&b, "kernel %d %s (%s): %s\n", i, k.Name, k.Kind, strings.Join(k.Nodes, " "))
+		fmt.Fprintf(&b, "  reads %s\n  writes %s\n", strings.Join(k.Inputs, " "), strings.Join(k.Outputs, " "))
+	}
+	for _, buf := range p.Buffers {
+		fmt.Fprintf(&b, "buffer %s: %s%s %s, kernels %d..%d\n", buf.Tensor.Name, buf.Tensor.DType, buf.Tensor.Shape, buf.Role, buf.First, buf.Last)
+	}
+	for _, k := range p.Kernels {
+		b.WriteString("\n")
+		b.WriteString(ast.Print(k.Func))
+	}
+	return b.String()
+}
+
+var errNoOutputs = errors.New("fusion: the graph has no outputs")
