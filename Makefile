@@ -23,6 +23,7 @@ fuzz:
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzParseTraceText$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzSchedule$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./codegen/llvm -run '^$$' -fuzz '^FuzzLower$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzGraph$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:

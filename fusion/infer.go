@@ -238,9 +238,24 @@ func (c *inferCtx) errf(field, format string, args ...any) error {
 // unifyDims equates two dims, reporting both shapes on a mismatch.
 func (c *inferCtx) unifyDims(a, b Dim, sa, sb Shape, field string) error {
 	if err := c.u.unify(a, b); err != nil {
-		return c.errf(field, "shape mismatch: %s and %s (%v)", sa, sb, err)
+		return c.errf(field, "shape mismatch: %s and %s (%v)", c.label(sa), c.label(sb), err)
 	}
 	return nil
+}
+
+// label names a shape by the input that has it, with the shape as
+// declared and, when earlier constraints changed it, as solved.
+func (c *inferCtx) label(s Shape) string {
+	for j, in := range c.ins {
+		if in.Equal(s) {
+			t := c.n.Inputs[j]
+			if t.Shape.Equal(s) {
+				return fmt.Sprintf("%s %s", t.Name, s)
+			}
+			return fmt.Sprintf("%s %s (%s by earlier constraints)", t.Name, t.Shape, s)
+		}
+	}
+	return s.String()
 }
 
 // broadcast returns the numpy broadcast of shapes a and b.

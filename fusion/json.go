@@ -305,7 +305,7 @@ func build(jg *jsonGraph) (*Graph, error) {
 			return nil, err
 		}
 		if symbols[jn.Output] {
-			return nil, nodeErr(i, n, "output", "%s is already a symbol", jn.Output)
+			return nil, nodeErr(i, n, "output", "%s names both a tensor and a symbol (a dimension of an input)", jn.Output)
 		}
 		n.Output = &Tensor{Name: jn.Output, Producer: n}
 		tensors[jn.Output] = n.Output
@@ -390,7 +390,11 @@ func decodeAttrs(i int, n *Node, info opInfo, raw map[string]json.RawMessage, sy
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !slices.Contains(info.attrs, k) {
-			return nodeErr(i, n, "attrs."+k, "%s takes no attribute %q (it takes %v)", n.Op, k, info.attrs)
+			takes := "no attributes"
+			if len(info.attrs) > 0 {
+				takes = strings.Join(info.attrs, ", ")
+			}
+			return nodeErr(i, n, "attrs."+k, "%s takes no attribute %q (it takes %s)", n.Op, k, takes)
 		}
 		var one map[string]json.RawMessage = map[string]json.RawMessage{k: raw[k]}
 		b, _ := json.Marshal(one)

@@ -78,16 +78,21 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
 		return true
 	}
-	var inGroup []*Node
+	// Count reads, not readers: add(e, e) would compute e twice.
+	var reads []*Node
 	for _, c := range consumers[t] {
 		if slices.Contains(l.grp.nodes, c) {
-			inGroup = append(inGroup, c)
+			for _, in := range c.Inputs {
+				if in == t {
+					reads = append(reads, c)
+				}
+			}
 		}
 	}
-	if len(inGroup) != 1 {
+	if len(reads) != 1 {
 		return true
 	}
-	c := inGroup[0]
+	c := reads[0]
 	space := c.Output.Shape
 	if k := ops[c.Op].kind; k == Reduce {
 		return false // a reduction reads each input element once

@@ -41,7 +41,7 @@ type Options struct {
 
 func (o *Options) dump(name string, text func() string) {
 	if o.DumpTo != nil && (slices.Contains(o.Dump, name) || slices.Contains(o.Dump, "all")) {
-		fmt.Fprintf(o.DumpTo, "-- after %s --\n%s", name, text())
+		fmt.Fprintf(o.DumpTo, "=== after %s ===\n%s", name, text())
 	}
 }
 

@@ -1,0 +1,209 @@
+package fusion
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parse reads a small graph for a pass test.
+func parse(t *testing.T, src string) *Graph {
+	t.Helper()
+	g, err := ParseJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// runPass runs one pass, then Infer, and returns the printed graph.
+func runPass(t *testing.T, g *Graph, p func(*Graph) (bool, error)) (string, bool) {
+	t.Helper()
+	changed, err := p(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Infer(g); err != nil {
+		t.Fatalf("after the pass: %v\n%s", err, g)
+	}
+	return g.String(), changed
+}
+
+func ops_(g *Graph) []string {
+	var out []string
+	for _, n := range g.Nodes {
+		out = append(out, n.Output.Name+"="+n.Op)
+	}
+	return out
+}
+
+func TestMustPrecede(t *testing.T) {
+	pos := map[string]int{}
+	for i, p := range pipeline {
+		pos[p.name] = i
+	}
+	for _, pair := range mustPrecede {
+		a, okA := pos[pair[0]]
+		b, okB := pos[pair[1]]
+		if !okA || !okB || a >= b {
+			t.Errorf("pass %s must run before %s", pair[0], pair[1])
+		}
+	}
+}
+
+func TestDecompose(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 8]}],
+		"nodes": [{"op": "softmax", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	_, changed := runPass(t, g, decompose)
+	want := []string{"Y_max=reduce_max", "Y_sub=sub", "Y_exp=exp", "Y_sum=reduce_sum", "Y=div"}
+	if !changed || !slices.Equal(ops_(g), want) {
+		t.Errorf("decompose: got %v, want %v", ops_(g), want)
+	}
+	for _, n := range g.Nodes {
+		if ops[n.Op].kind == Composite {
+			t.Errorf("composite %s left", n.Op)
+		}
+	}
+}
+
+func TestFold(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "int32", "shape": [3]}],
+		"constants": [{"name": "a", "dtype": "int32", "shape": [3], "data": [1, 2, 3]},
+		              {"name": "b", "dtype": "int32", "shape": [], "data": [10]}],
+		"nodes": [{"op": "mul", "inputs": ["a", "b"], "output": "ab"},
+		          {"op": "add", "inputs": ["X", "ab"], "output": "Y"}], "outputs": ["Y"]}`)
+	_, changed := runPass(t, g, fold)
+	ab := g.Tensor("ab")
+	if !changed || ab == nil || !slices.Equal(ab.Data, []float64{10, 20, 30}) || ab.Producer != nil {
+		t.Fatalf("fold: ab = %+v\n%s", ab, g)
+	}
+	if !slices.Equal(ops_(g), []string{"Y=add"}) {
+		t.Errorf("fold left %v", ops_(g))
+	}
+}
+
+func TestSimplifyRules(t *testing.T) {
+	// Each rule fires on its own graph; the result is the expected op list.
+	cases := []struct {
+		rule  string
+		nodes string
+		want  []string
+	}{
+		{"mul-one", `{"op": "mul", "inputs": ["X", "one"], "output": "a"}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"sub-zero", `{"op": "sub", "inputs": ["X", "zero"], "output": "a"}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"div-one", `{"op": "div", "inputs": ["X", "one"], "output": "a"}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"add-zero is not exact on floats", `{"op": "add", "inputs": ["X", "zero"], "output": "a"}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"a=add", "Y=exp"}},
+		{"add-minus-zero", `{"op": "add", "inputs": ["X", "mzero"], "output": "a"}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"neg-neg", `{"op": "neg", "inputs": ["X"], "output": "a"}, {"op": "neg", "inputs": ["a"], "output": "b"}, {"op": "exp", "inputs": ["b"], "output": "Y"}`, []string{"Y=exp"}},
+		{"reshape-reshape", `{"op": "reshape", "inputs": ["X"], "output": "a", "attrs": {"shape": [2, 2, 6]}}, {"op": "reshape", "inputs": ["a"], "output": "Y", "attrs": {"shape": [24]}}`, []string{"Y=reshape"}},
+		{"reshape-same", `{"op": "reshape", "inputs": ["X"], "output": "a", "attrs": {"shape": [4, 6]}}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"transpose-transpose", `{"op": "transpose", "inputs": ["X"], "output": "a"}, {"op": "transpose", "inputs": ["a"], "output": "b"}, {"op": "exp", "inputs": ["b"], "output": "Y"}`, []string{"Y=exp"}},
+		{"cast-same", `{"op": "cast", "inputs": ["X"], "output": "a", "attrs": {"dtype": "float32"}}, {"op": "exp", "inputs": ["a"], "output": "Y"}`, []string{"Y=exp"}},
+		{"output keeps its name", `{"op": "mul", "inputs": ["X", "one"], "output": "Y"}`, []string{"Y=identity"}},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [4, 6]}],
+				"constants": [{"name": "one", "dtype": "float32", "shape": [], "data": [1]},
+				              {"name": "zero", "dtype": "float32", "shape": [], "data": [0]},
+				              {"name": "mzero", "dtype": "float32", "shape": [1], "data": [-0.0]}],
+				"nodes": [`+c.nodes+`], "outputs": ["Y"]}`)
+			if _, err := simplify(g); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dce(g); err != nil {
+				t.Fatal(err)
+			}
+			if err := Infer(g); err != nil {
+				t.Fatal(err)
+			}
+			if got := ops_(g); !slices.Equal(got, c.want) {
+				t.Errorf("got %v, want %v\n%s", got, c.want, g)
+			}
+		})
+	}
+}
+
+func TestMulZeroInt(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "int32", "shape": [4]}],
+		"constants": [{"name": "zero", "dtype": "int32", "shape": [], "data": [0]}],
+		"nodes": [{"op": "mul", "inputs": ["X", "zero"], "output": "Y"}], "outputs": ["Y"]}`)
+	if _, err := simplify(g); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops_(g); !slices.Equal(got, []string{"Y=broadcast_to"}) || g.Nodes[0].Inputs[0].Name != "zero" {
+		t.Errorf("got %v\n%s", got, g)
+	}
+	// Not on floats: NaN * 0 is NaN.
+	g = parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [4]}],
+		"constants": [{"name": "zero", "dtype": "float32", "shape": [], "data": [0]}],
+		"nodes": [{"op": "mul", "inputs": ["X", "zero"], "output": "Y"}], "outputs": ["Y"]}`)
+	if _, err := simplify(g); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops_(g); !slices.Equal(got, []string{"Y=mul"}) {
+		t.Errorf("float x*0 simplified: %v", got)
+	}
+}
+
+func TestCSEAndDCE(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [4]}],
+		"constants": [{"name": "c1", "dtype": "float32", "shape": [2], "data": [1, 2]},
+		              {"name": "c2", "dtype": "float32", "shape": [2], "data": [1, 2]}],
+		"nodes": [{"op": "exp", "inputs": ["X"], "output": "a"},
+		          {"op": "exp", "inputs": ["X"], "output": "b"},
+		          {"op": "add", "inputs": ["a", "b"], "output": "Y"},
+		          {"op": "concat", "inputs": ["c1", "c2"], "output": "Z"},
+		          {"op": "log", "inputs": ["X"], "output": "dead"}], "outputs": ["Y", "Z"]}`)
+	if _, changed := runPass(t, g, cse); !changed {
+		t.Fatal("cse changed nothing")
+	}
+	y, z := g.Tensor("Y").Producer, g.Tensor("Z").Producer
+	if y.Inputs[0] != y.Inputs[1] || z.Inputs[0] != z.Inputs[1] {
+		t.Errorf("cse did not merge duplicates:\n%s", g)
+	}
+	if _, changed := runPass(t, g, dce); !changed {
+		t.Fatal("dce changed nothing")
+	}
+	if got := ops_(g); !slices.Equal(got, []string{"a=exp", "Y=add", "Z=concat"}) || len(g.Constants) != 1 {
+		t.Errorf("dce left %v and %d constants", got, len(g.Constants))
+	}
+	if len(g.Inputs) != 1 {
+		t.Error("dce removed a graph input")
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	src := `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["S1", "S2", 8]}],
+		"nodes": [{"op": "reshape", "inputs": ["X"], "output": "R", "attrs": {"shape": ["S1*S2", 8]}},
+		          {"op": "reduce_max", "inputs": ["R"], "output": "Y", "attrs": {"axes": [-1], "keepdims": true}},
+		          {"op": "slice", "inputs": ["R"], "output": "Z", "attrs": {"axes": [1], "starts": [1], "ends": [-1], "steps": [2]}}],
+		"outputs": ["Y", "Z"]}`
+	g := parse(t, src)
+	var b strings.Builder
+	if err := WriteJSON(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseJSON([]byte(b.String()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if g.String() != h.String() {
+		t.Errorf("round trip changed the graph:\n%s\n%s", g, h)
+	}
+	if got := g.Tensor("Z").Shape.String(); got != "[S1*S2, 3]" {
+		t.Errorf("slice shape %s, want [S1*S2, 3]", got)
+	}
+}
+
+func TestSymbolUnification(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "A", "dtype": "float32", "shape": ["S0", 768]},
+		{"name": "B", "dtype": "float32", "shape": ["S1", 768]}],
+		"nodes": [{"op": "add", "inputs": ["A", "B"], "output": "Y"}], "outputs": ["Y"]}`)
+	if got := g.Tensor("B").Shape.String(); got != "[S0, 768]" {
+		t.Errorf("B's shape is %s, want [S0, 768] (S1 == S0)", got)
+	}
+	if s := g.Symbols(); !slices.Equal(s, []string{"S0"}) {
+		t.Errorf("symbols %v, want [S0]", s)
+	}
+}

@@ -1,0 +1,79 @@
+package fusion_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
+)
+
+// TestMemoryPlanLiveRanges places the intermediate buffers of every
+// golden graph, fused and one kernel per operator (many intermediates),
+// and checks by enumerating the kernel steps that no two buffers live at
+// the same step share a byte of the arena, and that reuse happens.
+func TestMemoryPlanLiveRanges(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/fusion/*.txtar")
+	reused := false
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ar := txtar.Parse(data)
+		if _, bad := golden.Section(ar, "error"); bad {
+			continue
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, noFuse := range []bool{false, true} {
+			p, err := fusion.Compile(g, fusion.Options{NoFuse: noFuse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes := map[string]int64{}
+			for k, s := range g.Symbols() {
+				sizes[s] = int64(3 + 2*k)
+			}
+			mem, err := p.Memory(sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := map[string][2]int{}
+			for _, b := range p.Buffers {
+				if b.Role == fusion.RoleIntermediate {
+					live[b.Tensor.Name] = [2]int{b.First, b.Last}
+				}
+			}
+			if len(mem.Places) != len(live) {
+				t.Fatalf("%s: %d buffers placed, %d intermediates", file, len(mem.Places), len(live))
+			}
+			for step := range p.Kernels {
+				for i, a := range mem.Places {
+					for _, b := range mem.Places[i+1:] {
+						ra, rb := live[a.Name], live[b.Name]
+						if ra[0] > step || ra[1] < step || rb[0] > step || rb[1] < step {
+							continue
+						}
+						if a.Size > 0 && b.Size > 0 && a.Offset < b.Offset+b.Size && b.Offset < a.Offset+a.Size {
+							t.Errorf("%s: %s [%d, %d) and %s [%d, %d) are both live at kernel %d and overlap",
+								file, a.Name, a.Offset, a.Offset+a.Size, b.Name, b.Offset, b.Offset+b.Size, step)
+						}
+					}
+				}
+			}
+			if mem.Peak < mem.Naive {
+				reused = true
+			}
+		}
+	}
+	if !reused {
+		t.Error("no plan reused any memory")
+	}
+}
