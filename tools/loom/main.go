@@ -7,6 +7,8 @@
 //	loom fmt [-w] FILE...     check .loom files and print them in canonical form
 //	loom run [-size N=V]... FILE
 //	                          interpret a .loom function on random inputs
+//	loom fuse [-dump PASSES] [-nofuse] [-size S=V]... GRAPH.json
+//	                          fuse an operator graph into kernels and print the plan
 //	loom bench -workload W [-size N] [-threads T] [-json]
 //	                          compile, check and time a built-in workload
 //
@@ -32,6 +34,7 @@ var commands = map[string]command{
 	"bench":   {"compile, check and time a built-in workload", runBench},
 	"example": {"build, print and interpret an example function", runExample},
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
+	"fuse":    {"fuse a JSON operator graph into kernels and print the plan", runFuse},
 	"run":     {"interpret a .loom function on random inputs", runRun},
 }
 

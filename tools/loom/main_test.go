@@ -103,3 +103,30 @@ func TestBench(t *testing.T) {
 		t.Errorf("an unknown workload: exit %d, %s", code, errs)
 	}
 }
+
+// TestFuse fuses a JSON graph, prints its plan and memory plan, and
+// checks it against one kernel per operator.
+func TestFuse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.json")
+	os.WriteFile(path, []byte(`{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["S", 16]}],
+		"nodes": [{"op": "reduce_sum", "inputs": ["X"], "output": "R", "attrs": {"axes": [1]}},
+		          {"op": "reduce_sum", "inputs": ["X"], "output": "C", "attrs": {"axes": [0]}},
+		          {"op": "exp", "inputs": ["R"], "output": "E"},
+		          {"op": "mul", "inputs": ["C", "C"], "output": "Y"}],
+		"outputs": ["E", "Y"]}`), 0o644)
+	code, out, errs := runLoom(t, "fuse", "-dump", "dce", "-size", "S=3", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{"=== after dce ===", "kernel 0 g_0 (reduce): R E", "func g_0[S: int32]", "memory plan:", "check Y: max relative error 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"name": "g", "inputs": [], "nodes": [{"op": "nope", "inputs": [], "output": "Y"}], "outputs": ["Y"]}`), 0o644)
+	if code, _, errs := runLoom(t, "fuse", bad); code != 1 || !strings.Contains(errs, `nodes[0].op (nope): unknown operator "nope"`) {
+		t.Errorf("bad graph: exit %d, stderr %s", code, errs)
+	}
+}

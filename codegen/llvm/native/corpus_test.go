@@ -10,6 +10,8 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
@@ -262,4 +264,40 @@ func TestNestedParallel(t *testing.T) {
 		t.Errorf("%d calls of the runtime, want 1", n)
 	}
 	agree(t, f, nil, llvm.Options{}, 1)
+}
+
+// TestFusionGoldens: every kernel the fusion goldens produce, compiled.
+func TestFusionGoldens(t *testing.T) {
+	files, err := filepath.Glob("../../../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fusion goldens: %v", err)
+	}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, ok := golden.Section(ar, "graph.json")
+		if _, bad := golden.Section(ar, "error"); bad || !ok {
+			continue
+		}
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		p, err := fusion.Compile(g, fusion.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, k := range p.Kernels {
+			t.Run(filepath.Base(file)+"/"+k.Name, func(t *testing.T) {
+				t.Parallel()
+				sizes := map[string]int64{}
+				for i, s := range k.Func.Sizes {
+					sizes[s.Name] = int64(3 + 2*i)
+				}
+				agree(t, k.Func, sizes, llvm.Options{}, 1)
+			})
+		}
+	}
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// runFuse reads a JSON graph, runs the graph passes and fusion, and
+// prints the plan: kernels, buffers and their functions. With -size for
+// every symbol it also prints the memory plan and checks the fused
+// kernels against one kernel per operator on random inputs.
+func runFuse(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fuse", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: decompose,fold,simplify,cse,dce,fuse or all)")
+	noFuse := fs.Bool("nofuse", false, "one kernel per operator")
+	sizes := sizeFlags{}
+	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: loom fuse [-dump PASSES] [-nofuse] [-size NAME=VALUE]... GRAPH.json")
+		return 2
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer f.Close()
+	g, err := fusion.ReadJSON(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
+		return 1
+	}
+	opts := fusion.Options{NoFuse: *noFuse, DumpTo: stdout}
+	if *dump != "" {
+		opts.Dump = strings.Split(*dump, ",")
+	}
+	p, err := fusion.Compile(g, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, p)
+	if len(sizes) == 0 && len(g.Symbols()) > 0 {
+		return 0
+	}
+	mem, err := p.Memory(sizes)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "\nmemory plan:\n%s", mem)
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	in := map[string]any{}
+	for _, x := range g.Inputs {
+		d, err := fusion.NewData(x, sizes)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if v, ok := d.([]float32); ok {
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+		}
+		in[x.Name] = d
+	}
+	got, err := p.Interpret(sizes, in)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	want, err := ref.Interpret(sizes, in)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	for _, t := range g.Outputs {
+		e := workload.MaxRelErr(got[t.Name], want[t.Name])
+		fmt.Fprintf(stdout, "check %s: max relative error %.3g against one kernel per operator\n", t.Name, e)
+		if e > 1e-5 {
+			return 1
+		}
+	}
+	return 0
+}
