@@ -66,7 +66,7 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fusion: lowering kernel %s: %w", name, err)
 	}
-	return align(f), params, out, nil
+	return align(ast.SimplifyFunc(f)), params, out, nil
 }
 
 // materialize decides whether n's output gets a buffer: outputs of the
@@ -99,17 +99,8 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	} else if k == Anchor {
 		return true
 	}
-	have, err1 := t.Shape.Elems()
-	need, err2 := space.Elems()
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	if have.Equal(need) {
-		return false
-	}
-	h, ok1 := have.IsConst()
-	n2, ok2 := need.IsConst()
-	return !(ok1 && ok2 && n2 <= h)
+	need, err := space.Elems()
+	return err != nil || !provablyLE(need, t.Shape)
 }
 
 func (l *lowerer) shape(s Shape) []ast.Expr {
@@ -278,6 +269,10 @@ func (l *lowerer) reshape(n *Node) gen {
 		// The middle: linearize over out[pre:len(out)-suf], split over in's.
 		var lin ast.Expr = ast.I32(0)
 		for k := pre; k < len(out)-suf; k++ {
+			if k == pre {
+				lin = i[k]
+				continue
+			}
 			lin = ast.Add(ast.Mul(lin, l.dim(out[k])), i[k])
 		}
 		for k := len(in) - suf - 1; k >= pre; k-- {

@@ -147,6 +147,30 @@ func (p *Plan) checkSizes(sizes map[string]int64) error {
 			return fmt.Errorf("fusion: size %s = %d is negative", s, v)
 		}
 	}
+	// A concat selects among its inputs with every input's load
+	// evaluated (clamped into its range), so no input may be empty at run
+	// time unless it is empty for every size (then it is left out).
+	for _, n := range p.Graph.Nodes {
+		if n.Op != "concat" || len(n.Inputs) < 2 {
+			continue
+		}
+		ax := 0
+		if n.Attrs.Axis != nil {
+			ax = *n.Attrs.Axis
+			if ax < 0 {
+				ax += len(n.Output.Shape)
+			}
+		}
+		for _, in := range n.Inputs {
+			d := in.Shape[ax]
+			if _, isConst := d.IsConst(); isConst {
+				continue
+			}
+			if v, err := d.Eval(sizes); err == nil && v == 0 {
+				return fmt.Errorf("fusion: concat %s: input %s is empty along axis %d (%s = 0) for these sizes; a concat of a symbolic size needs it non-empty", n.Output.Name, in.Name, ax, d)
+			}
+		}
+	}
 	for _, b := range p.Buffers {
 		for k, d := range b.Tensor.Shape {
 			v, err := d.Eval(sizes)
