@@ -1,22 +1,69 @@
 // Package fusion turns a graph of tensor operators into fused kernels:
 // ScheduleBlock functions (package ast) ready to be scheduled and compiled.
 //
-// A Graph comes from Go code or from JSON (ReadJSON; the format is
-// documented at jsonGraph in json.go). Its shapes may be symbolic: a
-// dimension is a polynomial over named sizes (S, S1*S2), and Infer solves
-// the equalities the operators imply (adding [S0, 768] to [S1, 768] makes
-// S1 the same size as S0).
+// A Graph comes from Go code or from JSON (ReadJSON, ParseJSON; WriteJSON
+// writes it back). Its shapes may be symbolic: a dimension is a polynomial
+// over named sizes (S, S1*S2), and Infer solves the equalities the
+// operators imply (adding [S0, 768] to [S1, 768] makes S1 the same size as
+// S0; a contradiction is an error naming the node and both shapes).
 //
 // Compile runs the pipeline in pipeline.go, a table of passes each in its
 // own file: decompose composite operators (softmax, layernorm, rms_norm,
-// gelu) into primitive ones, fold constants, simplify algebra, eliminate
-// common subexpressions and dead code, group operators into kernels by
-// CINN's fusion rules (fuse.go), and lower each group to one function
-// whose loop nests are aligned (lower.go). The result is a Plan: the
-// kernels in execution order, the buffers each reads and writes, and an
-// arena layout for the intermediate buffers (package fusion/memplan).
+// gelu) into primitive ones, fold constants, simplify algebra (rules.go),
+// eliminate common subexpressions and dead code; then it groups operators
+// into kernels by CINN's fusion rules (fuse.go) and lowers each group to
+// one function whose loop nests are aligned (lower.go). The result is a
+// Plan: the kernels in execution order, the buffers each reads and
+// writes, and (Plan.Memory) an arena layout for the intermediate buffers
+// (package fusion/memplan).
 //
 // The interpreter is the reference: Plan.Interpret runs the kernels one
 // after the other, and compiling with Options.NoFuse (one kernel per
-// operator) must give the same outputs as the fused plan.
+// operator) gives the same outputs as the fused plan.
+//
+// # The JSON format
+//
+//	{
+//	  "name": "rmsnorm",
+//	  "inputs":    [{"name": "X", "dtype": "float32", "shape": ["S", 768]},
+//	                {"name": "W", "dtype": "float32", "shape": [768]}],
+//	  "constants": [{"name": "eps", "dtype": "float32", "shape": [], "data": [1e-6]}],
+//	  "nodes":     [{"op": "rms_norm", "inputs": ["X", "W"], "output": "Y",
+//	                 "attrs": {"epsilon": 1e-6}}],
+//	  "outputs":   ["Y"]
+//	}
+//
+// Names (of the graph, tensors and symbols) are identifiers that are not
+// reserved words of loom's text form. A dtype is one of bool, int32,
+// int64, float16, bfloat16, float32, float64. An input's dimension is a
+// non-negative integer or a symbol; a constant's shape is constant and
+// its data lists every element in row-major order. Nodes may come in any
+// order; each computes one tensor, its "output". Every graph output is
+// computed by a node.
+//
+// The operators, their inputs and their attributes:
+//
+//	neg abs relu exp log sqrt rsqrt tanh sigmoid erf identity   (x)
+//	cast                 (x)        dtype
+//	add sub mul div max min pow     (a, b), broadcast by numpy's rules
+//	broadcast_to         (x)        shape
+//	reshape              (x)        shape: dims, one of them may be -1
+//	transpose            (x)        perm (default: reversed axes)
+//	slice                (x)        axes (default 0..), starts, ends, steps (positive);
+//	                                a symbolic axis takes start >= 0, step 1 and an
+//	                                end < 0 (from the end) or >= 2^40 (to the end)
+//	concat               (x...)     axis (default 0)
+//	reduce_sum reduce_mean reduce_max reduce_min
+//	                     (x)        axes (default all, negative from the end), keepdims
+//	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast
+//	conv2d               (x, w)     NCHW × FCKhKw; strides [2], pads [top, left,
+//	                                bottom, right], dilations [2]; strides > 1
+//	                                need constant spatial sizes
+//	softmax              (x)        axis (default -1)
+//	layernorm            (x[, scale[, shift]])  axis (normalizes axis..end), epsilon (1e-5)
+//	rms_norm             (x[, weight])          epsilon (1e-6), over the last axis
+//	gelu                 (x)        the exact (erf) form
+//
+// In an attribute shape, a dimension may be a polynomial of the inputs'
+// symbols written as a string ("S1*S2", "2*S + 1").
 package fusion
