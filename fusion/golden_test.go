@@ -182,3 +182,38 @@ func fill(r *rand.Rand, d any) {
 		}
 	}
 }
+
+// TestJSONExamples compiles the example graphs (testdata/fusion/*.json)
+// and checks each fused plan against one kernel per operator.
+func TestJSONExamples(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/fusion/*.json")
+	if len(files) == 0 {
+		t.Fatal("no example graphs")
+	}
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := fusion.ReadJSON(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		p, err := fusion.Compile(g, fusion.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		ref, err := fusion.Compile(g, fusion.Options{NoFuse: true})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, v := range []int64{1, 5} {
+			sizes := map[string]int64{}
+			for _, s := range g.Symbols() {
+				sizes[s] = v
+			}
+			compare(t, g, p, ref, sizes)
+		}
+	}
+}
