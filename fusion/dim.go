@@ -74,8 +74,18 @@ func (d Dim) Symbols() []string {
 // errDimOverflow is returned when a coefficient leaves int64.
 var errDimOverflow = fmt.Errorf("fusion: a dimension overflows int64")
 
+// maxTerms bounds the terms of a dimension, and maxDegree the symbols of
+// a term, so that products of crafted shapes stay small.
+const maxTerms, maxDegree = 64, 16
+
+// errDimTooComplex is returned for a dimension beyond those bounds.
+var errDimTooComplex = fmt.Errorf("fusion: a dimension has more than %d terms or a term more than %d symbols", maxTerms, maxDegree)
+
 // normalize sorts terms and merges equal monomials.
 func normalize(ts []term) (Dim, error) {
+	if len(ts) > maxTerms*maxTerms {
+		return Dim{}, errDimTooComplex
+	}
 	slices.SortFunc(ts, func(a, b term) int {
 		if c := len(a.syms) - len(b.syms); c != 0 {
 			return c
@@ -97,6 +107,14 @@ func normalize(ts []term) (Dim, error) {
 		}
 		if t.coef != 0 {
 			out = append(out, t)
+		}
+	}
+	if len(out) > maxTerms {
+		return Dim{}, errDimTooComplex
+	}
+	for _, t := range out {
+		if len(t.syms) > maxDegree {
+			return Dim{}, errDimTooComplex
 		}
 	}
 	return Dim{terms: out}, nil

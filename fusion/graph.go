@@ -81,7 +81,24 @@ type Attrs struct {
 	Epsilon   *float64  `json:"epsilon,omitempty"`   // layernorm, rms_norm
 }
 
-// key is a canonical text of the attributes, for CSE and printing.
+// clone returns a deep copy of a.
+func (a Attrs) clone() Attrs {
+	b := a
+	b.Axes, b.Perm, b.Shape = slices.Clone(a.Axes), slices.Clone(a.Perm), slices.Clone(a.Shape)
+	b.Starts, b.Ends, b.Steps = slices.Clone(a.Starts), slices.Clone(a.Ends), slices.Clone(a.Steps)
+	b.Strides, b.Pads, b.Dilations = slices.Clone(a.Strides), slices.Clone(a.Pads), slices.Clone(a.Dilations)
+	if a.Axis != nil {
+		v := *a.Axis
+		b.Axis = &v
+	}
+	if a.Epsilon != nil {
+		v := *a.Epsilon
+		b.Epsilon = &v
+	}
+	return b
+}
+
+// String is a canonical text of the attributes, for CSE and printing.
 func (a Attrs) String() string {
 	var parts []string
 	add := func(name, v string) { parts = append(parts, name+": "+v) }
@@ -194,7 +211,7 @@ func (g *Graph) Clone() *Graph {
 		h.Constants = append(h.Constants, cp(t))
 	}
 	for _, n := range g.Nodes {
-		c := &Node{Op: n.Op, Attrs: n.Attrs, Output: cp(n.Output)}
+		c := &Node{Op: n.Op, Attrs: n.Attrs.clone(), Output: cp(n.Output)}
 		for _, in := range n.Inputs {
 			c.Inputs = append(c.Inputs, cp(in))
 		}

@@ -21,7 +21,17 @@ func Infer(g *Graph) error {
 			return err
 		}
 	}
-	return u.apply(g)
+	if err := u.apply(g); err != nil {
+		return err
+	}
+	for _, t := range allTensors(g) {
+		for k, d := range t.Shape {
+			if v, ok := d.IsConst(); ok && v < 0 {
+				return &GraphError{Where: t.Name, Msg: fmt.Sprintf("dimension %d of %s would be %d: the shape constraints have no solution with non-negative sizes", k, t.Name, v)}
+			}
+		}
+	}
+	return nil
 }
 
 // unifier solves equalities between dims by substitution: a symbol that
@@ -394,6 +404,12 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 		s, err := c.concat()
 		return s, dt, err
 	case "reduce_sum", "reduce_mean", "reduce_max", "reduce_min":
+		if len(ins[0]) == 0 {
+			return nil, 0, c.errf("inputs[0]", "%s of a scalar has no axis to reduce", n.Op)
+		}
+		if a.Axes != nil && len(a.Axes) == 0 {
+			return nil, 0, c.errf("attrs.axes", "axes is empty; leave it out to reduce every axis")
+		}
 		axes, err := c.axes(a.Axes, len(ins[0]), "attrs.axes")
 		if err != nil {
 			return nil, 0, err
@@ -415,6 +431,9 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 		s, err := c.conv2d()
 		return s, dt, err
 	case "softmax":
+		if len(ins[0]) == 0 {
+			return nil, 0, c.errf("inputs[0]", "softmax needs a tensor of rank 1 or more")
+		}
 		if _, err := c.axis(a.Axis, -1, len(ins[0])); err != nil {
 			return nil, 0, err
 		}
@@ -569,7 +588,7 @@ func sliceRange(d Dim, start, end, step int64) (Dim, Dim, error) {
 		s, e := clamp(start), clamp(end)
 		n := int64(0)
 		if e > s {
-			n = (e - s + step - 1) / step
+			n = (e-s-1)/step + 1
 		}
 		return Const(s), Const(n), nil
 	}

@@ -403,6 +403,9 @@ func decodeAttrs(i int, n *Node, info opInfo, raw map[string]json.RawMessage, sy
 			return nodeErr(i, n, "attrs."+k, "%v", strings.TrimPrefix(err.Error(), "json: "))
 		}
 	}
+	if len(n.Attrs.Shape) > 16 {
+		return nodeErr(i, n, "attrs.shape", "rank %d is more than 16", len(n.Attrs.Shape))
+	}
 	for k, d := range n.Attrs.Shape {
 		for _, s := range d.Dim.Symbols() {
 			if !symbols[s] {

@@ -364,6 +364,9 @@ func (l *lowerer) concat(n *Node) gen {
 			parts = append(parts, part{lo: l.dim(off), hi: l.dim(end), v: l.val[src](idx)})
 			off = end
 		}
+		if len(parts) == 0 {
+			return ast.Zero(n.Output.DType) // the output is empty too
+		}
 		for k := len(parts) - 1; k >= 0; k-- {
 			if e == nil {
 				e = parts[k].v

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/loom-go/loom/ast"
@@ -68,8 +69,17 @@ func evalConst(n *Node) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d, ok := out[n.Output.Name].([]int64); ok {
+		for _, v := range d {
+			if v > 1<<53 || v < -(1<<53) {
+				return nil, errInexact // a float64 would not hold it exactly
+			}
+		}
+	}
 	return toFloat64(n.Output.DType, out[n.Output.Name]), nil
 }
+
+var errInexact = errors.New("fusion: fold: an int64 result beyond 2^53")
 
 // toFloat64 converts interpreter data to float64 values.
 func toFloat64(t ast.DType, data any) []float64 {

@@ -110,6 +110,9 @@ func newPlan(g *Graph, groups []*group) (*Plan, error) {
 // (none for a graph with static shapes). Inputs, outputs and constants
 // belong to the caller and are not placed.
 func (p *Plan) Memory(sizes map[string]int64) (*memplan.Plan, error) {
+	if err := p.checkSizes(sizes); err != nil {
+		return nil, err
+	}
 	var bufs []memplan.Buffer
 	for _, b := range p.Buffers {
 		if b.Role != RoleIntermediate {
