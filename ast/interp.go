@@ -493,3 +493,86 @@ func poisoned(t DType, n int64) any {
 	}
 	return data
 }
+
+// Float64s returns the elements of data, a Go slice of the type GoType
+// names for t, as float64 values (int64 values beyond 2^53 round; bools
+// are 0 and 1). It returns nil for data of another type.
+func Float64s(t DType, data any) []float64 {
+	var out []float64
+	switch d := data.(type) {
+	case []float32:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []float64:
+		out = append(out, d...)
+	case []int32:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []int64:
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case []bool:
+		for _, v := range d {
+			if v {
+				out = append(out, 1)
+			} else {
+				out = append(out, 0)
+			}
+		}
+	case []uint16:
+		for _, v := range d {
+			if t == BFloat16 {
+				out = append(out, BFloat16Value(v))
+			} else {
+				out = append(out, Float16Value(v))
+			}
+		}
+	}
+	return out
+}
+
+// DataOf returns values as a Go slice of the type GoType names for t,
+// each value converted to t (rounded to nearest for floats, truncated
+// for integers, non-zero as true for bool).
+func DataOf(t DType, values []float64) any {
+	switch t {
+	case Float32:
+		out := make([]float32, len(values))
+		for i, v := range values {
+			out[i] = float32(v)
+		}
+		return out
+	case Float64:
+		return append([]float64(nil), values...)
+	case Int32:
+		out := make([]int32, len(values))
+		for i, v := range values {
+			out[i] = int32(v)
+		}
+		return out
+	case Int64:
+		out := make([]int64, len(values))
+		for i, v := range values {
+			out[i] = int64(v)
+		}
+		return out
+	case Bool:
+		out := make([]bool, len(values))
+		for i, v := range values {
+			out[i] = v != 0
+		}
+		return out
+	}
+	out := make([]uint16, len(values))
+	for i, v := range values {
+		if t == BFloat16 {
+			out[i] = BFloat16Bits(v)
+		} else {
+			out[i] = Float16Bits(v)
+		}
+	}
+	return out
+}

@@ -76,41 +76,7 @@ func evalConst(n *Node) ([]float64, error) {
 			}
 		}
 	}
-	return toFloat64(n.Output.DType, out[n.Output.Name]), nil
+	return ast.Float64s(n.Output.DType, out[n.Output.Name]), nil
 }
 
 var errInexact = errors.New("fusion: fold: an int64 result beyond 2^53")
-
-// toFloat64 converts interpreter data to float64 values.
-func toFloat64(t ast.DType, data any) []float64 {
-	var out []float64
-	switch d := data.(type) {
-	case []float32:
-		for _, v := range d {
-			out = append(out, float64(v))
-		}
-	case []float64:
-		out = slices.Clone(d)
-	case []int32:
-		for _, v := range d {
-			out = append(out, float64(v))
-		}
-	case []int64:
-		for _, v := range d {
-			out = append(out, float64(v))
-		}
-	case []bool:
-		for _, v := range d {
-			out = append(out, map[bool]float64{false: 0, true: 1}[v])
-		}
-	case []uint16:
-		for _, v := range d {
-			if t == ast.Float16 {
-				out = append(out, ast.Float16Value(v))
-			} else {
-				out = append(out, ast.BFloat16Value(v))
-			}
-		}
-	}
-	return out
-}

@@ -205,49 +205,6 @@ func NewData(t *Tensor, sizes map[string]int64) (any, error) {
 	return ast.NewData(ast.NewBuffer(t.Name, t.DType, ast.I64(v)), nil)
 }
 
-// constData converts a constant's values to the Go type of its dtype.
-func constData(t *Tensor) any {
-	switch t.DType {
-	case ast.Float32:
-		out := make([]float32, len(t.Data))
-		for i, v := range t.Data {
-			out[i] = float32(v)
-		}
-		return out
-	case ast.Float64:
-		return slices.Clone(t.Data)
-	case ast.Int32:
-		out := make([]int32, len(t.Data))
-		for i, v := range t.Data {
-			out[i] = int32(v)
-		}
-		return out
-	case ast.Int64:
-		out := make([]int64, len(t.Data))
-		for i, v := range t.Data {
-			out[i] = int64(v)
-		}
-		return out
-	case ast.Bool:
-		out := make([]bool, len(t.Data))
-		for i, v := range t.Data {
-			out[i] = v != 0
-		}
-		return out
-	case ast.Float16, ast.BFloat16:
-		out := make([]uint16, len(t.Data))
-		for i, v := range t.Data {
-			if t.DType == ast.Float16 {
-				out[i] = ast.Float16Bits(v)
-			} else {
-				out[i] = ast.BFloat16Bits(v)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // Interpret runs the plan's kernels one after the other with the
 // interpreter of package ast: the reference every compiled plan is
 // checked against. inputs holds one Go slice per graph input (see
@@ -267,7 +224,7 @@ func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[str
 			}
 			data[t.Name] = d
 		case RoleConstant:
-			data[t.Name] = constData(t)
+			data[t.Name] = ast.DataOf(t.DType, t.Data)
 		default:
 			d, err := NewData(t, sizes)
 			if err != nil {

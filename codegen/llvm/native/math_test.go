@@ -70,11 +70,11 @@ func TestMathIntrinsics(t *testing.T) {
 			if err := k.Run(nil, map[string]any{"A": a, "R": got}); err != nil {
 				t.Fatal(err)
 			}
-			g, w := decode(dt, got), decode(dt, want)
+			g, w := ast.Float64s(dt, got), ast.Float64s(dt, want)
 			for j := range w {
 				fn := ast.Intrinsic(j/n + 1)
 				if !nearlyEqual(g[j], w[j], ulpTolerance(dt, fn)) {
-					t.Errorf("%s %s %s(%g) = %g, interpreter %g", dt, kind, fn, decode(dt, a)[j%n], g[j], w[j])
+					t.Errorf("%s %s %s(%g) = %g, interpreter %g", dt, kind, fn, ast.Float64s(dt, a)[j%n], g[j], w[j])
 				}
 			}
 		}
@@ -150,25 +150,4 @@ func encode(t ast.DType, xs []float64) any {
 		}
 	}
 	return d
-}
-
-func decode(t ast.DType, data any) []float64 {
-	var out []float64
-	switch d := data.(type) {
-	case []float32:
-		for _, x := range d {
-			out = append(out, float64(x))
-		}
-	case []float64:
-		out = append(out, d...)
-	case []uint16:
-		for _, x := range d {
-			if t == ast.Float16 {
-				out = append(out, ast.Float16Value(x))
-			} else {
-				out = append(out, ast.BFloat16Value(x))
-			}
-		}
-	}
-	return out
 }
