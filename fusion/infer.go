@@ -539,8 +539,8 @@ func (c *inferCtx) slice() (Shape, error) {
 	if len(a.Starts) != len(axes) || len(a.Ends) != len(axes) || (a.Steps != nil && len(a.Steps) != len(axes)) {
 		return nil, c.errf("attrs", "slice needs starts, ends (and steps) with one entry per axis (%d axes)", len(axes))
 	}
-	norm, err := c.axes(axes, len(in), "attrs.axes")
-	if err != nil {
+	// Validated (range, repeats) here; the loop below takes them in order.
+	if _, err := c.axes(axes, len(in), "attrs.axes"); err != nil {
 		return nil, err
 	}
 	out := slices.Clone(in)
@@ -548,16 +548,14 @@ func (c *inferCtx) slice() (Shape, error) {
 		if ax < 0 {
 			ax += len(in)
 		}
-		_ = norm
 		start, end, step := a.Starts[j], a.Ends[j], int64(1)
 		if a.Steps != nil {
 			step = a.Steps[j]
 		}
-		lo, n, err := sliceRange(in[ax], start, end, step)
+		_, n, err := sliceRange(in[ax], start, end, step)
 		if err != nil {
 			return nil, c.errf(fmt.Sprintf("attrs.starts[%d]", j), "axis %d of %s: %v", ax, in, err)
 		}
-		_ = lo
 		out[ax] = n
 	}
 	return out, nil

@@ -572,12 +572,7 @@ func alignSeq(s *schedule.Schedule, stmts []ast.Stmt) {
 		}
 	}
 	for _, h := range heads {
-		lp, err := s.GetLoop(h)
-		if err != nil {
-			continue
-		}
 		if f := findLoop(s.Func().Body, h); f != nil {
-			_ = lp
 			alignSeq(s, stmtsOf(f.Body))
 		}
 	}
