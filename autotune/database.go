@@ -1,0 +1,160 @@
+package autotune
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/loom-go/loom/schedule"
+)
+
+// Record is one measured candidate: which workload, on which target, the
+// trace that schedules it (decisions included), and what running it gave.
+type Record struct {
+	Workload string          `json:"workload"` // structural hash of the unscheduled function (ast.Hash)
+	Name     string          `json:"name"`     // the function's name, for people
+	Target   string          `json:"target"`   // the target's key (triple, CPU, features, threads)
+	Trace    *schedule.Trace `json:"trace"`
+	// Seconds are the measured run times; Median and Spread (the
+	// interquartile range over the median) summarize them.
+	Seconds []float64 `json:"seconds,omitempty"`
+	Median  float64   `json:"median,omitempty"`
+	Spread  float64   `json:"spread,omitempty"`
+	// Error says why a candidate failed (build error, crash, timeout,
+	// wrong result); failed records are kept so a run can see them.
+	Error   string    `json:"error,omitempty"`
+	Version string    `json:"version"`
+	Time    time.Time `json:"time"`
+}
+
+// OK reports whether the record measured a correct kernel.
+func (r *Record) OK() bool { return r.Error == "" && r.Median > 0 && !math.IsInf(r.Median, 0) }
+
+// Database is an append-only file of records, one JSON object per line.
+// Each record is written with a single write to a file opened for
+// appending, so records of concurrent tuners interleave whole, and a
+// tuner killed mid-write leaves at most a truncated last line, which
+// reading skips.
+type Database struct {
+	Path string
+	mu   sync.Mutex
+}
+
+// OpenDatabase returns the database at path, creating the file (and its
+// directory) if needed.
+func OpenDatabase(path string) (*Database, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("autotune: open database: %w", err)
+	}
+	f.Close()
+	return &Database{Path: path}, nil
+}
+
+// Append writes r at the end of the database and syncs it to disk.
+func (db *Database) Append(r *Record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	f, err := os.OpenFile(db.Path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("autotune: append to database: %w", err)
+	}
+	// A previous writer killed mid-line leaves no newline at the end:
+	// start on a fresh line so this record stays whole.
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		if !endsWithNewline(db.Path, fi.Size()) {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return fmt.Errorf("autotune: append to database: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func endsWithNewline(path string, size int64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, size-1); err != nil {
+		return true
+	}
+	return b[0] == '\n'
+}
+
+// Load reads every record. Lines that do not parse (a truncated last
+// line, or damage) are skipped and counted in skipped.
+func (db *Database) Load() (records []*Record, skipped int, err error) {
+	f, err := os.Open(db.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	defer f.Close()
+	return readRecords(f)
+}
+
+func readRecords(r io.Reader) ([]*Record, int, error) {
+	var out []*Record
+	skipped := 0
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var rec Record
+			if json.Unmarshal(line, &rec) == nil && rec.Workload != "" && rec.Trace != nil {
+				out = append(out, &rec)
+			} else {
+				skipped++
+			}
+		}
+		if err == io.EOF {
+			return out, skipped, nil
+		}
+		if err != nil {
+			return out, skipped, err
+		}
+	}
+}
+
+// Best returns the fastest correct record of a workload on a target, or
+// nil when there is none.
+func (db *Database) Best(workload, target string) (*Record, error) {
+	recs, _, err := db.Load()
+	if err != nil {
+		return nil, err
+	}
+	return best(recs, workload, target), nil
+}
+
+func best(recs []*Record, workload, target string) *Record {
+	var b *Record
+	for _, r := range recs {
+		if r.Workload == workload && r.Target == target && r.OK() && (b == nil || r.Median < b.Median) {
+			b = r
+		}
+	}
+	return b
+}

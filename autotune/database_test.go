@@ -1,0 +1,103 @@
+package autotune
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/loom-go/loom/schedule"
+)
+
+func rec(workload string, median float64) *Record {
+	return &Record{Workload: workload, Target: "t", Trace: &schedule.Trace{Insts: []schedule.Inst{{Kind: "get_block", Args: []schedule.Arg{schedule.Str("C")}, Outputs: []string{"b0"}}}}, Median: median, Version: "test"}
+}
+
+// TestDatabaseTruncated: a tuner killed in the middle of writing a record
+// leaves a truncated last line; every earlier record loads, and the next
+// append starts on a fresh line.
+func TestDatabaseTruncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.jsonl")
+	db, err := OpenDatabase(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := db.Append(rec("w", float64(5-i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	full := len(data)
+	// Cut the file at every offset inside the last record.
+	lastStart := full - 1
+	for lastStart > 0 && data[lastStart-1] != '\n' {
+		lastStart--
+	}
+	for cut := lastStart + 1; cut < full-1; cut += 7 {
+		if err := os.WriteFile(path, data[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		recs, skipped, err := db.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 4 || skipped != 1 {
+			t.Fatalf("cut at %d: %d records, %d skipped; want 4 and 1", cut, len(recs), skipped)
+		}
+		if err := db.Append(rec("w", 0.5)); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, _ = db.Load()
+		if len(recs) != 5 || recs[4].Median != 0.5 {
+			t.Fatalf("cut at %d: the append after a truncated line was lost (%d records)", cut, len(recs))
+		}
+	}
+	b, err := db.Best("w", "t")
+	if err != nil || b == nil || b.Median != 0.5 {
+		t.Fatalf("best = %+v, %v", b, err)
+	}
+	if b, _ := db.Best("w", "other target"); b != nil {
+		t.Error("best found a record of another target")
+	}
+}
+
+// TestDatabaseConcurrent: appends from many goroutines (and, through
+// O_APPEND, processes) interleave whole.
+func TestDatabaseConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.jsonl")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := OpenDatabase(path) // one handle each, as separate tuners would
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range 25 {
+				if err := db.Append(rec(fmt.Sprintf("w%d", g), float64(i+1))); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	db, _ := OpenDatabase(path)
+	recs, skipped, err := db.Load()
+	if err != nil || skipped != 0 || len(recs) != 200 {
+		t.Fatalf("%d records, %d skipped, %v; want 200 whole records", len(recs), skipped, err)
+	}
+}
+
+// TestFailedRecordsNeverWin: a failed candidate is kept but is never the
+// best.
+func TestFailedRecordsNeverWin(t *testing.T) {
+	bad := rec("w", 0.001)
+	bad.Error = "wrong result: max relative error 1"
+	if b := best([]*Record{bad, rec("w", 2)}, "w", "t"); b == nil || b.Median != 2 {
+		t.Fatalf("best = %+v", b)
+	}
+}

@@ -1,0 +1,12 @@
+// Package autotune searches schedules for a function and keeps what it
+// measured.
+//
+// A search space is a list of rules (rules.go) applied to the blocks of a
+// function, as MetaSchedule and Ansor do: each rule uses the schedule
+// package's sampling primitives, so every candidate is a trace whose
+// decisions can be replayed, mutated and stored. The search is
+// evolutionary, guided by a cost model that learns from the candidates
+// measured so far. Candidates are built and run through the Builder and
+// Runner interfaces; every result lands in a Database, an append-only
+// file of JSON lines that a killed tuner cannot corrupt.
+package autotune
