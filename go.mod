@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/llir/llvm v0.3.6
 	golang.org/x/tools v0.52.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

@@ -1,0 +1,345 @@
+package autotune
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// Task is one function to tune.
+type Task struct {
+	Name   string
+	Func   *ast.Func
+	Sizes  map[string]int64 // values of its symbolic sizes for measurement
+	Target string           // the target's key, as records store it
+	Space  *Space
+}
+
+// Candidate is one schedule of a task.
+type Candidate struct {
+	Sched    *schedule.Schedule
+	Func     *ast.Func // what is built: Finish(Sched)
+	Hash     string    // ast.Hash of Func, for de-duplication
+	Features []float64
+}
+
+// Builder builds candidates (in parallel, as it sees fit).
+type Builder interface {
+	Build(ctx context.Context, task *Task, cands []*Candidate) []BuildResult
+}
+
+// BuildResult is what building one candidate gave: whatever the Runner
+// needs (a kernel, a file), or why it failed.
+type BuildResult struct {
+	Artifact any
+	Err      error
+}
+
+// Runner measures built candidates. It checks each result against the
+// reference before timing it: a wrong result is an error, never a time.
+type Runner interface {
+	Run(ctx context.Context, task *Task, cands []*Candidate, builds []BuildResult) []RunResult
+}
+
+// RunResult is one candidate's measured run times, or why it failed.
+type RunResult struct {
+	Seconds []float64
+	Err     error
+}
+
+// Options control Tune.
+type Options struct {
+	Trials     int     // candidates to measure
+	Seed       uint64  // a fixed seed makes the search reproducible (with a deterministic runner)
+	Population int     // candidates sampled for the first round
+	Batch      int     // candidates measured per round
+	Mutants    int     // mutants generated per round, for the model to choose from
+	Epsilon    float64 // share of each batch picked at random rather than by the model
+	DB         *Database
+	Version    string
+	Model      Model          // nil: a RidgeModel
+	Progress   func(Progress) // called after every round
+}
+
+func (o *Options) defaults() {
+	if o.Trials <= 0 {
+		o.Trials = 64
+	}
+	if o.Population <= 0 {
+		o.Population = 64
+	}
+	if o.Batch <= 0 {
+		o.Batch = 16
+	}
+	if o.Mutants <= 0 {
+		o.Mutants = 3 * o.Batch
+	}
+	if o.Epsilon <= 0 {
+		o.Epsilon = 0.2
+	}
+	if o.Model == nil {
+		o.Model = NewRidgeModel()
+	}
+}
+
+// Progress reports a running search.
+type Progress struct {
+	Trials, Total int
+	Failed        int
+	Best          float64 // seconds; +Inf before the first success
+	Elapsed       time.Duration
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	Best    *Record   // nil when no candidate succeeded
+	Records []*Record // every measured candidate, in order
+	Curve   []float64 // best seconds so far after each trial (+Inf before the first success)
+}
+
+// Tune searches schedules of task: an initial population sampled from the
+// space, then rounds of mutants of the best measured candidates (tile
+// sizes, unroll limits, compute locations), chosen by the cost model's
+// prediction plus a share of random picks, de-duplicated by structural
+// hash, built, measured, recorded and learned from. It stops after
+// opts.Trials measurements or when ctx is done; records measured so far
+// are kept (and in opts.DB).
+func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*Result, error) {
+	opts.defaults()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x6c6f6f6d))
+	start := time.Now()
+	res := &Result{}
+	seen := map[string]bool{}
+	type parent struct {
+		c       *Candidate
+		seconds float64
+	}
+	var parents []parent
+	best := math.Inf(1)
+	failed := 0
+	for len(res.Records) < opts.Trials {
+		if ctx.Err() != nil {
+			break
+		}
+		// Candidates: fresh samples, and mutants of the best parents.
+		var pool []*Candidate
+		add := func(c *Candidate) {
+			if c != nil && !seen[c.Hash] && !slices.ContainsFunc(pool, func(x *Candidate) bool { return x.Hash == c.Hash }) {
+				pool = append(pool, c)
+			}
+		}
+		fresh := opts.Population
+		if len(parents) > 0 {
+			fresh = opts.Batch / 2
+			sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
+			top := parents[:min(len(parents), 8)]
+			for range opts.Mutants {
+				p := top[rng.IntN(len(top))]
+				add(mutate(task, p.c, rng))
+			}
+		}
+		for range fresh {
+			add(sample(task, rng.Uint64()))
+		}
+		if len(pool) == 0 {
+			if len(parents) == 0 {
+				return res, errors.New("autotune: the space yields no candidate for " + task.Name)
+			}
+			break // the space is exhausted
+		}
+		batch := pick(pool, opts, rng, min(opts.Batch, opts.Trials-len(res.Records)))
+		builds := b.Build(ctx, task, batch)
+		runs := r.Run(ctx, task, batch, builds)
+		var xs [][]float64
+		var ys []float64
+		for i, c := range batch {
+			seen[c.Hash] = true
+			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: c.Sched.Trace(), Version: opts.Version, Time: time.Now().UTC()}
+			switch {
+			case builds[i].Err != nil:
+				rec.Error = "build: " + builds[i].Err.Error()
+			case runs[i].Err != nil:
+				rec.Error = runs[i].Err.Error()
+			default:
+				rec.Seconds = runs[i].Seconds
+				rec.Median, rec.Spread = summarize(runs[i].Seconds)
+			}
+			if rec.OK() {
+				parents = append(parents, parent{c, rec.Median})
+				best = math.Min(best, rec.Median)
+				xs = append(xs, c.Features)
+				ys = append(ys, -math.Log(rec.Median))
+			} else {
+				failed++
+			}
+			if opts.DB != nil {
+				if err := opts.DB.Append(rec); err != nil {
+					return res, err
+				}
+			}
+			res.Records = append(res.Records, rec)
+			res.Curve = append(res.Curve, best)
+			if rec.OK() && (res.Best == nil || rec.Median < res.Best.Median) {
+				res.Best = rec
+			}
+		}
+		if len(xs) > 0 {
+			opts.Model.Update(xs, ys)
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Trials: len(res.Records), Total: opts.Trials, Failed: failed, Best: best, Elapsed: time.Since(start)})
+		}
+	}
+	return res, ctx.Err()
+}
+
+// summarize returns the median and the interquartile range over it.
+func summarize(xs []float64) (median, spread float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	median = s[len(s)/2]
+	q1, q3 := s[len(s)/4], s[(3*len(s))/4]
+	if median > 0 {
+		spread = (q3 - q1) / median
+	}
+	return median, spread
+}
+
+// pick chooses n candidates: the best predicted, and a share at random.
+func pick(pool []*Candidate, opts Options, rng *rand.Rand, n int) []*Candidate {
+	if len(pool) <= n {
+		return pool
+	}
+	scores := make([]float64, len(pool))
+	for i, c := range pool {
+		scores[i] = opts.Model.Predict(c.Features)
+	}
+	idx := make([]int, len(pool))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	nRandom := int(math.Round(opts.Epsilon * float64(n)))
+	chosen := map[int]bool{}
+	var out []*Candidate
+	for _, i := range idx[:n-nRandom] {
+		chosen[i] = true
+		out = append(out, pool[i])
+	}
+	for len(out) < n {
+		i := rng.IntN(len(pool))
+		if !chosen[i] {
+			chosen[i] = true
+			out = append(out, pool[i])
+		}
+	}
+	return out
+}
+
+// sample draws a fresh candidate from the space, or nil.
+func sample(task *Task, seed uint64) *Candidate {
+	s, err := task.Space.Sample(task.Func, seed)
+	if err != nil {
+		return nil
+	}
+	return candidate(task, s)
+}
+
+func candidate(task *Task, s *schedule.Schedule) *Candidate {
+	f := Finish(s)
+	return &Candidate{Sched: s, Func: f, Hash: ast.Hash(f).String(), Features: Features(f, task.Sizes)}
+}
+
+// mutate changes one sampled decision of c's trace and replays it; nil
+// when the replay refuses the new decision.
+func mutate(task *Task, c *Candidate, rng *rand.Rand) *Candidate {
+	tr := c.Sched.Trace()
+	var sites []int
+	for i, in := range tr.Insts {
+		if in.Decision != nil {
+			sites = append(sites, i)
+		}
+	}
+	if len(sites) == 0 {
+		return nil
+	}
+	i := sites[rng.IntN(len(sites))]
+	in := tr.Insts[i]
+	d := slices.Clone(in.Decision)
+	switch in.Kind {
+	case "sample_perfect_tile":
+		d = mutateTile(d, in, rng)
+	case "sample_categorical":
+		n := 0
+		if len(in.Args) > 0 {
+			n = len(in.Args[0].List)
+		}
+		if n < 2 {
+			return nil
+		}
+		d[0] = (d[0] + 1 + int64(rng.IntN(n-1))) % int64(n)
+	case "sample_compute_location":
+		d[0] = int64(rng.IntN(int(d[0])+3)) - 1
+	default:
+		return nil
+	}
+	if d == nil || slices.Equal(d, in.Decision) {
+		return nil
+	}
+	s, err := schedule.Replay(task.Func, tr, map[int][]int64{i: d})
+	if err != nil {
+		return nil
+	}
+	return candidate(task, s)
+}
+
+// mutateTile moves one prime factor between two factors of a perfect
+// tile, respecting the cap on the innermost one.
+func mutateTile(d []int64, in schedule.Inst, rng *rand.Rand) []int64 {
+	if len(d) < 2 {
+		return nil
+	}
+	from := rng.IntN(len(d))
+	if d[from] == 1 {
+		return nil
+	}
+	ps := primeFactors(d[from])
+	p := ps[rng.IntN(len(ps))]
+	to := rng.IntN(len(d) - 1)
+	if to >= from {
+		to++
+	}
+	d[from] /= p
+	d[to] *= p
+	if len(in.Args) >= 3 && in.Args[2].Int != nil {
+		if limit := *in.Args[2].Int; limit > 0 && d[len(d)-1] > limit {
+			return nil
+		}
+	}
+	return d
+}
+
+func primeFactors(v int64) []int64 {
+	var out []int64
+	for p := int64(2); p*p <= v; p++ {
+		for v%p == 0 {
+			out = append(out, p)
+			v /= p
+		}
+	}
+	if v > 1 {
+		out = append(out, v)
+	}
+	return out
+}
+

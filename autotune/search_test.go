@@ -1,0 +1,128 @@
+package autotune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// fakeRunner times a candidate by a synthetic cost of its tile
+// decisions (best when every innermost tile is 8 and parallel work is
+// split two ways), so the search is deterministic given its seed. Traces
+// whose decisions sum to a multiple of 13 "crash", to exercise failures.
+type fakeRunner struct{}
+
+type fakeBuilder struct{}
+
+func (fakeBuilder) Build(_ context.Context, _ *Task, cands []*Candidate) []BuildResult {
+	return make([]BuildResult, len(cands))
+}
+
+func (fakeRunner) Run(_ context.Context, _ *Task, cands []*Candidate, _ []BuildResult) []RunResult {
+	out := make([]RunResult, len(cands))
+	for i, c := range cands {
+		cost, sum := 1.0, int64(0)
+		for _, in := range c.Sched.Trace().Insts {
+			if in.Kind != "sample_perfect_tile" {
+				continue
+			}
+			inner := in.Decision[len(in.Decision)-1]
+			cost += math.Abs(math.Log2(float64(inner)) - 3)
+			cost += 0.25 * math.Abs(math.Log2(float64(in.Decision[0]))-1)
+			for _, d := range in.Decision {
+				sum += d
+			}
+		}
+		if sum%13 == 0 {
+			out[i].Err = errors.New("crashed: signal SIGSEGV")
+			continue
+		}
+		out[i].Seconds = []float64{cost, cost * 1.01, cost * 0.99}
+	}
+	return out
+}
+
+func newTask() *Task {
+	c := workload.Matmul(64, 64, 64)
+	return &Task{Name: c.Name, Func: c.Func, Target: "fake", Space: &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 8, Threads: 2}}}
+}
+
+// TestTuneDeterministic: with a fixed seed and a deterministic runner,
+// two searches measure the same candidates in the same order; the curve
+// never rises; failures are recorded and never win; the database holds
+// every record.
+func TestTuneDeterministic(t *testing.T) {
+	trials := 32
+	if testing.Short() {
+		trials = 16
+	}
+	run := func(db *Database) *Result {
+		res, err := Tune(context.Background(), newTask(), fakeBuilder{}, fakeRunner{}, Options{Trials: trials, Seed: 7, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := run(db), run(nil)
+	if len(a.Records) != trials || len(b.Records) != trials {
+		t.Fatalf("%d and %d records, want %d", len(a.Records), len(b.Records), trials)
+	}
+	for i := range a.Records {
+		ja, _ := json.Marshal(a.Records[i].Trace)
+		jb, _ := json.Marshal(b.Records[i].Trace)
+		if string(ja) != string(jb) || a.Records[i].Median != b.Records[i].Median {
+			t.Fatalf("record %d differs between two runs with the same seed", i)
+		}
+	}
+	failures := 0
+	for i := 1; i < len(a.Curve); i++ {
+		if a.Curve[i] > a.Curve[i-1] {
+			t.Fatalf("the best-so-far curve rises at trial %d", i)
+		}
+	}
+	for _, r := range a.Records {
+		if !r.OK() {
+			failures++
+			if a.Best == r {
+				t.Fatal("a failed record is the best")
+			}
+		}
+	}
+	if failures == 0 {
+		t.Error("the fake runner's crashes never happened; the test does not exercise failures")
+	}
+	// The search improves on the first round.
+	if a.Best == nil || a.Best.Median >= a.Curve[7] {
+		t.Errorf("no improvement after the first round: best %v, first round %v", a.Best, a.Curve[7])
+	}
+	recs, skipped, err := db.Load()
+	if err != nil || skipped != 0 || len(recs) != trials {
+		t.Fatalf("database: %d records, %d skipped, %v", len(recs), skipped, err)
+	}
+	if best, _ := db.Best(a.Best.Workload, "fake"); best == nil || best.Median != a.Best.Median {
+		t.Errorf("database best %v, search best %v", best, a.Best)
+	}
+}
+
+// TestTuneCancel: a cancelled search stops and keeps what it measured.
+func TestTuneCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	res, err := Tune(ctx, newTask(), fakeBuilder{}, fakeRunner{}, Options{Trials: 1000, Seed: 1, Population: 8, Batch: 4, Progress: func(Progress) {
+		if n++; n == 2 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || len(res.Records) != 8 {
+		t.Fatalf("err %v, %d records; want context.Canceled after 8", err, len(res.Records))
+	}
+}
