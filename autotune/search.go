@@ -342,4 +342,3 @@ func primeFactors(v int64) []int64 {
 	}
 	return out
 }
-
