@@ -112,12 +112,14 @@ func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
 	return k, nil
 }
 
-// Build builds (or finds on disk) the shared object of a lowered module
-// and loads it.
-func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
+// BuildFile builds (or finds on disk) the shared object of a lowered
+// module without loading it, and returns its path: a tuner builds
+// candidates this way and runs them in another process, where Build
+// finds the same file.
+func (c *Cache) BuildFile(m *llvm.Module) (string, Stats, error) {
 	rtPath, _, err := loadRuntime(c.Dir)
 	if err != nil {
-		return nil, err
+		return "", Stats{}, err
 	}
 	ir := m.String()
 	t := m.Options.Target
@@ -127,17 +129,28 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	key := hex.EncodeToString(h.Sum(nil))
 	dir := filepath.Join(c.Dir, "kernels", key[:2])
 	path := filepath.Join(dir, key+".so")
-	k := &Kernel{Module: m, Path: path}
+	var stats Stats
 	if _, err := os.Stat(path); err == nil {
-		k.Stats.Cached = true
-	} else {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := c.buildFile(m, ir, rtPath, path, &k.Stats); err != nil {
-			return nil, err
-		}
+		stats.Cached = true
+		return path, stats, nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", stats, err
+	}
+	if err := c.buildFile(m, ir, rtPath, path, &stats); err != nil {
+		return "", stats, err
+	}
+	return path, stats, nil
+}
+
+// Build builds (or finds on disk) the shared object of a lowered module
+// and loads it.
+func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
+	path, stats, err := c.BuildFile(m)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{Module: m, Path: path, Stats: stats}
 	start := time.Now()
 	if err := k.load(); err != nil {
 		return nil, err
