@@ -1,0 +1,380 @@
+package autotune
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// LocalBuilder lowers candidates to LLVM IR and builds their shared
+// objects in the compile cache, Parallel at a time, without loading them
+// (the runner's worker process loads them).
+type LocalBuilder struct {
+	Cache    *native.Cache
+	Options  llvm.Options
+	Parallel int
+}
+
+func (b *LocalBuilder) Build(ctx context.Context, task *Task, cands []*Candidate) []BuildResult {
+	out := make([]BuildResult, len(cands))
+	sem := make(chan struct{}, max(b.Parallel, 1))
+	var wg sync.WaitGroup
+	for i, c := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				out[i].Err = ctx.Err()
+				return
+			}
+			m, err := llvm.Lower(c.Func, b.Options)
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			path, _, err := b.Cache.BuildFile(m)
+			out[i] = BuildResult{Artifact: path, Err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// ProcessRunner runs each candidate in a worker process of its own (the
+// Command, which must serve ServeWorker: `loom worker`), so a candidate
+// that crashes or hangs is recorded as failed, with the reason, and the
+// tuner carries on. The first run of each candidate is checked against
+// the task's reference outputs; then it is timed Repeats times.
+type ProcessRunner struct {
+	Command    []string
+	Env        []string // added to the worker's environment
+	CacheDir   string
+	Options    llvm.Options
+	Threads    int
+	Timeout    time.Duration // per candidate; 0 means a minute
+	Repeats    int           // timed samples; 0 means 5
+	MinSeconds float64       // each sample repeats the kernel until it takes this long; 0 means 0.01
+
+	mu   sync.Mutex
+	refs map[string]string // task hash → reference file
+	dir  string
+}
+
+// workRequest is what the runner sends a worker, as JSON on stdin.
+type workRequest struct {
+	Func       string           `json:"func"` // loom text
+	Sizes      map[string]int64 `json:"sizes,omitempty"`
+	Seed       uint64           `json:"seed"`
+	CacheDir   string           `json:"cache_dir"`
+	Options    llvm.Options     `json:"options"`
+	Threads    int              `json:"threads"`
+	Reference  string           `json:"reference"` // gob file of the expected outputs
+	Write      bool             `json:"write"`     // write the reference instead of checking it
+	Repeats    int              `json:"repeats"`
+	MinSeconds float64          `json:"min_seconds"`
+}
+
+// workResponse is what a worker answers, as JSON on stdout.
+type workResponse struct {
+	Seconds   []float64 `json:"seconds,omitempty"`
+	MaxRelErr float64   `json:"max_rel_err"`
+	Err       string    `json:"error,omitempty"`
+}
+
+func init() {
+	for _, v := range []any{[]float32{}, []float64{}, []int32{}, []int64{}, []bool{}, []uint16{}} {
+		gob.Register(v)
+	}
+}
+
+func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate, builds []BuildResult) []RunResult {
+	out := make([]RunResult, len(cands))
+	ref, err := r.reference(ctx, task)
+	for i, c := range cands {
+		switch {
+		case err != nil:
+			out[i].Err = fmt.Errorf("reference: %w", err)
+		case builds[i].Err != nil:
+			out[i].Err = builds[i].Err
+		default:
+			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Reference: ref})
+			if werr != nil {
+				out[i].Err = werr
+			} else {
+				out[i].Seconds = resp.Seconds
+			}
+		}
+	}
+	return out
+}
+
+// reference computes the task's expected outputs once: the unscheduled
+// function, built and run in a worker; when the function is small enough
+// those outputs are first checked against the interpreter.
+func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := ast.Hash(task.Func).String()
+	if p, ok := r.refs[key]; ok {
+		return p, nil
+	}
+	if r.dir == "" {
+		d, err := os.MkdirTemp("", "loom-tune-")
+		if err != nil {
+			return "", err
+		}
+		r.dir, r.refs = d, map[string]string{}
+	}
+	path := filepath.Join(r.dir, key[:16]+".gob")
+	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true}
+	if _, err := r.work(ctx, req); err != nil {
+		return "", err
+	}
+	if iterations(task.Func, task.Sizes) <= interpretLimit {
+		if err := checkAgainstInterpreter(task, path); err != nil {
+			return "", err
+		}
+	}
+	r.refs[key] = path
+	return path, nil
+}
+
+// interpretLimit bounds the block instances the interpreter runs to check
+// a reference (about a second).
+const interpretLimit = 2e6
+
+func iterations(f *ast.Func, sizes map[string]int64) float64 {
+	total := 0.0
+	var walk func(s ast.Stmt, n float64)
+	walk = func(s ast.Stmt, n float64) {
+		switch s := s.(type) {
+		case *ast.For:
+			walk(s.Body, n*extentOf(s.Extent, sizes))
+		case *ast.Seq:
+			for _, c := range s.Stmts {
+				walk(c, n)
+			}
+		case *ast.IfThenElse:
+			walk(s.Then, n)
+			if s.Else != nil {
+				walk(s.Else, n)
+			}
+		case *ast.ScheduleBlock:
+			total += n
+			if s.Body != nil {
+				walk(s.Body, n)
+			}
+		}
+	}
+	walk(f.Body, 1)
+	return total
+}
+
+func checkAgainstInterpreter(task *Task, refPath string) error {
+	want, err := readReference(refPath)
+	if err != nil {
+		return err
+	}
+	got := workload.Case{Func: task.Func, Sizes: task.Sizes}.Args(1)
+	if err := ast.Interpret(task.Func, task.Sizes, got); err != nil {
+		return err
+	}
+	for name, w := range want {
+		p := paramOf(task.Func, name)
+		if e := workload.MaxRelErr(w, got[name]); p != nil && e > workload.Tolerance(p.DType) {
+			return fmt.Errorf("the compiled reference differs from the interpreter in %s by %g", name, e)
+		}
+	}
+	return nil
+}
+
+func paramOf(f *ast.Func, name string) *ast.Buffer {
+	for _, p := range f.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func readReference(path string) (map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var m map[string]any
+	return m, gob.NewDecoder(f).Decode(&m)
+}
+
+// work runs one worker process.
+func (r *ProcessRunner) work(ctx context.Context, req workRequest) (*workResponse, error) {
+	if len(r.Command) == 0 {
+		return nil, errors.New("no worker command")
+	}
+	req.CacheDir, req.Options, req.Threads, req.Seed = r.CacheDir, r.Options, r.Threads, 1
+	req.Repeats, req.MinSeconds = r.Repeats, r.MinSeconds
+	if req.Repeats <= 0 {
+		req.Repeats = 5
+	}
+	if req.MinSeconds <= 0 {
+		req.MinSeconds = 0.01
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, r.Command[0], r.Command[1:]...)
+	cmd.Env = append(os.Environ(), r.Env...)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return nil, fmt.Errorf("timed out after %v", timeout)
+	case runErr != nil:
+		return nil, fmt.Errorf("worker failed (%v)%s", runErr, tail(stderr.String()))
+	}
+	var resp workResponse
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
+		return nil, fmt.Errorf("worker answered %q: %v%s", tail(stdout.String()), err, tail(stderr.String()))
+	}
+	if resp.Err != "" {
+		return nil, errors.New(resp.Err)
+	}
+	return &resp, nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if len(s) > 400 {
+		s = "..." + s[len(s)-400:]
+	}
+	return ": " + s
+}
+
+// ServeWorker is the worker process's body: it reads one request from
+// in, builds (or finds in the cache) and runs the kernel, checks or
+// writes the reference outputs, times it, and writes the response to
+// out. A crash of the kernel kills only this process.
+func ServeWorker(in io.Reader, out io.Writer) error {
+	var req workRequest
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		return err
+	}
+	resp := serve(&req)
+	return json.NewEncoder(out).Encode(resp)
+}
+
+func serve(req *workRequest) *workResponse {
+	fail := func(err error) *workResponse { return &workResponse{Err: err.Error()} }
+	f, err := ast.Parse(req.Func)
+	if err != nil {
+		return fail(err)
+	}
+	cache, err := native.DefaultCache()
+	if req.CacheDir != "" {
+		cache, err = native.NewCache(req.CacheDir)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if req.Threads > 0 {
+		if err := native.SetThreads(req.Threads); err != nil {
+			return fail(err)
+		}
+	}
+	k, err := cache.Compile(f, req.Options)
+	if err != nil {
+		return fail(err)
+	}
+	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	if err := k.Run(req.Sizes, args); err != nil {
+		return fail(err)
+	}
+	resp := &workResponse{}
+	if req.Write {
+		file, err := os.Create(req.Reference)
+		if err != nil {
+			return fail(err)
+		}
+		defer file.Close()
+		if err := gob.NewEncoder(file).Encode(args); err != nil {
+			return fail(err)
+		}
+		return resp
+	}
+	want, err := readReference(req.Reference)
+	if err != nil {
+		return fail(err)
+	}
+	for _, p := range f.Params {
+		w, ok := want[p.Name]
+		if !ok {
+			continue
+		}
+		e := workload.MaxRelErr(args[p.Name], w)
+		resp.MaxRelErr = max(resp.MaxRelErr, e)
+		tol := workload.Tolerance(p.DType)
+		if req.Options.FastMath {
+			tol *= 100
+		}
+		if e > tol {
+			return fail(fmt.Errorf("wrong result: %s differs from the reference by %g (tolerance %g)", p.Name, e, tol))
+		}
+	}
+	// Calibrate: repeat the kernel until a sample takes MinSeconds.
+	call, err := k.Bind(req.Sizes, args)
+	if err != nil {
+		return fail(err)
+	}
+	defer call.Release()
+	reps := 1
+	for {
+		start := time.Now()
+		for range reps {
+			if err := call.Run(); err != nil {
+				return fail(err)
+			}
+		}
+		if d := time.Since(start).Seconds(); d >= req.MinSeconds || reps >= 1<<20 {
+			break
+		}
+		reps *= 2
+	}
+	for range req.Repeats {
+		start := time.Now()
+		for range reps {
+			call.Run()
+		}
+		resp.Seconds = append(resp.Seconds, time.Since(start).Seconds()/float64(reps))
+	}
+	return resp
+}
