@@ -204,7 +204,7 @@ func Run(o Options) (*Result, error) {
 	ms := best.Seconds() * 1e3
 	r := &Result{
 		Workload: w.Name, Size: size, Shape: w.Shape(size), Threads: threads, Schedule: o.Schedule,
-		Ms: ms, GBps: float64(traffic(c)) / best.Seconds() / 1e9,
+		Ms: ms, GBps: float64(Traffic(c)) / best.Seconds() / 1e9,
 		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr,
 	}
 	if w.Flops != nil {
@@ -217,9 +217,9 @@ func Run(o Options) (*Result, error) {
 	return r, nil
 }
 
-// traffic is the bytes of every parameter buffer (inputs read once, the
+// Traffic is the bytes of every parameter buffer (inputs read once, the
 // output written once).
-func traffic(c workload.Case) int64 {
+func Traffic(c workload.Case) int64 {
 	var n int64
 	for _, p := range c.Func.Params {
 		data, err := ast.NewData(p, c.Sizes)

@@ -9,6 +9,8 @@
 //	                          interpret a .loom function on random inputs
 //	loom fuse [-dump PASSES] [-nofuse] [-size S=V]... GRAPH.json
 //	                          fuse an operator graph into kernels and print the plan
+//	loom tune -workload W [-size N] [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
+//	                          search schedules, keep the records, write the best kernel
 //	loom bench -workload W [-size N] [-threads T] [-json]
 //	                          compile, check and time a built-in workload
 //
@@ -36,6 +38,8 @@ var commands = map[string]command{
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
 	"fuse":    {"fuse a JSON operator graph into kernels and print the plan", runFuse},
 	"run":     {"interpret a .loom function on random inputs", runRun},
+	"tune":    {"search schedules of a workload, keep the records, write the best kernel", runTune},
+	"worker":  {"(internal) measure one candidate for loom tune", runWorker},
 }
 
 func main() {

@@ -9,6 +9,15 @@ import (
 	"testing"
 )
 
+// TestMain lets the test binary serve as loom tune's worker process
+// (loom tune runs its own executable with the argument "worker").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 func runLoom(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -128,5 +137,35 @@ func TestFuse(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"name": "g", "inputs": [], "nodes": [{"op": "nope", "inputs": [], "output": "Y"}], "outputs": ["Y"]}`), 0o644)
 	if code, _, errs := runLoom(t, "fuse", bad); code != 1 || !strings.Contains(errs, `nodes[0].op (nope): unknown operator "nope"`) {
 		t.Errorf("bad graph: exit %d, stderr %s", code, errs)
+	}
+}
+
+// TestTune runs a short search on a small gemm: the summary, the record
+// in the database and the kernel files.
+func TestTune(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db.jsonl")
+	code, out, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "64", "-trials", "8", "-threads", "1", "-db", db, "-out", dir, "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(out), &summary); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if summary["trials"] != 8.0 || summary["speedup"].(float64) <= 0 {
+		t.Errorf("summary %v", summary)
+	}
+	if !strings.Contains(errs, "8/8 trials") {
+		t.Errorf("no progress bar on stderr: %q", errs)
+	}
+	data, _ := os.ReadFile(db)
+	if n := strings.Count(string(data), "\n"); n != 8 {
+		t.Errorf("%d records in the database, want 8", n)
+	}
+	for _, ext := range []string{".ll", ".o", ".h"} {
+		if _, err := os.Stat(filepath.Join(dir, "gemm"+ext)); err != nil {
+			t.Error(err)
+		}
 	}
 }
