@@ -41,31 +41,12 @@ func Features(f *ast.Func, sizes map[string]int64) []float64 {
 		v     []float64
 	}
 	var blocks []blockFeat
-	var walk func(s ast.Stmt, loops []*ast.For)
-	walk = func(s ast.Stmt, loops []*ast.For) {
-		switch s := s.(type) {
-		case *ast.For:
-			walk(s.Body, append(loops, s))
-		case *ast.Seq:
-			for _, c := range s.Stmts {
-				walk(c, loops)
-			}
-		case *ast.IfThenElse:
-			walk(s.Then, loops)
-			if s.Else != nil {
-				walk(s.Else, loops)
-			}
-		case *ast.ScheduleBlock:
-			if s.Body != nil && len(s.Iters) > 0 {
-				it, v := blockFeatures(s, loops, sizes)
-				blocks = append(blocks, blockFeat{it, v})
-			}
-			if s.Body != nil {
-				walk(s.Body, loops)
-			}
+	eachBlock(f, func(b *ast.ScheduleBlock, loops []*ast.For) {
+		if b.Body != nil && len(b.Iters) > 0 {
+			it, v := blockFeatures(b, loops, sizes)
+			blocks = append(blocks, blockFeat{it, v})
 		}
-	}
-	walk(f.Body, nil)
+	})
 	total := 0.0
 	for _, b := range blocks {
 		total += b.iters
@@ -81,6 +62,33 @@ func Features(f *ast.Func, sizes map[string]int64) []float64 {
 	}
 	out[numFeatures-1] = float64(len(blocks))
 	return out
+}
+
+// eachBlock calls fn for every block of f with the loops around it,
+// outermost first.
+func eachBlock(f *ast.Func, fn func(b *ast.ScheduleBlock, loops []*ast.For)) {
+	var walk func(s ast.Stmt, loops []*ast.For)
+	walk = func(s ast.Stmt, loops []*ast.For) {
+		switch s := s.(type) {
+		case *ast.For:
+			walk(s.Body, append(loops[:len(loops):len(loops)], s))
+		case *ast.Seq:
+			for _, c := range s.Stmts {
+				walk(c, loops)
+			}
+		case *ast.IfThenElse:
+			walk(s.Then, loops)
+			if s.Else != nil {
+				walk(s.Else, loops)
+			}
+		case *ast.ScheduleBlock:
+			fn(s, loops)
+			if s.Body != nil {
+				walk(s.Body, loops)
+			}
+		}
+	}
+	walk(f.Body, nil)
 }
 
 func extentOf(e ast.Expr, sizes map[string]int64) float64 {

@@ -160,30 +160,16 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 // a reference (about a second).
 const interpretLimit = 2e6
 
+// iterations counts the block instances f runs.
 func iterations(f *ast.Func, sizes map[string]int64) float64 {
 	total := 0.0
-	var walk func(s ast.Stmt, n float64)
-	walk = func(s ast.Stmt, n float64) {
-		switch s := s.(type) {
-		case *ast.For:
-			walk(s.Body, n*extentOf(s.Extent, sizes))
-		case *ast.Seq:
-			for _, c := range s.Stmts {
-				walk(c, n)
-			}
-		case *ast.IfThenElse:
-			walk(s.Then, n)
-			if s.Else != nil {
-				walk(s.Else, n)
-			}
-		case *ast.ScheduleBlock:
-			total += n
-			if s.Body != nil {
-				walk(s.Body, n)
-			}
+	eachBlock(f, func(_ *ast.ScheduleBlock, loops []*ast.For) {
+		n := 1.0
+		for _, l := range loops {
+			n *= extentOf(l.Extent, sizes)
 		}
-	}
-	walk(f.Body, 1)
+		total += n
+	})
 	return total
 }
 

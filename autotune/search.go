@@ -313,7 +313,7 @@ func mutateTile(d []int64, in schedule.Inst, rng *rand.Rand) []int64 {
 	if d[from] == 1 {
 		return nil
 	}
-	ps := primeFactors(d[from])
+	ps := schedule.PrimeFactors(d[from])
 	p := ps[rng.IntN(len(ps))]
 	to := rng.IntN(len(d) - 1)
 	if to >= from {
@@ -327,18 +327,4 @@ func mutateTile(d []int64, in schedule.Inst, rng *rand.Rand) []int64 {
 		}
 	}
 	return d
-}
-
-func primeFactors(v int64) []int64 {
-	var out []int64
-	for p := int64(2); p*p <= v; p++ {
-		for v%p == 0 {
-			out = append(out, p)
-			v /= p
-		}
-	}
-	if v > 1 {
-		out = append(out, v)
-	}
-	return out
 }

@@ -74,12 +74,12 @@ func (s *Schedule) randomTile(extent int64, n, maxInnermost int) []int64 {
 	for i := range d {
 		d[i] = 1
 	}
-	for _, p := range primeFactors(extent) {
+	for _, p := range PrimeFactors(extent) {
 		d[s.rng.IntN(n)] *= p
 	}
 	if maxInnermost > 0 {
 		for d[n-1] > int64(maxInnermost) {
-			p := primeFactors(d[n-1])[0]
+			p := PrimeFactors(d[n-1])[0]
 			d[n-1] /= p
 			d[s.rng.IntN(max(n-1, 1))] *= p
 			if n == 1 {
@@ -90,7 +90,10 @@ func (s *Schedule) randomTile(extent int64, n, maxInnermost int) []int64 {
 	return d
 }
 
-func primeFactors(v int64) []int64 {
+// PrimeFactors returns the prime factors of v in ascending order, with
+// repeats: the units SamplePerfectTile distributes over the factors of a
+// tile (the autotuner's mutations move them between factors).
+func PrimeFactors(v int64) []int64 {
 	var out []int64
 	for p := int64(2); p*p <= v; p++ {
 		for v%p == 0 {
