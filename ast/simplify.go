@@ -189,7 +189,7 @@ func (a *Analyzer) symbolicBound(d linear) Interval {
 		for k := len(a.order) - 1; k >= 0; k-- {
 			name := a.order[k]
 			r, ok := a.symbolic[name]
-			if !ok || mentions(r.lo, name) || mentions(r.hi, name) {
+			if !ok || Mentions(r.lo, name) || Mentions(r.hi, name) {
 				continue
 			}
 			var coef int64
@@ -227,8 +227,8 @@ func (a *Analyzer) symbolicBound(d linear) Interval {
 	return Interval{walk(false), walk(true)}
 }
 
-// mentions reports whether e uses the variable named name.
-func mentions(e Expr, name string) bool {
+// Mentions reports whether e uses the variable named name.
+func Mentions(e Expr, name string) bool {
 	found := false
 	Inspect(e, func(n Node) bool {
 		if v, ok := n.(*Var); ok && v.Name == name {

@@ -193,7 +193,7 @@ func usesVarDeep(e ast.Expr, name string, b *ast.ScheduleBlock) bool {
 	ast.Inspect(e, func(n ast.Node) bool {
 		if v, ok := n.(*ast.Var); ok {
 			for _, it := range b.Iters {
-				if it.Var.Name == v.Name && usesVar(it.Binding, name) {
+				if it.Var.Name == v.Name && ast.Mentions(it.Binding, name) {
 					found = true
 				}
 			}

@@ -75,7 +75,7 @@ func info(s *schedule.Schedule, b schedule.Block) (*blockInfo, error) {
 	for _, l := range loops {
 		r := roleNone
 		for _, it := range blk.Iters {
-			if !usesVar(it.Binding, l.Name()) {
+			if !ast.Mentions(it.Binding, l.Name()) {
 				continue
 			}
 			k := roleSpatial
@@ -106,17 +106,6 @@ func info(s *schedule.Schedule, b schedule.Block) (*blockInfo, error) {
 		}
 	}
 	return bi, nil
-}
-
-func usesVar(e ast.Expr, name string) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if v, ok := n.(*ast.Var); ok && v.Name == name {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 func (bi *blockInfo) hasReduce() bool {
@@ -222,7 +211,7 @@ func reuses(bi *blockInfo) bool {
 		for _, it := range bi.blk.Iters {
 			used := false
 			for _, rg := range r.Ranges {
-				if usesVar(rg.Min, it.Var.Name) {
+				if ast.Mentions(rg.Min, it.Var.Name) {
 					used = true
 				}
 			}

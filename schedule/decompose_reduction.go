@@ -32,7 +32,7 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 	if k < 0 {
 		return Block{}, illegal(prim, s.f, here, "loop %s is not around block %s", loop.Var.Name, blk.Name)
 	}
-	uses := func(e ast.Expr, lp *ast.For) bool { return usesVar(e, lp.Var.Name) }
+	uses := func(e ast.Expr, lp *ast.For) bool { return ast.Mentions(e, lp.Var.Name) }
 	bindsReduce := func(lp *ast.For) bool {
 		for _, it := range blk.Iters {
 			if it.Kind == ast.Reduce && uses(it.Binding, lp) {

@@ -385,18 +385,6 @@ func blockNames(f *ast.Func) map[string]bool {
 	return out
 }
 
-// usesVar reports whether e uses the variable named name.
-func usesVar(e ast.Expr, name string) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if v, ok := n.(*ast.Var); ok && v.Name == name {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
 // loops resolves several loop handles.
 func (s *Schedule) loops(prim string, ls []Loop) ([]*ast.For, []place, error) {
 	fs := make([]*ast.For, len(ls))

@@ -58,7 +58,7 @@ func crossThreadReduction(d *poly.Dependence, loop *ast.For) bool {
 		return false
 	}
 	for _, it := range d.Source.Block.Iters {
-		if usesVar(it.Binding, loop.Var.Name) && it.Kind != ast.Reduce {
+		if ast.Mentions(it.Binding, loop.Var.Name) && it.Kind != ast.Reduce {
 			return false
 		}
 	}

@@ -59,7 +59,7 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	}
 	// Loops binding reduce variables, and the spatial bindings' loops.
 	loopsAbove := at.loops()
-	usesLoop := func(e ast.Expr, lp *ast.For) bool { return usesVar(e, lp.Var.Name) }
+	usesLoop := func(e ast.Expr, lp *ast.For) bool { return ast.Mentions(e, lp.Var.Name) }
 	var reduceLoops []*ast.For
 	for _, lp := range loopsAbove {
 		spatial, reduce := false, false
