@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -32,6 +33,11 @@ type Record struct {
 	Error   string    `json:"error,omitempty"`
 	Version string    `json:"version"`
 	Time    time.Time `json:"time"`
+	// Run names the tuning run that measured the record (its start time
+	// and seed), Trial its place in that run, from 1: a run's records in
+	// trial order draw its tuning curve.
+	Run   string `json:"run,omitempty"`
+	Trial int    `json:"trial,omitempty"`
 }
 
 // OK reports whether the record measured a correct kernel.
@@ -157,4 +163,17 @@ func best(recs []*Record, workload, target string) *Record {
 		}
 	}
 	return b
+}
+
+// Apply replays the record's trace on f, the unscheduled function it was
+// tuned for, and returns the function to build (Finish applied).
+func (r *Record) Apply(f *ast.Func) (*ast.Func, error) {
+	if h := ast.Hash(f).String(); h != r.Workload {
+		return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, f.Name, h)
+	}
+	s, err := schedule.Replay(f, r.Trace, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Finish(s), nil
 }

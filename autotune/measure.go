@@ -73,9 +73,18 @@ type ProcessRunner struct {
 	MinSeconds float64       // each sample repeats the kernel until it takes this long; 0 means 0.01
 
 	mu   sync.Mutex
-	refs map[string]string // task hash → reference file
+	refs map[string]string  // task hash → reference file
+	best map[string]float64 // task hash → fastest median measured
 	dir  string
 }
+
+// timeBudget bounds the time a worker spends taking samples beyond the
+// first.
+const timeBudget = 2 * time.Second
+
+// slowFactor: a candidate whose checked run takes this many times the
+// best median so far is not timed further; that one run is its time.
+const slowFactor = 4
 
 // workRequest is what the runner sends a worker, as JSON on stdin.
 type workRequest struct {
@@ -89,6 +98,9 @@ type workRequest struct {
 	Write      bool             `json:"write"`     // write the reference instead of checking it
 	Repeats    int              `json:"repeats"`
 	MinSeconds float64          `json:"min_seconds"`
+	// Cutoff: a first run slower than this many seconds is the only
+	// sample (0: none).
+	Cutoff float64 `json:"cutoff,omitempty"`
 }
 
 // workResponse is what a worker answers, as JSON on stdout.
@@ -114,15 +126,37 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 		case builds[i].Err != nil:
 			out[i].Err = builds[i].Err
 		default:
-			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Reference: ref})
+			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task)})
 			if werr != nil {
 				out[i].Err = werr
 			} else {
 				out[i].Seconds = resp.Seconds
+				r.measured(task, resp.Seconds)
 			}
 		}
 	}
 	return out
+}
+
+// cutoff is the time beyond which a candidate of task is not worth more
+// than one run.
+func (r *ProcessRunner) cutoff(task *Task) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slowFactor * r.best[ast.Hash(task.Func).String()]
+}
+
+func (r *ProcessRunner) measured(task *Task, seconds []float64) {
+	m, _ := Summarize(seconds)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.best == nil {
+		r.best = map[string]float64{}
+	}
+	key := ast.Hash(task.Func).String()
+	if b, ok := r.best[key]; !ok || m < b {
+		r.best[key] = m
+	}
 }
 
 // reference computes the task's expected outputs once: the unscheduled
@@ -260,6 +294,11 @@ func tail(s string) string {
 	if s == "" {
 		return ""
 	}
+	// A Go panic: its message, and the frame that panicked.
+	if i := strings.Index(s, "panic: "); i >= 0 {
+		lines := strings.Split(s[i:], "\n")
+		return ": " + strings.Join(lines[:min(len(lines), 8)], "\n")
+	}
 	if len(s) > 400 {
 		s = "..." + s[len(s)-400:]
 	}
@@ -302,9 +341,11 @@ func serve(req *workRequest) *workResponse {
 		return fail(err)
 	}
 	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	first := time.Now()
 	if err := k.Run(req.Sizes, args); err != nil {
 		return fail(err)
 	}
+	firstSeconds := time.Since(first).Seconds()
 	resp := &workResponse{}
 	if req.Write {
 		file, err := os.Create(req.Reference)
@@ -336,6 +377,10 @@ func serve(req *workRequest) *workResponse {
 			return fail(fmt.Errorf("wrong result: %s differs from the reference by %g (tolerance %g)", p.Name, e, tol))
 		}
 	}
+	if req.Cutoff > 0 && firstSeconds > req.Cutoff {
+		resp.Seconds = []float64{firstSeconds} // slow: one run says enough
+		return resp
+	}
 	// Calibrate: repeat the kernel until a sample takes MinSeconds.
 	call, err := k.Bind(req.Sizes, args)
 	if err != nil {
@@ -351,11 +396,18 @@ func serve(req *workRequest) *workResponse {
 			}
 		}
 		if d := time.Since(start).Seconds(); d >= req.MinSeconds || reps >= 1<<20 {
+			if reps == 1 && d > 1 {
+				// A run of more than a second: this one is a sample too.
+				resp.Seconds = append(resp.Seconds, d)
+			}
 			break
 		}
 		reps *= 2
 	}
-	for range req.Repeats {
+	// Samples until Repeats of them, or until they took timeBudget (a
+	// slow kernel's few samples say enough).
+	timed := time.Now()
+	for len(resp.Seconds) < req.Repeats && (len(resp.Seconds) == 0 || time.Since(timed) < timeBudget) {
 		start := time.Now()
 		for range reps {
 			call.Run()

@@ -3,10 +3,13 @@ package autotune
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/loom-go/loom/ast"
@@ -124,6 +127,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 	var parents []parent
 	best := math.Inf(1)
 	failed := 0
+	run := fmt.Sprintf("%s seed=%d", start.UTC().Format(time.RFC3339), opts.Seed)
 	for len(res.Records) < opts.Trials {
 		if ctx.Err() != nil {
 			break
@@ -135,18 +139,25 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 				pool = append(pool, c)
 			}
 		}
+		// Each candidate is made from a seed drawn here, in order, so
+		// that making them in parallel keeps the search reproducible.
+		var makers []func() *Candidate
 		fresh := opts.Population
 		if len(parents) > 0 {
 			fresh = opts.Batch / 2
 			sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
 			top := parents[:min(len(parents), 8)]
 			for range opts.Mutants {
-				p := top[rng.IntN(len(top))]
-				add(mutate(task, p.c, rng))
+				p, seed := top[rng.IntN(len(top))], rng.Uint64()
+				makers = append(makers, func() *Candidate { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
 			}
 		}
 		for range fresh {
-			add(sample(task, rng.Uint64()))
+			seed := rng.Uint64()
+			makers = append(makers, func() *Candidate { return sample(task, seed) })
+		}
+		for _, c := range parallelMap(makers) {
+			add(c)
 		}
 		if len(pool) == 0 {
 			if len(parents) == 0 {
@@ -161,7 +172,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		var ys []float64
 		for i, c := range batch {
 			seen[c.Hash] = true
-			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: c.Sched.Trace(), Version: opts.Version, Time: time.Now().UTC()}
+			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: c.Sched.Trace(), Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: len(res.Records) + 1}
 			switch {
 			case builds[i].Err != nil:
 				rec.Error = "build: " + builds[i].Err.Error()
@@ -169,7 +180,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 				rec.Error = runs[i].Err.Error()
 			default:
 				rec.Seconds = runs[i].Seconds
-				rec.Median, rec.Spread = summarize(runs[i].Seconds)
+				rec.Median, rec.Spread = Summarize(runs[i].Seconds)
 			}
 			if rec.OK() {
 				parents = append(parents, parent{c, rec.Median})
@@ -200,8 +211,8 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 	return res, ctx.Err()
 }
 
-// summarize returns the median and the interquartile range over it.
-func summarize(xs []float64) (median, spread float64) {
+// Summarize returns the median and the interquartile range over it.
+func Summarize(xs []float64) (median, spread float64) {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s) == 0 {
@@ -266,7 +277,9 @@ func mutate(task *Task, c *Candidate, rng *rand.Rand) *Candidate {
 	tr := c.Sched.Trace()
 	var sites []int
 	for i, in := range tr.Insts {
-		if in.Decision != nil {
+		// A decision no later instruction uses (a structural choice a
+		// rule made in Go) changes nothing on replay.
+		if in.Decision != nil && usedLater(tr, i) {
 			sites = append(sites, i)
 		}
 	}
@@ -327,4 +340,42 @@ func mutateTile(d []int64, in schedule.Inst, rng *rand.Rand) []int64 {
 		}
 	}
 	return d
+}
+
+// usedLater reports whether an output of instruction i is an argument of
+// a later instruction.
+func usedLater(tr *schedule.Trace, i int) bool {
+	var uses func(a schedule.Arg) bool
+	uses = func(a schedule.Arg) bool {
+		return slices.Contains(tr.Insts[i].Outputs, a.RV) || slices.ContainsFunc(a.List, uses)
+	}
+	for _, in := range tr.Insts[i+1:] {
+		if slices.ContainsFunc(in.Args, uses) {
+			return true
+		}
+	}
+	return false
+}
+
+// parallelMap calls every f, on as many goroutines as there are CPUs, and
+// returns their results in order.
+func parallelMap[T any](fs []func() T) []T {
+	out := make([]T, len(fs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.NumCPU(), len(fs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = fs[i]()
+			}
+		}()
+	}
+	for i := range fs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -25,12 +26,18 @@ func (s *Schedule) Split(l Loop, factors ...int) ([]Loop, error) {
 	return s.split(l, vals, args)
 }
 
-// SplitBy is Split with factors decided by SamplePerfectTile; the trace
-// links them, so a replay with another decision splits differently.
+// SplitBy is Split with factors decided by sampling (SamplePerfectTile,
+// SampleCategorical); the trace links them, so a replay with another
+// decision splits differently. The zero Value stands for an inferred
+// factor (-1 in Split).
 func (s *Schedule) SplitBy(l Loop, factors []Value) ([]Loop, error) {
 	vals := make([]int64, len(factors))
 	args := make([]Arg, len(factors))
 	for i, f := range factors {
+		if f == (Value{}) {
+			vals[i], args[i] = -1, IntArg(-1)
+			continue
+		}
 		if f.s != s {
 			return nil, badHandle("split", s.f, "factor %d is not a value of this schedule", i)
 		}
@@ -214,8 +221,15 @@ func init() {
 			return err
 		},
 		goCall: func(args []string) string {
-			if len(args) > 1 && args[1] != "" && (args[1][0] == 'v') {
-				return fmt.Sprintf("sch.SplitBy(%s, []schedule.Value{%s})", args[0], args[1])
+			if len(args) > 1 && strings.Contains(args[1], "v") {
+				// Sampled factors; an inferred one is the zero Value.
+				parts := strings.Split(args[1], ", ")
+				for i, p := range parts {
+					if p == "-1" {
+						parts[i] = "{}"
+					}
+				}
+				return fmt.Sprintf("sch.SplitBy(%s, []schedule.Value{%s})", args[0], strings.Join(parts, ", "))
 			}
 			return fmt.Sprintf("sch.Split(%s, %s)", args[0], args[1])
 		},

@@ -2,9 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/loom-go/loom/ast"
 
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/bench"
@@ -14,20 +15,33 @@ import (
 // [-json] runs a built-in workload with a built-in schedule, checks its
 // result, and prints the time.
 func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	name := fs.String("workload", "gemm", "workload: gemm, gemm_bias_relu, rmsnorm, softmax, chain, conv2d, or all")
+	fs := newFlags("bench", "-workload W [-size N] [-threads T] [-schedule hand|tuned|none] [flags]",
+		`Compiles a built-in workload with a schedule, checks its result against
+the workload's Go reference, and times it (the best of several runs). The
+schedule is the hand-written one, the best record of the tuning database
+for this machine and thread count (tuned: run loom tune first), or none.
+-json prints the lines ../shared/peers prints, for side-by-side figures.`, stderr)
+	name := fs.String("workload", "gemm", "workload: "+workloadNames()+", or all")
 	size := fs.Int("size", 0, "M = N = K of gemm and gemm_bias_relu (default 1024)")
 	threads := fs.Int("threads", 1, "threads for parallel loops (0: one per core)")
-	sched := fs.String("schedule", "hand", "schedule: hand (built in) or none")
+	sched := fs.String("schedule", "hand", "schedule: hand (built in), tuned (the tuning database's best) or none")
+	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
 	vbits := fs.Int("vector-bits", 0, "SIMD width in bits (0: the host's)")
 	cpu := fs.String("mcpu", "", "target CPU, as llc -mcpu takes it (default: the host)")
 	attrs := fs.String("mattr", "", "target features, as llc -mattr takes them")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	rf := recordFlags{db: *dbPath, threads: *threads}
+	tuned := func(f *ast.Func) (*ast.Func, error) {
+		r, err := rf.best(f)
+		if err != nil {
+			return nil, err
+		}
+		return r.Apply(f)
 	}
 	names := []string{*name}
 	if *name == "all" {
@@ -46,7 +60,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, n := range names {
-		r, err := bench.Run(bench.Options{Workload: n, Size: *size, Threads: *threads, Schedule: *sched, Cold: *cold, LLVM: opts})
+		r, err := bench.Run(bench.Options{Workload: n, Size: *size, Threads: *threads, Schedule: *sched, Tuned: tuned, Cold: *cold, LLVM: opts})
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
 			status = 1

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -20,12 +19,14 @@ import (
 // checks the result against plain Go code; then schedules it, compiles it
 // with LLVM, runs the kernel and checks it against the interpreter.
 func runExample(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("example", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("example", "[-S1 N] [-S2 N]", `Builds the symbolic element-wise/reduce chain with the ast builder, prints
+the function, interprets it and checks it against plain Go code; then
+schedules it, compiles it with LLVM, runs the kernel and checks it against
+the interpreter.`, stderr)
 	s1 := fs.Int("S1", 2, "value of the symbolic size S1")
 	s2 := fs.Int("S2", 3, "value of the symbolic size S2")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *s1 < 0 || *s2 < 0 || *s1**s2 > 1<<12 {
 		fmt.Fprintln(stderr, "loom example: S1 and S2 must be non-negative with S1*S2 <= 4096")

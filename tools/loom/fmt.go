@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,14 +11,13 @@ import (
 // runFmt parses and verifies each file and prints it in canonical form, or
 // with -w rewrites the file in place.
 func runFmt(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fmt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("fmt", "[-w] FILE...", "Checks .loom files (parse errors with line:column) and prints each in canonical\nform; -w rewrites the files instead.", stderr)
 	write := fs.Bool("w", false, "write the canonical form back to each file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: loom fmt [-w] FILE...")
+		fs.Usage()
 		return 2
 	}
 	code := 0

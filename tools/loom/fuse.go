@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,17 +16,20 @@ import (
 // every symbol it also prints the memory plan and checks the fused
 // kernels against one kernel per operator on random inputs.
 func runFuse(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fuse", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("fuse", "[-dump PASSES] [-nofuse] [-size NAME=VALUE]... GRAPH.json", `Reads an operator graph in loom's JSON format (fusion/doc.go), runs the
+graph passes and fusion, and prints the kernels, the buffers between them
+and each kernel's function. With a value for every symbol it also prints
+the memory plan and checks the fused kernels against one kernel per
+operator on random inputs.`, stderr)
 	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: decompose,fold,simplify,cse,dce,fuse or all)")
 	noFuse := fs.Bool("nofuse", false, "one kernel per operator")
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: loom fuse [-dump PASSES] [-nofuse] [-size NAME=VALUE]... GRAPH.json")
+		fs.Usage()
 		return 2
 	}
 	f, err := os.Open(fs.Arg(0))

@@ -9,13 +9,17 @@
 //	                          interpret a .loom function on random inputs
 //	loom fuse [-dump PASSES] [-nofuse] [-size S=V]... GRAPH.json
 //	                          fuse an operator graph into kernels and print the plan
-//	loom tune -workload W [-size N] [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
-//	                          search schedules, keep the records, write the best kernel
-//	loom bench -workload W [-size N] [-threads T] [-json]
+//	loom tune (-workload W [-size N] | -graph G.json -size S=V...) [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
+//	                          search schedules, keep the records, write the best kernels
+//	loom bench -workload W [-size N] [-threads T] [-schedule hand|tuned|none] [-json]
 //	                          compile, check and time a built-in workload
+//	loom lower ... [-trace FILE]
+//	                          print a function before and after a schedule
+//	loom replay ...           print the best tuning record's schedule as Go code
+//	loom plot ... [-o FILE.svg]
+//	                          draw the tuning curves of a function
 //
-// The autotuner, the benchmarks and the code generators arrive as further
-// commands.
+// Every command explains its flags with -h; a failure exits non-zero.
 package main
 
 import (
@@ -37,6 +41,9 @@ var commands = map[string]command{
 	"example": {"build, print and interpret an example function", runExample},
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
 	"fuse":    {"fuse a JSON operator graph into kernels and print the plan", runFuse},
+	"lower":   {"print a function before and after a schedule (a trace or the best tuning record)", runLower},
+	"plot":    {"draw the tuning curves of a function as an SVG file", runPlot},
+	"replay":  {"apply the best tuning record of a function and print its schedule as Go code", runReplay},
 	"run":     {"interpret a .loom function on random inputs", runRun},
 	"tune":    {"search schedules of a workload, keep the records, write the best kernel", runTune},
 	"worker":  {"(internal) measure one candidate for loom tune", runWorker},

@@ -169,3 +169,58 @@ func TestTune(t *testing.T) {
 		}
 	}
 }
+
+// TestTunedCommands tunes a small gemm and the kernels of a graph, then
+// uses the records: bench -schedule tuned, lower, replay and plot.
+func TestTunedCommands(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db.jsonl")
+	if code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "48", "-trials", "6", "-threads", "1", "-db", db, "-q"); code != 0 {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	code, out, errs := runLoom(t, "bench", "-workload", "gemm", "-size", "48", "-threads", "1", "-schedule", "tuned", "-db", db, "-json")
+	if code != 0 || !strings.Contains(out, `"schedule":"tuned"`) {
+		t.Fatalf("bench -schedule tuned: exit %d: %s\n%s", code, errs, out)
+	}
+	code, out, errs = runLoom(t, "lower", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db)
+	if code != 0 || !strings.Contains(out, "// gemm before:") || !strings.Contains(out, "// gemm after:") || !strings.Contains(out, "get_block(\"C\")") {
+		t.Fatalf("lower: exit %d: %s\n%s", code, errs, out)
+	}
+	code, out, errs = runLoom(t, "replay", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db)
+	if code != 0 || !strings.Contains(out, "func apply(sch *schedule.Schedule) error {") || !strings.Contains(out, `sch.GetBlock("C")`) {
+		t.Fatalf("replay: exit %d: %s\n%s", code, errs, out)
+	}
+	svg := filepath.Join(dir, "curve.svg")
+	code, out, errs = runLoom(t, "plot", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db, "-o", svg)
+	if code != 0 || !strings.Contains(out, "6 trials") {
+		t.Fatalf("plot: exit %d: %s\n%s", code, errs, out)
+	}
+	if data, err := os.ReadFile(svg); err != nil || !strings.Contains(string(data), "<polyline") {
+		t.Fatalf("plot wrote %q, %v", data, err)
+	}
+	// Another size has no records: a clear error, exit 1.
+	if code, _, errs := runLoom(t, "replay", "-workload", "gemm", "-size", "32", "-threads", "1", "-db", db); code != 1 || !strings.Contains(errs, "no successful record") {
+		t.Errorf("replay without records: exit %d, %s", code, errs)
+	}
+
+	// A graph: every fused kernel is tuned.
+	code, out, errs = runLoom(t, "tune", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-trials", "3", "-threads", "1", "-db", db, "-q", "-json")
+	if code != 0 {
+		t.Fatalf("tune -graph: exit %d: %s\n%s", code, errs, out)
+	}
+	if n := strings.Count(out, `"kernel"`); n < 2 {
+		t.Errorf("tune -graph tuned %d kernels, want every kernel of the MLP:\n%s", n, out)
+	}
+	if code, _, errs := runLoom(t, "tune", "-graph", "../../testdata/fusion/mlp.json"); code != 2 || !strings.Contains(errs, "-size T=N") {
+		t.Errorf("tune -graph without sizes: exit %d, %s", code, errs)
+	}
+	// -h explains the flags of every command and exits 0.
+	for name := range commands {
+		if name == "worker" {
+			continue
+		}
+		if code, _, errs := runLoom(t, name, "-h"); code != 0 || !strings.Contains(errs, "usage: loom "+name) {
+			t.Errorf("%s -h: exit %d, %s", name, code, errs)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,16 +32,15 @@ func (s sizeFlags) Set(v string) error {
 // runRun interprets a function on reproducible random inputs and prints a
 // summary of every buffer parameter afterwards.
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run", "[-size NAME=VALUE]... [-seed N] FILE", "Interprets a .loom function on reproducible random inputs and prints a\nsummary of every buffer parameter afterwards.", stderr)
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "value of a symbolic size, as NAME=VALUE (repeatable)")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: loom run [-size NAME=VALUE]... [-seed N] FILE")
+		fs.Usage()
 		return 2
 	}
 	f, err := parseFile(fs.Arg(0))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -25,136 +24,180 @@ import (
 // version is written into every tuning record.
 const version = "loom-dev"
 
-// runTune searches schedules of a built-in workload, measuring every
-// candidate in an isolated worker process, appends the records to the
-// database and writes the best kernel out.
+// tuneSummary is what tune reports of one kernel (-json prints it).
+type tuneSummary struct {
+	Kernel   string   `json:"kernel"`
+	Shape    string   `json:"shape"`
+	Threads  int      `json:"threads"`
+	Trials   int      `json:"trials"`
+	Failed   int      `json:"failed"`
+	BestMs   float64  `json:"best_ms"`
+	Best     string   `json:"best"`
+	StartMs  float64  `json:"start_ms"`
+	Start    string   `json:"start"`
+	Speedup  float64  `json:"speedup"`
+	Seconds  float64  `json:"seconds"`
+	Database string   `json:"db"`
+	Files    []string `json:"files,omitempty"`
+	Trace    string   `json:"trace"`
+}
+
+// runTune searches schedules of a built-in workload or of every fused
+// kernel of a graph, measuring every candidate in an isolated worker
+// process; it appends the records to the database and writes the best
+// kernels out.
 func runTune(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	name := fs.String("workload", "gemm", "the workload to tune: "+workloadNames())
-	size := fs.Int("size", 0, "problem size of the sized workloads (0: the default)")
+	fs := newFlags("tune", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [flags]",
+		`Searches schedules of a function with the autotuner: candidates from the
+search rules, evolved by mutation and chosen by a cost model, each built and
+run in a worker process of its own (a crashing or hanging one is recorded as
+failed), checked against a reference before it is timed. Every measured
+candidate is appended to the tuning database; the best one is printed (its
+schedule as a trace) and, with -out, written as LLVM IR, an object file and
+a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
+	var src source
+	src.register(fs)
 	threads := fs.Int("threads", 0, "threads the kernel runs on (0: one per core)")
-	trials := fs.Int("trials", 64, "candidates to measure")
+	trials := fs.Int("trials", 64, "candidates to measure (per kernel)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same search")
-	dbPath := fs.String("db", "", "the tuning database, JSON lines (default: loom's cache directory)")
-	out := fs.String("out", "", "write the best kernel here as NAME.ll, NAME.o and NAME.h")
+	dbPath := fs.String("db", "", "the tuning database, JSON lines (default: tuning.jsonl in loom's cache directory)")
+	out := fs.String("out", "", "write each best kernel into this directory as NAME.ll, NAME.o and NAME.h")
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
+	quiet := fs.Bool("q", false, "no progress bar")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	w, err := bench.Lookup(*name)
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "loom tune:", err)
+		return 1
+	}
+	jobs, err := src.jobs()
 	if err != nil {
 		fmt.Fprintln(stderr, "loom tune:", err)
 		return 2
 	}
-	n := *size
-	if n == 0 {
-		n = w.DefaultSize
-	}
-	c := w.Case(n)
 	nt := *threads
 	if nt <= 0 {
 		nt = runtime.NumCPU()
 	}
 	cache, err := native.DefaultCache()
 	if err != nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 1
+		return fail(err)
 	}
 	if *dbPath == "" {
-		*dbPath = filepath.Join(cache.Dir, "tuning.jsonl")
+		*dbPath = defaultDB(cache)
 	}
 	db, err := autotune.OpenDatabase(*dbPath)
 	if err != nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 1
+		return fail(err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 1
+		return fail(err)
 	}
-	host := llvm.Host()
-	lanes := host.VectorBits() / 32
-	task := &autotune.Task{
-		Name: w.Name, Func: c.Func, Sizes: c.Sizes,
-		Target: fmt.Sprintf("%s/%s/%dbit/%dT", host.Triple, host.CPU, host.VectorBits(), nt),
-		Space:  &autotune.Space{Rules: autotune.DefaultRules(), Target: autotune.Target{VectorLanes: lanes, Threads: nt}},
-	}
-	builder := &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()}
-	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: *timeout}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-
-	// The starting schedule: the function as written.
-	start, err := schedule.New(c.Func)
-	if err != nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 1
+	t := &tuner{
+		threads: nt,
+		builder: &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
+		runner:  &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: *timeout},
+		opts:    autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version},
 	}
-	base := &autotune.Candidate{Sched: start, Func: c.Func}
-	baseRun := runner.Run(ctx, task, []*autotune.Candidate{base}, builder.Build(ctx, task, []*autotune.Candidate{base}))[0]
-	baseSeconds := math.Inf(1)
-	if baseRun.Err == nil {
-		baseSeconds = median(baseRun.Seconds)
-	}
-	begin := time.Now()
-	res, err := autotune.Tune(ctx, task, builder, runner, autotune.Options{
-		Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version,
-		Progress: func(p autotune.Progress) { progressBar(stderr, p, w, n) },
-	})
-	fmt.Fprintln(stderr)
-	if err != nil && ctx.Err() == nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 1
-	}
-	if res == nil || res.Best == nil {
-		fmt.Fprintln(stderr, "loom tune: no candidate ran correctly")
-		return 1
-	}
-	speed := func(sec float64) string {
-		if w.Flops != nil {
-			return fmt.Sprintf("%.1f GFLOP/s", w.Flops(n)/sec/1e9)
+	status := 0
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
 		}
-		return fmt.Sprintf("%.1f GB/s", float64(bench.Traffic(c))/sec/1e9)
-	}
-	summary := map[string]any{
-		"workload": w.Name, "size": n, "threads": nt, "trials": len(res.Records),
-		"best_ms": res.Best.Median * 1e3, "start_ms": baseSeconds * 1e3, "speedup": baseSeconds / res.Best.Median,
-		"best": speed(res.Best.Median), "db": *dbPath, "seconds": time.Since(begin).Seconds(),
-	}
-	if *out != "" {
-		files, err := writeKernel(*out, w.Name, c.Func, res.Best)
+		if !*quiet {
+			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j) }
+		}
+		sum, err := t.tune(ctx, j)
+		if !*quiet {
+			fmt.Fprintln(stderr)
+		}
 		if err != nil {
-			fmt.Fprintln(stderr, "loom tune:", err)
-			return 1
+			fmt.Fprintf(stderr, "loom tune: %s: %v\n", j.Name, err)
+			status = 1
+			continue
 		}
-		summary["files"] = files
+		sum.Database = *dbPath
+		if *out != "" {
+			if sum.Files, err = writeKernel(*out, j.Name, t.best); err != nil {
+				return fail(err)
+			}
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(sum)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %s, %d threads: best %.3f ms (%s) after %d trials (%d failed) in %.0f s; the starting schedule took %.3f ms (%s): %.1fx\n",
+			sum.Kernel, sum.Shape, sum.Threads, sum.BestMs, sum.Best, sum.Trials, sum.Failed, sum.Seconds, sum.StartMs, sum.Start, sum.Speedup)
+		fmt.Fprintf(stdout, "records appended to %s\n", sum.Database)
+		if len(sum.Files) > 0 {
+			fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(sum.Files, ", "))
+		}
+		fmt.Fprintf(stdout, "best schedule:\n%s\n", sum.Trace)
 	}
-	if *asJSON {
-		json.NewEncoder(stdout).Encode(summary)
-		return 0
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "loom tune: interrupted; the records measured so far are in", *dbPath)
+		return 130
 	}
-	fmt.Fprintf(stdout, "%s %s, %d threads: best %.3f ms (%s) after %d trials in %.0f s; the starting schedule took %.3f ms (%s): %.1fx\n",
-		w.Name, w.Shape(n), nt, res.Best.Median*1e3, speed(res.Best.Median), len(res.Records), time.Since(begin).Seconds(),
-		baseSeconds*1e3, speed(baseSeconds), baseSeconds/res.Best.Median)
-	fmt.Fprintf(stdout, "record appended to %s\n", *dbPath)
-	if files, ok := summary["files"].([]string); ok {
-		fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(files, ", "))
-	}
-	fmt.Fprintf(stdout, "best schedule:\n%s", res.Best.Trace)
-	return 0
+	return status
 }
 
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
+// defaultDB is the tuning database in loom's cache directory.
+func defaultDB(cache *native.Cache) string { return filepath.Join(cache.Dir, "tuning.jsonl") }
+
+// tuner tunes jobs one after the other with one builder and runner.
+type tuner struct {
+	threads int
+	builder autotune.Builder
+	runner  autotune.Runner
+	opts    autotune.Options
+	best    *ast.Func // the last job's best function
+}
+
+func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, error) {
+	task := &autotune.Task{
+		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes,
+		Target: autotune.TargetKey(llvm.Host(), t.threads),
+		Space:  &autotune.Space{Rules: autotune.DefaultRules(), Target: autotune.HostTarget(t.threads)},
+	}
+	// The starting schedule: the function as written.
+	start, err := schedule.New(j.Case.Func)
+	if err != nil {
+		return nil, err
+	}
+	base := []*autotune.Candidate{{Sched: start, Func: j.Case.Func}}
+	baseRun := t.runner.Run(ctx, task, base, t.builder.Build(ctx, task, base))[0]
+	baseSeconds := math.Inf(1)
+	if baseRun.Err == nil {
+		baseSeconds, _ = autotune.Summarize(baseRun.Seconds)
+	}
+	begin := time.Now()
+	res, err := autotune.Tune(ctx, task, t.builder, t.runner, t.opts)
+	if err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	if res == nil || res.Best == nil {
+		return nil, fmt.Errorf("no candidate ran correctly")
+	}
+	if t.best, err = res.Best.Apply(j.Case.Func); err != nil {
+		return nil, err
+	}
+	failed := 0
+	for _, r := range res.Records {
+		if !r.OK() {
+			failed++
 		}
 	}
-	return s[len(s)/2]
+	return &tuneSummary{
+		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, Trials: len(res.Records), Failed: failed,
+		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
+		StartMs: baseSeconds * 1e3, Start: j.speed(baseSeconds), Speedup: baseSeconds / res.Best.Median,
+		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),
+	}, nil
 }
 
 func workloadNames() string {
@@ -167,32 +210,24 @@ func workloadNames() string {
 
 // progressBar redraws one line on stderr: trials, best so far, elapsed
 // time and the estimated time left.
-func progressBar(w io.Writer, p autotune.Progress, wl *bench.Workload, n int) {
+func progressBar(w io.Writer, p autotune.Progress, j *job) {
 	const width = 24
 	done := width * p.Trials / max(p.Total, 1)
 	bar := strings.Repeat("#", done) + strings.Repeat(".", width-done)
 	best := "-"
 	if !math.IsInf(p.Best, 0) {
-		best = fmt.Sprintf("%.3f ms", p.Best*1e3)
-		if wl.Flops != nil {
-			best += fmt.Sprintf(" (%.1f GFLOP/s)", wl.Flops(n)/p.Best/1e9)
-		}
+		best = fmt.Sprintf("%.3f ms (%s)", p.Best*1e3, j.speed(p.Best))
 	}
 	eta := time.Duration(0)
 	if p.Trials > 0 {
 		eta = time.Duration(float64(p.Elapsed) * float64(p.Total-p.Trials) / float64(p.Trials))
 	}
-	fmt.Fprintf(w, "\r[%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s   ", bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
+	fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
 }
 
-// writeKernel replays the record and writes the kernel's LLVM IR, object
-// file and C header.
-func writeKernel(dir, name string, f *ast.Func, r *autotune.Record) ([]string, error) {
-	s, err := schedule.Replay(f, r.Trace, nil)
-	if err != nil {
-		return nil, err
-	}
-	m, err := llvm.Lower(autotune.Finish(s), llvm.Options{})
+// writeKernel writes a function's LLVM IR, object file and C header.
+func writeKernel(dir, name string, f *ast.Func) ([]string, error) {
+	m, err := llvm.Lower(f, llvm.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,26 @@
+package autotune
+
+import (
+	"github.com/loom-go/loom/schedule"
+)
+
+// RandomComputeLocation moves a block that is not an output under a
+// sampled loop of its consumer (or leaves it at the root).
+type RandomComputeLocation struct{}
+
+func (RandomComputeLocation) Name() string { return "random-compute-location" }
+
+func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, _ Target) error {
+	bi, err := info(s, b)
+	if err != nil || bi.output || bi.reads == 0 {
+		return errSkip
+	}
+	l, err := s.SampleComputeLocation(b)
+	if err != nil {
+		return errSkip
+	}
+	if l.IsRoot() {
+		return nil
+	}
+	return s.ComputeAt(b, l)
+}

@@ -1,0 +1,85 @@
+package autotune
+
+import (
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// ParallelVectorizeUnroll parallelizes a block's outermost spatial loop,
+// vectorizes its innermost loop when that is spatial with a constant
+// extent, and unrolls the loop above it when a sampled limit allows (0
+// never unrolls).
+type ParallelVectorizeUnroll struct {
+	MaxUnroll []int64
+}
+
+func (ParallelVectorizeUnroll) Name() string { return "parallel-vectorize-unroll" }
+
+func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	bi, err := info(s, b)
+	if err != nil || len(bi.loops) == 0 {
+		return errSkip
+	}
+	if bi.roles[0] == roleSpatial && t.Threads > 1 {
+		_ = s.Parallel(bi.loops[0]) // refused when illegal: stays serial
+	}
+	last := len(bi.loops) - 1
+	if bi.roles[last] == roleSpatial && last > 0 {
+		_ = s.Vectorize(bi.loops[last])
+	}
+	if len(p.MaxUnroll) > 0 && last > 0 && bi.roles[last-1] != roleMixed {
+		probs := make([]float64, len(p.MaxUnroll))
+		for i := range probs {
+			probs[i] = 1
+		}
+		v, err := s.SampleCategorical(p.MaxUnroll, probs)
+		if err != nil {
+			return err
+		}
+		// The limit is an annotation, so a mutated decision takes effect
+		// on replay; unrollAnnotated applies it before building.
+		return s.AnnotateLoopBy(bi.loops[last-1], unrollKey, v)
+	}
+	return nil
+}
+
+// unrollKey annotates a loop with the largest extent it is unrolled at.
+const unrollKey = "autotune.unroll_max"
+
+// unrollAnnotated unrolls the serial loops whose constant extent is
+// within their unrollKey annotation (always legal: unrolling keeps the
+// order of iterations).
+func unrollAnnotated(f *ast.Func) *ast.Func {
+	var fix func(s ast.Stmt) ast.Stmt
+	fix = func(s ast.Stmt) ast.Stmt {
+		s = ast.MapChildren(s, fix, func(e ast.Expr) ast.Expr { return e })
+		lp, ok := s.(*ast.For)
+		if !ok || lp.Kind != ast.Serial {
+			return s
+		}
+		limit, ok := lp.Annotations[unrollKey]
+		n, isInt := limit.(int64)
+		ext, isConst := ast.ConstIntValue(ast.Simplify(lp.Extent))
+		if !ok || !isInt || !isConst || n == 0 || ext > n {
+			return s
+		}
+		c := *lp
+		c.Kind = ast.Unrolled
+		return &c
+	}
+	g := *f
+	g.Body = fix(f.Body)
+	return &g
+}
+
+func loopExtent(s *schedule.Schedule, name string) (int64, bool) {
+	var ext int64
+	ok := false
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if f, isFor := n.(*ast.For); isFor && f.Var.Name == name {
+			ext, ok = ast.ConstIntValue(ast.Simplify(f.Extent))
+		}
+		return true
+	})
+	return ext, ok
+}

@@ -1,0 +1,89 @@
+package autotune
+
+import (
+	"github.com/loom-go/loom/schedule"
+)
+
+// VectorRFactor vectorizes a reduction along its innermost loop (a row
+// of rmsnorm, softmax or a sum): the loop is split by a sampled number of
+// partial results, a whole number of vectors up to MaxVectors, and that
+// inner part is factored out with rfactor, so that the partial results
+// are vector lanes reduced by independent chains of adds; the partial
+// results are summed at the end. The inits of both steps are moved
+// before their reduction loops (so that the partial results stay in
+// registers). It applies to reductions without reuse (those are
+// MultiLevelTiling's) whose innermost loop is a reduce loop of constant
+// extent divisible by a vector.
+type VectorRFactor struct {
+	MaxVectors int
+}
+
+func (VectorRFactor) Name() string { return "vector-rfactor" }
+
+func (r VectorRFactor) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || reuses(bi) || len(bi.loops) == 0 || t.VectorLanes < 2 {
+		return errSkip
+	}
+	last := bi.loops[len(bi.loops)-1]
+	n, ok := loopExtent(s, last.Name())
+	if !ok || bi.roles[len(bi.loops)-1] != roleReduce {
+		return errSkip
+	}
+	// rfactor refuses a tail, so the chunk divides the row.
+	var chunks []int64
+	var probs []float64
+	for v := 1; v <= max(r.MaxVectors, 1); v *= 2 {
+		c := int64(v * t.VectorLanes)
+		if n%c == 0 && c < n {
+			chunks = append(chunks, c)
+			probs = append(probs, 1)
+		}
+	}
+	if len(chunks) == 0 {
+		return errSkip
+	}
+	chunk, err := s.SampleCategorical(chunks, probs)
+	if err != nil {
+		return err
+	}
+	parts, err := s.SplitBy(last, []schedule.Value{{}, chunk})
+	if err != nil {
+		return err
+	}
+	rf, err := s.RFactor(parts[1])
+	if err != nil {
+		return err
+	}
+	rfLoops, err := s.GetLoops(rf)
+	if err != nil {
+		return err
+	}
+	init, err := s.DecomposeReduction(rf, rfLoops[len(rfLoops)-2])
+	if err != nil {
+		return err
+	}
+	if err := s.Vectorize(rfLoops[len(rfLoops)-1]); err != nil {
+		return err
+	}
+	if err := vectorizeInnermost(s, init); err != nil {
+		return err
+	}
+	// The write-back sums the partial results: its init goes before
+	// that sum.
+	wb, err := s.GetLoops(b)
+	if err != nil {
+		return err
+	}
+	_, err = s.DecomposeReduction(b, wb[len(wb)-1])
+	return err
+}
+
+// vectorizeInnermost vectorizes the innermost loop of b, if it has one.
+func vectorizeInnermost(s *schedule.Schedule, b schedule.Block) error {
+	ls, err := s.GetLoops(b)
+	if err != nil || len(ls) == 0 {
+		return err
+	}
+	return s.Vectorize(ls[len(ls)-1])
+}

@@ -1,0 +1,159 @@
+package autotune
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// MultiLevelTiling tiles a block that reuses data (a reduction whose
+// inputs are not all indexed by every loop, as matmul and conv2d) in the
+// structure given by a string of S (spatial) and R (reduce) levels:
+// "SSRSRS" splits each spatial loop in four and each reduce loop in two,
+// and orders the levels S0 R... as written. Tile sizes are sampled with
+// SamplePerfectTile, the innermost capped at MaxInnermost.
+//
+// WriteCache lists the spatial levels (1-based) under which a write cache
+// of the output tile may go: the block then accumulates into a local
+// buffer, copied out after the chosen level's loops (the code generator
+// compacts it to the tile, in registers); whether and where is sampled,
+// with no cache as one of the choices.
+type MultiLevelTiling struct {
+	Structure    string
+	MaxInnermost int
+	WriteCache   []int64
+}
+
+func (MultiLevelTiling) Name() string { return "multi-level-tiling" }
+
+func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || !reuses(bi) {
+		return errSkip
+	}
+	nS, nR := 0, 0
+	for _, c := range m.Structure {
+		if c == 'S' {
+			nS++
+		} else {
+			nR++
+		}
+	}
+	cache, err := m.writeCache(s, b, bi)
+	if err != nil {
+		return err
+	}
+	// levels[k] lists, for level k of the structure, the loops at it.
+	levels := make([][]schedule.Loop, len(m.Structure))
+	lastR := strings.LastIndexByte(m.Structure, 'R')
+	firstReduce := true
+	for i, l := range bi.loops {
+		n, want := nS, 'S'
+		switch bi.roles[i] {
+		case roleReduce:
+			n, want = nR, 'R'
+			// Only the outermost reduce loop is spread over the R
+			// levels: interleaving two reduce loops would reorder the
+			// accumulation, which the schedule refuses as a change of
+			// result. The others stay whole at the last R level.
+			if !firstReduce {
+				levels[lastR] = append(levels[lastR], l)
+				continue
+			}
+			firstReduce = false
+		case roleSpatial:
+		default:
+			return errSkip
+		}
+		vals, err := s.SamplePerfectTile(l, n, m.MaxInnermost)
+		if err != nil {
+			return err
+		}
+		parts, err := s.SplitBy(l, vals)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for lv, c := range m.Structure {
+			if c == want {
+				levels[lv] = append(levels[lv], parts[k])
+				k++
+			}
+		}
+	}
+	var order []schedule.Loop
+	for _, lv := range levels {
+		order = append(order, lv...)
+	}
+	if err := s.Reorder(order...); err != nil {
+		return err
+	}
+	if cache.level == 0 {
+		return nil
+	}
+	// The write-back after the cache.level-th spatial level's loops.
+	k := 0
+	for lv, c := range m.Structure {
+		if c == 'S' {
+			k++
+		}
+		if k == cache.level && len(levels[lv]) > 0 {
+			if err := s.ReverseComputeAt(cache.block, levels[lv][len(levels[lv])-1]); err != nil {
+				return err
+			}
+			_ = vectorizeInnermost(s, cache.block) // stays serial when refused
+			return nil
+		}
+	}
+	return nil
+}
+
+type writeCache struct {
+	level int
+	block schedule.Block
+}
+
+// writeCache samples the write cache's level (0: none) and adds the cache.
+func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi *blockInfo) (writeCache, error) {
+	if len(m.WriteCache) == 0 || len(bi.blk.Writes) != 1 {
+		return writeCache{}, nil
+	}
+	choices := append([]int64{0}, m.WriteCache...)
+	probs := make([]float64, len(choices))
+	for i := range probs {
+		probs[i] = 1
+	}
+	v, err := s.SampleCategorical(choices, probs)
+	if err != nil || v.Int() == 0 {
+		return writeCache{}, err
+	}
+	wb, err := s.CacheWrite(b, bi.blk.Writes[0].Buffer.Name, "local")
+	if err != nil {
+		return writeCache{}, err
+	}
+	return writeCache{level: int(v.Int()), block: wb}, nil
+}
+
+// reuses reports whether some buffer the block reads is not indexed by
+// every iteration variable: its elements are read more than once.
+func reuses(bi *blockInfo) bool {
+	for _, r := range bi.blk.Reads {
+		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+			continue
+		}
+		for _, it := range bi.blk.Iters {
+			used := false
+			for _, rg := range r.Ranges {
+				if ast.Mentions(rg.Min, it.Var.Name) {
+					used = true
+				}
+			}
+			if !used {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/schedule"
+)
+
+// runLower prints a function before and after a schedule: a trace file,
+// or the best tuning record.
+func runLower(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("lower", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-trace FILE | -db FILE] [flags]",
+		`Prints the function before and after a schedule: the trace in -trace (JSON,
+as records store it, or the text form traces print in), or else the best
+record of the tuning database for this machine.`, stderr)
+	var src source
+	src.register(fs)
+	var rf recordFlags
+	rf.register(fs)
+	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	jobs, err := src.jobs()
+	if err != nil {
+		fmt.Fprintln(stderr, "loom lower:", err)
+		return 2
+	}
+	status := 0
+	for _, j := range jobs {
+		f := j.Case.Func
+		var trace *schedule.Trace
+		if *tracePath != "" {
+			trace, err = readTrace(*tracePath)
+		} else {
+			var r *autotune.Record
+			if r, err = rf.best(f); err == nil {
+				trace = r.Trace
+			}
+		}
+		var after *ast.Func
+		if err == nil {
+			var s *schedule.Schedule
+			if s, err = schedule.Replay(f, trace, nil); err == nil {
+				after = autotune.Finish(s)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "loom lower: %s: %s\n", j.Name, schedule.Explain(err))
+			status = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "// %s before:\n%s\n// schedule:\n%s\n// %s after:\n%s", j.Name, ast.Print(f), indent(trace.String()), j.Name, ast.Print(after))
+	}
+	return status
+}
+
+// indent prefixes every line with "//   ".
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		b.WriteString("//   " + line + "\n")
+	}
+	return b.String()
+}

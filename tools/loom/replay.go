@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// runReplay applies the best tuning record of a function and prints its
+// schedule as Go code.
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("replay", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-db FILE] [-threads T]",
+		`Finds the best record of the tuning database for the function on this
+machine, replays its trace (checking that it still applies), and prints the
+schedule as a Go function over loom's schedule API, with the record's
+measured time: paste it into a program to schedule the function the same
+way without the database.`, stderr)
+	var src source
+	src.register(fs)
+	var rf recordFlags
+	rf.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	jobs, err := src.jobs()
+	if err != nil {
+		fmt.Fprintln(stderr, "loom replay:", err)
+		return 2
+	}
+	status := 0
+	for _, j := range jobs {
+		r, err := rf.best(j.Case.Func)
+		if err == nil {
+			_, err = r.Apply(j.Case.Func)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "loom replay: %s: %s\n", j.Name, schedule.Explain(err))
+			status = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "// Schedule of %s (%s, workload %.12s) on %s:\n// %.3f ms (%s) median of %d runs, measured %s by %s, run %q trial %d.\n%s",
+			j.Name, j.Shape, ast.Hash(j.Case.Func).String(), r.Target, r.Median*1e3, j.speed(r.Median), len(r.Seconds),
+			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, r.Trace.Go())
+	}
+	return status
+}
