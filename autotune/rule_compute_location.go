@@ -19,8 +19,7 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, _ Tar
 	if err != nil {
 		return errSkip
 	}
-	if l.IsRoot() {
-		return nil
-	}
+	// compute_at at the root keeps the block in place; it is recorded
+	// all the same, so that a mutated decision moves the block on replay.
 	return s.ComputeAt(b, l)
 }

@@ -127,6 +127,9 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	if err := s.checkOrder(prim, g, here, skip); err != nil {
 		return err
 	}
+	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {
+		return err
+	}
 	if err := s.commit(prim, g); err != nil {
 		return err
 	}

@@ -39,6 +39,15 @@ func TestIllegalRequests(t *testing.T) {
 			l, _ := s.GetLoop("i_C")
 			return s.ComputeAt(b, l)
 		}, ErrIllegal, "is not under loop"},
+		{"compute_at under a vectorized loop it would race in", workload.RMSNorm(4, 16).Func, func(s *Schedule) error {
+			y, _ := s.GetBlock("Y")
+			ls, _ := s.GetLoops(y)
+			if err := s.Vectorize(ls[1]); err != nil {
+				return err
+			}
+			b, _ := s.GetBlock("R") // R[i], recomputed in every lane
+			return s.ComputeAt(b, ls[1])
+		}, ErrIllegal, "under vectorized loop"},
 		{"rfactor a split tail", matmul, func(s *Schedule) error {
 			k, _ := s.GetLoop("k")
 			ks, err := s.Split(k, -1, 3) // 8 = 3*3 - 1: the last k_0 is a tail

@@ -98,3 +98,36 @@ func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
+
+// checkConcurrent refuses g, where block name was moved (compute_at,
+// reverse_compute_at), if a parallel or vectorized loop around its new
+// place carries a dependence of the block: its iterations would run at
+// once, and the block recomputing the same elements in each of them (or
+// reading what another iteration writes) would race.
+func checkConcurrent(prim string, f, g *ast.Func, name string, at []ast.Node) error {
+	_, place, ok := findBlock(g, name)
+	if !ok {
+		return nil
+	}
+	var concurrent []*ast.For
+	for _, l := range place.loops() {
+		if l.Kind == ast.Parallel || l.Kind == ast.Vectorized {
+			concurrent = append(concurrent, l)
+		}
+	}
+	if len(concurrent) == 0 {
+		return nil
+	}
+	p, err := poly.Extract(g)
+	if err != nil {
+		return illegal(prim, f, at, "cannot analyze the transformed function: %v", err)
+	}
+	for _, l := range concurrent {
+		for _, d := range p.CarriedBy(l) {
+			if d.Source.Block.Name == name || d.Sink.Block.Name == name {
+				return illegal(prim, f, at, "block %s would be under %s loop %s, which carries a dependence: %s", name, l.Kind, l.Var.Name, describeDep(d))
+			}
+		}
+	}
+	return nil
+}
