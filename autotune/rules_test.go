@@ -1,0 +1,85 @@
+package autotune
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/schedgen"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// TestRulesShapes: the default rules make the structures they promise,
+// for some seed among a few: a matmul tiled with its init before the
+// reduction loops and a vectorized innermost loop, with and without a
+// write cache; a row reduction factored into vector lanes.
+func TestRulesShapes(t *testing.T) {
+	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 8, Threads: 2}}
+	has := func(c workload.Case, seeds int, what string, ok func(f *ast.Func, text string) bool) {
+		t.Helper()
+		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			s, err := sp.Sample(c.Func, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := Finish(s); ok(f, ast.Print(f)) {
+				return
+			}
+		}
+		t.Errorf("%s: no candidate among %d seeds %s", c.Name, seeds, what)
+	}
+	mm := workload.Matmul(64, 64, 64)
+	has(mm, 8, "has its init before the k loops and a vectorized loop", func(f *ast.Func, text string) bool {
+		return f.Block("C_init") != nil && strings.Contains(text, "vectorized for") && strings.Count(text, "for (") >= 10
+	})
+	has(mm, 8, "accumulates in a write cache", func(f *ast.Func, text string) bool {
+		return strings.Contains(text, "alloc C_local: float32") && strings.Contains(text, "in local") && f.Block("C_local") != nil
+	})
+	has(mm, 8, "has no write cache", func(f *ast.Func, text string) bool { return !strings.Contains(text, "in local") })
+	has(workload.RMSNorm(4, 64), 8, "sums a row in vector lanes", func(f *ast.Func, text string) bool {
+		rf := f.Block("MS_sum_rf")
+		return rf != nil && f.Block("MS_sum_rf_init") != nil && strings.Contains(text, "vectorized for")
+	})
+}
+
+// TestSampledKernelsMatchInterpreter: candidates of the default space,
+// compiled to native code, compute what the interpreter computes for the
+// unscheduled function, on every corpus function.
+func TestSampledKernelsMatchInterpreter(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}}
+	seeds := 3
+	if testing.Short() {
+		seeds = 2
+	}
+	for _, c := range schedgen.Corpus() {
+		want := c.Args(1)
+		if err := ast.Interpret(c.Func, c.Sizes, want); err != nil {
+			t.Fatal(err)
+		}
+		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			s, err := sp.Sample(c.Func, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := cache.Compile(Finish(s), llvm.Options{})
+			if err != nil {
+				t.Fatalf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())
+			}
+			got := c.Args(1)
+			if err := k.Run(c.Sizes, got); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range c.Func.Params {
+				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-5 {
+					t.Fatalf("%s seed %d: %s differs from the interpreter by %g\n%s", c.Name, seed, p.Name, e, s.Trace())
+				}
+			}
+		}
+	}
+}
