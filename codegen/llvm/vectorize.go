@@ -1,6 +1,8 @@
 package llvm
 
 import (
+	"math/bits"
+
 	"github.com/llir/llvm/ir/value"
 	"github.com/loom-go/loom/ast"
 )
@@ -45,8 +47,8 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		return false
 	}
 	full, rest := n/int64(w), n%int64(w)
-	chunk := func(start lanes, mask value.Value) {
-		e.width, e.mask = w, mask
+	chunk := func(start lanes, width int, mask value.Value) {
+		e.width, e.mask = width, mask
 		e.withVar(l.Var.Name, lanes{base: start.u, off: start.off, stride: 1}, func() { e.loopBody(l) })
 		e.width, e.mask = 0, nil
 	}
@@ -55,15 +57,26 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		switch {
 		case full <= maxStraightChunks:
 			for c := int64(0); c < full; c++ {
-				chunk(at(uniform(i64(c*int64(w)))), nil)
+				chunk(at(uniform(i64(c*int64(w)))), w, nil)
 			}
 		default:
 			e.countedLoop(l.Var.Name+".chunk", i64(0), i64(full), func(c value.Value) {
-				chunk(at(uniform(e.mul64(c, i64(int64(w))))), nil)
+				chunk(at(uniform(e.mul64(c, i64(int64(w))))), w, nil)
 			})
 		}
-		if rest > 0 {
-			chunk(at(uniform(i64(full*int64(w)))), boolMask(w, int(rest)))
+		// The rest as narrower vectors without a mask (12 = 8 + 4):
+		// LLVM keeps an unmasked vector of a register tile in a register
+		// across the loops around it, a masked one it loads and stores
+		// every time. A last odd lane runs as a pair with
+		// its second lane masked off.
+		off := full * int64(w)
+		for rest >= 2 {
+			p := int64(1) << (bits.Len64(uint64(rest)) - 1)
+			chunk(at(uniform(i64(off))), int(p), nil)
+			off, rest = off+p, rest-p
+		}
+		if rest == 1 {
+			chunk(at(uniform(i64(off))), 2, boolMask(2, 1))
 		}
 	})
 	if why != "" {
