@@ -5,7 +5,9 @@ import (
 	"github.com/loom-go/loom/schedule"
 )
 
-// ParallelVectorizeUnroll parallelizes a block's outermost spatial loop,
+// ParallelVectorizeUnroll parallelizes a block's outermost spatial loop
+// that does some work (loops of one iteration above it, as a batch of one
+// leaves, change nothing),
 // vectorizes its innermost loop when that is spatial with a constant
 // extent, and unrolls the loop above it when a sampled limit allows (0
 // never unrolls).
@@ -20,8 +22,10 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	if err != nil || len(bi.loops) == 0 {
 		return errSkip
 	}
-	if bi.roles[0] == roleSpatial && t.Threads > 1 {
-		_ = s.Parallel(bi.loops[0]) // refused when illegal: stays serial
+	if t.Threads > 1 {
+		if l, ok := parallelLoop(s, bi); ok {
+			_ = s.Parallel(l) // refused when illegal: stays serial
+		}
 	}
 	last := len(bi.loops) - 1
 	if bi.roles[last] == roleSpatial && last > 0 {
@@ -82,4 +86,18 @@ func loopExtent(s *schedule.Schedule, name string) (int64, bool) {
 		return true
 	})
 	return ext, ok
+}
+
+// parallelLoop returns the first loop of the block with more than one
+// iteration, if it is spatial and every loop above it has one iteration.
+func parallelLoop(s *schedule.Schedule, bi *blockInfo) (schedule.Loop, bool) {
+	for i, l := range bi.loops {
+		if bi.roles[i] != roleSpatial {
+			return schedule.Loop{}, false
+		}
+		if n, ok := loopExtent(s, l.Name()); !ok || n > 1 {
+			return l, true
+		}
+	}
+	return schedule.Loop{}, false
 }

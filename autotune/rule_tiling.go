@@ -67,11 +67,12 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		default:
 			return errSkip
 		}
-		vals, err := s.SamplePerfectTile(l, n, m.MaxInnermost)
-		if err != nil {
-			return err
+		var parts []schedule.Loop
+		if i == lastSpatial(bi) && n > 1 {
+			parts, err = m.splitVector(s, l, n, t)
+		} else {
+			parts, err = m.split(s, l, n)
 		}
-		parts, err := s.SplitBy(l, vals)
 		if err != nil {
 			return err
 		}
@@ -156,4 +157,58 @@ func reuses(bi *blockInfo) bool {
 		}
 	}
 	return false
+}
+
+// split splits l into n loops by a sampled perfect tile.
+func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n int) ([]schedule.Loop, error) {
+	vals, err := s.SamplePerfectTile(l, n, m.MaxInnermost)
+	if err != nil {
+		return nil, err
+	}
+	return s.SplitBy(l, vals)
+}
+
+// splitVector splits the innermost spatial loop, the one vectorized, into
+// n loops: its innermost factor sampled among the divisors of its extent
+// that fill at least half a vector (a perfect tile's innermost factor is
+// rarely one), then the rest by a perfect tile.
+func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, error) {
+	ext, ok := loopExtent(s, l.Name())
+	var inner []int64
+	var probs []float64
+	for d := int64(max(t.VectorLanes/2, 2)); ok && d <= ext && (m.MaxInnermost <= 0 || d <= int64(m.MaxInnermost)); d++ {
+		if ext%d == 0 {
+			inner, probs = append(inner, d), append(probs, 1)
+		}
+	}
+	if len(inner) == 0 {
+		return m.split(s, l, n)
+	}
+	v, err := s.SampleCategorical(inner, probs)
+	if err != nil {
+		return nil, err
+	}
+	halves, err := s.SplitBy(l, []schedule.Value{{}, v})
+	if err != nil {
+		return nil, err
+	}
+	if n == 2 {
+		return halves, nil
+	}
+	outer, err := m.split(s, halves[0], n-1)
+	if err != nil {
+		return nil, err
+	}
+	return append(outer, halves[1]), nil
+}
+
+// lastSpatial returns the index of the block's innermost spatial loop, or
+// -1.
+func lastSpatial(bi *blockInfo) int {
+	for i := len(bi.loops) - 1; i >= 0; i-- {
+		if bi.roles[i] == roleSpatial {
+			return i
+		}
+	}
+	return -1
 }

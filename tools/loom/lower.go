@@ -22,17 +22,14 @@ record of the tuning database for this machine.`, stderr)
 	var rf recordFlags
 	rf.register(fs)
 	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
-	if code, ok := parseFlags(fs, args); !ok {
+	jobs, code, ok := src.parse(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	jobs, err := src.jobs()
-	if err != nil {
-		fmt.Fprintln(stderr, "loom lower:", err)
-		return 2
 	}
 	status := 0
 	for _, j := range jobs {
 		f := j.Case.Func
+		var err error
 		var trace *schedule.Trace
 		if *tracePath != "" {
 			trace, err = readTrace(*tracePath)

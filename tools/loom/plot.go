@@ -27,13 +27,9 @@ reached.`, stderr)
 	var rf recordFlags
 	rf.register(fs)
 	out := fs.String("o", "tuning.svg", "the SVG file to write (with -graph, one per kernel: NAME.svg in the same directory)")
-	if code, ok := parseFlags(fs, args); !ok {
+	jobs, code, ok := src.parse(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	jobs, err := src.jobs()
-	if err != nil {
-		fmt.Fprintln(stderr, "loom plot:", err)
-		return 2
 	}
 	db, err := rf.open()
 	if err != nil {

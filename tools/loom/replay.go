@@ -21,13 +21,9 @@ way without the database.`, stderr)
 	src.register(fs)
 	var rf recordFlags
 	rf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	jobs, code, ok := src.parse(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	jobs, err := src.jobs()
-	if err != nil {
-		fmt.Fprintln(stderr, "loom replay:", err)
-		return 2
 	}
 	status := 0
 	for _, j := range jobs {

@@ -83,6 +83,21 @@ func (src *source) register(fs *flag.FlagSet) {
 	fs.Var(&src.size, "size", "N, the size of a sized workload (gemm: M = N = K; 0 or absent: its default), or NAME=VALUE for a symbol of -graph (repeatable)")
 }
 
+// parse parses a command's flags and returns the jobs they name; when ok
+// is false the command returns code (0 after -h, 2 for bad flags or an
+// unknown workload or graph).
+func (src *source) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (jobs []*job, code int, ok bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	jobs, err := src.jobs()
+	if err != nil {
+		fmt.Fprintf(stderr, "loom %s: %v\n", fs.Name(), err)
+		return nil, 2, false
+	}
+	return jobs, 0, true
+}
+
 // job is one function to act on.
 type job struct {
 	Name  string

@@ -65,17 +65,13 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
 	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
 	quiet := fs.Bool("q", false, "no progress bar")
-	if code, ok := parseFlags(fs, args); !ok {
+	jobs, code, ok := src.parse(fs, args, stderr)
+	if !ok {
 		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "loom tune:", err)
 		return 1
-	}
-	jobs, err := src.jobs()
-	if err != nil {
-		fmt.Fprintln(stderr, "loom tune:", err)
-		return 2
 	}
 	nt := *threads
 	if nt <= 0 {
