@@ -92,12 +92,10 @@ func loopExtent(s *schedule.Schedule, name string) (int64, bool) {
 // iteration, if it is spatial and every loop above it has one iteration.
 func parallelLoop(s *schedule.Schedule, bi *blockInfo) (schedule.Loop, bool) {
 	for i, l := range bi.loops {
-		if bi.roles[i] != roleSpatial {
-			return schedule.Loop{}, false
+		if n, ok := loopExtent(s, l.Name()); ok && n == 1 {
+			continue // binds nothing that varies, whatever its role
 		}
-		if n, ok := loopExtent(s, l.Name()); !ok || n > 1 {
-			return l, true
-		}
+		return l, bi.roles[i] == roleSpatial
 	}
 	return schedule.Loop{}, false
 }
