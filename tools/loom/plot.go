@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -51,8 +52,7 @@ reached.`, stderr)
 		}
 		path := *out
 		if len(jobs) > 1 {
-			path = strings.TrimSuffix(path, ".svg")
-			path = path[:strings.LastIndex(path, "/")+1] + j.Name + ".svg"
+			path = filepath.Join(filepath.Dir(path), j.Name+".svg")
 		}
 		unit := j.unit()
 		svg := drawCurves(fmt.Sprintf("%s %s on %s", j.Name, j.Shape, rf.target()), unit, runs)
