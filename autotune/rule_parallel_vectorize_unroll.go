@@ -76,23 +76,11 @@ func unrollAnnotated(f *ast.Func) *ast.Func {
 	return &g
 }
 
-func loopExtent(s *schedule.Schedule, name string) (int64, bool) {
-	var ext int64
-	ok := false
-	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
-		if f, isFor := n.(*ast.For); isFor && f.Var.Name == name {
-			ext, ok = ast.ConstIntValue(ast.Simplify(f.Extent))
-		}
-		return true
-	})
-	return ext, ok
-}
-
 // parallelLoop returns the first loop of the block with more than one
 // iteration, if it is spatial and every loop above it has one iteration.
 func parallelLoop(s *schedule.Schedule, bi *blockInfo) (schedule.Loop, bool) {
 	for i, l := range bi.loops {
-		if n, ok := loopExtent(s, l.Name()); ok && n == 1 {
+		if n, ok := s.Extent(l); ok && n == 1 {
 			continue // binds nothing that varies, whatever its role
 		}
 		return l, bi.roles[i] == roleSpatial

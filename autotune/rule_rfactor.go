@@ -26,7 +26,7 @@ func (r VectorRFactor) Apply(s *schedule.Schedule, b schedule.Block, t Target) e
 		return errSkip
 	}
 	last := bi.loops[len(bi.loops)-1]
-	n, ok := loopExtent(s, last.Name())
+	n, ok := s.Extent(last)
 	if !ok || bi.roles[len(bi.loops)-1] != roleReduce {
 		return errSkip
 	}

@@ -173,7 +173,7 @@ func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n int) ([
 // that fill at least half a vector (a perfect tile's innermost factor is
 // rarely one), then the rest by a perfect tile.
 func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, error) {
-	ext, ok := loopExtent(s, l.Name())
+	ext, ok := s.Extent(l)
 	var inner []int64
 	var probs []float64
 	for d := int64(max(t.VectorLanes/2, 2)); ok && d <= ext && (m.MaxInnermost <= 0 || d <= int64(m.MaxInnermost)); d++ {

@@ -227,3 +227,13 @@ func (s *Schedule) commit(prim string, g *ast.Func) error {
 	s.f = g
 	return nil
 }
+
+// Extent returns the number of iterations of loop l when it is a
+// constant.
+func (s *Schedule) Extent(l Loop) (int64, bool) {
+	loop, _, err := s.loop("extent", l)
+	if err != nil {
+		return 0, false
+	}
+	return ast.ConstIntValue(ast.Simplify(loop.Extent))
+}

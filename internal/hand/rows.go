@@ -1,7 +1,6 @@
 package hand
 
 import (
-	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -67,7 +66,7 @@ func (h *sched) rowReduction(name string, chunk int) schedule.Block {
 	// The chunk must divide the row (rfactor refuses a tail): the largest
 	// divisor up to chunk, in whole vectors; none, and the reduction stays
 	// serial.
-	if n, ok := extent(h.s, ls[len(ls)-1]); ok {
+	if n, ok := h.s.Extent(ls[len(ls)-1]); ok {
 		for chunk > 1 && n%int64(chunk) != 0 {
 			chunk /= 2
 		}
@@ -96,19 +95,6 @@ func (h *sched) rowReduction(name string, chunk int) schedule.Block {
 		h.do(func() (err error) { _, err = h.s.DecomposeReduction(b, wbLoops[len(wbLoops)-1]); return err })
 	}
 	return rf
-}
-
-// extent returns the constant extent of loop l.
-func extent(s *schedule.Schedule, l schedule.Loop) (int64, bool) {
-	var n int64
-	var ok bool
-	ast.Inspect(s.Func().Body, func(node ast.Node) bool {
-		if f, isFor := node.(*ast.For); isFor && f.Var.Name == l.Name() {
-			n, ok = ast.ConstIntValue(ast.Simplify(f.Extent))
-		}
-		return true
-	})
-	return n, ok
 }
 
 // vectorizeInner splits the last loop of block name by chunk and

@@ -108,7 +108,7 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		if !*quiet {
 			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j) }
 		}
-		sum, err := t.tune(ctx, j)
+		sum, best, err := t.tune(ctx, j)
 		if !*quiet {
 			fmt.Fprintln(stderr)
 		}
@@ -119,7 +119,7 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		}
 		sum.Database = *dbPath
 		if *out != "" {
-			if sum.Files, err = writeKernel(*out, j.Name, t.best); err != nil {
+			if sum.Files, err = writeKernel(*out, j.Name, best); err != nil {
 				return fail(err)
 			}
 		}
@@ -151,10 +151,11 @@ type tuner struct {
 	builder autotune.Builder
 	runner  autotune.Runner
 	opts    autotune.Options
-	best    *ast.Func // the last job's best function
 }
 
-func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, error) {
+// tune searches schedules of j and returns the summary and the best
+// function.
+func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, error) {
 	task := &autotune.Task{
 		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes,
 		Target: autotune.TargetKey(llvm.Host(), t.threads),
@@ -163,7 +164,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, error) {
 	// The starting schedule: the function as written.
 	start, err := schedule.New(j.Case.Func)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := []*autotune.Candidate{{Sched: start, Func: j.Case.Func}}
 	baseRun := t.runner.Run(ctx, task, base, t.builder.Build(ctx, task, base))[0]
@@ -174,13 +175,14 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, error) {
 	begin := time.Now()
 	res, err := autotune.Tune(ctx, task, t.builder, t.runner, t.opts)
 	if err != nil && ctx.Err() == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res == nil || res.Best == nil {
-		return nil, fmt.Errorf("no candidate ran correctly")
+		return nil, nil, fmt.Errorf("no candidate ran correctly")
 	}
-	if t.best, err = res.Best.Apply(j.Case.Func); err != nil {
-		return nil, err
+	best, err := res.Best.Apply(j.Case.Func)
+	if err != nil {
+		return nil, nil, err
 	}
 	failed := 0
 	for _, r := range res.Records {
@@ -193,7 +195,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, error) {
 		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
 		StartMs: baseSeconds * 1e3, Start: j.speed(baseSeconds), Speedup: baseSeconds / res.Best.Median,
 		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),
-	}, nil
+	}, best, nil
 }
 
 func workloadNames() string {
