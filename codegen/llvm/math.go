@@ -132,6 +132,9 @@ func (e *emitter) expf(x value.Value) value.Value {
 	r := e.fsub(c, e.fmul(n, kf(t, 0.693359375)))
 	r = e.fsub(r, e.fmul(n, kf(t, -2.12194440e-4)))
 	y := e.expPoly(r)
+	if e.hasScalef(t) {
+		return e.scalef(y, n) // NaN in, NaN out
+	}
 	y = e.scale2(y, n)
 	return e.sel(e.fcmp(enum.FPredUNO, x, x), x, y)
 }
@@ -142,6 +145,9 @@ func (e *emitter) exp2f(x value.Value) value.Value {
 	c := e.fmin(e.fmax(x, kf(t, -151)), kf(t, 129))
 	n := e.rint(c)
 	r := e.fmul(e.fsub(c, n), kf(t, math.Ln2))
+	if e.hasScalef(t) {
+		return e.scalef(e.expPoly(r), n)
+	}
 	y := e.scale2(e.expPoly(r), n)
 	return e.sel(e.fcmp(enum.FPredUNO, x, x), x, y)
 }
@@ -165,6 +171,22 @@ func (e *emitter) scale2(y, n value.Value) value.Value {
 		return e.floatOf(e.b.NewShl(e.b.NewAdd(k, ki(it, 127)), ki(it, 23)), t)
 	}
 	return e.fmul(e.fmul(y, pow(half)), pow(rest))
+}
+
+// hasScalef reports whether y * 2^n on values of type t is one AVX-512
+// instruction (vscalefps on 16 float32 lanes).
+func (e *emitter) hasScalef(t types.Type) bool {
+	return lanesOf(t) == 16 && scalarOf(t).Equal(types.Float) && e.m.Options.Target.Has("avx512f")
+}
+
+// scalef returns y * 2^n for an integral float n by vscalefps, which
+// rounds once and gets overflow, the subnormal range and NaN right on its
+// own.
+func (e *emitter) scalef(y, n value.Value) value.Value {
+	t := y.Type()
+	f := e.intrinsic("llvm.x86.avx512.mask.scalef.ps.512", t, t, t, t, types.I16, types.I32)
+	const allLanes, currentRounding = -1, 4
+	return e.b.NewCall(f, y, n, y, ki(types.I16, allLanes), ki(types.I32, currentRounding))
 }
 
 // rint rounds to the nearest integer, ties to even, for |x| < 2^22: adding

@@ -3,7 +3,9 @@ package llvm
 import (
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Target is the machine a kernel is built for: an LLVM target triple, a CPU
@@ -62,37 +64,34 @@ func (t Target) IsHost() bool {
 
 // VectorBits returns the width in bits of the SIMD registers that
 // vectorized loops use on t: 512 with AVX-512, 256 with AVX or AVX2, 128
-// with SSE or NEON. It is read from the features that t names, from the CPU
-// name when it is a known one, and for "native" from the host's CPU flags.
+// with SSE or NEON.
 func (t Target) VectorBits() int {
-	t = t.orHost()
-	feats := featureSet(t.Features)
-	if t.CPU == "native" {
-		for f := range hostFeatures() {
-			if _, set := feats[f]; !set {
-				feats[f] = true
-			}
-		}
-	} else {
-		for _, f := range cpuFeatures[t.CPU] {
-			if _, set := feats[f]; !set {
-				feats[f] = true
-			}
-		}
-	}
 	switch t.Arch() {
 	case "x86_64", "i386", "i686":
 		switch {
-		case feats["avx512f"]:
+		case t.Has("avx512f"):
 			return 512
-		case feats["avx"] || feats["avx2"]:
+		case t.Has("avx") || t.Has("avx2"):
 			return 256
 		}
 		return 128
-	case "aarch64", "arm64":
-		return 128
 	}
 	return 128
+}
+
+// Has reports whether t has CPU feature f (as /proc/cpuinfo and llc's
+// -mattr name them: "avx2", "avx512f"). It is read from the features
+// that t names, from the CPU name when it is a known one, and for
+// "native" from the host's CPU flags.
+func (t Target) Has(f string) bool {
+	t = t.orHost()
+	if on, set := featureSet(t.Features)[f]; set {
+		return on
+	}
+	if t.CPU == "native" {
+		return hostFeatures()[f]
+	}
+	return slices.Contains(cpuFeatures[t.CPU], f)
 }
 
 // featureSet parses an -mattr list into feature -> enabled.
@@ -133,8 +132,8 @@ var cpuFeatures = map[string][]string{
 }
 
 // hostFeatures reads the CPU flags of this machine (Linux only; elsewhere
-// none, which means the baseline width).
-func hostFeatures() map[string]bool {
+// none, which means the baseline width), once.
+var hostFeatures = sync.OnceValue(func() map[string]bool {
 	set := map[string]bool{}
 	data, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
@@ -158,4 +157,4 @@ func hostFeatures() map[string]bool {
 		set["neon"] = true
 	}
 	return set
-}
+})
