@@ -7,10 +7,9 @@ import (
 
 // ParallelVectorizeUnroll parallelizes a block's outermost spatial loop
 // that does some work (loops of one iteration above it, as a batch of one
-// leaves, change nothing),
-// vectorizes its innermost loop when that is spatial with a constant
-// extent, and unrolls the loop above it when a sampled limit allows (0
-// never unrolls).
+// leaves, change nothing), vectorizes its innermost loop when that is
+// spatial with a constant extent, and samples an unroll limit for the
+// loops under its outermost loop (0 never unrolls; see unrollAnnotated).
 type ParallelVectorizeUnroll struct {
 	MaxUnroll []int64
 }
@@ -31,49 +30,82 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	if bi.roles[last] == roleSpatial && last > 0 {
 		_ = s.Vectorize(bi.loops[last])
 	}
-	if len(p.MaxUnroll) > 0 && last > 0 && bi.roles[last-1] != roleMixed {
-		probs := make([]float64, len(p.MaxUnroll))
-		for i := range probs {
-			probs[i] = 1
-		}
-		v, err := s.SampleCategorical(p.MaxUnroll, probs)
-		if err != nil {
-			return err
-		}
-		// The limit is an annotation, so a mutated decision takes effect
-		// on replay; unrollAnnotated applies it before building.
-		return s.AnnotateLoopBy(bi.loops[last-1], unrollKey, v)
+	if len(p.MaxUnroll) == 0 {
+		return nil
 	}
-	return nil
+	probs := make([]float64, len(p.MaxUnroll))
+	for i := range probs {
+		probs[i] = 1
+	}
+	v, err := s.SampleCategorical(p.MaxUnroll, probs)
+	if err != nil {
+		return err
+	}
+	// The limit is an annotation, so a mutated decision takes effect on
+	// replay; unrollAnnotated applies it before building.
+	return s.AnnotateLoopBy(bi.loops[0], unrollKey, v)
 }
 
-// unrollKey annotates a loop with the largest extent it is unrolled at.
+// unrollKey annotates a loop with the unroll limit of the loops under
+// it.
 const unrollKey = "autotune.unroll_max"
 
-// unrollAnnotated unrolls the serial loops whose constant extent is
-// within their unrollKey annotation (always legal: unrolling keeps the
-// order of iterations).
+// unrollAnnotated unrolls, under each loop annotated with unrollKey = n
+// (that loop included), every serial loop of constant extent whose body
+// has no loop left rolled and that makes at most n copies of the blocks
+// in it: innermost loops first, as TVM's auto_unroll_max_step does. A
+// vectorized loop counts as one copy of its body. So the register tile
+// of a multi-level tiling, the loops under its innermost reduce level,
+// is unrolled whole, and a small reduce loop above it with it when the
+// limit allows. Unrolling is always legal: it keeps the order of
+// iterations.
 func unrollAnnotated(f *ast.Func) *ast.Func {
-	var fix func(s ast.Stmt) ast.Stmt
-	fix = func(s ast.Stmt) ast.Stmt {
-		s = ast.MapChildren(s, fix, func(e ast.Expr) ast.Expr { return e })
-		lp, ok := s.(*ast.For)
-		if !ok || lp.Kind != ast.Serial {
-			return s
-		}
-		limit, ok := lp.Annotations[unrollKey]
-		n, isInt := limit.(int64)
-		ext, isConst := ast.ConstIntValue(ast.Simplify(lp.Extent))
-		if !ok || !isInt || !isConst || n == 0 || ext > n {
-			return s
-		}
-		c := *lp
-		c.Kind = ast.Unrolled
-		return &c
-	}
 	g := *f
-	g.Body = fix(f.Body)
+	g.Body, _ = unrollUnder(f.Body, 0)
 	return &g
+}
+
+// unrollUnder unrolls the loops of s within limit and returns s with the
+// number of block copies it runs once unrolled: -1 when a loop in it stays
+// rolled.
+func unrollUnder(s ast.Stmt, limit int64) (ast.Stmt, int64) {
+	lp, isLoop := s.(*ast.For)
+	if isLoop {
+		if n, ok := lp.Annotations[unrollKey].(int64); ok {
+			limit = n
+		}
+	}
+	var body int64
+	s = ast.MapChildren(s, func(c ast.Stmt) ast.Stmt {
+		c, n := unrollUnder(c, limit)
+		if n < 0 || body < 0 {
+			body = -1
+		} else {
+			body += n
+		}
+		return c
+	}, func(e ast.Expr) ast.Expr { return e })
+	if !isLoop {
+		if body == 0 {
+			body = 1 // a block or a statement
+		}
+		return s, body
+	}
+	lp = s.(*ast.For)
+	ext, isConst := ast.ConstIntValue(ast.Simplify(lp.Extent))
+	switch {
+	case body < 0:
+		return s, -1
+	case lp.Kind == ast.Vectorized:
+		return s, body
+	case lp.Kind == ast.Unrolled && isConst:
+		return s, ext * body
+	case lp.Kind != ast.Serial || !isConst || ext*body > limit:
+		return s, -1
+	}
+	c := *lp
+	c.Kind = ast.Unrolled
+	return &c, ext * body
 }
 
 // parallelLoop returns the first loop of the block with more than one

@@ -45,6 +45,18 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	if err != nil {
 		return err
 	}
+	// The vectorized loop is split first: how many vectors a row of the
+	// register tile takes bounds the innermost factors of the other
+	// spatial loops, so that the tile of accumulators fits in registers.
+	parts := make([][]schedule.Loop, len(bi.loops))
+	tile := int64(1)
+	if v := lastSpatial(bi); v >= 0 && nS > 1 {
+		var inner int64
+		if parts[v], inner, err = m.splitVector(s, bi.loops[v], nS, t); err != nil {
+			return err
+		}
+		tile = (inner + int64(t.VectorLanes) - 1) / int64(max(t.VectorLanes, 1))
+	}
 	// levels[k] lists, for level k of the structure, the loops at it.
 	levels := make([][]schedule.Loop, len(m.Structure))
 	lastR := strings.LastIndexByte(m.Structure, 'R')
@@ -63,23 +75,28 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 				continue
 			}
 			firstReduce = false
+			if parts[i], _, err = m.split(s, l, n, m.MaxInnermost); err != nil {
+				return err
+			}
 		case roleSpatial:
+			if parts[i] == nil {
+				var inner int64
+				limit := max(t.accumulators()/tile, 1)
+				if m.MaxInnermost > 0 {
+					limit = min(limit, int64(m.MaxInnermost))
+				}
+				if parts[i], inner, err = m.split(s, l, n, int(limit)); err != nil {
+					return err
+				}
+				tile *= inner
+			}
 		default:
 			return errSkip
-		}
-		var parts []schedule.Loop
-		if i == lastSpatial(bi) && n > 1 {
-			parts, err = m.splitVector(s, l, n, t)
-		} else {
-			parts, err = m.split(s, l, n)
-		}
-		if err != nil {
-			return err
 		}
 		k := 0
 		for lv, c := range m.Structure {
 			if c == want {
-				levels[lv] = append(levels[lv], parts[k])
+				levels[lv] = append(levels[lv], parts[i][k])
 				k++
 			}
 		}
@@ -159,20 +176,23 @@ func reuses(bi *blockInfo) bool {
 	return false
 }
 
-// split splits l into n loops by a sampled perfect tile.
-func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n int) ([]schedule.Loop, error) {
-	vals, err := s.SamplePerfectTile(l, n, m.MaxInnermost)
+// split splits l into n loops by a sampled perfect tile whose innermost
+// factor is at most maxInnermost (0: any), and returns that factor.
+func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int) ([]schedule.Loop, int64, error) {
+	vals, err := s.SamplePerfectTile(l, n, maxInnermost)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return s.SplitBy(l, vals)
+	loops, err := s.SplitBy(l, vals)
+	return loops, vals[len(vals)-1].Int(), err
 }
 
 // splitVector splits the innermost spatial loop, the one vectorized, into
 // n loops: its innermost factor sampled among the divisors of its extent
 // that fill at least half a vector (a perfect tile's innermost factor is
-// rarely one), then the rest by a perfect tile.
-func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, error) {
+// rarely one), then the rest by a perfect tile. It returns the innermost
+// factor too.
+func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, int64, error) {
 	ext, ok := s.Extent(l)
 	var inner []int64
 	var probs []float64
@@ -182,24 +202,24 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 		}
 	}
 	if len(inner) == 0 {
-		return m.split(s, l, n)
+		return m.split(s, l, n, m.MaxInnermost)
 	}
 	v, err := s.SampleCategorical(inner, probs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	halves, err := s.SplitBy(l, []schedule.Value{{}, v})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if n == 2 {
-		return halves, nil
+		return halves, v.Int(), nil
 	}
-	outer, err := m.split(s, halves[0], n-1)
+	outer, _, err := m.split(s, halves[0], n-1, m.MaxInnermost)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return append(outer, halves[1]), nil
+	return append(outer, halves[1]), v.Int(), nil
 }
 
 // lastSpatial returns the index of the block's innermost spatial loop, or

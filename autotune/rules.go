@@ -16,6 +16,16 @@ type Target struct {
 	Threads     int
 }
 
+// accumulators is how many vector registers a register tile may take:
+// three quarters of the register file (32 vector registers with AVX-512,
+// 16 otherwise), the rest for the operands.
+func (t Target) accumulators() int64 {
+	if t.VectorLanes >= 16 {
+		return 24
+	}
+	return 12
+}
+
 // Rule is one rule of the search space: applied to a block of a
 // schedule, it transforms it with sampled decisions (so the trace can be
 // mutated and replayed), or leaves it alone when it does not apply. A

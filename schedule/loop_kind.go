@@ -21,7 +21,7 @@ func (s *Schedule) setKind(prim string, l Loop, kind ast.ForKind, args []Arg) er
 			return illegal(prim, s.f, at, "loop %s has the non-constant extent %s; only a loop of constant extent can be %s (split it by a constant first)", loop.Var.Name, loop.Extent, kind)
 		}
 	}
-	if kind != ast.Unrolled {
+	if kind != ast.Unrolled && !carriesNoUpdate(loop) {
 		// The iterations will run in any order: nothing may depend across
 		// them.
 		p, err := s.model()
