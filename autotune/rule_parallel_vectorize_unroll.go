@@ -30,8 +30,8 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	if bi.roles[last] == roleSpatial && last > 0 {
 		_ = s.Vectorize(bi.loops[last])
 	}
-	if len(p.MaxUnroll) == 0 {
-		return nil
+	if len(p.MaxUnroll) == 0 || annotated(s, bi.loops[0], unrollKey) {
+		return nil // no limit, or a consumer's limit covers the loop
 	}
 	probs := make([]float64, len(p.MaxUnroll))
 	for i := range probs {
@@ -118,4 +118,16 @@ func parallelLoop(s *schedule.Schedule, bi *blockInfo) (schedule.Loop, bool) {
 		return l, bi.roles[i] == roleSpatial
 	}
 	return schedule.Loop{}, false
+}
+
+// annotated reports whether loop l carries annotation key.
+func annotated(s *schedule.Schedule, l schedule.Loop, key string) bool {
+	found := false
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if lp, ok := n.(*ast.For); ok && lp.Var.Name == l.String() {
+			_, found = lp.Annotations[key]
+		}
+		return !found
+	})
+	return found
 }

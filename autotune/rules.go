@@ -36,13 +36,14 @@ type Rule interface {
 }
 
 // DefaultRules are the CPU rules, in the order they are applied to each
-// block.
+// block. The compute location comes before parallel-vectorize-unroll:
+// compute_at makes the moved block's loops anew, as plain serial loops.
 func DefaultRules() []Rule {
 	return []Rule{
 		AutoInline{},
 		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, WriteCache: []int64{1, 2}},
-		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}},
 		RandomComputeLocation{},
+		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}},
 		VectorRFactor{MaxVectors: 4},
 		DecomposeReduction{},
 	}
