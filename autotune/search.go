@@ -148,7 +148,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
 			top := parents[:min(len(parents), 8)]
 			for range opts.Mutants {
-				p, seed := top[rng.IntN(len(top))], rng.Uint64()
+				p, seed := top[rankedPick(rng, len(top))], rng.Uint64()
 				makers = append(makers, func() *Candidate { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
 			}
 		}
@@ -224,6 +224,22 @@ func Summarize(xs []float64) (median, spread float64) {
 		spread = (q3 - q1) / median
 	}
 	return median, spread
+}
+
+// rankedPick draws an index in [0, n) with probability in proportion to
+// 1/(index+1): the best parents are mutated most, the others still some.
+func rankedPick(rng *rand.Rand, n int) int {
+	var total float64
+	for i := range n {
+		total += 1 / float64(i+1)
+	}
+	x := rng.Float64() * total
+	for i := range n {
+		if x -= 1 / float64(i+1); x < 0 {
+			return i
+		}
+	}
+	return n - 1
 }
 
 // pick chooses n candidates: the best predicted, and a share at random.

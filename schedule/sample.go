@@ -238,7 +238,7 @@ func init() {
 
 // SampleComputeLocation draws a loop at which block b could be computed
 // (see ComputeAt): a loop around every block that reads what b writes, but
-// not around b; or the root, meaning b stays where it is, which the
+// not around b and not vectorized or inside a vectorized loop; or the root, meaning b stays where it is, which the
 // returned Loop reports with IsRoot. The decision recorded is the index of
 // the loop among the candidates, outermost first, or -1 for the root.
 func (s *Schedule) SampleComputeLocation(b Block) (Loop, error) {
@@ -273,7 +273,8 @@ func (s *Schedule) SampleComputeLocation(b Block) (Loop, error) {
 func (l Loop) IsRoot() bool { return l.s != nil && l.name == "" }
 
 // computeLocations returns the loops around every consumer of b (blocks
-// reading what b writes) that are not around b, outermost first.
+// reading what b writes) that are not around b, outermost first, down to
+// the first vectorized one.
 func computeLocations(f *ast.Func, b *ast.ScheduleBlock, at place) []*ast.For {
 	var consumers []*ast.ScheduleBlock
 	for _, w := range b.Writes {
@@ -304,6 +305,9 @@ func computeLocations(f *ast.Func, b *ast.ScheduleBlock, at place) []*ast.For {
 	own := at.loops()
 	var out []*ast.For
 	for _, l := range common {
+		if l.Kind == ast.Vectorized {
+			break // its lanes run at once: no place for b's loops
+		}
 		if !slices.Contains(own, l) {
 			out = append(out, l)
 		}
