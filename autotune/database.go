@@ -3,12 +3,14 @@ package autotune
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,6 +155,37 @@ func (db *Database) Best(workload, target string) (*Record, error) {
 		return nil, err
 	}
 	return best(recs, workload, target), nil
+}
+
+// BestFor returns the fastest correct record of f on a target that still
+// replays on f, with the function it builds; nil when there is none. A
+// record made by another version of loom may not replay (a rule's
+// decisions no longer fit): the next fastest is taken, and when none
+// replays the error says why the fastest did not.
+func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, error) {
+	recs, _, err := db.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	workload := ast.Hash(f).String()
+	var ok []*Record
+	for _, r := range recs {
+		if r.Workload == workload && r.Target == target && r.OK() {
+			ok = append(ok, r)
+		}
+	}
+	slices.SortStableFunc(ok, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
+	var first error
+	for _, r := range ok {
+		g, err := r.Apply(f)
+		if err == nil {
+			return r, g, nil
+		}
+		if first == nil {
+			first = fmt.Errorf("the fastest record (trial %d of run %q, loom %s) does not replay: %w", r.Trial, r.Run, r.Version, err)
+		}
+	}
+	return nil, nil, first
 }
 
 func best(recs []*Record, workload, target string) *Record {

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -99,5 +102,32 @@ func TestFailedRecordsNeverWin(t *testing.T) {
 	bad.Error = "wrong result: max relative error 1"
 	if b := best([]*Record{bad, rec("w", 2)}, "w", "t"); b == nil || b.Median != 2 {
 		t.Fatalf("best = %+v", b)
+	}
+}
+
+// TestBestForSkipsRecordsThatNoLongerReplay: the fastest record names a
+// block the function does not have (as a record of another loom version
+// may); BestFor takes the next one, and says why when none replays.
+func TestBestForSkipsRecordsThatNoLongerReplay(t *testing.T) {
+	f := workload.Matmul(8, 8, 8).Func
+	h := ast.Hash(f).String()
+	stale := rec(h, 0.001)
+	stale.Trace = &schedule.Trace{Insts: []schedule.Inst{{Kind: "get_block", Args: []schedule.Arg{schedule.Str("gone")}, Outputs: []string{"b0"}}}}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Append(stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.BestFor(f, "t"); err == nil || !strings.Contains(err.Error(), "does not replay") {
+		t.Fatalf("only a stale record: err %v, want one saying it does not replay", err)
+	}
+	if err := db.Append(rec(h, 0.002)); err != nil {
+		t.Fatal(err)
+	}
+	r, g, err := db.BestFor(f, "t")
+	if err != nil || r == nil || r.Median != 0.002 || g == nil {
+		t.Fatalf("BestFor = %v, %v, %v; want the record of 0.002 s", r, g, err)
 	}
 }

@@ -48,15 +48,15 @@ func (rf *recordFlags) target() string {
 	return autotune.TargetKey(llvm.Host(), nt)
 }
 
-// best returns the fastest record of f on the target.
+// best returns the fastest record of f on the target that replays.
 func (rf *recordFlags) best(f *ast.Func) (*autotune.Record, error) {
 	db, err := rf.open()
 	if err != nil {
 		return nil, err
 	}
-	r, err := db.Best(ast.Hash(f).String(), rf.target())
+	r, _, err := db.BestFor(f, rf.target())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s in %s: %v", f.Name, db.Path, err)
 	}
 	if r == nil {
 		return nil, fmt.Errorf("%s has no successful record for %s in %s (run loom tune on it first)", f.Name, rf.target(), db.Path)
