@@ -2,11 +2,20 @@
 
 GO ?= go
 
-.PHONY: test check fuzz example
+.PHONY: test check tools fuzz example
 
-# test runs every test, with the formatting and vet checks first.
-test: check
+# test runs every test, with the tools they need and the formatting and
+# vet checks first.
+test: tools check
 	$(GO) test ./...
+
+# tools installs what the tests need besides Go: clang-14, which compiles
+# the generated CUDA to PTX on machines without a GPU (codegen/cuda).
+tools:
+	@command -v clang-14 >/dev/null 2>&1 || { \
+		echo "installing clang-14 for the CUDA PTX checks"; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq clang-14 >/dev/null; }
 
 # check fails on unformatted files and on go vet findings.
 check:

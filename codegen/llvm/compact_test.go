@@ -44,11 +44,11 @@ func TestCompaction(t *testing.T) {
 	}
 	p := plans[local]
 	var dims []string
-	for _, d := range p.shape {
+	for _, d := range p.Shape {
 		dims = append(dims, ast.Print(d))
 	}
-	if p.loop.Var.Name != "j_0" || strings.Join(dims, ",") != "8L,16L" {
-		t.Errorf("C_local compacts at %s to [%s], want j_0 and [8,16]", p.loop.Var.Name, strings.Join(dims, ","))
+	if p.Loop.Var.Name != "j_0" || strings.Join(dims, ",") != "8L,16L" {
+		t.Errorf("C_local compacts at %s to [%s], want j_0 and [8,16]", p.Loop.Var.Name, strings.Join(dims, ","))
 	}
 	m, err := Lower(s.Func(), Options{Target: goldenTarget})
 	if err != nil {

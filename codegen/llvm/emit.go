@@ -64,7 +64,7 @@ func (e *emitter) unsupported(n ast.Node, format string, args ...any) {
 func newEmitter(m *Module, compact map[*ast.Buffer]*compaction) *emitter {
 	e := &emitter{m: m, f: m.Func, decl: map[string]*ir.Func{}, compact: compact, atLoop: map[*ast.For][]*ast.Buffer{}}
 	for b, c := range compact {
-		e.atLoop[c.loop] = append(e.atLoop[c.loop], b)
+		e.atLoop[c.Loop] = append(e.atLoop[c.Loop], b)
 	}
 	for _, bs := range e.atLoop {
 		slices.SortFunc(bs, func(x, y *ast.Buffer) int { return strings.Compare(x.Name, y.Name) })
@@ -462,7 +462,7 @@ func (e *emitter) loopBody(l *ast.For) {
 	var heap []value.Value
 	for _, b := range e.atLoop[l] {
 		c := e.compact[b]
-		if p := e.allocShaped(b, c.shape, c.origin); p != nil {
+		if p := e.allocShaped(b, c.Shape, c.Origin); p != nil {
 			heap = append(heap, p)
 		}
 	}

@@ -1,0 +1,62 @@
+package cuda
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Checking without a GPU: clang compiles CUDA device code to PTX with no
+// CUDA installation (-nocudainc -nocudalib) when the few names the CUDA
+// headers would declare are declared some other way. CheckHeader does
+// that through clang's NVPTX builtins; NVRTC, which declares them itself,
+// never sees it.
+//
+//go:embed check.h
+var CheckHeader string
+
+// Clang is the compiler the PTX checks use.
+const Clang = "clang-14"
+
+// CompilePTX compiles m's source to PTX with clang (the checks without a
+// GPU): the source must compile for m.Arch, its kernels must be there. It
+// returns the PTX.
+func CompilePTX(m *Module) (string, error) {
+	clang, err := exec.LookPath(Clang)
+	if err != nil {
+		return "", fmt.Errorf("cuda: %s not found (make tools installs it): %v", Clang, err)
+	}
+	dir, err := os.MkdirTemp("", "loom-ptx")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	header := filepath.Join(dir, "loom_check.h")
+	src := filepath.Join(dir, m.Func.Name+".cu")
+	out := filepath.Join(dir, m.Func.Name+".ptx")
+	if err := os.WriteFile(header, []byte(CheckHeader), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(src, []byte(m.Source), 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch="+m.Arch, "-nocudainc", "-nocudalib",
+		"-Xclang", "-target-feature", "-Xclang", "+ptx70", "-O2", "-Wall", "-Werror", "-Wno-unknown-cuda-version", "-Wno-unused-variable",
+		"-include", header, "-S", "-o", out, src)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cuda: %s rejects the source of %s: %v\n%s", Clang, m.Func.Name, err, msg)
+	}
+	ptx, err := os.ReadFile(out)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range m.Kernels {
+		if !strings.Contains(string(ptx), ".entry "+k.Name) {
+			return "", fmt.Errorf("cuda: the PTX of %s has no entry %s", m.Func.Name, k.Name)
+		}
+	}
+	return string(ptx), nil
+}

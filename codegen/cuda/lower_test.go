@@ -1,0 +1,236 @@
+package cuda_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
+)
+
+// gpuCase is a workload with a GPU schedule.
+type gpuCase struct {
+	name     string
+	c        workload.Case
+	schedule func(s *schedule.Schedule) error
+}
+
+// gpuCases are the representative kernels the golden and PTX tests pin.
+func gpuCases() []gpuCase {
+	return []gpuCase{
+		{"scale", scaleCase(), scheduleScale},
+		{"softmax", workload.Softmax(64, 256), scheduleRows("Y", []string{"S", "E", "M"})},
+		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"})},
+	}
+}
+
+// scaleCase is Y = 2X + 1 over 1000 elements (a tail after tiling by 256).
+func scaleCase() workload.Case {
+	b := ast.NewBuilder("scale")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(1000)...)
+	Y := b.Compute("Y", ast.Shape(1000), func(i []ast.Expr) ast.Expr { return ast.Add(ast.Mul(X.At(i...), ast.F32(2)), ast.F32(1)) })
+	f, err := b.Build(Y)
+	if err != nil {
+		panic(err)
+	}
+	return workload.Case{Name: "scale", Func: f}
+}
+
+type steps struct {
+	s   *schedule.Schedule
+	err error
+}
+
+func (h *steps) loops(name string) []schedule.Loop {
+	if h.err != nil {
+		return nil
+	}
+	b, err := h.s.GetBlock(name)
+	if err != nil {
+		h.err = err
+		return nil
+	}
+	ls, err := h.s.GetLoops(b)
+	h.err = err
+	return ls
+}
+
+func (h *steps) do(f func() error) {
+	if h.err == nil {
+		h.err = f()
+	}
+}
+
+// bindThreads splits the last loop of block name by n and binds the parts
+// to threadIdx.x (inner, so that neighbouring threads touch neighbouring
+// elements).
+func (h *steps) bindLast(name string, n int, outerFirst bool) {
+	ls := h.loops(name)
+	if h.err != nil {
+		return
+	}
+	var parts []schedule.Loop
+	h.do(func() (err error) {
+		if outerFirst {
+			parts, err = h.s.Split(ls[len(ls)-1], n, -1)
+		} else {
+			parts, err = h.s.Split(ls[len(ls)-1], -1, n)
+		}
+		return err
+	})
+	h.do(func() error {
+		if outerFirst {
+			return h.s.Bind(parts[0], "threadIdx.x")
+		}
+		return h.s.Bind(parts[1], "threadIdx.x")
+	})
+}
+
+func scheduleScale(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	ls := h.loops("Y")
+	var parts []schedule.Loop
+	h.do(func() (err error) { parts, err = s.Split(ls[0], -1, 256); return err })
+	h.do(func() error { return s.Bind(parts[0], "blockIdx.x") })
+	h.do(func() error { return s.Bind(parts[1], "threadIdx.x") })
+	return h.err
+}
+
+// scheduleRows runs a row per block: the producers under the row loop,
+// each block's last loop over 32 threads (a reduce loop so becomes a
+// cross-thread reduction, each thread folding a contiguous chunk first).
+func scheduleRows(out string, producers []string) func(s *schedule.Schedule) error {
+	return func(s *schedule.Schedule) error {
+		h := &steps{s: s}
+		row := h.loops(out)
+		for _, p := range producers {
+			h.do(func() error {
+				b, err := s.GetBlock(p)
+				if err != nil {
+					return err
+				}
+				return s.ComputeAt(b, row[0])
+			})
+		}
+		h.do(func() error { return s.Bind(row[0], "blockIdx.x") })
+		for _, name := range append([]string{out}, producers...) {
+			if len(h.loops(name)) < 2 {
+				continue // computed once per row
+			}
+			b := s.Func().Block(name)
+			if b != nil && b.IsReduction() {
+				h.bindLast(name, 32, true)
+			} else {
+				h.bindLast(name, 32, false)
+			}
+		}
+		return h.err
+	}
+}
+
+// scheduleGemm tiles C by 16 x 16 blocks of 16 x 16 threads, with the
+// tiles of A and B read into shared memory by all the block's threads.
+func scheduleGemm(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	ls := h.loops("C") // i, j, k
+	var is, js []schedule.Loop
+	h.do(func() (err error) { is, err = s.Split(ls[0], -1, 16); return err })
+	h.do(func() (err error) { js, err = s.Split(ls[1], -1, 16); return err })
+	h.do(func() error { return s.Reorder(is[0], js[0], is[1], js[1]) })
+	h.do(func() error { return s.Bind(is[0], "blockIdx.y") })
+	h.do(func() error { return s.Bind(js[0], "blockIdx.x") })
+	for _, buf := range []string{"A", "B"} {
+		var cache schedule.Block
+		h.do(func() error {
+			c, err := s.GetBlock("C")
+			if err != nil {
+				return err
+			}
+			cache, err = s.CacheRead(c, buf, "shared")
+			return err
+		})
+		h.do(func() error { return s.ComputeAt(cache, js[0]) })
+		cls := h.loops(cache.Name())
+		h.do(func() error {
+			inner := cls[2:]
+			fused, err := s.Fuse(inner...)
+			if err != nil {
+				return err
+			}
+			parts, err := s.Split(fused, -1, 256)
+			if err != nil {
+				return err
+			}
+			return s.Bind(parts[1], "threadIdx.x")
+		})
+	}
+	h.do(func() error { return s.Bind(is[1], "threadIdx.y") })
+	h.do(func() error { return s.Bind(js[1], "threadIdx.x") })
+	return h.err
+}
+
+func lowered(t *testing.T, gc gpuCase) *cuda.Module {
+	t.Helper()
+	s, err := schedule.New(gc.c.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.schedule(s); err != nil {
+		t.Fatalf("%s: schedule: %s", gc.name, schedule.Explain(err))
+	}
+	m, err := cuda.Lower(s.Func(), cuda.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", gc.name, err, ast.Print(s.Func()))
+	}
+	return m
+}
+
+// TestPTX compiles every representative kernel to PTX with clang (no GPU
+// needed). clang-14 must be installed (make tools): the test fails
+// without it.
+func TestPTX(t *testing.T) {
+	for _, gc := range gpuCases() {
+		t.Run(gc.name, func(t *testing.T) {
+			m := lowered(t, gc)
+			ptx, err := cuda.CompilePTX(m)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, m.Source)
+			}
+			if !strings.Contains(ptx, ".target "+m.Arch) {
+				t.Errorf("PTX for another target:\n%.300s", ptx)
+			}
+		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden CUDA sources")
+
+// TestGolden pins the CUDA source of every representative kernel:
+// testdata/NAME.cu (go test ./codegen/cuda -run Golden -update rewrites
+// them).
+func TestGolden(t *testing.T) {
+	for _, gc := range gpuCases() {
+		t.Run(gc.name, func(t *testing.T) {
+			m := lowered(t, gc)
+			path := filepath.Join("testdata", gc.name+".cu")
+			if *update {
+				if err := os.WriteFile(path, []byte(m.Source), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if string(want) != m.Source {
+				t.Errorf("%s differs from the source lowered now (-update rewrites it):\n%s", path, m.Source)
+			}
+		})
+	}
+}
