@@ -2,8 +2,8 @@ package cuda
 
 import (
 	"fmt"
-	"slices"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
