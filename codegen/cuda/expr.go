@@ -140,24 +140,14 @@ var cOps = map[ast.BinaryOp]string{
 	ast.OpAnd: "&&", ast.OpOr: "||",
 }
 
+// helperOps are the operators C lacks (or has with another meaning),
+// called as helpers loom_<name>_<type>.
+var helperOps = map[ast.BinaryOp]string{ast.OpFloorDiv: "floordiv", ast.OpFloorMod: "floormod", ast.OpMin: "min", ast.OpMax: "max"}
+
 func (k *kernelWriter) binary(e *ast.Binary) string {
 	a, b := k.expr(e.A), k.expr(e.B)
-	t := e.A.Type()
-	switch e.Op {
-	case ast.OpFloorDiv, ast.OpFloorMod:
-		name := "loom_floordiv_"
-		if e.Op == ast.OpFloorMod {
-			name = "loom_floormod_"
-		}
-		name += suffix(t)
-		k.use(name)
-		return name + "(" + a + ", " + b + ")"
-	case ast.OpMin, ast.OpMax:
-		name := "loom_min_"
-		if e.Op == ast.OpMax {
-			name = "loom_max_"
-		}
-		name += suffix(t)
+	if op, ok := helperOps[e.Op]; ok {
+		name := "loom_" + op + "_" + suffix(e.A.Type())
 		k.use(name)
 		return name + "(" + a + ", " + b + ")"
 	}
@@ -215,6 +205,5 @@ func (k *kernelWriter) call(e *ast.Call) string {
 	if t == ast.Float64 {
 		name = strings.TrimSuffix(name, "f")
 	}
-	k.useMath(name)
 	return name + "(" + strings.Join(args, ", ") + ")"
 }

@@ -184,7 +184,6 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce) {
 		name := "loom_block_" + op
 		k.use(name)
 		k.use("loom_warp_" + op)
-		k.use("loom_allreduce")
 		scratch := "loom_scratch_" + suffix(r.store.Buffer.DType)
 		if !k.scratch[scratch] {
 			k.scratch[scratch] = true
@@ -195,7 +194,6 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce) {
 	} else if width > 1 {
 		name := "loom_warp_" + op
 		k.use(name)
-		k.use("loom_allreduce")
 		k.line("%s = %s(%s, %d);", acc, name, acc, width)
 	}
 	// The update, once, with the reduce variables of the loops inside at
