@@ -2,7 +2,6 @@ package ast
 
 import (
 	"errors"
-	"math"
 	"math/big"
 )
 
@@ -90,9 +89,9 @@ func evalFloatBinary(op BinaryOp, t DType, x, y float64) value {
 	case OpDiv:
 		r = x / y
 	case OpMin:
-		r = math.Min(x, y)
+		r = min(x, y) // NaN if either is NaN; -0 below +0
 	case OpMax:
-		r = math.Max(x, y)
+		r = max(x, y)
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
 		return compare(op, x, y)
 	}

@@ -30,7 +30,7 @@ func init() {
 		helper("loom_min_"+t.s, fmt.Sprintf(`__device__ __forceinline__ %[2]s loom_min_%[1]s(%[2]s a, %[2]s b) { return a < b ? a : b; }`, t.s, t.c))
 		helper("loom_max_"+t.s, fmt.Sprintf(`__device__ __forceinline__ %[2]s loom_max_%[1]s(%[2]s a, %[2]s b) { return a > b ? a : b; }`, t.s, t.c))
 	}
-	// min and max of floats as Go's math.Min and math.Max: NaN when either
+	// min and max of floats as Go's min and max builtins: NaN when either
 	// is, -0 below +0 (fminf and fmaxf drop a NaN).
 	for _, t := range []struct{ s, c, bits, isnan string }{{"f32", "float", "__float_as_int", "isnan"}, {"f64", "double", "__double_as_longlong", "isnan"}} {
 		helper("loom_min_"+t.s, fmt.Sprintf(`__device__ __forceinline__ %[2]s loom_min_%[1]s(%[2]s a, %[2]s b) {

@@ -1,6 +1,9 @@
 package llvm
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -116,7 +119,7 @@ func (e *emitter) floatOp(op ast.BinaryOp, x, y value.Value) value.Value {
 	panic(internalf("float operator %v", op))
 }
 
-// minMax returns min(x, y) or max(x, y) as Go's math.Min and math.Max
+// minMax returns min(x, y) or max(x, y) as Go's min and max builtins
 // define them: NaN if either is NaN, and -0 below +0. With fast-math, the
 // plain compare and select that one instruction does.
 func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
@@ -128,19 +131,69 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 	if e.m.Options.FastMath {
 		return pick
 	}
-	// Equal values differ only in the sign of a zero: min takes the
-	// negative one (or of the bits), max the positive (and of the bits).
-	xi, yi := e.b.NewBitCast(x, e.intType(x.Type())), e.b.NewBitCast(y, e.intType(x.Type()))
-	var zeros value.Value
-	if isMin {
-		zeros = e.b.NewOr(xi, yi)
+	var ordered value.Value // the result when neither is NaN
+	if name, ok := e.rangeIntrinsic(x.Type()); ok {
+		ordered = e.vrange(name, isMin, x, y)
 	} else {
-		zeros = e.b.NewAnd(xi, yi)
+		// Equal values differ only in the sign of a zero: min takes the
+		// negative one (or of the bits), max the positive (and of the bits).
+		xi, yi := e.b.NewBitCast(x, e.intType(x.Type())), e.b.NewBitCast(y, e.intType(x.Type()))
+		var zeros value.Value
+		if isMin {
+			zeros = e.b.NewOr(xi, yi)
+		} else {
+			zeros = e.b.NewAnd(xi, yi)
+		}
+		ordered = e.b.NewSelect(e.b.NewFCmp(enum.FPredOEQ, x, y), e.b.NewBitCast(zeros, x.Type()), pick)
 	}
-	eq := e.b.NewSelect(e.b.NewFCmp(enum.FPredOEQ, x, y), e.b.NewBitCast(zeros, x.Type()), pick)
 	nan := e.b.NewFCmp(enum.FPredUNO, x, y)
 	sum := e.b.NewFAdd(x, y) // NaN when either is
-	return e.b.NewSelect(nan, sum, eq)
+	return e.b.NewSelect(nan, sum, ordered)
+}
+
+// rangeIntrinsic names the AVX-512DQ vrangeps/vrangepd intrinsic for
+// values of type t, if the target has one: min and max of ordered values
+// in one instruction.
+func (e *emitter) rangeIntrinsic(t types.Type) (string, bool) {
+	target := e.m.Options.Target
+	lanes := lanesOf(t)
+	kind, bits := "ps", 32
+	if scalarOf(t).Equal(types.Double) {
+		kind, bits = "pd", 64
+	} else if !scalarOf(t).Equal(types.Float) {
+		return "", false
+	}
+	width := lanes * bits
+	switch {
+	case lanes < 2 || !target.Has("avx512dq"):
+		return "", false
+	case width == 512:
+	case (width == 256 || width == 128) && target.Has("avx512vl"):
+	default:
+		return "", false
+	}
+	return fmt.Sprintf("llvm.x86.avx512.mask.range.%s.%d", kind, width), true
+}
+
+// vrange returns min(x, y) or max(x, y) by vrangeps/vrangepd, which puts
+// -0 below +0 (but returns the other operand for a NaN, as minNum and
+// maxNum do).
+func (e *emitter) vrange(name string, isMin bool, x, y value.Value) value.Value {
+	t := x.Type()
+	const signOfResult = 0b0100
+	op := int64(signOfResult | 0b01) // max
+	if isMin {
+		op = signOfResult | 0b00
+	}
+	mask := types.NewInt(uint64(max(lanesOf(t), 8)))
+	params := []types.Type{t, t, types.I32, t, mask}
+	args := []value.Value{x, y, ki(types.I32, op), x, ki(mask, -1)}
+	if strings.HasSuffix(name, ".512") {
+		const currentRounding = 4
+		params = append(params, types.I32)
+		args = append(args, ki(types.I32, currentRounding))
+	}
+	return e.b.NewCall(e.intrinsic(name, t, params...), args...)
 }
 
 // intType returns the integer type (or vector) as wide as float type t.

@@ -116,7 +116,7 @@ func featureSet(s string) map[string]bool {
 var cpuFeatures = map[string][]string{
 	"x86-64-v2":      {},
 	"x86-64-v3":      {"avx", "avx2", "fma"},
-	"x86-64-v4":      {"avx", "avx2", "fma", "avx512f"},
+	"x86-64-v4":      {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
 	"haswell":        {"avx", "avx2", "fma"},
 	"broadwell":      {"avx", "avx2", "fma"},
 	"skylake":        {"avx", "avx2", "fma"},
@@ -124,11 +124,11 @@ var cpuFeatures = map[string][]string{
 	"znver1":         {"avx", "avx2", "fma"},
 	"znver2":         {"avx", "avx2", "fma"},
 	"znver3":         {"avx", "avx2", "fma"},
-	"znver4":         {"avx", "avx2", "fma", "avx512f"},
-	"skylake-avx512": {"avx", "avx2", "fma", "avx512f"},
-	"cascadelake":    {"avx", "avx2", "fma", "avx512f"},
-	"icelake-server": {"avx", "avx2", "fma", "avx512f"},
-	"sapphirerapids": {"avx", "avx2", "fma", "avx512f"},
+	"znver4":         {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
+	"skylake-avx512": {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
+	"cascadelake":    {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
+	"icelake-server": {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
+	"sapphirerapids": {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl"},
 }
 
 // hostFeatures reads the CPU flags of this machine (Linux only; elsewhere

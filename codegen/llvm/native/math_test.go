@@ -151,3 +151,65 @@ func encode(t ast.DType, xs []float64) any {
 	}
 	return d
 }
+
+// TestMinMax checks min and max against the interpreter bit for bit on
+// every pair of special values (NaN in either operand, zeros of both signs,
+// infinities, subnormals), at every vector width and serially, with and
+// without the AVX-512DQ range instruction.
+func TestMinMax(t *testing.T) {
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
+		1, -1, 2, -3, 1e-40, -1e-40, 1e30, -1e30}
+	var xs, ys []float64
+	for _, x := range specials {
+		for _, y := range specials {
+			xs, ys = append(xs, x), append(ys, y)
+		}
+	}
+	n := len(xs)
+	for _, dt := range []ast.DType{ast.Float32, ast.Float64} {
+		src := fmt.Sprintf(`func m(A: %[1]s[%[2]d], B: %[1]s[%[2]d], R: %[1]s[2, %[2]d]) {
+  ScheduleBlock(root) {
+    vectorized for (i, 0, %[2]d) {
+      ScheduleBlock(R) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, %[2]d))
+        reads(A[vi], B[vi])
+        writes(R[0:+2, vi])
+        R[0, vi] = min(A[vi], B[vi])
+        R[1, vi] = max(A[vi], B[vi])
+      }
+    }
+  }
+}`, dt, n)
+		f, err := ast.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := encode(dt, xs), encode(dt, ys)
+		want := newData(dt, 2*n)
+		if err := ast.Interpret(f, nil, map[string]any{"A": a, "B": b, "R": want}); err != nil {
+			t.Fatal(err)
+		}
+		for _, features := range []string{"", "-avx512dq"} {
+			for _, bits := range []int{128, 256, 512} {
+				opts := llvm.Options{VectorBits: bits, Target: llvm.Target{CPU: "native", Features: features}}
+				k, err := Compile(f, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := newData(dt, 2*n)
+				if err := k.Run(nil, map[string]any{"A": a, "B": b, "R": got}); err != nil {
+					t.Fatal(err)
+				}
+				g, w := ast.Float64s(dt, got), ast.Float64s(dt, want)
+				for j := range w {
+					same := math.Float64bits(g[j]) == math.Float64bits(w[j]) || math.IsNaN(g[j]) && math.IsNaN(w[j])
+					if !same {
+						op := [2]string{"min", "max"}[j/n]
+						t.Errorf("%s %d bits %q: %s(%g, %g) = %g, interpreter %g", dt, bits, features, op, xs[j%n], ys[j%n], g[j], w[j])
+					}
+				}
+			}
+		}
+	}
+}
