@@ -13,7 +13,10 @@ import (
 // structure given by a string of S (spatial) and R (reduce) levels:
 // "SSRSRS" splits each spatial loop in four and each reduce loop in two,
 // and orders the levels S0 R... as written. Tile sizes are sampled with
-// SamplePerfectTile, the innermost capped at MaxInnermost.
+// SamplePerfectTile, the innermost capped at MaxInnermost (spatial
+// loops) and MaxInnermostReduce (the reduce loop: how many steps the
+// register tile accumulates between loads and stores; 0 means
+// MaxInnermost).
 //
 // WriteCache lists the spatial levels (1-based) under which a write cache
 // of the output tile may go: the block then accumulates into a local
@@ -21,9 +24,10 @@ import (
 // compacts it to the tile, in registers); whether and where is sampled,
 // with no cache as one of the choices.
 type MultiLevelTiling struct {
-	Structure    string
-	MaxInnermost int
-	WriteCache   []int64
+	Structure          string
+	MaxInnermost       int
+	MaxInnermostReduce int
+	WriteCache         []int64
 }
 
 func (MultiLevelTiling) Name() string { return "multi-level-tiling" }
@@ -75,7 +79,11 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 				continue
 			}
 			firstReduce = false
-			if parts[i], _, err = m.split(s, l, n, m.MaxInnermost); err != nil {
+			limit := m.MaxInnermostReduce
+			if limit == 0 {
+				limit = m.MaxInnermost
+			}
+			if parts[i], _, err = m.split(s, l, n, limit); err != nil {
 				return err
 			}
 		case roleSpatial:

@@ -41,7 +41,7 @@ type Rule interface {
 func DefaultRules() []Rule {
 	return []Rule{
 		AutoInline{},
-		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, WriteCache: []int64{1, 2}},
+		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, MaxInnermostReduce: 256, WriteCache: []int64{1, 2}},
 		RandomComputeLocation{},
 		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}},
 		VectorRFactor{MaxVectors: 4},
