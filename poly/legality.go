@@ -105,6 +105,24 @@ func (p *Program) Accessed(block string, buf *ast.Buffer, loop *ast.For, write b
 	return Apply(in.Domain.dimsToParams(k+1), m.inToParams(k+1)), nil
 }
 
+// AccessedAcross is Accessed over every iteration of the loops in relax
+// (loop itself or loops around it) at once: their variables are not
+// parameters of the result. A shared buffer that the threads of a GPU
+// block fill together holds what all the iterations of its thread loops
+// need.
+func (p *Program) AccessedAcross(block string, buf *ast.Buffer, loop *ast.For, write bool, relax []*ast.For) (Set, error) {
+	s, err := p.Accessed(block, buf, loop, write)
+	if err != nil || len(relax) == 0 {
+		return s, err
+	}
+	var names []string
+	for _, l := range relax {
+		names = append(names, l.Var.Name)
+	}
+	t := s.paramsToDims(names)
+	return t.ProjectOut(0, len(t.Dims)-len(s.Dims)), nil
+}
+
 // Footprint returns the set of indices of buffer buf that all the instances
 // of block access (its writes if write, else its reads), over the
 // function's sizes.
@@ -143,6 +161,72 @@ func (p *Program) accessMap(block string, buf *ast.Buffer, write bool) (*Instanc
 		return nil, Map{}, fmt.Errorf("poly: region: block %s does not access %s", block, buf.Name)
 	}
 	return in, *m, nil
+}
+
+// SpanFrom returns how many consecutive values of dimension d, starting
+// at a(params), hold every point of s: one more than the greatest value of
+// x_d - a over s, over all parameter values. ok is false when a is not a
+// lower bound of the dimension (some point lies below it), has a
+// division, or the span is not bounded by a constant. A lower bound that
+// is valid but not attained (as DimBounds may give for a set with floor
+// divisions) still serves as the origin of an array that holds the
+// dimension, with this many elements.
+func (s Set) SpanFrom(d int, a Aff) (span Int, ok bool) {
+	if !a.Div.IsOne() {
+		return Int{}, false
+	}
+	found := false
+	for _, b := range s.parts {
+		// y = x_d - a(params), a new output after the others.
+		c := b.insertVars(b.outVar(b.nOut), 1)
+		c.nOut++
+		y := c.outVar(c.nOut - 1)
+		r := newRow(c.nVars())
+		r[y+1] = IntOf(1)
+		r[c.outVar(d)+1] = IntOf(-1)
+		for i, name := range a.Params {
+			j := slices.Index(s.Params, name)
+			if j < 0 {
+				return Int{}, false
+			}
+			r[j+1] = r[j+1].Add(a.Coefs[i])
+		}
+		r[0] = a.Const
+		c.addEq(r)
+		// Over every variable at once: parameters and locals become
+		// dimensions of a parameter-free set, whose bounds are exact.
+		all := c.clone()
+		all.nParam, all.nIn, all.nOut, all.nLocal = 0, 0, c.nVars(), 0
+		dims := make([]string, all.nOut)
+		for i := range dims {
+			dims[i] = fmt.Sprint("v", i)
+		}
+		lo, hi := Set{Dims: dims, parts: []*basic{all}}.DimBounds(y)
+		if hi.Empty {
+			continue
+		}
+		l, ok1 := lo.Constant()
+		h, ok2 := hi.Constant()
+		if !ok1 || !ok2 || l.Sign() < 0 {
+			return Int{}, false
+		}
+		if !found || h.Cmp(span) > 0 {
+			span, found = h, true
+		}
+	}
+	if !found {
+		return Int{}, false
+	}
+	return span.Add(IntOf(1)), true
+}
+
+// Pieces returns the affine functions a bound is made of.
+func (b Bound) Pieces() []Aff {
+	var out []Aff
+	for _, part := range b.Parts {
+		out = append(out, part...)
+	}
+	return out
 }
 
 // Width returns the largest number of values dimension d of s takes at

@@ -386,11 +386,14 @@ var ErrUnsupported = errors.New("poly: unsupported")
 // wrapping ErrUnsupported.
 func Subset(a, b Set) (bool, error) {
 	checkDims("Subset", len(a.Dims), len(b.Dims))
-	_, pa, pb := alignParams(a.Params, a.parts, b.Params, b.parts)
-	for _, x := range pb {
-		if x.nLocal > 0 {
-			return false, fmt.Errorf("%w: subset of a set with existential variables", ErrUnsupported)
+	_, pa, withLocals := alignParams(a.Params, a.parts, b.Params, b.parts)
+	var pb []*basic
+	for _, x := range withLocals {
+		parts, ok := x.withoutLocals(maxLocalValues)
+		if !ok {
+			return false, fmt.Errorf("%w: subset of a set with existential variables that take many values", ErrUnsupported)
 		}
+		pb = append(pb, parts...)
 	}
 	// a minus b = a ∩ ¬b1 ∩ ¬b2 ∩ ...; each ¬bi is the union of the
 	// negations of bi's constraints.
@@ -410,6 +413,65 @@ func Subset(a, b Set) (bool, error) {
 		}
 	}
 	return len(rest) == 0, nil
+}
+
+// maxLocalValues bounds how many basic sets withoutLocals may split one
+// into.
+const maxLocalValues = 256
+
+// withoutLocals returns basic sets without existential variables whose
+// union is b: each local is replaced by each value it can take, when
+// their number (from its bounds over all of b's variables) stays within
+// limit in all. A floor division's quotient over a bounded range (the row
+// of a fused and split loop) takes few.
+func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
+	if b.nLocal == 0 {
+		return []*basic{b}, true
+	}
+	all := b.clone()
+	all.nParam, all.nIn, all.nOut, all.nLocal = 0, 0, b.nVars(), 0
+	dims := make([]string, all.nOut)
+	for i := range dims {
+		dims[i] = fmt.Sprint("v", i)
+	}
+	k := b.localVar(b.nLocal - 1)
+	lo, hi := Set{Dims: dims, parts: []*basic{all}}.DimBounds(k)
+	if lo.Empty || hi.Empty {
+		return nil, true
+	}
+	l, ok1 := lo.Constant()
+	h, ok2 := hi.Constant()
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	l64, ok1 := l.Int64()
+	h64, ok2 := h.Int64()
+	if !ok1 || !ok2 || h64-l64 >= int64(limit) {
+		return nil, false
+	}
+	n := int(h64 - l64 + 1)
+	var out []*basic
+	for c := l64; c <= h64; c++ {
+		value := newRow(b.nVars())
+		value[0] = IntOf(c)
+		v := &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut, nLocal: b.nLocal - 1}
+		for _, r := range b.eqs {
+			v.eqs = append(v.eqs, r.substitute(k, value))
+		}
+		for _, r := range b.ineqs {
+			v.ineqs = append(v.ineqs, r.substitute(k, value))
+		}
+		v = v.simplify()
+		if v.isEmpty() {
+			continue
+		}
+		parts, ok := v.withoutLocals(limit / n)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, parts...)
+	}
+	return out, true
 }
 
 // negations returns basic sets whose union is the complement of b (which

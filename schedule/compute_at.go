@@ -87,7 +87,15 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		if len(readers) == 0 {
 			continue
 		}
-		need, err := unionOf(readers, func(c *ast.ScheduleBlock) (poly.Set, error) { return p.Accessed(c.Name, w.Buffer, loop, false) })
+		// A shared buffer holds what all the threads of a block need:
+		// each thread's iterations are relaxed.
+		var relax []*ast.For
+		if w.Buffer.Scope == ast.Shared {
+			relax = slices.DeleteFunc(slices.Clone(above), func(l *ast.For) bool { return !l.Kind.IsGPUThread() })
+		}
+		need, err := unionOf(readers, func(c *ast.ScheduleBlock) (poly.Set, error) {
+			return p.AccessedAcross(c.Name, w.Buffer, loop, false, relax)
+		})
 		if err != nil {
 			return illegal(prim, s.f, here, "%v", err)
 		}

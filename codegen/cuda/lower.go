@@ -149,15 +149,23 @@ func flatten(s ast.Stmt) []ast.Stmt {
 }
 
 // planBuffers compacts the shared and local temporaries: a shared buffer
-// once per block (at a loop outside every thread loop), a local one once
-// per thread (at a loop inside every thread loop around its uses).
+// once per block, at a loop under the blockIdx loops where every thread
+// of the block is (outside every thread loop, or inside thread loops that
+// span the block), with a region that is the same for every thread; a
+// local one once per thread (at a loop inside every thread loop around
+// its uses).
 func planBuffers(f *ast.Func) map[*ast.Buffer]*compact.Compaction {
 	threads := threadLoopsAround(f)
-	return compact.Plan(f, func(buf *ast.Buffer, loops []*ast.For) bool {
-		isThread := func(l *ast.For) bool { return l.Kind.IsGPUThread() }
+	spanning := spanningThreadLoops(f)
+	plans := compact.Plan(f, func(buf *ast.Buffer, loops []*ast.For) bool {
 		switch buf.Scope {
 		case ast.Shared:
-			return !slices.ContainsFunc(loops, isThread) && slices.ContainsFunc(loops, func(l *ast.For) bool { return l.Kind.IsGPUBlock() })
+			for _, l := range loops {
+				if l.Kind.IsGPUThread() && !spanning[l] {
+					return false
+				}
+			}
+			return slices.ContainsFunc(loops, func(l *ast.For) bool { return l.Kind.IsGPUBlock() })
 		case ast.Local:
 			for _, t := range threads[buf] {
 				if !slices.Contains(loops, t) {
@@ -168,6 +176,81 @@ func planBuffers(f *ast.Func) map[*ast.Buffer]*compact.Compaction {
 		}
 		return false // global temporaries stay whole
 	})
+	for buf, c := range plans {
+		if buf.Scope != ast.Shared {
+			continue
+		}
+		for l := range spanning {
+			if slices.ContainsFunc(c.Origin, func(o ast.Expr) bool { return ast.Mentions(o, l.Var.Name) }) {
+				delete(plans, buf) // each thread would need its own part
+			}
+		}
+	}
+	return plans
+}
+
+// spanningThreadLoops returns the thread loops that span their axis of
+// the block (from 0 to the block's extent along it, no guard) and are not
+// cross-thread reductions: all the threads of a block run the code inside
+// such loops alike, so a shared buffer can live there and a barrier can go
+// there.
+func spanningThreadLoops(f *ast.Func) map[*ast.For]bool {
+	out := map[*ast.For]bool{}
+	root, ok := f.Body.(*ast.ScheduleBlock)
+	if !ok {
+		return out
+	}
+	kw := &kernelWriter{f: f}
+	for _, s := range flatten(root.Body) {
+		body := s
+		for {
+			l, ok := body.(*ast.For)
+			if !ok || !l.Kind.IsGPUBlock() {
+				break
+			}
+			body = l.Body
+		}
+		shape, err := kw.blockShape(body)
+		if err != nil {
+			continue
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			if l, ok := n.(*ast.For); ok && spans(l, shape) && !bindsReduce(l) {
+				out[l] = true
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// spans reports whether thread loop l covers its axis of a block of the
+// given shape.
+func spans(l *ast.For, shape [3]int64) bool {
+	if !l.Kind.IsGPUThread() {
+		return false
+	}
+	lo, ok1 := ast.ConstIntValue(ast.Simplify(l.Min))
+	n, ok2 := ast.ConstIntValue(ast.Simplify(l.Extent))
+	return ok1 && ok2 && lo == 0 && n == shape[l.Kind-ast.GPUThreadX]
+}
+
+// bindsReduce reports whether a block under loop l binds a reduce
+// variable to l's variable (a cross-thread reduction when l is a thread
+// loop).
+func bindsReduce(l *ast.For) bool {
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if b, ok := n.(*ast.ScheduleBlock); ok {
+			for _, it := range b.Iters {
+				if it.Kind == ast.Reduce && ast.Mentions(it.Binding, l.Var.Name) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // threadLoopsAround returns, for each buffer, the thread loops around any
@@ -227,8 +310,9 @@ type kernelWriter struct {
 	scratch map[string]bool // shared scratch arrays of the block-wide reductions
 	tmp     int
 
-	pending access // shared and global accesses since the last barrier
-	guarded bool   // inside a thread loop's guard
+	pending access     // shared and global accesses since the last barrier
+	guarded bool       // inside a thread loop's guard
+	threads []*ast.For // the thread loops around
 }
 
 // bufInfo is how a buffer is addressed in the kernel.
@@ -276,25 +360,7 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 	}
 	// Thread extents: the block's shape.
 	var terr error
-	ast.Inspect(body, func(n ast.Node) bool {
-		l, ok := n.(*ast.For)
-		if !ok {
-			return true
-		}
-		if l.Kind.IsGPUBlock() && terr == nil {
-			terr = k.errorAt(l, "loop %s is bound to %s below the kernel's outermost loops: blockIdx loops must be the outermost", l.Var.Name, l.Kind)
-		}
-		if l.Kind.IsGPUThread() {
-			n, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
-			if !ok && terr == nil {
-				terr = k.errorAt(l, "loop %s bound to %s has the non-constant extent %s: split it by a constant and bind the inner loop", l.Var.Name, l.Kind, ast.Print(l.Extent))
-			}
-			axis := int(l.Kind - ast.GPUThreadX)
-			kern.Block[axis] = max(kern.Block[axis], n)
-		}
-		return true
-	})
-	if terr != nil {
+	if kern.Block, terr = k.blockShape(body); terr != nil {
 		return "", nil, terr
 	}
 	if n := kern.Block[0] * kern.Block[1] * kern.Block[2]; n > 1024 {
@@ -346,6 +412,33 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 	out.WriteString(k.b.String())
 	out.WriteString("}\n")
 	return out.String(), kern, nil
+}
+
+// blockShape returns the threads of a block along x, y and z: the longest
+// loop bound to each threadIdx axis in a kernel's body (the statements
+// under its blockIdx loops).
+func (k *kernelWriter) blockShape(body ast.Stmt) ([3]int64, error) {
+	shape := [3]int64{1, 1, 1}
+	var err error
+	ast.Inspect(body, func(n ast.Node) bool {
+		l, ok := n.(*ast.For)
+		if !ok || err != nil {
+			return err == nil
+		}
+		if l.Kind.IsGPUBlock() {
+			err = k.errorAt(l, "loop %s is bound to %s below the kernel's outermost loops: blockIdx loops must be the outermost", l.Var.Name, l.Kind)
+		}
+		if l.Kind.IsGPUThread() {
+			n, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
+			if !ok {
+				err = k.errorAt(l, "loop %s bound to %s has the non-constant extent %s: split it by a constant and bind the inner loop", l.Var.Name, l.Kind, ast.Print(l.Extent))
+			}
+			axis := int(l.Kind - ast.GPUThreadX)
+			shape[axis] = max(shape[axis], n)
+		}
+		return true
+	})
+	return shape, err
 }
 
 func (k *kernelWriter) errorAt(n ast.Node, format string, a ...any) error {

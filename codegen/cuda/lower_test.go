@@ -27,6 +27,7 @@ func gpuCases() []gpuCase {
 		{"scale", scaleCase(), scheduleScale},
 		{"softmax", workload.Softmax(64, 256), scheduleRows("Y", []string{"S", "E", "M"})},
 		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"})},
+		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm},
 	}
 }
 
@@ -59,6 +60,15 @@ func (h *steps) loops(name string) []schedule.Loop {
 	ls, err := h.s.GetLoops(b)
 	h.err = err
 	return ls
+}
+
+func (h *steps) block(name string) schedule.Block {
+	if h.err != nil {
+		return schedule.Block{}
+	}
+	b, err := h.s.GetBlock(name)
+	h.err = err
+	return b
 }
 
 func (h *steps) do(f func() error) {
@@ -134,44 +144,54 @@ func scheduleRows(out string, producers []string) func(s *schedule.Schedule) err
 	}
 }
 
-// scheduleGemm tiles C by 16 x 16 blocks of 16 x 16 threads, with the
-// tiles of A and B read into shared memory by all the block's threads.
+// scheduleGemm tiles C = A·B by 64 x 64 per block of 16 x 16 threads,
+// each thread a 4 x 4 tile accumulated in registers (a local write
+// cache), k by 16: in each step of k the block's threads fetch the 64 x 16
+// tile of A and the 16 x 64 tile of B into shared memory together, four
+// elements each.
 func scheduleGemm(s *schedule.Schedule) error {
 	h := &steps{s: s}
 	ls := h.loops("C") // i, j, k
-	var is, js []schedule.Loop
-	h.do(func() (err error) { is, err = s.Split(ls[0], -1, 16); return err })
-	h.do(func() (err error) { js, err = s.Split(ls[1], -1, 16); return err })
-	h.do(func() error { return s.Reorder(is[0], js[0], is[1], js[1]) })
+	var is, js, ks []schedule.Loop
+	h.do(func() (err error) { is, err = s.Split(ls[0], -1, 16, 4); return err })
+	h.do(func() (err error) { js, err = s.Split(ls[1], -1, 16, 4); return err })
+	h.do(func() (err error) { ks, err = s.Split(ls[2], -1, 16); return err })
+	h.do(func() error { return s.Reorder(is[0], js[0], is[1], js[1], ks[0], ks[1], is[2], js[2]) })
 	h.do(func() error { return s.Bind(is[0], "blockIdx.y") })
 	h.do(func() error { return s.Bind(js[0], "blockIdx.x") })
-	for _, buf := range []string{"A", "B"} {
-		var cache schedule.Block
-		h.do(func() error {
-			c, err := s.GetBlock("C")
-			if err != nil {
-				return err
-			}
-			cache, err = s.CacheRead(c, buf, "shared")
-			return err
-		})
-		h.do(func() error { return s.ComputeAt(cache, js[0]) })
-		cls := h.loops(cache.Name())
-		h.do(func() error {
-			inner := cls[2:]
-			fused, err := s.Fuse(inner...)
-			if err != nil {
-				return err
-			}
-			parts, err := s.Split(fused, -1, 256)
-			if err != nil {
-				return err
-			}
-			return s.Bind(parts[1], "threadIdx.x")
-		})
-	}
 	h.do(func() error { return s.Bind(is[1], "threadIdx.y") })
 	h.do(func() error { return s.Bind(js[1], "threadIdx.x") })
+	c := h.block("C")
+	h.do(func() error {
+		wb, err := s.CacheWrite(c, "C", "local")
+		if err != nil {
+			return err
+		}
+		return s.ReverseComputeAt(wb, js[1])
+	})
+	for _, buf := range []string{"A", "B"} {
+		var fetch schedule.Block
+		h.do(func() (err error) { fetch, err = s.CacheRead(c, buf, "shared"); return err })
+		h.do(func() error { return s.ComputeAt(fetch, ks[0]) })
+		h.do(func() error {
+			fls, err := s.GetLoops(fetch)
+			if err != nil {
+				return err
+			}
+			fused, err := s.Fuse(fls[len(fls)-2:]...)
+			if err != nil {
+				return err
+			}
+			parts, err := s.Split(fused, -1, 16, 16)
+			if err != nil {
+				return err
+			}
+			if err := s.Bind(parts[1], "threadIdx.y"); err != nil {
+				return err
+			}
+			return s.Bind(parts[2], "threadIdx.x")
+		})
+	}
 	return h.err
 }
 

@@ -10,14 +10,25 @@ import (
 
 // Statements.
 //
-// Code outside every thread loop ("block level") runs in all the threads
-// of a block alike; __syncthreads() goes there only, before a statement
-// that reads a shared or global buffer an earlier statement wrote since
-// the last barrier (or writes one an earlier statement read or wrote),
-// and at the end of a block-level loop's body when its next iteration
-// would conflict so with this one. Inside a thread loop no barrier can
-// go (threads past the loop's guard would never reach it): a value
-// passed there from one thread to another through memory is refused.
+// Code that all the threads of a block run alike is "block level": code
+// outside every thread loop, and code inside thread loops that span the
+// block (no guard) under loops and conditions that do not depend on the
+// thread. __syncthreads() goes there only, before a statement that reads a
+// shared or global buffer an earlier statement wrote since the last
+// barrier (or writes one an earlier statement read or wrote), and at the
+// end of a block-level loop's body when its next iteration would conflict
+// so with this one. Anywhere else no barrier can go (threads past a guard
+// would never reach it): a value passed there from one thread to another
+// through memory is refused.
+//
+// Inside a spanning thread loop, a block that does not depend on the loop's
+// variable runs in every thread along that axis: the cooperative fetch of
+// a shared tile, whose own loops are bound to the same thread axes again
+// (one part per thread) or are not (every thread copies it all). The
+// interpreter runs it once per iteration of the thread loop instead, which
+// comes to the same only if it computes the same thing each time: so such
+// a block may write only shared and local buffers, none that the blocks
+// depending on the thread write, and read none of those either.
 
 // access is what a statement reads and writes of the buffers threads
 // share (shared and global).
@@ -123,6 +134,10 @@ func (k *kernelWriter) stmt(s ast.Stmt, blockLevel bool) {
 	case *ast.Store:
 		k.line("%s = %s;", k.access(s.Buffer, s.Indices), k.expr(s.Value))
 	case *ast.IfThenElse:
+		if blockLevel && k.threadDependent(s.Cond) {
+			k.checkNoExchange(s)
+			blockLevel = false
+		}
 		k.line("if (%s) {", k.expr(s.Cond))
 		k.indent++
 		k.stmts(flatten(s.Then), blockLevel)
@@ -157,6 +172,12 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		}
 		axis := "xyz"[l.Kind-ast.GPUThreadX]
 		n, _ := ast.ConstIntValue(ast.Simplify(l.Extent))
+		for _, outer := range k.threads {
+			if outer.Kind == l.Kind && mentions(l.Body, outer.Var.Name) {
+				k.fail(k.errorAt(l, "loop %s is bound to %s inside loop %s, bound to the same, and uses %s: in a kernel both are the same thread index", l.Var.Name, l.Kind, outer.Var.Name, outer.Var.Name))
+				return
+			}
+		}
 		name := k.declare(l.Var)
 		k.line("{")
 		k.indent++
@@ -169,8 +190,15 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 			k.indent++
 			k.guarded = true
 		}
-		k.checkNoExchange(l)
-		k.stmts(flatten(l.Body), false)
+		k.threads = append(k.threads, l)
+		if blockLevel && spans(l, k.block) {
+			k.checkRedundant(l)
+			k.stmts(flatten(l.Body), true)
+		} else {
+			k.checkNoExchange(l)
+			k.stmts(flatten(l.Body), false)
+		}
+		k.threads = k.threads[:len(k.threads)-1]
 		k.guarded = wasGuarded
 		if guard {
 			k.indent--
@@ -195,27 +223,113 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 	}
 	k.indent++
 	k.allocsAt(l)
-	if blockLevel {
+	switch {
+	case blockLevel && !k.threadDependent(l.Min, l.Extent):
 		k.stmts(flatten(l.Body), true)
 		// The next iteration after this one, if it depends on this one
 		// through memory the threads share.
-		if k.pending.conflicts(accessesOf(l.Body)) && k.carriesShared(l) {
+		if k.pending.conflicts(accessesOf(l.Body)) && k.acrossIterations(l) {
 			k.line("__syncthreads();")
 			k.pending = newAccess()
 		}
-	} else {
+	case blockLevel:
+		k.checkNoExchange(l)
+		k.stmts(flatten(l.Body), false)
+	default:
 		k.stmts(flatten(l.Body), false)
 	}
 	k.indent--
 	k.line("}")
 }
 
-// checkNoExchange refuses a thread loop in which one block writes a shared
+// threadDependent reports whether one of es uses the variable of a thread
+// loop around.
+func (k *kernelWriter) threadDependent(es ...ast.Expr) bool {
+	for _, l := range k.threads {
+		for _, e := range es {
+			if ast.Mentions(e, l.Var.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mentions reports whether variable name appears anywhere in n.
+func mentions(n ast.Node, name string) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if v, ok := n.(*ast.Var); ok && v.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// checkRedundant checks the blocks under spanning thread loop l that do
+// not depend on its variable (see the top of this file): they must compute
+// the same in every thread along l's axis.
+func (k *kernelWriter) checkRedundant(l *ast.For) {
+	v := l.Var.Name
+	var redundant, distributed []*ast.ScheduleBlock
+	var walk func(s ast.Stmt, dep bool)
+	walk = func(s ast.Stmt, dep bool) {
+		switch s := s.(type) {
+		case *ast.Seq:
+			for _, st := range s.Stmts {
+				walk(st, dep)
+			}
+		case *ast.For:
+			walk(s.Body, dep || ast.Mentions(s.Min, v) || ast.Mentions(s.Extent, v))
+		case *ast.IfThenElse:
+			dep = dep || ast.Mentions(s.Cond, v)
+			walk(s.Then, dep)
+			walk(s.Else, dep)
+		case *ast.ScheduleBlock:
+			for _, it := range s.Iters {
+				dep = dep || ast.Mentions(it.Binding, v)
+			}
+			if s.Predicate != nil {
+				dep = dep || ast.Mentions(s.Predicate, v)
+			}
+			if dep {
+				distributed = append(distributed, s)
+			} else {
+				redundant = append(redundant, s)
+			}
+		}
+	}
+	walk(l.Body, false)
+	writer := map[*ast.Buffer]string{}
+	for _, b := range distributed {
+		for _, w := range b.Writes {
+			writer[w.Buffer] = b.Name
+		}
+	}
+	for _, b := range redundant {
+		for _, w := range b.Writes {
+			if w.Buffer.Scope == ast.Global {
+				k.fail(k.errorAt(l, "block %s does not depend on %s, bound to %s, so every thread along it would write global buffer %s: bind one of its loops to %s, or compute it outside the thread loop", b.Name, v, l.Kind, w.Buffer.Name, l.Kind))
+				return
+			}
+		}
+		for _, r := range append(slices.Clone(b.Reads), b.Writes...) {
+			if w, ok := writer[r.Buffer]; ok {
+				k.fail(k.errorAt(l, "block %s does not depend on %s, bound to %s, so every thread along it runs it once, but it accesses %s, which block %s writes once per thread: compute %s outside the thread loop", b.Name, v, l.Kind, r.Buffer.Name, w, b.Name))
+				return
+			}
+		}
+	}
+}
+
+// checkNoExchange refuses a statement (a thread loop, or a loop or
+// condition that depends on the thread) in which one block writes a shared
 // or global buffer that another block reads: threads would pass values
 // through memory with no barrier between them.
-func (k *kernelWriter) checkNoExchange(l *ast.For) {
+func (k *kernelWriter) checkNoExchange(l ast.Stmt) {
 	writers := map[*ast.Buffer]string{}
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	ast.Inspect(l, func(n ast.Node) bool {
 		if b, ok := n.(*ast.ScheduleBlock); ok {
 			for _, w := range b.Writes {
 				if w.Buffer.Scope != ast.Local {
@@ -225,11 +339,11 @@ func (k *kernelWriter) checkNoExchange(l *ast.For) {
 		}
 		return true
 	})
-	ast.Inspect(l.Body, func(n ast.Node) bool {
+	ast.Inspect(l, func(n ast.Node) bool {
 		if b, ok := n.(*ast.ScheduleBlock); ok {
 			for _, r := range b.Reads {
 				if w, ok := writers[r.Buffer]; ok && w != b.Name && r.Buffer.Scope == ast.Shared {
-					k.fail(k.errorAt(l, "block %s reads shared buffer %s that block %s writes inside thread loop %s, where no __syncthreads can go: compute %s at a loop outside the thread loops", b.Name, r.Buffer.Name, w, l.Var.Name, w))
+					k.fail(k.errorAt(l, "block %s reads shared buffer %s that block %s writes here, where threads diverge and no __syncthreads can go: compute %s where every thread of the block runs (outside the thread loops, or in thread loops as long as the block, under loops that do not depend on the thread)", b.Name, r.Buffer.Name, w, w))
 				}
 			}
 		}
@@ -347,16 +461,51 @@ func (k *kernelWriter) scheduleBlock(b *ast.ScheduleBlock) {
 	k.stmt(b.Body, false)
 }
 
-// carriesShared reports whether loop l may carry a dependence through a
-// shared or global buffer (true when the model is missing).
-func (k *kernelWriter) carriesShared(l *ast.For) bool {
+// acrossIterations reports whether two instances of blocks under loop l
+// in different iterations of l may access an element of a shared or
+// global buffer, one of them writing it (true when the model is missing).
+// The polyhedral model runs the threads one after another, so a pair of
+// threads in different iterations of l may be ordered either way in it:
+// any distance other than 0 at l's level counts, not only the dependences
+// l carries.
+func (k *kernelWriter) acrossIterations(l *ast.For) bool {
 	if k.model == nil {
 		return true
 	}
-	for _, d := range k.model.CarriedBy(l) {
-		if d.Buffer.Scope != ast.Local {
+	// A buffer compacted at l or at a loop inside it is the same storage in
+	// every iteration of l: the model, which sees it whole, cannot tell.
+	body := accessesOf(l.Body)
+	for buf, c := range k.plans {
+		if buf.Scope == ast.Local || !body.writes[buf] {
+			continue
+		}
+		if c.Loop == l || containsStmt(l.Body, c.Loop) {
+			return true
+		}
+	}
+	for _, d := range k.model.Deps() {
+		if d.Buffer.Scope == ast.Local {
+			continue
+		}
+		level := slices.Index(d.Source.Loops, l)
+		if level < 0 || level >= d.Common {
+			continue // not both under l
+		}
+		if v, ok := d.ConstDistance(level); !ok || !v.IsZero() {
 			return true
 		}
 	}
 	return false
+}
+
+// containsStmt reports whether s holds statement x.
+func containsStmt(s ast.Stmt, x ast.Stmt) bool {
+	found := false
+	ast.Inspect(s, func(n ast.Node) bool {
+		if st, ok := n.(ast.Stmt); ok && st == x {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -102,7 +102,7 @@ func planCompaction(f *ast.Func, p *poly.Program, deps []*poly.Dependence, buf *
 		if !allowed(buf, common[:k+1]) {
 			continue
 		}
-		if carriesFlow(deps, buf, k) {
+		if carriesFlow(deps, buf, k) && !writtenFirst(p, deps, users, buf, common[k], k) {
 			continue
 		}
 		if c := regionAt(f, p, users, buf, common[:k+1]); c != nil {
@@ -135,6 +135,50 @@ func carriesFlow(deps []*poly.Dependence, buf *ast.Buffer, k int) bool {
 		}
 	}
 	return false
+}
+
+// writtenFirst reports whether, in every iteration of loop (at depth k),
+// each element of buf that is read was written earlier in that same
+// iteration. Then no value flows into the iteration from another, even
+// where memory-based dependences say one iteration's write and a later
+// one's read touch the same element: a cache refilled in each iteration of
+// a tile loop. It checks two things: the reads of each block lie within
+// what the blocks write in the same iteration, and no read comes before a
+// write of the same element in one iteration (no anti dependence inside
+// one). When poly cannot decide, the answer is no.
+func writtenFirst(p *poly.Program, deps []*poly.Dependence, users []*poly.Instances, buf *ast.Buffer, loop *ast.For, k int) bool {
+	for _, d := range deps {
+		if d.Buffer != buf || d.Kind != poly.WAR {
+			continue
+		}
+		if d.Independent || slices.ContainsFunc(d.Carried, func(level int) bool { return level > k }) {
+			return false
+		}
+	}
+	var written *poly.Set
+	for _, u := range users {
+		w, err := p.Accessed(u.Block.Name, buf, loop, true)
+		if err != nil {
+			continue // no write of buf
+		}
+		if written != nil {
+			w = poly.Union(*written, w)
+		}
+		written = &w
+	}
+	if written == nil {
+		return false
+	}
+	for _, u := range users {
+		r, err := p.Accessed(u.Block.Name, buf, loop, false)
+		if err != nil {
+			continue // no read of buf
+		}
+		if ok, err := poly.Subset(r, *written); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // regionAt returns the compaction of buf at the last of loops, if the
@@ -170,44 +214,89 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 		inScope[l.Var.Name] = l.Var
 		loopNames = append(loopNames, l.Var.Name)
 	}
+	// The loops' ranges decide the mins of the origin (a thread's rows
+	// against the whole tile's).
+	an := ast.NewAnalyzer()
+	for _, l := range loops {
+		an.BindRange(l.Var.Name, l.Min, l.Extent)
+	}
 	c := &Compaction{Loop: loop}
 	smaller := false
 	for d := range buf.Shape {
-		// The origin is the least of the parts' least indices, each exact
-		// (attained), so the least is attained too. (The union's own bound
-		// would not be exact: its parts may be empty at some parameters.)
-		var origin ast.Expr
-		for _, part := range parts {
-			lo, _ := part.DimBounds(d)
-			if !lo.Exact {
-				return nil
-			}
-			e, ok := poly.BoundExpr(lo, inScope, ast.Int64)
-			if !ok {
-				return nil
-			}
-			switch {
-			case origin == nil:
-				origin = e
-			case !ast.Equal(origin, e):
-				origin = ast.Min(origin, e)
-			}
+		origin, width, ok := exactExtent(parts, region, d, inScope, sizes, loopNames)
+		if !ok {
+			origin, width, ok = spanExtent(parts, region, d, inScope)
 		}
-		width, ok := poly.BoundExpr(region.Width(d, loopNames), sizes, ast.Int64)
 		if !ok {
 			return nil
 		}
-		width = ast.Simplify(width)
 		full, fok := ast.ConstIntValue(ast.Simplify(buf.Shape[d]))
 		w, wok := ast.ConstIntValue(width)
 		if wok && fok && w < full || wok && !fok {
 			smaller = true
 		}
 		c.Shape = append(c.Shape, width)
-		c.Origin = append(c.Origin, origin)
+		c.Origin = append(c.Origin, an.Simplify(origin))
 	}
 	if !smaller {
 		return nil
 	}
 	return c
+}
+
+// exactExtent returns the origin and the width of dimension d of the
+// region when each part's least index is exact (attained): the least of
+// them is attained too, so the region's width (the most indices one
+// iteration spans) counts from it. (The union's own bound would not be
+// exact: its parts may be empty at some parameters.)
+func exactExtent(parts []poly.Set, region poly.Set, d int, inScope, sizes map[string]*ast.Var, loopNames []string) (origin, width ast.Expr, ok bool) {
+	for _, part := range parts {
+		lo, _ := part.DimBounds(d)
+		if !lo.Exact {
+			return nil, nil, false
+		}
+		e, ok := poly.BoundExpr(lo, inScope, ast.Int64)
+		if !ok {
+			return nil, nil, false
+		}
+		switch {
+		case origin == nil:
+			origin = e
+		case !ast.Equal(origin, e):
+			origin = ast.Min(origin, e)
+		}
+	}
+	width, ok = poly.BoundExpr(region.Width(d, loopNames), sizes, ast.Int64)
+	if !ok {
+		return nil, nil, false
+	}
+	return origin, ast.Simplify(width), true
+}
+
+// spanExtent returns the origin and the width of dimension d of the region
+// from a lower bound that is valid but may not be attained (a part with
+// floor divisions, as a fused and split copy loop makes): the width then
+// counts from that bound, and must be a constant. The candidates are the
+// affine pieces of the parts' lower bounds; the narrowest valid one wins.
+func spanExtent(parts []poly.Set, region poly.Set, d int, inScope map[string]*ast.Var) (origin, width ast.Expr, ok bool) {
+	var best int64
+	for _, part := range parts {
+		lo, _ := part.DimBounds(d)
+		for _, a := range lo.Pieces() {
+			span, ok := region.SpanFrom(d, a)
+			n, ok2 := span.Int64()
+			if !ok || !ok2 || origin != nil && n >= best {
+				continue
+			}
+			e, ok := poly.AffExpr(a, true, inScope, ast.Int64)
+			if !ok {
+				continue
+			}
+			origin, best = e, n
+		}
+	}
+	if origin == nil {
+		return nil, nil, false
+	}
+	return origin, ast.I64(best), true
 }
