@@ -10,12 +10,18 @@ test: tools check
 	$(GO) test ./...
 
 # tools installs what the tests need besides Go: clang-14, which compiles
-# the generated CUDA to PTX on machines without a GPU (codegen/cuda).
+# the generated CUDA to PTX on machines without a GPU, and g++ (C++20),
+# which runs the generated CUDA on the CPU, a thread per GPU thread
+# (codegen/cuda).
 tools:
-	@command -v clang-14 >/dev/null 2>&1 || { \
-		echo "installing clang-14 for the CUDA PTX checks"; \
+	@missing=; \
+	command -v clang-14 >/dev/null 2>&1 || missing="$$missing clang-14"; \
+	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing for the CUDA checks"; \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq clang-14 >/dev/null; }
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 # check fails on unformatted files and on go vet findings.
 check:

@@ -1,0 +1,88 @@
+// loom_emu.h: runs loom's CUDA kernels on the CPU, for the tests on
+// machines without a GPU. Every thread of a block is an OS thread, so that
+// __syncthreads() is a real barrier and a missing one shows as a wrong
+// result or a deadlock; blocks run one after another, which lets a
+// __shared__ array be a static local shared by the block's threads. Warp
+// shuffles exchange through a per-warp array between two barriers.
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using std::isnan;
+
+struct loom_dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+static thread_local loom_dim3 loom_tid, loom_bid;
+static thread_local int loom_lane_id;
+static loom_dim3 loom_bdim, loom_gdim;
+#define threadIdx loom_tid
+#define blockIdx loom_bid
+#define blockDim loom_bdim
+#define gridDim loom_gdim
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __restrict__ __restrict
+
+static std::barrier<>* loom_block_barrier;
+static inline void __syncthreads() { loom_block_barrier->arrive_and_wait(); }
+
+struct loom_warp {
+  explicit loom_warp(int n) : bar(n) {}
+  std::barrier<> bar;
+  unsigned long long slot[32];
+};
+static std::vector<std::unique_ptr<loom_warp>> loom_warps;
+
+template <class T>
+static T __shfl_xor_sync(unsigned, T v, int lane, int width = 32) {
+  loom_warp* w = loom_warps[loom_lane_id / 32].get();
+  int me = loom_lane_id % 32;
+  std::memcpy(&w->slot[me], &v, sizeof(T));
+  w->bar.arrive_and_wait();
+  int other = me ^ lane;
+  if (other / width != me / width) other = me;
+  T out;
+  std::memcpy(&out, &w->slot[other], sizeof(T));
+  w->bar.arrive_and_wait();
+  return out;
+}
+
+static inline float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
+static inline int __float_as_int(float x) { int i; std::memcpy(&i, &x, 4); return i; }
+static inline double __longlong_as_double(long long x) { double d; std::memcpy(&d, &x, 8); return d; }
+static inline long long __double_as_longlong(double x) { long long i; std::memcpy(&i, &x, 8); return i; }
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+
+// loom_launch runs kernel over a grid of blocks of threads.
+template <class F>
+static void loom_launch(loom_dim3 grid, loom_dim3 block, F kernel) {
+  loom_gdim = grid;
+  loom_bdim = block;
+  int n = block.x * block.y * block.z;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        std::barrier<> bar(n);
+        loom_block_barrier = &bar;
+        loom_warps.clear();
+        for (int w = 0; w < n; w += 32) loom_warps.push_back(std::make_unique<loom_warp>(n - w < 32 ? n - w : 32));
+        std::vector<std::thread> threads;
+        for (int t = 0; t < n; ++t)
+          threads.emplace_back([=] {
+            loom_tid = {unsigned(t) % block.x, unsigned(t) / block.x % block.y, unsigned(t) / (block.x * block.y)};
+            loom_bid = {bx, by, bz};
+            loom_lane_id = t;
+            kernel();
+          });
+        for (auto& th : threads) th.join();
+      }
+}
