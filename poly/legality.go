@@ -195,13 +195,7 @@ func (s Set) SpanFrom(d int, a Aff) (span Int, ok bool) {
 		c.addEq(r)
 		// Over every variable at once: parameters and locals become
 		// dimensions of a parameter-free set, whose bounds are exact.
-		all := c.clone()
-		all.nParam, all.nIn, all.nOut, all.nLocal = 0, 0, c.nVars(), 0
-		dims := make([]string, all.nOut)
-		for i := range dims {
-			dims[i] = fmt.Sprint("v", i)
-		}
-		lo, hi := Set{Dims: dims, parts: []*basic{all}}.DimBounds(y)
+		lo, hi := c.allDims().DimBounds(y)
 		if hi.Empty {
 			continue
 		}

@@ -428,14 +428,8 @@ func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
 	if b.nLocal == 0 {
 		return []*basic{b}, true
 	}
-	all := b.clone()
-	all.nParam, all.nIn, all.nOut, all.nLocal = 0, 0, b.nVars(), 0
-	dims := make([]string, all.nOut)
-	for i := range dims {
-		dims[i] = fmt.Sprint("v", i)
-	}
 	k := b.localVar(b.nLocal - 1)
-	lo, hi := Set{Dims: dims, parts: []*basic{all}}.DimBounds(k)
+	lo, hi := b.allDims().DimBounds(k)
 	if lo.Empty || hi.Empty {
 		return nil, true
 	}
@@ -472,6 +466,19 @@ func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
 		out = append(out, parts...)
 	}
 	return out, true
+}
+
+// allDims returns b as a parameter-free set whose dimensions are all of
+// b's variables (parameters and locals too), in order: the bounds of any
+// variable over all the others' values, made exact by DimBounds.
+func (b *basic) allDims() Set {
+	all := b.clone()
+	all.nParam, all.nIn, all.nOut, all.nLocal = 0, 0, b.nVars(), 0
+	dims := make([]string, all.nOut)
+	for i := range dims {
+		dims[i] = fmt.Sprint("v", i)
+	}
+	return Set{Dims: dims, parts: []*basic{all}}
 }
 
 // negations returns basic sets whose union is the complement of b (which

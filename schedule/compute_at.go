@@ -14,6 +14,11 @@ import (
 // computes it), before the first of them. b's own loops go away; its new
 // loops (ax0, ax1, ...) cover the region, clipped to b's domain.
 //
+// For a shared buffer the region is that of all the iterations of the
+// thread loops around l at once (a block's threads share the buffer and
+// fill it together), so b then computes the whole block's tile in every
+// thread's iteration.
+//
 // Every block that reads b's output must be under l. b must write its
 // output buffers at its spatial iteration variables (each dimension one
 // variable), have no predicate, and not already be under l. Other

@@ -16,17 +16,32 @@
 // per-thread arrays (registers), each compacted to the region one block
 // or one thread uses (package compact), indexed from its origin.
 //
-// Code outside the thread loops runs in every thread of the block alike.
-// __syncthreads() goes only there, where one statement's shared or global
-// accesses conflict with an earlier one's since the last barrier, and at
-// the end of a loop that carries such a dependence; never inside a thread
-// loop, where a thread past the guard would not reach it. A thread loop
-// that binds a reduce variable of its block is a cross-thread reduction:
-// partial results in registers, combined by warp shuffles (and a shared
-// array across warps), the update applied once.
+// Code outside the thread loops runs in every thread of the block alike,
+// and so does code inside thread loops that span the block (no guard)
+// under loops and conditions that do not depend on the thread: that is
+// where __syncthreads() can go. It goes where one statement's shared or
+// global accesses conflict with an earlier one's since the last barrier,
+// and at the end of a loop whose iterations touch the same memory (a
+// buffer compacted inside the loop is one storage in every iteration);
+// never where threads diverge. A thread loop that binds a reduce variable
+// of its block is a cross-thread reduction: partial results in registers,
+// combined by warp shuffles (and a shared array across warps), the update
+// applied once.
+//
+// Shared-memory tiling: a cache of a tile computed at a loop inside the
+// thread loops (schedule.ComputeAt relaxes the thread loops for a shared
+// buffer, so it holds the whole block's tile) is a cooperative fetch when
+// its own loops are bound to the same thread axes again: each thread
+// copies its part, a barrier, then every thread reads the tile. A block
+// that does not depend on a spanning thread loop's variable must compute
+// the same thing in every thread (it writes only shared or local memory,
+// nothing the per-thread blocks write), since the interpreter runs it once
+// per iteration of that loop.
 //
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with
-// clang (CheckHeader declares what the CUDA headers would).
+// clang (CheckHeader declares what the CUDA headers would), and the tests
+// run it on the CPU as well, an OS thread per GPU thread
+// (testdata/emu/loom_emu.h), against the interpreter.
 package cuda
