@@ -227,10 +227,11 @@ func (a *Analyzer) symbolicBound(d linear) Interval {
 	return Interval{walk(false), walk(true)}
 }
 
-// Mentions reports whether e uses the variable named name.
-func Mentions(e Expr, name string) bool {
+// Mentions reports whether n (an expression or a statement) uses the
+// variable named name.
+func Mentions(n Node, name string) bool {
 	found := false
-	Inspect(e, func(n Node) bool {
+	Inspect(n, func(n Node) bool {
 		if v, ok := n.(*Var); ok && v.Name == name {
 			found = true
 		}

@@ -190,8 +190,7 @@ func planBuffers(f *ast.Func) map[*ast.Buffer]*compact.Compaction {
 }
 
 // spanningThreadLoops returns the thread loops that span their axis of
-// the block (from 0 to the block's extent along it, no guard) and are not
-// cross-thread reductions: all the threads of a block run the code inside
+// the block (see spans): all the threads of a block run the code inside
 // such loops alike, so a shared buffer can live there and a barrier can go
 // there.
 func spanningThreadLoops(f *ast.Func) map[*ast.For]bool {
@@ -215,7 +214,7 @@ func spanningThreadLoops(f *ast.Func) map[*ast.For]bool {
 			continue
 		}
 		ast.Inspect(body, func(n ast.Node) bool {
-			if l, ok := n.(*ast.For); ok && spans(l, shape) && !bindsReduce(l) {
+			if l, ok := n.(*ast.For); ok && spans(l, shape) {
 				out[l] = true
 			}
 			return true
@@ -225,9 +224,10 @@ func spanningThreadLoops(f *ast.Func) map[*ast.For]bool {
 }
 
 // spans reports whether thread loop l covers its axis of a block of the
-// given shape.
+// given shape and is not a cross-thread reduction: all the block's threads
+// run its body alike.
 func spans(l *ast.For, shape [3]int64) bool {
-	if !l.Kind.IsGPUThread() {
+	if !l.Kind.IsGPUThread() || bindsReduce(l) {
 		return false
 	}
 	lo, ok1 := ast.ConstIntValue(ast.Simplify(l.Min))

@@ -173,7 +173,7 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		axis := "xyz"[l.Kind-ast.GPUThreadX]
 		n, _ := ast.ConstIntValue(ast.Simplify(l.Extent))
 		for _, outer := range k.threads {
-			if outer.Kind == l.Kind && mentions(l.Body, outer.Var.Name) {
+			if outer.Kind == l.Kind && ast.Mentions(l.Body, outer.Var.Name) {
 				k.fail(k.errorAt(l, "loop %s is bound to %s inside loop %s, bound to the same, and uses %s: in a kernel both are the same thread index", l.Var.Name, l.Kind, outer.Var.Name, outer.Var.Name))
 				return
 			}
@@ -253,18 +253,6 @@ func (k *kernelWriter) threadDependent(es ...ast.Expr) bool {
 		}
 	}
 	return false
-}
-
-// mentions reports whether variable name appears anywhere in n.
-func mentions(n ast.Node, name string) bool {
-	found := false
-	ast.Inspect(n, func(n ast.Node) bool {
-		if v, ok := n.(*ast.Var); ok && v.Name == name {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // checkRedundant checks the blocks under spanning thread loop l that do
