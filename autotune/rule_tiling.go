@@ -22,7 +22,11 @@ import (
 // of the output tile may go: the block then accumulates into a local
 // buffer, copied out after the chosen level's loops (the code generator
 // compacts it to the tile, in registers); whether and where is sampled,
-// with no cache as one of the choices.
+// with no cache as one of the choices. When the block's output is an
+// intermediate read by one element-wise consumer (a bias and activation
+// after a matmul), that consumer may take the cache's place
+// (MetaSchedule's fused epilogue): it moves after the same level's loops
+// and the output, compacted to the tile, never goes to memory whole.
 type MultiLevelTiling struct {
 	Structure          string
 	MaxInnermost       int
@@ -119,7 +123,8 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	if cache.level == 0 {
 		return nil
 	}
-	// The write-back after the cache.level-th spatial level's loops.
+	// The write-back (or the consumer) after the cache.level-th spatial
+	// level's loops.
 	k := 0
 	for lv, c := range m.Structure {
 		if c == 'S' {
@@ -136,17 +141,27 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	return nil
 }
 
+// writeCache is the block that writes the output tile out: a cache's
+// copy or the fused consumer, placed after the level-th spatial level.
 type writeCache struct {
 	level int
 	block schedule.Block
 }
 
-// writeCache samples the write cache's level (0: none) and adds the cache.
+// writeCache samples the write cache's level (0: none) and adds the cache,
+// or, for a negative choice, takes the fusable consumer as the block that
+// goes after level -choice.
 func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi *blockInfo) (writeCache, error) {
 	if len(m.WriteCache) == 0 || len(bi.blk.Writes) != 1 {
 		return writeCache{}, nil
 	}
 	choices := append([]int64{0}, m.WriteCache...)
+	consumer, fusable := elementwiseConsumer(s, bi)
+	if fusable {
+		for _, lv := range m.WriteCache {
+			choices = append(choices, -lv)
+		}
+	}
 	probs := make([]float64, len(choices))
 	for i := range probs {
 		probs[i] = 1
@@ -155,11 +170,55 @@ func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi 
 	if err != nil || v.Int() == 0 {
 		return writeCache{}, err
 	}
+	if v.Int() < 0 {
+		return writeCache{level: int(-v.Int()), block: consumer}, nil
+	}
 	wb, err := s.CacheWrite(b, bi.blk.Writes[0].Buffer.Name, "local")
 	if err != nil {
 		return writeCache{}, err
 	}
 	return writeCache{level: int(v.Int()), block: wb}, nil
+}
+
+// elementwiseConsumer returns the block that reads what the block writes
+// when there is exactly one, the written buffer is an intermediate, and
+// that block reads it only at the indices of its own output (so it can
+// follow the producer's tiles).
+func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, bool) {
+	if bi.output || bi.reads != 1 {
+		return schedule.Block{}, false
+	}
+	out := bi.blk.Writes[0].Buffer.Name
+	for _, x := range s.Func().Blocks() {
+		if x == bi.blk || !slices.ContainsFunc(x.Reads, func(r ast.Region) bool { return r.Buffer.Name == out }) {
+			continue
+		}
+		if len(x.Writes) != 1 || slices.ContainsFunc(x.Iters, func(it *ast.IterVar) bool { return it.Kind != ast.Spatial }) {
+			return schedule.Block{}, false
+		}
+		w := x.Writes[0]
+		for _, r := range x.Reads {
+			if r.Buffer.Name == out && !sameRegion(r, w) {
+				return schedule.Block{}, false
+			}
+		}
+		b, err := s.GetBlock(x.Name)
+		return b, err == nil
+	}
+	return schedule.Block{}, false
+}
+
+// sameRegion reports whether two regions cover the same indices.
+func sameRegion(a, b ast.Region) bool {
+	if len(a.Ranges) != len(b.Ranges) {
+		return false
+	}
+	for i := range a.Ranges {
+		if !ast.Equal(a.Ranges[i].Min, b.Ranges[i].Min) || !ast.Equal(a.Ranges[i].Extent, b.Ranges[i].Extent) {
+			return false
+		}
+	}
+	return true
 }
 
 // reuses reports whether some buffer the block reads is not indexed by

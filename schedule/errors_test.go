@@ -260,3 +260,29 @@ func FuzzParseTraceText(f *testing.F) {
 		}
 	})
 }
+
+// TestReplayOutputCount: a trace that names more or fewer outputs than an
+// instruction makes now is refused, naming the instruction, instead of
+// binding later arguments to the wrong loops.
+func TestReplayOutputCount(t *testing.T) {
+	fn := workload.Matmul(8, 8, 8).Func
+	for _, src := range []string{
+		"b0 = get_block(\"C\")\nl1, l2 = get_loops(b0)\nparallel(l2)\n",
+		"b0 = get_block(\"C\")\nl1, l2, l3, l4 = get_loops(b0)\nparallel(l4)\n",
+		"l0 = get_loop(\"i\")\nl1, l2, l3 = split(l0, [2, -1])\n",
+	} {
+		tr, err := ParseTraceText(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Replay(fn, tr, nil)
+		var re *ReplayError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "outputs now") {
+			t.Errorf("replay of\n%s: got %v, want a ReplayError about the outputs", src, err)
+		}
+	}
+	ok, _ := ParseTraceText("b0 = get_block(\"C\")\nl1, l2, l3 = get_loops(b0)\nparallel(l1)\n")
+	if _, err := Replay(fn, ok, nil); err != nil {
+		t.Errorf("a matching trace: %v", err)
+	}
+}

@@ -210,10 +210,20 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		if d, ok := decisions[i]; ok {
 			s.replayDecision = d
 		}
+		before := len(s.trace.Insts)
 		err := k.replay(s, args)
+		unused := len(s.replayOutputs)
 		s.replaying, s.replayOutputs, s.replayDecision = false, nil, nil
 		if err != nil {
 			return nil, &ReplayError{Index: i, Kind: in.Kind, Err: err}
+		}
+		// A trace whose instruction names more or fewer outputs than it
+		// makes now (get_loops of a block with another nest) would bind
+		// its later arguments to the wrong loops.
+		if made := len(s.trace.Insts); made > before && len(in.Outputs) > 0 {
+			if n := len(s.trace.Insts[made-1].Outputs); unused > 0 || n != len(in.Outputs) {
+				return nil, &ReplayError{Index: i, Kind: in.Kind, Err: fmt.Errorf("it makes %d outputs now, but the trace names %d (%s)", n, len(in.Outputs), strings.Join(in.Outputs, ", "))}
+			}
 		}
 	}
 	return s, nil

@@ -100,9 +100,10 @@ type Options struct {
 	Workload string
 	Size     int    // 0: the workload's default
 	Threads  int    // 0: one per core
-	Schedule string // "hand", "tuned" or "none"
-	// Tuned returns the tuned function for an unscheduled one (the best
-	// record of a tuning database), for Schedule "tuned".
+	Schedule string // "hand", "tuned", "trace" or "none"
+	// Tuned returns the scheduled function for an unscheduled one, for
+	// Schedule "tuned" (the best record of a tuning database) and "trace"
+	// (a trace from a file).
 	Tuned func(f *ast.Func) (*ast.Func, error)
 	// Cold builds the kernel in an empty cache, so that compile_ms is the
 	// whole build.
@@ -160,16 +161,16 @@ func Run(o Options) (*Result, error) {
 			return nil, fmt.Errorf("hand schedule of %s: %s", w.Name, schedule.Explain(err))
 		}
 		f = s.Func()
-	case "tuned":
+	case "tuned", "trace":
 		if o.Tuned == nil {
-			return nil, fmt.Errorf("schedule tuned needs a tuning database")
+			return nil, fmt.Errorf("schedule %s needs a tuning database or a trace", o.Schedule)
 		}
 		if f, err = o.Tuned(c.Func); err != nil {
 			return nil, err
 		}
 	case "none":
 	default:
-		return nil, fmt.Errorf("unknown schedule %q (have hand, tuned, none)", o.Schedule)
+		return nil, fmt.Errorf("unknown schedule %q (have hand, tuned, trace, none)", o.Schedule)
 	}
 	if err := native.SetThreads(threads); err != nil {
 		return nil, err

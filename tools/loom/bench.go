@@ -6,26 +6,30 @@ import (
 	"io"
 
 	"github.com/loom-go/loom/ast"
-
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/schedule"
 )
 
 // runBench: loom bench -workload W [-size N] [-threads T] [-schedule hand]
 // [-json] runs a built-in workload with a built-in schedule, checks its
 // result, and prints the time.
 func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench", "-workload W [-size N] [-threads T] [-schedule hand|tuned|none] [flags]",
+	fs := newFlags("bench", "-workload W [-size N] [-threads T] [-schedule hand|tuned|none | -trace FILE] [flags]",
 		`Compiles a built-in workload with a schedule, checks its result against
 the workload's Go reference, and times it (the best of several runs). The
 schedule is the hand-written one, the best record of the tuning database
-for this machine and thread count (tuned: run loom tune first), or none.
+for this machine and thread count (tuned: run loom tune first), a trace
+from a file (-trace: JSON as records store it, or the text form loom tune
+prints, for trying an edited schedule), or none.
 -json prints the lines ../shared/peers prints, for side-by-side figures.`, stderr)
 	name := fs.String("workload", "gemm", "workload: "+workloadNames()+", or all")
 	size := fs.Int("size", 0, "M = N = K of gemm and gemm_bias_relu (default 1024)")
 	threads := fs.Int("threads", 1, "threads for parallel loops (0: one per core)")
 	sched := fs.String("schedule", "hand", "schedule: hand (built in), tuned (the tuning database's best) or none")
 	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
+	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
@@ -42,6 +46,21 @@ for this machine and thread count (tuned: run loom tune first), or none.
 			return nil, err
 		}
 		return r.Apply(f)
+	}
+	if *tracePath != "" {
+		trace, err := readTrace(*tracePath)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom bench: %v\n", err)
+			return 1
+		}
+		*sched = "trace"
+		tuned = func(f *ast.Func) (*ast.Func, error) {
+			s, err := schedule.Replay(f, trace, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%s", schedule.Explain(err))
+			}
+			return autotune.Finish(s), nil
+		}
 	}
 	names := []string{*name}
 	if *name == "all" {
