@@ -10,6 +10,8 @@ import (
 // leaves, change nothing), vectorizes its innermost loop when that is
 // spatial with a constant extent, and samples an unroll limit for the
 // loops under its outermost loop (0 never unrolls; see unrollAnnotated).
+// On a GPU only the unroll limit applies: the loops are bound to blocks
+// and threads.
 type ParallelVectorizeUnroll struct {
 	MaxUnroll []int64
 }
@@ -27,7 +29,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 		}
 	}
 	last := len(bi.loops) - 1
-	if bi.roles[last] == roleSpatial && last > 0 {
+	if bi.roles[last] == roleSpatial && last > 0 && t.GPU == nil {
 		_ = s.Vectorize(bi.loops[last])
 	}
 	if len(p.MaxUnroll) == 0 || annotated(s, bi.loops[0], unrollKey) {

@@ -14,6 +14,7 @@ import (
 type Target struct {
 	VectorLanes int // float32 lanes of a vector register (8 on AVX2, 16 on AVX-512)
 	Threads     int
+	GPU         *GPU // a CUDA device (GPURules); nil for a CPU
 }
 
 // accumulators is how many vector registers a register tile may take:

@@ -398,10 +398,16 @@ func Subset(a, b Set) (bool, error) {
 	// a minus b = a ∩ ¬b1 ∩ ¬b2 ∩ ...; each ¬bi is the union of the
 	// negations of bi's constraints.
 	rest := pa
+	checks := 0
 	for _, x := range pb {
 		var next []*basic
 		for _, r := range rest {
 			for _, neg := range x.negations() {
+				// The pieces of a minus b can multiply with every part of
+				// b; past a budget the question is left undecided.
+				if checks++; checks > maxSubsetChecks {
+					return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
+				}
 				if c := r.intersect(neg).simplify(); !c.trivial() && !c.isEmpty() {
 					next = append(next, c)
 				}
@@ -414,6 +420,9 @@ func Subset(a, b Set) (bool, error) {
 	}
 	return len(rest) == 0, nil
 }
+
+// maxSubsetChecks bounds the emptiness checks of one Subset.
+const maxSubsetChecks = 4096
 
 // maxLocalValues bounds how many basic sets withoutLocals may split one
 // into.

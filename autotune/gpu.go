@@ -1,0 +1,53 @@
+package autotune
+
+import "github.com/loom-go/loom/schedule"
+
+// GPU describes a CUDA device for the GPU rules: how many threads a block
+// may have and how much shared memory, and the warp a block's thread count
+// should be a multiple of.
+type GPU struct {
+	MaxThreadsPerBlock int
+	MaxSharedBytes     int
+	WarpSize           int
+}
+
+// CUDATarget is the target of the GPU rules on any NVIDIA GPU since sm_50:
+// 1024 threads and 48 KiB of static shared memory per block, warps of 32.
+func CUDATarget() Target {
+	return Target{GPU: &GPU{MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, WarpSize: 32}}
+}
+
+// GPURules are the rules for CUDA, in the order they are applied to each
+// block (consumers first, as for the CPU rules):
+//
+//   - auto-inline, as on CPUs;
+//   - multi-level tiling SSSRRSRS of blocks that reuse data (matmul,
+//     convolution): the first spatial level bound to blockIdx.x, the second
+//     a virtual-thread level, the third to threadIdx.x, a local write cache
+//     per thread, and shared-memory caches of the inputs fetched by the
+//     whole block together at each step of the outer reduce level;
+//   - cross-thread reduction of the other reductions: computed under the
+//     consumer's block loop and their reduce loop bound to threadIdx.x;
+//   - the compute location of other producers, under the consumer's block
+//     loop;
+//   - auto-bind of whatever still runs outside the bound loops;
+//   - the sampled unroll limit of the loops inside the threads.
+func GPURules() []Rule {
+	return []Rule{
+		AutoInline{},
+		MultiLevelTilingGPU{Structure: "SSSRRSRS", MaxInnermost: 64},
+		CrossThreadReduction{ThreadCounts: []int64{32, 64, 128, 256, 512}},
+		GPUComputeLocation{},
+		AutoBind{ThreadCounts: []int64{32, 64, 128, 256, 512, 1024}},
+		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64, 512}},
+	}
+}
+
+// sampleAmong samples one of choices, all equally likely.
+func sampleAmong(s *schedule.Schedule, choices []int64) (schedule.Value, error) {
+	probs := make([]float64, len(choices))
+	for i := range probs {
+		probs[i] = 1
+	}
+	return s.SampleCategorical(choices, probs)
+}

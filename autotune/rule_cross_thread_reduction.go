@@ -1,0 +1,100 @@
+package autotune
+
+import (
+	"slices"
+
+	"github.com/loom-go/loom/schedule"
+)
+
+// CrossThreadReduction schedules a reduction that multi-level tiling left
+// alone (a row sum or max, no data reuse) for a GPU: it may go under its
+// consumer's block loop (GPUComputeLocation's sampled choice), so that a
+// block computes the rows its threads then use; otherwise its spatial
+// loops are bound to blockIdx. Its reduce loops (fused when
+// more than one) are split by a sampled thread count, the outer part bound
+// to threadIdx.x: each thread folds a contiguous chunk, and the code
+// generator combines the threads' partial results by warp shuffles.
+type CrossThreadReduction struct {
+	ThreadCounts []int64
+}
+
+func (CrossThreadReduction) Name() string { return "cross-thread-reduction" }
+
+func (c CrossThreadReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	if t.GPU == nil {
+		return errSkip
+	}
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || threadBound(s, bi) {
+		return errSkip
+	}
+	if err := computeUnderConsumerBlock(s, b, bi); err != nil {
+		return err
+	}
+	if bi, err = info(s, b); err != nil {
+		return err
+	}
+	// The reduce loops must be the innermost ones, after the spatial
+	// loops (a block's loops as written); those after the bound ones.
+	first := slices.IndexFunc(bi.roles, func(r role) bool { return r == roleReduce })
+	for _, r := range bi.roles[first:] {
+		if r != roleReduce {
+			return errSkip
+		}
+	}
+	if !blockBound(s, bi) {
+		spatial := bi.loops[:first]
+		if len(spatial) == 0 {
+			return errSkip // a reduction to one value: one block would do it all
+		}
+		if _, err := bindAxes(s, spatial, "blockIdx"); err != nil {
+			return err
+		}
+		if bi, err = info(s, b); err != nil {
+			return err
+		}
+	}
+	reduce, err := fuseAll(s, bi.loops[first:])
+	if err != nil {
+		return err
+	}
+	n, ok := s.Extent(reduce)
+	if !ok {
+		return errSkip
+	}
+	counts := fitting(c.ThreadCounts, n)
+	v, err := sampleAmong(s, counts)
+	if err != nil {
+		return err
+	}
+	parts, err := s.SplitBy(reduce, []schedule.Value{v, {}})
+	if err != nil {
+		return err
+	}
+	return s.Bind(parts[0], "threadIdx.x")
+}
+
+// fitting returns the thread counts no larger than n (the smallest if
+// none is).
+func fitting(counts []int64, n int64) []int64 {
+	var out []int64
+	for _, c := range counts {
+		if c <= n {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 && len(counts) > 0 {
+		out = counts[:1]
+	}
+	return out
+}
+
+// blockBound reports whether one of the block's loops is bound to
+// blockIdx; threadBound whether one is bound to threadIdx.
+func blockBound(s *schedule.Schedule, bi *blockInfo) bool {
+	return slices.ContainsFunc(bi.loops, func(l schedule.Loop) bool { return loopKind(s, l).IsGPUBlock() })
+}
+
+func threadBound(s *schedule.Schedule, bi *blockInfo) bool {
+	return slices.ContainsFunc(bi.loops, func(l schedule.Loop) bool { return loopKind(s, l).IsGPUThread() })
+}

@@ -1,0 +1,258 @@
+package autotune
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// MultiLevelTilingGPU tiles a block that reuses data for a GPU, in the
+// structure of Structure (MetaSchedule's "SSSRRSRS"): each spatial loop
+// split in as many loops as there are S levels, the outermost reduce loop
+// in as many as there are R levels, the levels ordered as written, every
+// factor sampled with SamplePerfectTile (the innermost at most
+// MaxInnermost). Then
+//
+//   - the first S level's loops are fused and bound to blockIdx.x;
+//   - the second S level's are virtual threads: serial loops around the
+//     thread loops, so a block computes that many tiles of its threads'
+//     shape in turn (TVM interleaves them into each thread's code; here
+//     each is a block-wide step, which keeps every thread's registers to
+//     one tile);
+//   - the third S level's are fused and bound to threadIdx.x;
+//   - the output tile of a thread accumulates in a local write cache
+//     (registers), written out after the thread loop;
+//   - every input gets a shared-memory cache computed at the first R
+//     level: at each of its steps the whole block fetches the tile its
+//     threads read next, its loops fused and split over the block's
+//     threads (a cooperative fetch), and the threads then read the tile.
+//
+// A sample whose threads exceed the target's block or whose tiles exceed
+// its shared memory is dropped.
+type MultiLevelTilingGPU struct {
+	Structure    string
+	MaxInnermost int
+}
+
+func (MultiLevelTilingGPU) Name() string { return "multi-level-tiling-gpu" }
+
+func (m MultiLevelTilingGPU) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	if t.GPU == nil {
+		return errSkip
+	}
+	// A tiling refused part-way leaves a nest no kernel can be made of:
+	// the sample is dropped, not kept as it is.
+	if err := m.apply(s, b, t); err != nil && !errors.Is(err, errSkip) {
+		return fmt.Errorf("%s", schedule.Explain(err))
+	} else {
+		return err
+	}
+}
+
+func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || !reuses(bi) || len(bi.blk.Writes) != 1 {
+		return errSkip
+	}
+	out := bi.blk.Writes[0].Buffer.Name
+	var sLevels, rLevels []int
+	for lv, c := range m.Structure {
+		if c == 'S' {
+			sLevels = append(sLevels, lv)
+		} else {
+			rLevels = append(rLevels, lv)
+		}
+	}
+	if len(sLevels) < 3 || len(rLevels) < 1 {
+		return fmt.Errorf("structure %q needs three S levels (blocks, virtual threads, threads) and an R level", m.Structure)
+	}
+	wb, err := s.CacheWrite(b, out, "local")
+	if err != nil {
+		return err
+	}
+	levels := make([][]schedule.Loop, len(m.Structure))
+	threads := int64(1)
+	firstReduce := true
+	for i, l := range bi.loops {
+		var at []int
+		switch bi.roles[i] {
+		case roleReduce:
+			if !firstReduce {
+				last := rLevels[len(rLevels)-1]
+				levels[last] = append(levels[last], l)
+				continue
+			}
+			firstReduce, at = false, rLevels
+		case roleSpatial:
+			at = sLevels
+		default:
+			return errSkip
+		}
+		vals, err := s.SamplePerfectTile(l, len(at), m.MaxInnermost)
+		if err != nil {
+			return err
+		}
+		parts, err := s.SplitBy(l, vals)
+		if err != nil {
+			return err
+		}
+		if bi.roles[i] == roleSpatial {
+			threads *= vals[2].Int()
+		}
+		for k, lv := range at {
+			levels[lv] = append(levels[lv], parts[k])
+		}
+	}
+	if threads > int64(t.GPU.MaxThreadsPerBlock) {
+		return fmt.Errorf("%d threads per block, more than %d", threads, t.GPU.MaxThreadsPerBlock)
+	}
+	var order []schedule.Loop
+	for _, lv := range levels {
+		order = append(order, lv...)
+	}
+	if err := s.Reorder(order...); err != nil {
+		return err
+	}
+	if _, err := bindAxes(s, levels[sLevels[0]], "blockIdx"); err != nil {
+		return err
+	}
+	thread, err := bindAxes(s, levels[sLevels[2]], "threadIdx")
+	if err != nil {
+		return err
+	}
+	// The block's shape, outermost axis first, for the fetches.
+	var shape []int64
+	for _, l := range thread {
+		n, _ := s.Extent(l)
+		shape = append(shape, n)
+	}
+	if err := s.ReverseComputeAt(wb, thread[len(thread)-1]); err != nil {
+		return err
+	}
+	r0 := levels[rLevels[0]]
+	if len(r0) == 0 {
+		return nil
+	}
+	var shared int64
+	fetched := map[string]bool{out: true}
+	for _, r := range bi.blk.Reads {
+		if fetched[r.Buffer.Name] {
+			continue
+		}
+		fetched[r.Buffer.Name] = true
+		elems, err := cooperativeFetch(s, b, r.Buffer.Name, r0[len(r0)-1], shape)
+		if err != nil {
+			return err
+		}
+		shared += elems * int64(r.Buffer.DType.Bytes())
+	}
+	if shared > int64(t.GPU.MaxSharedBytes) {
+		return fmt.Errorf("the shared tiles take %d bytes, more than %d", shared, t.GPU.MaxSharedBytes)
+	}
+	return nil
+}
+
+// cooperativeFetch caches buf, read by b, in shared memory computed at
+// loop at, and spreads the copy over the block's threads: its loops fused
+// and split by the block's shape (the thread extents, outermost axis
+// first), the parts bound to the same axes. It returns how many elements
+// the tile holds.
+func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at schedule.Loop, shape []int64) (int64, error) {
+	fetch, err := s.CacheRead(b, buf, "shared")
+	if err != nil {
+		return 0, err
+	}
+	if err := s.ComputeAt(fetch, at); err != nil {
+		return 0, err
+	}
+	ls, err := s.GetLoops(fetch)
+	if err != nil {
+		return 0, err
+	}
+	k := slices.IndexFunc(ls, func(l schedule.Loop) bool { return l.Name() == at.Name() })
+	own := ls[k+1:]
+	if len(own) == 0 {
+		return 1, nil
+	}
+	elems := int64(1)
+	for _, l := range own {
+		n, ok := s.Extent(l)
+		if !ok {
+			return 0, fmt.Errorf("the shared tile of %s has a loop %s of no constant extent", buf, l.Name())
+		}
+		elems *= n
+	}
+	fused, err := fuseAll(s, own)
+	if err != nil {
+		return 0, err
+	}
+	factors := []int{-1}
+	for _, n := range shape {
+		factors = append(factors, int(n))
+	}
+	parts, err := s.Split(fused, factors...)
+	if err != nil {
+		return 0, err
+	}
+	_, err = bindAxes(s, parts[1:], "threadIdx")
+	return elems, err
+}
+
+// bindAxes binds nested loops to the axes of a thread index ("blockIdx"
+// or "threadIdx"): the innermost to .x, the next to .y, and the rest,
+// fused, to .z. (Fusing them all into .x would do as well at run time, but
+// the region one fused iteration uses is a floor division of its variable,
+// which compute_at cannot bound exactly.) Thread loops of one iteration
+// stay serial: no axis is spent on them. It returns the bound loops.
+func bindAxes(s *schedule.Schedule, loops []schedule.Loop, index string) ([]schedule.Loop, error) {
+	if index == "threadIdx" {
+		loops = slices.DeleteFunc(slices.Clone(loops), func(l schedule.Loop) bool {
+			n, ok := s.Extent(l)
+			return ok && n == 1
+		})
+		if len(loops) == 0 {
+			return nil, fmt.Errorf("one thread per block")
+		}
+	}
+	if len(loops) > 3 {
+		z, err := fuseAll(s, loops[:len(loops)-2])
+		if err != nil {
+			return nil, err
+		}
+		loops = append([]schedule.Loop{z}, loops[len(loops)-2:]...)
+	}
+	for i, l := range loops {
+		axis := [...]string{".x", ".y", ".z"}[len(loops)-1-i]
+		if err := s.Bind(l, index+axis); err != nil {
+			return nil, err
+		}
+	}
+	return loops, nil
+}
+
+// fuseAll fuses loops (one loop is itself).
+func fuseAll(s *schedule.Schedule, loops []schedule.Loop) (schedule.Loop, error) {
+	if len(loops) == 1 {
+		return loops[0], nil
+	}
+	if len(loops) == 0 {
+		return schedule.Loop{}, fmt.Errorf("no loops to fuse")
+	}
+	return s.Fuse(loops...)
+}
+
+// loopKind returns the kind of the loop l names in the schedule's function.
+func loopKind(s *schedule.Schedule, l schedule.Loop) ast.ForKind {
+	kind := ast.Serial
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if lp, ok := n.(*ast.For); ok && lp.Var.Name == l.Name() {
+			kind = lp.Kind
+			return false
+		}
+		return true
+	})
+	return kind
+}
