@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/loom-go/loom/codegen/cuda"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,11 +80,25 @@ func TestErrors(t *testing.T) {
 		{[]string{"run", bad}, 1, "out-of-bounds store to A[4]"},
 		{[]string{"run", "-size", "N", bad}, 2, "want NAME=VALUE"},
 		{[]string{"example", "-S1", "-3"}, 2, "must be non-negative"},
+		{[]string{"tune", "-workload", "gemm", "-target", "tpu"}, 1, `unknown -target "tpu"`},
+		{[]string{"bench", "-workload", "gemm", "-size", "8", "-trace", filepath.Join(dir, "missing.trace")}, 1, "no such file"},
 	} {
 		code, _, errs := runLoom(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("loom %v: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, errs, c.code, c.want)
 		}
+	}
+}
+
+// TestTuneCUDAWithoutGPU: a GPU tuning run on a machine without CUDA is
+// refused, saying why.
+func TestTuneCUDAWithoutGPU(t *testing.T) {
+	if _, err := cuda.Open(); err == nil {
+		t.Skip("this machine has a CUDA GPU")
+	}
+	code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "8", "-target", "cuda")
+	if code != 1 || !strings.Contains(errs, "-target cuda needs an NVIDIA GPU") {
+		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 }
 

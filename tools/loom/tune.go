@@ -15,6 +15,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/bench"
@@ -65,6 +66,7 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
 	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
 	quiet := fs.Bool("q", false, "no progress bar")
+	target := fs.String("target", "cpu", "what the kernels run on: cpu (this machine's, through LLVM) or cuda (an NVIDIA GPU, with the GPU search rules)")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
@@ -72,6 +74,19 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "loom tune:", err)
 		return 1
+	}
+	switch *target {
+	case "cpu":
+	case "cuda":
+		// Candidates for a GPU are measured on one: without it there is
+		// nothing to tune against.
+		dev, err := cuda.Open()
+		if err != nil {
+			return fail(fmt.Errorf("-target cuda needs an NVIDIA GPU and its driver, and this machine has none usable: %v", err))
+		}
+		return fail(fmt.Errorf("-target cuda: found %s, but measuring candidates on a GPU is not part of loom tune yet; the GPU rules (autotune.GPURules) can be sampled from Go", dev.Arch()))
+	default:
+		return fail(fmt.Errorf("unknown -target %q (have cpu, cuda)", *target))
 	}
 	nt := *threads
 	if nt <= 0 {
