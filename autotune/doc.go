@@ -6,10 +6,12 @@
 // package's sampling primitives, so every candidate is a trace whose
 // decisions can be replayed, mutated and stored. The search is
 // evolutionary, guided by a cost model that learns from the candidates
-// measured so far. DefaultRules are the CPU rules; GPURules bind loops to
-// CUDA blocks and threads (multi-level tiling SSSRRSRS with shared-memory
-// tiles fetched by the whole block and a local write cache, cross-thread
-// reductions, auto-bind), for code the cuda package lowers. Candidates are built and run through the Builder and
+// measured so far. Candidates are built and run through the Builder and
 // Runner interfaces; every result lands in a Database, an append-only
 // file of JSON lines that a killed tuner cannot corrupt.
+//
+// DefaultRules are the CPU rules. GPURules bind loops to CUDA blocks and
+// threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched
+// by the whole block and a local write cache, cross-thread reductions,
+// auto-bind), for code the cuda package lowers.
 package autotune
