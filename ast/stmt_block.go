@@ -44,6 +44,20 @@ type Region struct {
 	Ranges []Range
 }
 
+// SameRanges reports whether r and o have structurally equal ranges (the
+// same indices, whatever the buffers).
+func (r Region) SameRanges(o Region) bool {
+	if len(r.Ranges) != len(o.Ranges) {
+		return false
+	}
+	for i := range r.Ranges {
+		if !Equal(r.Ranges[i].Min, o.Ranges[i].Min) || !Equal(r.Ranges[i].Extent, o.Ranges[i].Extent) {
+			return false
+		}
+	}
+	return true
+}
+
 // ScheduleBlock is the unit the schedule primitives move and transform: a
 // named computation over its own iteration variables, placed in the loop nest
 // by binding those variables to expressions over the enclosing loops.

@@ -198,7 +198,7 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 		}
 		w := x.Writes[0]
 		for _, r := range x.Reads {
-			if r.Buffer.Name == out && !sameRegion(r, w) {
+			if r.Buffer.Name == out && !r.SameRanges(w) {
 				return schedule.Block{}, false
 			}
 		}
@@ -206,19 +206,6 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 		return b, err == nil
 	}
 	return schedule.Block{}, false
-}
-
-// sameRegion reports whether two regions cover the same indices.
-func sameRegion(a, b ast.Region) bool {
-	if len(a.Ranges) != len(b.Ranges) {
-		return false
-	}
-	for i := range a.Ranges {
-		if !ast.Equal(a.Ranges[i].Min, b.Ranges[i].Min) || !ast.Equal(a.Ranges[i].Extent, b.Ranges[i].Extent) {
-			return false
-		}
-	}
-	return true
 }
 
 // reuses reports whether some buffer the block reads is not indexed by

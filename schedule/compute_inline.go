@@ -127,25 +127,13 @@ func dedupRegions(rs []ast.Region) []ast.Region {
 next:
 	for _, r := range rs {
 		for _, o := range out {
-			if o.Buffer == r.Buffer && regionEqual(o, r) {
+			if o.Buffer == r.Buffer && o.SameRanges(r) {
 				continue next
 			}
 		}
 		out = append(out, r)
 	}
 	return out
-}
-
-func regionEqual(a, b ast.Region) bool {
-	if len(a.Ranges) != len(b.Ranges) {
-		return false
-	}
-	for i := range a.Ranges {
-		if !ast.Equal(a.Ranges[i].Min, b.Ranges[i].Min) || !ast.Equal(a.Ranges[i].Extent, b.Ranges[i].Extent) {
-			return false
-		}
-	}
-	return true
 }
 
 func init() {
