@@ -39,7 +39,8 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 		return errSkip
 	}
 	if blockBound(s, bi) {
-		// Its own loops are those after the bound ones.
+		// Its innermost spatial loop that is not a block loop goes over
+		// the threads.
 		last := -1
 		for i := len(bi.loops) - 1; i >= 0; i-- {
 			if bi.roles[i] == roleSpatial && !loopKind(s, bi.loops[i]).IsGPUBlock() {
