@@ -1,7 +1,5 @@
 package autotune
 
-import "github.com/loom-go/loom/schedule"
-
 // GPU describes a CUDA device for the GPU rules: how many threads a block
 // may have and how much shared memory, and the warp a block's thread count
 // should be a multiple of.
@@ -41,13 +39,4 @@ func GPURules() []Rule {
 		AutoBind{ThreadCounts: []int64{32, 64, 128, 256, 512, 1024}},
 		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64, 512}},
 	}
-}
-
-// sampleAmong samples one of choices, all equally likely.
-func sampleAmong(s *schedule.Schedule, choices []int64) (schedule.Value, error) {
-	probs := make([]float64, len(choices))
-	for i := range probs {
-		probs[i] = 1
-	}
-	return s.SampleCategorical(choices, probs)
 }

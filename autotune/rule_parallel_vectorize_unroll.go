@@ -35,11 +35,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	if len(p.MaxUnroll) == 0 || annotated(s, bi.loops[0], unrollKey) {
 		return nil // no limit, or a consumer's limit covers the loop
 	}
-	probs := make([]float64, len(p.MaxUnroll))
-	for i := range probs {
-		probs[i] = 1
-	}
-	v, err := s.SampleCategorical(p.MaxUnroll, probs)
+	v, err := sampleAmong(s, p.MaxUnroll)
 	if err != nil {
 		return err
 	}

@@ -32,18 +32,16 @@ func (r VectorRFactor) Apply(s *schedule.Schedule, b schedule.Block, t Target) e
 	}
 	// rfactor refuses a tail, so the chunk divides the row.
 	var chunks []int64
-	var probs []float64
 	for v := 1; v <= max(r.MaxVectors, 1); v *= 2 {
 		c := int64(v * t.VectorLanes)
 		if n%c == 0 && c < n {
 			chunks = append(chunks, c)
-			probs = append(probs, 1)
 		}
 	}
 	if len(chunks) == 0 {
 		return errSkip
 	}
-	chunk, err := s.SampleCategorical(chunks, probs)
+	chunk, err := sampleAmong(s, chunks)
 	if err != nil {
 		return err
 	}

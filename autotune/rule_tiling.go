@@ -162,11 +162,7 @@ func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi 
 			choices = append(choices, -lv)
 		}
 	}
-	probs := make([]float64, len(choices))
-	for i := range probs {
-		probs[i] = 1
-	}
-	v, err := s.SampleCategorical(choices, probs)
+	v, err := sampleAmong(s, choices)
 	if err != nil || v.Int() == 0 {
 		return writeCache{}, err
 	}
@@ -190,7 +186,7 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 	}
 	out := bi.blk.Writes[0].Buffer.Name
 	for _, x := range s.Func().Blocks() {
-		if x == bi.blk || !slices.ContainsFunc(x.Reads, func(r ast.Region) bool { return r.Buffer.Name == out }) {
+		if x == bi.blk || !readsAny(x, bi.blk) {
 			continue
 		}
 		if len(x.Writes) != 1 || slices.ContainsFunc(x.Iters, func(it *ast.IterVar) bool { return it.Kind != ast.Spatial }) {
@@ -249,16 +245,15 @@ func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n, maxInn
 func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, int64, error) {
 	ext, ok := s.Extent(l)
 	var inner []int64
-	var probs []float64
 	for d := int64(max(t.VectorLanes/2, 2)); ok && d <= ext && (m.MaxInnermost <= 0 || d <= int64(m.MaxInnermost)); d++ {
 		if ext%d == 0 {
-			inner, probs = append(inner, d), append(probs, 1)
+			inner = append(inner, d)
 		}
 	}
 	if len(inner) == 0 {
 		return m.split(s, l, n, m.MaxInnermost)
 	}
-	v, err := s.SampleCategorical(inner, probs)
+	v, err := sampleAmong(s, inner)
 	if err != nil {
 		return nil, 0, err
 	}

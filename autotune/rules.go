@@ -137,3 +137,12 @@ func HostTarget(threads int) Target {
 func TargetKey(t llvm.Target, threads int) string {
 	return fmt.Sprintf("%s/%s/%dbit/%dT", t.Triple, t.CPU, t.VectorBits(), threads)
 }
+
+// sampleAmong samples one of choices, all equally likely.
+func sampleAmong(s *schedule.Schedule, choices []int64) (schedule.Value, error) {
+	probs := make([]float64, len(choices))
+	for i := range probs {
+		probs[i] = 1
+	}
+	return s.SampleCategorical(choices, probs)
+}
