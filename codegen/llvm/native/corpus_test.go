@@ -167,34 +167,37 @@ func TestRandomSchedules(t *testing.T) {
 	}
 }
 
-// TestVectorWidths: the same vectorized schedule at every SIMD width.
+// TestVectorWidths: the same vectorized schedule at every SIMD width,
+// on rows of an even and an odd number of whole vectors plus a tail.
 func TestVectorWidths(t *testing.T) {
-	c := workload.Softmax(5, 40)
-	s, err := schedule.New(c.Func)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, b := range s.Func().Blocks() {
-		names = append(names, b.Name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		b, err := s.GetBlock(name)
+	for _, cols := range []int{40, 55} {
+		c := workload.Softmax(5, cols)
+		s, err := schedule.New(c.Func)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		loops, err := s.GetLoops(b)
-		if err != nil || len(loops) < 2 {
-			continue
+		var names []string
+		for _, b := range s.Func().Blocks() {
+			names = append(names, b.Name)
 		}
-		inner := loops[len(loops)-1]
-		if err := s.Vectorize(inner); err != nil {
-			t.Logf("%s: %v", name, err)
+		sort.Strings(names)
+		for _, name := range names {
+			b, err := s.GetBlock(name)
+			if err != nil {
+				continue
+			}
+			loops, err := s.GetLoops(b)
+			if err != nil || len(loops) < 2 {
+				continue
+			}
+			inner := loops[len(loops)-1]
+			if err := s.Vectorize(inner); err != nil {
+				t.Logf("%s: %v", name, err)
+			}
 		}
-	}
-	for _, bits := range []int{128, 256, 512} {
-		agree(t, s.Func(), c.Sizes, llvm.Options{VectorBits: bits}, 3)
+		for _, bits := range []int{128, 256, 512} {
+			agree(t, s.Func(), c.Sizes, llvm.Options{VectorBits: bits}, 3)
+		}
 	}
 }
 
