@@ -396,21 +396,45 @@ func Subset(a, b Set) (bool, error) {
 		pb = append(pb, parts...)
 	}
 	// a minus b = a ∩ ¬b1 ∩ ¬b2 ∩ ...; each ¬bi is the union of the
-	// negations of bi's constraints.
-	rest := pa
-	checks := 0
+	// negations of bi's constraints, taken disjoint (¬c1, c1 ∧ ¬c2, c1 ∧
+	// c2 ∧ ¬c3, ...) so that a point of the rest lands in one piece only.
+	// A piece of the rest that bi does not meet stays whole: subtracting
+	// the parts of b one by one then cuts only where they are.
+	var rest []*basic
+	for _, r := range pa {
+		if !r.isEmpty() {
+			rest = append(rest, r) // an empty piece meets no part of b
+		}
+	}
+	if len(rest) == 0 {
+		return true, nil
+	}
+	checks := len(pa)
 	for _, x := range pb {
+		negs, holds := x.constraintPieces()
 		var next []*basic
 		for _, r := range rest {
-			for _, neg := range x.negations() {
-				// The pieces of a minus b can multiply with every part of
-				// b; past a budget the question is left undecided.
-				if checks++; checks > maxSubsetChecks {
-					return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
+			if checks++; checks > maxSubsetChecks {
+				return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
+			}
+			if m := r.intersect(x).simplify(); m.trivial() || m.isEmpty() {
+				next = append(next, r)
+				continue
+			}
+			cur := r
+			for i := range negs {
+				for _, neg := range negs[i] {
+					// The pieces of a minus b can multiply with every
+					// part of b; past a budget the question is left
+					// undecided.
+					if checks++; checks > maxSubsetChecks {
+						return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
+					}
+					if c := cur.intersect(neg).simplify(); !c.trivial() && !c.isEmpty() {
+						next = append(next, c)
+					}
 				}
-				if c := r.intersect(neg).simplify(); !c.trivial() && !c.isEmpty() {
-					next = append(next, c)
-				}
+				cur = cur.intersect(holds[i])
 			}
 		}
 		rest = next
@@ -490,27 +514,28 @@ func (b *basic) allDims() Set {
 	return Set{Dims: dims, parts: []*basic{all}}
 }
 
-// negations returns basic sets whose union is the complement of b (which
-// has no locals): one per constraint, r >= 0 negated as -r - 1 >= 0, and
-// r = 0 as r >= 1 or r <= -1.
-func (b *basic) negations() []*basic {
-	var out []*basic
-	one := func(r row) *basic {
-		c := &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut}
-		c.ineqs = []row{r}
-		return c
+// constraintPieces returns, for each constraint of b (which has no
+// locals), the basic sets whose union is its negation (r >= 0 negated as
+// -r - 1 >= 0; r = 0 as r >= 1 or r <= -1) and the constraint itself as a
+// basic set. The complement of b is the disjoint union over i of
+// holds[0] ∧ ... ∧ holds[i-1] ∧ negs[i].
+func (b *basic) constraintPieces() (negs [][]*basic, holds []*basic) {
+	one := func(rs ...row) *basic {
+		return &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut, ineqs: rs}
 	}
 	for _, r := range b.ineqs {
 		n := r.scaled(IntOf(-1))
 		n[0] = n[0].Sub(IntOf(1))
-		out = append(out, one(n))
+		negs = append(negs, []*basic{one(n)})
+		holds = append(holds, one(r.clone()))
 	}
 	for _, r := range b.eqs {
 		p := r.clone()
 		p[0] = p[0].Sub(IntOf(1)) // r - 1 >= 0
 		n := r.scaled(IntOf(-1))
 		n[0] = n[0].Sub(IntOf(1)) // -r - 1 >= 0
-		out = append(out, one(p), one(n))
+		negs = append(negs, []*basic{one(p), one(n)})
+		holds = append(holds, one(r.clone(), r.scaled(IntOf(-1))))
 	}
-	return out
+	return negs, holds
 }

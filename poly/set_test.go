@@ -211,10 +211,16 @@ func TestSubsetWithLocals(t *testing.T) {
 	tile := "[k] -> { [x, y] : 16k <= x <= 16k + 15 and 0 <= y <= 63 and 0 <= k <= 7 }"
 	fetch := "[k] -> { [x, y] : exists (o, f, q : 0 <= o <= 3 and 0 <= f <= 255 and 64q <= f <= 64q + 63 and x = 16k + 4o + q and y = f - 64q) and 0 <= k <= 7 }"
 	short := "[k] -> { [x, y] : exists (o, f, q : 0 <= o <= 2 and 0 <= f <= 255 and 64q <= f <= 64q + 63 and x = 16k + 4o + q and y = f - 64q) and 0 <= k <= 7 }"
+	// A 64 x 16 tile fetched by 16 x 16 threads, four consecutive
+	// elements each (a vector): 64 parts once the locals are split, which
+	// must cut the tile only where they are.
+	tileA := "[i, k] -> { [x, y] : 64i <= x <= 64i + 63 and 16k <= y <= 16k + 15 and 0 <= i <= 1 and 0 <= k <= 7 }"
+	fetchA := "[i, k] -> { [x, y] : exists (t, s, q, v : 0 <= t <= 15 and 0 <= s <= 15 and 4q <= s <= 4q + 3 and 0 <= v <= 3 and x = 64i + 4t + q and y = 16k + 4s - 16q + v) and 0 <= i <= 1 and 0 <= k <= 7 }"
 	for _, c := range []struct {
 		a, b string
 		want bool
 	}{
+		{tileA, fetchA, true},
 		{tile, fetch, true},
 		{fetch, tile, true},
 		{tile, short, false},
