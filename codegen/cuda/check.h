@@ -6,6 +6,15 @@
 #define __shared__ __attribute__((shared))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __launch_bounds__(n) __attribute__((launch_bounds(n)))
+#define __align__(n) __attribute__((aligned(n)))
+
+// The vector types of float32 loads and stores.
+struct __attribute__((aligned(8))) float2 {
+  float x, y;
+};
+struct __attribute__((aligned(16))) float4 {
+  float x, y, z, w;
+};
 
 struct loom_uint3 {
   unsigned int x, y, z;

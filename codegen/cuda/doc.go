@@ -38,6 +38,14 @@
 // nothing the per-thread blocks write), since the interpreter runs it once
 // per iteration of that loop.
 //
+// Vectorized loops: a vectorized loop of 2 or 4 iterations that stores a
+// float32 element each becomes float2 or float4 loads and stores of the
+// global and shared buffers it walks along (see vector.go); buffers are
+// assumed to start 16-byte aligned (cuMemAlloc's are; shared arrays are
+// declared so), and an access whose offset is not provably a multiple of
+// the lanes is tested where the kernel runs, with the scalar loop as the
+// other path. Other vectorized loops are unrolled.
+//
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with

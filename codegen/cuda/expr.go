@@ -62,6 +62,9 @@ func (k *kernelWriter) expr(e ast.Expr) string {
 		k.fail(fmt.Errorf("variable %s is not in scope", e.Name))
 		return e.Name
 	case *ast.Load:
+		if c, ok := k.laneLoads[e]; ok {
+			return c
+		}
 		return k.access(e.Buffer, e.Indices)
 	case *ast.Binary:
 		return k.binary(e)

@@ -310,6 +310,8 @@ type kernelWriter struct {
 	scratch map[string]bool // shared scratch arrays of the block-wide reductions
 	tmp     int
 
+	laneLoads map[*ast.Load]string // in a lane of a vector loop: the loads that are vector components
+
 	pending access     // shared and global accesses since the last barrier
 	guarded bool       // inside a thread loop's guard
 	threads []*ast.For // the thread loops around

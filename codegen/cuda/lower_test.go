@@ -19,15 +19,17 @@ type gpuCase struct {
 	name     string
 	c        workload.Case
 	schedule func(s *schedule.Schedule) error
+	ptx      []string // instructions its PTX must have
 }
 
 // gpuCases are the representative kernels the golden and PTX tests pin.
 func gpuCases() []gpuCase {
 	return []gpuCase{
-		{"scale", scaleCase(), scheduleScale},
-		{"softmax", workload.Softmax(64, 256), scheduleRows("Y", []string{"S", "E", "M"})},
-		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"})},
-		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm},
+		{"scale", scaleCase(), scheduleScale, nil},
+		{"softmax", workload.Softmax(64, 256), scheduleRows("Y", []string{"S", "E", "M"}), nil},
+		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"}), nil},
+		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm, []string{"ld.global.nc.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"}},
+		{"slice", sliceCase(), scheduleSlice, []string{"ld.global.v4.f32", "st.global.v4.f32"}},
 	}
 }
 
@@ -41,6 +43,32 @@ func scaleCase() workload.Case {
 		panic(err)
 	}
 	return workload.Case{Name: "scale", Func: f}
+}
+
+// sliceCase is Y = 2X over the first 4 columns of the rows of X, which
+// has 6: every other row of X starts off a 16-byte boundary.
+func sliceCase() workload.Case {
+	b := ast.NewBuilder("slice")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(64, 6)...)
+	Y := b.Compute("Y", ast.Shape(64, 4), func(i []ast.Expr) ast.Expr { return ast.Mul(X.At(i...), ast.F32(2)) })
+	f, err := b.Build(Y)
+	if err != nil {
+		panic(err)
+	}
+	return workload.Case{Name: "slice", Func: f}
+}
+
+// scheduleSlice runs a row per thread, its 4 columns a vector: stored
+// as one float4, loaded as one where the row of X is aligned.
+func scheduleSlice(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	ls := h.loops("Y")
+	var parts []schedule.Loop
+	h.do(func() (err error) { parts, err = s.Split(ls[0], -1, 32); return err })
+	h.do(func() error { return s.Bind(parts[0], "blockIdx.x") })
+	h.do(func() error { return s.Bind(parts[1], "threadIdx.x") })
+	h.do(func() error { return s.Vectorize(ls[1]) })
+	return h.err
 }
 
 type steps struct {
@@ -148,7 +176,8 @@ func scheduleRows(out string, producers []string) func(s *schedule.Schedule) err
 // each thread a 4 x 4 tile accumulated in registers (a local write
 // cache), k by 16: in each step of k the block's threads fetch the 64 x 16
 // tile of A and the 16 x 64 tile of B into shared memory together, four
-// elements each.
+// consecutive elements each (a float4 when aligned); each thread stores its
+// tile's rows a float4 at a time.
 func scheduleGemm(s *schedule.Schedule) error {
 	h := &steps{s: s}
 	ls := h.loops("C") // i, j, k
@@ -167,7 +196,14 @@ func scheduleGemm(s *schedule.Schedule) error {
 		if err != nil {
 			return err
 		}
-		return s.ReverseComputeAt(wb, js[1])
+		if err := s.ReverseComputeAt(wb, js[1]); err != nil {
+			return err
+		}
+		wls, err := s.GetLoops(wb)
+		if err != nil {
+			return err
+		}
+		return s.Vectorize(wls[len(wls)-1])
 	})
 	for _, buf := range []string{"A", "B"} {
 		var fetch schedule.Block
@@ -178,7 +214,11 @@ func scheduleGemm(s *schedule.Schedule) error {
 			if err != nil {
 				return err
 			}
-			fused, err := s.Fuse(fls[len(fls)-2:]...)
+			cols, err := s.Split(fls[len(fls)-1], -1, 4)
+			if err != nil {
+				return err
+			}
+			fused, err := s.Fuse(fls[len(fls)-2], cols[0])
 			if err != nil {
 				return err
 			}
@@ -189,7 +229,10 @@ func scheduleGemm(s *schedule.Schedule) error {
 			if err := s.Bind(parts[1], "threadIdx.y"); err != nil {
 				return err
 			}
-			return s.Bind(parts[2], "threadIdx.x")
+			if err := s.Bind(parts[2], "threadIdx.x"); err != nil {
+				return err
+			}
+			return s.Vectorize(cols[1])
 		})
 	}
 	return h.err
@@ -224,6 +267,11 @@ func TestPTX(t *testing.T) {
 			}
 			if !strings.Contains(ptx, ".target "+m.Arch) {
 				t.Errorf("PTX for another target:\n%.300s", ptx)
+			}
+			for _, inst := range gc.ptx {
+				if !strings.Contains(ptx, inst) {
+					t.Errorf("the PTX has no %s", inst)
+				}
 			}
 		})
 	}

@@ -211,6 +211,9 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		k.fail(k.errorAt(l, "loop %s is bound to %s below the kernel's outermost loops", l.Var.Name, l.Kind))
 		return
 	}
+	if l.Kind == ast.Vectorized && k.vectorLoop(l, blockLevel) {
+		return
+	}
 	min, ext := k.expr(l.Min), k.expr(l.Extent)
 	name := k.declare(l.Var)
 	if l.Kind == ast.Unrolled || l.Kind == ast.Vectorized {
@@ -399,7 +402,7 @@ func (k *kernelWriter) declareArray(buf *ast.Buffer, shape []ast.Expr, origin []
 	}
 	k.bufs[buf] = bi
 	if shared {
-		k.shared = append(k.shared, fmt.Sprintf("__shared__ %s %s[%d];", t, bi.name, size))
+		k.shared = append(k.shared, fmt.Sprintf("__shared__ __align__(16) %s %s[%d];", t, bi.name, size))
 		k.nShared += size * int64(buf.DType.Bytes())
 		if k.nShared > 48*1024 {
 			k.fail(fmt.Errorf("the kernel's shared buffers take %d bytes; a block has 48 KiB of static shared memory", k.nShared))

@@ -11,8 +11,8 @@ __device__ __forceinline__ int loom_floormod_i32(int a, int b) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) matmul_kernel0(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
-  __shared__ float A_shared[1024];
-  __shared__ float B_shared[1024];
+  __shared__ __align__(16) float A_shared[1024];
+  __shared__ __align__(16) float B_shared[1024];
   const int i_0 = 0 + (int)blockIdx.y;
   const int j_0 = 0 + (int)blockIdx.x;
   {
@@ -27,28 +27,54 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel0(float* __restri
         const long long A_shared_o1 = (((long long)k_0) * 16LL);
         const long long B_shared_o0 = (((long long)k_0) * 16LL);
         const long long B_shared_o1 = (((long long)j_0) * 64LL);
-        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+        for (int ax0_1_ax1_1_0_fused_0 = 0; ax0_1_ax1_1_0_fused_0 < 1; ++ax0_1_ax1_1_0_fused_0) {
           {
-            const int ax0_1_ax1_1_fused_1 = 0 + (int)threadIdx.y;
+            const int ax0_1_ax1_1_0_fused_1 = 0 + (int)threadIdx.y;
             {
-              const int ax0_1_ax1_1_fused_2 = 0 + (int)threadIdx.x;
+              const int ax0_1_ax1_1_0_fused_2 = 0 + (int)threadIdx.x;
               {
-                const int v0_1 = (((i_0 * 64) + (ax0_1_ax1_1_fused_0 * 16)) + ax0_1_ax1_1_fused_1);
-                const int v1_1 = ((k_0 * 16) + ax0_1_ax1_1_fused_2);
-                A_shared[((v0_1 - A_shared_o0)) * 16 + (v1_1 - A_shared_o1)] = A[(v0_1) * 128 + v1_1];
+                float* loom_vp1;
+                float* loom_vp2;
+                {
+                  const int ax1_1_1 = 0;
+                  const int v0_1 = (((i_0 * 64) + (ax0_1_ax1_1_0_fused_1 * 4)) + loom_floordiv_i32(ax0_1_ax1_1_0_fused_2, 4));
+                  const int v1_1 = (((k_0 * 16) + (loom_floormod_i32(ax0_1_ax1_1_0_fused_2, 4) * 4)) + ax1_1_1);
+                  loom_vp1 = &A_shared[((v0_1 - A_shared_o0)) * 16 + (v1_1 - A_shared_o1)];
+                  loom_vp2 = &A[(v0_1) * 128 + v1_1];
+                }
+                const float4 loom_vv2 = *reinterpret_cast<const float4*>(loom_vp2);
+                float4 loom_vr3;
+                loom_vr3.x = loom_vv2.x;
+                loom_vr3.y = loom_vv2.y;
+                loom_vr3.z = loom_vv2.z;
+                loom_vr3.w = loom_vv2.w;
+                *reinterpret_cast<float4*>(loom_vp1) = loom_vr3;
               }
             }
           }
         }
-        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+        for (int ax0_1_ax1_1_0_fused_0_1 = 0; ax0_1_ax1_1_0_fused_0_1 < 1; ++ax0_1_ax1_1_0_fused_0_1) {
           {
-            const int ax0_1_ax1_1_fused_1_1 = 0 + (int)threadIdx.y;
+            const int ax0_1_ax1_1_0_fused_1_1 = 0 + (int)threadIdx.y;
             {
-              const int ax0_1_ax1_1_fused_2_1 = 0 + (int)threadIdx.x;
+              const int ax0_1_ax1_1_0_fused_2_1 = 0 + (int)threadIdx.x;
               {
-                const int v0_2 = (((k_0 * 16) + (ax0_1_ax1_1_fused_0_1 * 4)) + loom_floordiv_i32(((ax0_1_ax1_1_fused_1_1 * 16) + ax0_1_ax1_1_fused_2_1), 64));
-                const int v1_2 = ((j_0 * 64) + loom_floormod_i32(((ax0_1_ax1_1_fused_1_1 * 16) + ax0_1_ax1_1_fused_2_1), 64));
-                B_shared[((v0_2 - B_shared_o0)) * 64 + (v1_2 - B_shared_o1)] = B[(v0_2) * 128 + v1_2];
+                float* loom_vp4;
+                float* loom_vp5;
+                {
+                  const int ax1_1_1_1 = 0;
+                  const int v0_2 = ((k_0 * 16) + ax0_1_ax1_1_0_fused_1_1);
+                  const int v1_2 = (((j_0 * 64) + (ax0_1_ax1_1_0_fused_2_1 * 4)) + ax1_1_1_1);
+                  loom_vp4 = &B_shared[((v0_2 - B_shared_o0)) * 64 + (v1_2 - B_shared_o1)];
+                  loom_vp5 = &B[(v0_2) * 128 + v1_2];
+                }
+                const float4 loom_vv5 = *reinterpret_cast<const float4*>(loom_vp5);
+                float4 loom_vr6;
+                loom_vr6.x = loom_vv5.x;
+                loom_vr6.y = loom_vv5.y;
+                loom_vr6.z = loom_vv5.z;
+                loom_vr6.w = loom_vv5.w;
+                *reinterpret_cast<float4*>(loom_vp4) = loom_vr6;
               }
             }
           }
@@ -72,12 +98,40 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel0(float* __restri
         __syncthreads();
       }
       for (int ax0 = 0; ax0 < 4; ++ax0) {
-        for (int ax1 = 0; ax1 < 4; ++ax1) {
+        {
+          float* loom_vp7;
           {
+            const int ax1 = 0;
             const int v0 = (((i_0 * 64) + (i_1 * 4)) + ax0);
             const int v1 = (((j_0 * 64) + (j_1 * 4)) + ax1);
-            C[(v0) * 128 + v1] = C_local[((v0 - C_local_o0)) * 4 + (v1 - C_local_o1)];
+            loom_vp7 = &C[(v0) * 128 + v1];
           }
+          float4 loom_vr8;
+          {
+            const int ax1 = 0;
+            const int v0 = (((i_0 * 64) + (i_1 * 4)) + ax0);
+            const int v1 = (((j_0 * 64) + (j_1 * 4)) + ax1);
+            loom_vr8.x = C_local[((v0 - C_local_o0)) * 4 + (v1 - C_local_o1)];
+          }
+          {
+            const int ax1 = 1;
+            const int v0 = (((i_0 * 64) + (i_1 * 4)) + ax0);
+            const int v1 = (((j_0 * 64) + (j_1 * 4)) + ax1);
+            loom_vr8.y = C_local[((v0 - C_local_o0)) * 4 + (v1 - C_local_o1)];
+          }
+          {
+            const int ax1 = 2;
+            const int v0 = (((i_0 * 64) + (i_1 * 4)) + ax0);
+            const int v1 = (((j_0 * 64) + (j_1 * 4)) + ax1);
+            loom_vr8.z = C_local[((v0 - C_local_o0)) * 4 + (v1 - C_local_o1)];
+          }
+          {
+            const int ax1 = 3;
+            const int v0 = (((i_0 * 64) + (i_1 * 4)) + ax0);
+            const int v1 = (((j_0 * 64) + (j_1 * 4)) + ax1);
+            loom_vr8.w = C_local[((v0 - C_local_o0)) * 4 + (v1 - C_local_o1)];
+          }
+          *reinterpret_cast<float4*>(loom_vp7) = loom_vr8;
         }
       }
     }

@@ -30,6 +30,14 @@ static loom_dim3 loom_bdim, loom_gdim;
 #define __launch_bounds__(n)
 #define __shared__ static
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
 
 static std::barrier<>* loom_block_barrier;
 static inline void __syncthreads() { loom_block_barrier->arrive_and_wait(); }

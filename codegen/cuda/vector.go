@@ -1,0 +1,321 @@
+package cuda
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// Vectorized loops.
+//
+// A vectorized loop of 2 or 4 iterations over one block that stores one
+// float32 element per iteration becomes float2 or float4 accesses: each
+// global or shared float32 buffer the block reads at consecutive elements
+// along the loop (the last index moves by one, the others stay) is loaded
+// as one vector, the lanes are computed one after the other from its
+// components, and the result is stored as one vector. Accesses that do not
+// move with the loop (a scale, a bias) and those of local buffers (kept in
+// registers) stay scalar.
+//
+// A vector access needs its address aligned to the vector's size. Buffers
+// start aligned (the launcher's allocations are, and shared arrays are
+// declared so), so an access is aligned when its element offset at the
+// first lane is a multiple of the lanes: each dimension's index (less the
+// origin of a compacted buffer) is, or the product of the extents after
+// it is. When every access is, the loop is the vector code alone.
+// Otherwise (a row of symbolic length, or a slice of a row, moves every
+// other row's start) the alignment of the others is tested where the
+// kernel runs: the vector path when they are aligned, else the loop as
+// scalar code. A loop whose
+// accesses are neither consecutive nor invariant along it runs as scalar
+// code, unrolled.
+
+// vectorTypes names the vector type of n float32 lanes and its lanes.
+var vectorTypes = map[int64]struct {
+	name  string
+	lanes []string
+}{
+	2: {"float2", []string{"x", "y"}},
+	4: {"float4", []string{"x", "y", "z", "w"}},
+}
+
+// vectorAccess is one access of a vectorized block that moves one element
+// a lane.
+type vectorAccess struct {
+	buf     *ast.Buffer
+	indices []ast.Expr // as the block writes them
+	load    *ast.Load  // nil for the store
+	aligned bool       // provably: no test where the kernel runs
+	ptr     string     // C name of its address at lane 0
+	value   string     // C name of the loaded vector
+}
+
+// vectorLoop prints vectorized loop l with vector accesses and reports
+// whether it could; when it cannot, it prints nothing.
+func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
+	n, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
+	vt, isVector := vectorTypes[n]
+	if !ok || !isVector {
+		return false
+	}
+	body := flatten(l.Body)
+	if len(body) != 1 {
+		return false
+	}
+	b, ok := body[0].(*ast.ScheduleBlock)
+	if !ok || b.Init != nil || b.Predicate != nil {
+		return false
+	}
+	store, ok := b.Body.(*ast.Store)
+	if !ok || store.Buffer.DType != ast.Float32 {
+		return false
+	}
+	for _, c := range k.plans {
+		if c.Loop == l {
+			return false // a buffer lives in one iteration: the scalar loop declares it
+		}
+	}
+	if blockLevel && k.acrossIterations(l) {
+		return false // its lanes meet other threads' lanes in memory
+	}
+	bindings := map[string]ast.Expr{}
+	for _, it := range b.Iters {
+		bindings[it.Var.Name] = it.Binding
+	}
+	// along classifies an access: moving one element a lane, or not
+	// moving at all.
+	along := func(buf *ast.Buffer, indices []ast.Expr) (moves, ok bool) {
+		last := len(indices) - 1
+		for d, ix := range indices {
+			at := ast.Substitute(ix, bindings)
+			next := ast.Substitute(at, map[string]ast.Expr{l.Var.Name: ast.Add(l.Var, ast.One(l.Var.DType))})
+			step, isConst := ast.ConstIntValue(ast.Simplify(ast.Sub(next, at)))
+			switch {
+			case !isConst:
+				return false, false
+			case step == 0:
+			case step == 1 && d == last:
+				moves = true
+			default:
+				return false, false
+			}
+		}
+		return moves, true
+	}
+	moves, ok := along(store.Buffer, store.Indices)
+	if !ok || !moves || !k.vectorScope(store.Buffer) {
+		return false
+	}
+	accesses := []*vectorAccess{{buf: store.Buffer, indices: store.Indices}}
+	clean := true
+	ast.Inspect(store.Value, func(nd ast.Node) bool {
+		ld, isLoad := nd.(*ast.Load)
+		if !isLoad || !clean {
+			return clean
+		}
+		moves, ok := along(ld.Buffer, ld.Indices)
+		switch {
+		case !ok:
+			clean = false
+		case moves && (ld.Buffer.DType != ast.Float32 || !k.vectorScope(ld.Buffer)):
+			// Scalar loads, one a lane.
+		case moves:
+			accesses = append(accesses, &vectorAccess{buf: ld.Buffer, indices: ld.Indices, load: ld})
+		}
+		return true
+	})
+	if !clean {
+		return false
+	}
+	for _, a := range accesses {
+		a.aligned = k.alignedAt(l, bindings, a, n)
+	}
+	k.printVectorLoop(l, b, vt.name, vt.lanes, accesses)
+	return k.err == nil
+}
+
+// alignedAt reports whether access a is provably aligned to n elements at
+// the first lane of loop l: its offset is a multiple of n whatever the
+// other loops' values.
+func (k *kernelWriter) alignedAt(l *ast.For, bindings map[string]ast.Expr, a *vectorAccess, n int64) bool {
+	shape, origin := a.buf.Shape, []ast.Expr(nil)
+	if c, ok := k.plans[a.buf]; ok {
+		shape, origin = c.Shape, c.Origin
+	}
+	first := map[string]ast.Expr{l.Var.Name: l.Min}
+	for d, ix := range a.indices {
+		at := ast.Substitute(ast.Substitute(ix, bindings), first)
+		if origin != nil {
+			o := origin[d]
+			if o.Type() != at.Type() {
+				o = ast.NewCast(at.Type(), o)
+			}
+			at = ast.Sub(at, o)
+		}
+		if multipleOf(ast.Simplify(at), n) {
+			continue
+		}
+		stride := int64(1)
+		for _, e := range shape[d+1:] {
+			c, ok := ast.ConstIntValue(ast.Simplify(e))
+			if !ok {
+				return false
+			}
+			stride *= c
+		}
+		if stride%n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// multipleOf reports whether integer expression e is a multiple of n for
+// all values of its variables, by the sums and products that say so.
+func multipleOf(e ast.Expr, n int64) bool {
+	switch e := e.(type) {
+	case *ast.Const:
+		c, ok := ast.ConstIntValue(e)
+		return ok && c%n == 0
+	case *ast.Cast:
+		return e.X.Type().IsInt() && multipleOf(e.X, n)
+	case *ast.Binary:
+		switch e.Op {
+		case ast.OpAdd, ast.OpSub:
+			return multipleOf(e.A, n) && multipleOf(e.B, n)
+		case ast.OpMul:
+			return multipleOf(e.A, n) || multipleOf(e.B, n)
+		}
+	}
+	return false
+}
+
+// vectorScope reports whether buf's accesses may be vectors: global or
+// shared memory, not registers.
+func (k *kernelWriter) vectorScope(buf *ast.Buffer) bool {
+	return buf.Scope == ast.Global || buf.Scope == ast.Shared
+}
+
+func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, vtype string, lanes []string, accesses []*vectorAccess) {
+	store := b.Body.(*ast.Store)
+	k.line("{")
+	k.indent++
+	defer func() { k.indent--; k.line("}") }()
+	for i, a := range accesses {
+		k.tmp++
+		a.ptr = fmt.Sprintf("loom_vp%d", k.tmp)
+		if i > 0 {
+			a.value = fmt.Sprintf("loom_vv%d", k.tmp)
+		}
+		k.line("float* %s;", a.ptr)
+	}
+	// The addresses at the first lane.
+	var addressed []ast.Expr
+	for _, a := range accesses {
+		addressed = append(addressed, a.indices...)
+	}
+	k.lane(l, b, 0, addressed, nil, func() {
+		for _, a := range accesses {
+			k.line("%s = &%s;", a.ptr, k.access(a.buf, a.indices))
+		}
+	})
+	var tests []string
+	for _, a := range accesses {
+		if !a.aligned {
+			tests = append(tests, fmt.Sprintf("((unsigned long long)%s & %d) == 0", a.ptr, 4*len(lanes)-1))
+		}
+	}
+	if len(tests) > 0 {
+		k.line("if (%s) {", strings.Join(tests, " && "))
+		k.indent++
+	}
+	for _, a := range accesses[1:] {
+		k.line("const %s %s = *reinterpret_cast<const %s*>(%s);", vtype, a.value, vtype, a.ptr)
+	}
+	k.tmp++
+	result := fmt.Sprintf("loom_vr%d", k.tmp)
+	k.line("%s %s;", vtype, result)
+	for i, lane := range lanes {
+		components := map[*ast.Load]string{}
+		for _, a := range accesses[1:] {
+			components[a.load] = a.value + "." + lane
+		}
+		k.lane(l, b, int64(i), []ast.Expr{store.Value}, components, func() {
+			k.laneLoads = components
+			k.line("%s.%s = %s;", result, lane, k.expr(store.Value))
+			k.laneLoads = nil
+		})
+	}
+	k.line("*reinterpret_cast<%s*>(%s) = %s;", vtype, accesses[0].ptr, result)
+	if len(tests) == 0 {
+		return
+	}
+	k.indent--
+	k.line("} else {")
+	k.indent++
+	unrolled := *l
+	unrolled.Kind = ast.Unrolled
+	k.loop(&unrolled, false)
+	k.indent--
+	k.line("}")
+}
+
+// lane prints, in a scope of its own, the loop variable of l at lane i
+// and those of block b's iteration variables that uses mention (loads in
+// skip excepted), and then what body prints.
+func (k *kernelWriter) lane(l *ast.For, b *ast.ScheduleBlock, i int64, uses []ast.Expr, skip map[*ast.Load]string, body func()) {
+	saved := k.savedNames()
+	defer k.restoreNames(saved)
+	mentioned := func(name string, es ...ast.Expr) bool {
+		found := false
+		for _, e := range es {
+			ast.Inspect(e, func(n ast.Node) bool {
+				if ld, ok := n.(*ast.Load); ok && skip[ld] != "" {
+					return false
+				}
+				if v, ok := n.(*ast.Var); ok && v.Name == name {
+					found = true
+				}
+				return !found
+			})
+		}
+		return found
+	}
+	var iters []*ast.IterVar
+	bindings := slices.Clone(uses)
+	for _, it := range b.Iters {
+		if mentioned(it.Var.Name, uses...) {
+			iters = append(iters, it)
+			bindings = append(bindings, it.Binding)
+		}
+	}
+	scoped := len(iters) > 0 || mentioned(l.Var.Name, uses...)
+	if scoped {
+		k.line("{")
+		k.indent++
+	}
+	if mentioned(l.Var.Name, bindings...) {
+		t := k.ctypeOf(l.Var.DType)
+		min := k.expr(l.Min)
+		name := k.declare(l.Var)
+		if min == "0" || min == "0LL" {
+			k.line("const %s %s = %d;", t, name, i)
+		} else {
+			k.line("const %s %s = %s + %d;", t, name, min, i)
+		}
+	}
+	values := make([]string, len(iters))
+	for j, it := range iters {
+		values[j] = k.expr(it.Binding)
+	}
+	for j, it := range iters {
+		k.line("const %s %s = %s;", k.ctypeOf(it.Var.DType), k.declare(it.Var), values[j])
+	}
+	body()
+	if scoped {
+		k.indent--
+		k.line("}")
+	}
+}
