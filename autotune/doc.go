@@ -14,4 +14,11 @@
 // threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched
 // by the whole block and a local write cache, cross-thread reductions,
 // auto-bind), for code the cuda package lowers.
+//
+// Measuring: on the CPU, LocalBuilder builds shared objects and
+// ProcessRunner times them in worker processes; on a GPU, CUDABuilder
+// lowers to CUDA C and a ProcessRunner with Target "cuda" compiles (NVRTC),
+// checks and times each candidate in a worker, between device events with
+// the data left on the device. The reference outputs always come from the
+// CPU.
 package autotune

@@ -1,19 +1,27 @@
 package autotune
 
 import (
+	"context"
+	"flag"
 	"testing"
+	"time"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/workload"
 )
 
 // TestGPUSpaceLowers samples the GPU space of each workload and lowers
 // every sample to CUDA C: a sample the rules keep must make a kernel (the
 // few a rule drops, for too many threads or too much shared memory, are
-// counted apart). conv2d is not in the corpus yet: its batch axis of one
+// counted apart), and must compute what the interpreter does when run on
+// the CPU's emulation of a GPU (package cudaemu: the first sample of
+// each workload, every one with -long). conv2d is not in the corpus yet: its batch axis of one
 // is a constant index, which reverse_compute_at refuses for the local
 // write cache.
+var long = flag.Bool("long", false, "emulate every sampled GPU kernel")
+
 func TestGPUSpaceLowers(t *testing.T) {
 	seeds := uint64(8)
 	if testing.Short() {
@@ -35,11 +43,31 @@ func TestGPUSpaceLowers(t *testing.T) {
 				continue
 			}
 			f := Finish(s)
-			if _, err := cuda.Lower(f, cuda.Options{}); err != nil {
+			m, err := cuda.Lower(f, cuda.Options{})
+			if err != nil {
 				t.Errorf("%s seed %d: %v\n%s\n%s", c.Name, seed, err, s.Trace(), ast.Print(f))
 				continue
 			}
 			lowered++
+			if !*long && lowered > 1 {
+				continue
+			}
+			got, want := c.Args(1), c.Args(1)
+			if err := ast.Interpret(c.Func, c.Sizes, want); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err = cudaemu.Run(ctx, m, c.Sizes, got)
+			cancel()
+			if err != nil {
+				t.Errorf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())
+				continue
+			}
+			for _, p := range c.Func.Params {
+				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+					t.Errorf("%s seed %d: %s differs from the interpreter's by %g\n%s", c.Name, seed, p.Name, e, s.Trace())
+				}
+			}
 		}
 		t.Logf("%s: %d of %d samples lower, %d dropped", c.Name, lowered, seeds, dropped)
 		if lowered < int(seeds)/2 {

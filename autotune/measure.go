@@ -71,6 +71,10 @@ type ProcessRunner struct {
 	Timeout    time.Duration // per candidate; 0 means a minute
 	Repeats    int           // timed samples; 0 means 5
 	MinSeconds float64       // each sample repeats the kernel until it takes this long; 0 means 0.01
+	// Target is where candidates run: "" on this CPU, "cuda" on the first
+	// GPU (see CUDABuilder). The reference outputs are always computed
+	// on the CPU.
+	Target string
 
 	mu   sync.Mutex
 	refs map[string]string  // task hash → reference file
@@ -98,6 +102,9 @@ type workRequest struct {
 	Write      bool             `json:"write"`     // write the reference instead of checking it
 	Repeats    int              `json:"repeats"`
 	MinSeconds float64          `json:"min_seconds"`
+	// Target: "" runs the function on this CPU (LLVM), targetCUDA on
+	// the GPU.
+	Target string `json:"target,omitempty"`
 	// Cutoff: a first run slower than this many seconds is the only
 	// sample (0: none).
 	Cutoff float64 `json:"cutoff,omitempty"`
@@ -126,7 +133,7 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 		case builds[i].Err != nil:
 			out[i].Err = builds[i].Err
 		default:
-			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task)})
+			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task), Target: r.Target})
 			if werr != nil {
 				out[i].Err = werr
 			} else {
@@ -305,6 +312,33 @@ func tail(s string) string {
 	return ": " + s
 }
 
+// checkOutputs compares the parameters in args, after a run, with the
+// reference outputs and returns the largest relative error, or an error
+// when it is beyond the tolerance.
+func checkOutputs(req *workRequest, f *ast.Func, args map[string]any) (float64, error) {
+	want, err := readReference(req.Reference)
+	if err != nil {
+		return 0, err
+	}
+	worst := 0.0
+	for _, p := range f.Params {
+		w, ok := want[p.Name]
+		if !ok {
+			continue
+		}
+		e := workload.MaxRelErr(args[p.Name], w)
+		worst = max(worst, e)
+		tol := workload.Tolerance(p.DType)
+		if req.Options.FastMath {
+			tol *= 100
+		}
+		if e > tol {
+			return worst, fmt.Errorf("wrong result: %s differs from the reference by %g (tolerance %g)", p.Name, e, tol)
+		}
+	}
+	return worst, nil
+}
+
 // ServeWorker is the worker process's body: it reads one request from
 // in, builds (or finds in the cache) and runs the kernel, checks or
 // writes the reference outputs, times it, and writes the response to
@@ -323,6 +357,9 @@ func serve(req *workRequest) *workResponse {
 	f, err := ast.Parse(req.Func)
 	if err != nil {
 		return fail(err)
+	}
+	if req.Target == targetCUDA {
+		return serveCUDA(req, f)
 	}
 	cache, err := native.DefaultCache()
 	if req.CacheDir != "" {
@@ -356,24 +393,8 @@ func serve(req *workRequest) *workResponse {
 		}
 		return resp
 	}
-	want, err := readReference(req.Reference)
-	if err != nil {
+	if resp.MaxRelErr, err = checkOutputs(req, f, args); err != nil {
 		return fail(err)
-	}
-	for _, p := range f.Params {
-		w, ok := want[p.Name]
-		if !ok {
-			continue
-		}
-		e := workload.MaxRelErr(args[p.Name], w)
-		resp.MaxRelErr = max(resp.MaxRelErr, e)
-		tol := workload.Tolerance(p.DType)
-		if req.Options.FastMath {
-			tol *= 100
-		}
-		if e > tol {
-			return fail(fmt.Errorf("wrong result: %s differs from the reference by %g (tolerance %g)", p.Name, e, tol))
-		}
 	}
 	call, err := k.Bind(req.Sizes, args)
 	if err != nil {

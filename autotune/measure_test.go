@@ -2,12 +2,14 @@ package autotune
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm/native"
 )
 
@@ -81,5 +83,50 @@ func TestRunnerIsolation(t *testing.T) {
 		if runs[i].Err == nil || !strings.Contains(runs[i].Err.Error(), want) {
 			t.Errorf("candidate %d: %v, want an error containing %q", i, runs[i].Err, want)
 		}
+	}
+}
+
+// TestCUDAMeasureWithoutGPU: on a machine without CUDA, the GPU builder
+// still lowers candidates (refusing, with the CUDA writer's reason, one
+// that binds no loop to threads), and the GPU runner's workers answer
+// each candidate with CUDA's absence instead of crashing. Where a GPU is
+// present the candidate runs and is timed instead.
+func TestCUDAMeasureWithoutGPU(t *testing.T) {
+	_, r := testRunner(t)
+	r.Target = "cuda"
+	const src = `func double(A: float32[64], B: float32[64]) {
+  ScheduleBlock(root) {
+    %s for (i0, 0, 2) {
+      %s for (i1, 0, 32) {
+        ScheduleBlock(B) {
+          vi = axis.bind(i0 * 32 + i1)
+          axis.domain(vi = spatial(0, 64))
+          reads(A[vi])
+          writes(B[vi])
+          B[vi] = A[vi] * 2.0f
+        }
+      }
+    }
+  }
+}`
+	task := &Task{Name: "double", Func: mustParse(t, fmt.Sprintf(src, "serial", "serial"))}
+	bound := mustParse(t, fmt.Sprintf(src, "bind(blockIdx.x)", "bind(threadIdx.x)"))
+	cands := []*Candidate{{Func: bound}, {Func: task.Func}}
+	builds := (&CUDABuilder{}).Build(context.Background(), task, cands)
+	if builds[0].Err != nil {
+		t.Fatalf("bound candidate: %v", builds[0].Err)
+	}
+	if builds[1].Err == nil {
+		t.Errorf("a candidate with no GPU-bound loop lowered to CUDA")
+	}
+	run := r.Run(context.Background(), task, cands[:1], builds[:1])[0]
+	if _, err := cuda.Open(); err != nil {
+		if run.Err == nil || !strings.Contains(run.Err.Error(), "CUDA is not available") {
+			t.Errorf("without CUDA: %+v, want CUDA's absence as the error", run)
+		}
+		return
+	}
+	if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
+		t.Errorf("on the GPU: %+v", run)
 	}
 }

@@ -28,7 +28,9 @@ import (
 //   - every input gets a shared-memory cache computed at the first R
 //     level: at each of its steps the whole block fetches the tile its
 //     threads read next, its loops fused and split over the block's
-//     threads (a cooperative fetch), and the threads then read the tile.
+//     threads (a cooperative fetch), each thread copying 1, 2 or 4
+//     consecutive elements at once (sampled; a float2 or float4 access),
+//     and the threads then read the tile.
 //
 // A sample whose threads exceed the target's block or whose tiles exceed
 // its shared memory is dropped.
@@ -155,11 +157,17 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	return nil
 }
 
+// fetchVectorLanes are the elements each thread copies at once in a
+// cooperative fetch (a float2 or float4 access for 2 or 4; see
+// codegen/cuda), sampled per fetch as MetaSchedule's vector_load_lens.
+var fetchVectorLanes = []int64{1, 2, 4}
+
 // cooperativeFetch caches buf, read by b, in shared memory computed at
-// loop at, and spreads the copy over the block's threads: its loops fused
-// and split by the block's shape (the thread extents, outermost axis
-// first), the parts bound to the same axes. It returns how many elements
-// the tile holds.
+// loop at, and spreads the copy over the block's threads: its innermost
+// loop split by a sampled vector length (of fetchVectorLanes, those that
+// divide it) and vectorized, its other loops fused and split by the
+// block's shape (the thread extents, outermost axis first), the parts
+// bound to the same axes. It returns how many elements the tile holds.
 func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at schedule.Loop, shape []int64) (int64, error) {
 	fetch, err := s.CacheRead(b, buf, "shared")
 	if err != nil {
@@ -185,6 +193,22 @@ func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at sch
 		}
 		elems *= n
 	}
+	last, _ := s.Extent(own[len(own)-1])
+	var lengths []int64
+	for _, n := range fetchVectorLanes {
+		if last%n == 0 {
+			lengths = append(lengths, n)
+		}
+	}
+	vector, err := sampleAmong(s, lengths)
+	if err != nil {
+		return 0, err
+	}
+	split, err := s.SplitBy(own[len(own)-1], []schedule.Value{{}, vector})
+	if err != nil {
+		return 0, err
+	}
+	own, lanes := append(slices.Clone(own[:len(own)-1]), split[0]), split[1]
 	fused, err := fuseAll(s, own)
 	if err != nil {
 		return 0, err
@@ -197,8 +221,10 @@ func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at sch
 	if err != nil {
 		return 0, err
 	}
-	_, err = bindAxes(s, parts[1:], "threadIdx")
-	return elems, err
+	if _, err = bindAxes(s, parts[1:], "threadIdx"); err != nil {
+		return 0, err
+	}
+	return elems, s.Vectorize(lanes)
 }
 
 // bindAxes binds nested loops to the axes of a thread index ("blockIdx"

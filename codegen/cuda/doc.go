@@ -51,5 +51,5 @@
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with
 // clang (CheckHeader declares what the CUDA headers would), and the tests
 // run it on the CPU as well, an OS thread per GPU thread
-// (testdata/emu/loom_emu.h), against the interpreter.
+// (internal/cudaemu), against the interpreter.
 package cuda

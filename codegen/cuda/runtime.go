@@ -23,6 +23,7 @@ type driver struct {
 	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload                                uintptr
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuLaunchKernel, cuCtxSynchronize  uintptr
 	cuGetErrorString                                                                     uintptr
+	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime, cuEventDestroy uintptr
 
 	nvrtcCreateProgram, nvrtcCompileProgram, nvrtcGetProgramLogSize, nvrtcGetProgramLog uintptr
 	nvrtcGetPTXSize, nvrtcGetPTX, nvrtcDestroyProgram                                   uintptr
@@ -74,6 +75,8 @@ func loadDriver() (*driver, error) {
 			{cu, "cuMemAlloc_v2", &d.cuMemAlloc}, {cu, "cuMemFree_v2", &d.cuMemFree}, {cu, "cuMemcpyHtoD_v2", &d.cuMemcpyHtoD},
 			{cu, "cuMemcpyDtoH_v2", &d.cuMemcpyDtoH}, {cu, "cuLaunchKernel", &d.cuLaunchKernel}, {cu, "cuCtxSynchronize", &d.cuCtxSynchronize},
 			{cu, "cuGetErrorString", &d.cuGetErrorString},
+			{cu, "cuEventCreate", &d.cuEventCreate}, {cu, "cuEventRecord", &d.cuEventRecord}, {cu, "cuEventSynchronize", &d.cuEventSynchronize},
+			{cu, "cuEventElapsedTime", &d.cuEventElapsedTime}, {cu, "cuEventDestroy_v2", &d.cuEventDestroy},
 			{nv, "nvrtcCreateProgram", &d.nvrtcCreateProgram}, {nv, "nvrtcCompileProgram", &d.nvrtcCompileProgram},
 			{nv, "nvrtcGetProgramLogSize", &d.nvrtcGetProgramLogSize}, {nv, "nvrtcGetProgramLog", &d.nvrtcGetProgramLog},
 			{nv, "nvrtcGetPTXSize", &d.nvrtcGetPTXSize}, {nv, "nvrtcGetPTX", &d.nvrtcGetPTX}, {nv, "nvrtcDestroyProgram", &d.nvrtcDestroyProgram},
@@ -231,18 +234,39 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 // them) to the device, launches every kernel in order, waits, and copies
 // every parameter back.
 func (p *Program) Run(sizes map[string]int64, args map[string]any) error {
+	c, err := p.Bind(sizes, args)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if err := c.Launch(); err != nil {
+		return err
+	}
+	return c.Read()
+}
+
+// Call is a program bound to its arguments on the device: the parameters
+// copied there, the temporaries allocated. It launches as often as asked
+// without copying anything (Launch, Time), and copies the parameters back
+// on Read.
+type Call struct {
+	p     *Program
+	sizes map[string]int64
+	args  map[string]any
+	dptr  map[*ast.Buffer]uint64
+	grids [][3]uintptr // per kernel; a zero means no blocks at these sizes
+}
+
+// Bind allocates the device memory of a run at sizes and copies the
+// parameters in args there. Release frees it.
+func (p *Program) Bind(sizes map[string]int64, args map[string]any) (*Call, error) {
 	d, m := p.dev.d, p.m
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := p.dev.current(); err != nil {
-		return err
+		return nil, err
 	}
-	dptr := map[*ast.Buffer]uint64{}
-	defer func() {
-		for _, ptr := range dptr {
-			call(d.cuMemFree, uintptr(ptr))
-		}
-	}()
+	c := &Call{p: p, sizes: sizes, args: args, dptr: map[*ast.Buffer]uint64{}}
 	alloc := func(b *ast.Buffer, host any) error {
 		if host == nil {
 			data, err := ast.NewData(b, sizes)
@@ -260,7 +284,7 @@ func (p *Program) Run(sizes map[string]int64, args map[string]any) error {
 		if err := d.check("cuMemAlloc "+b.Name, call(d.cuMemAlloc, uintptr(unsafe.Pointer(&ptr)), bytes)); err != nil {
 			return err
 		}
-		dptr[b] = ptr
+		c.dptr[b] = ptr
 		if n > 0 {
 			return d.check("cuMemcpyHtoD "+b.Name, call(d.cuMemcpyHtoD, uintptr(ptr), dataPointer(host), bytes))
 		}
@@ -269,38 +293,64 @@ func (p *Program) Run(sizes map[string]int64, args map[string]any) error {
 	for _, b := range m.Func.Params {
 		host, ok := args[b.Name]
 		if !ok {
-			return fmt.Errorf("cuda: no data for parameter %s", b.Name)
+			c.release()
+			return nil, fmt.Errorf("cuda: no data for parameter %s", b.Name)
 		}
 		if err := alloc(b, host); err != nil {
-			return err
+			c.release()
+			return nil, err
 		}
 	}
 	for _, b := range m.Temps {
 		if err := alloc(b, nil); err != nil {
-			return err
+			c.release()
+			return nil, err
 		}
 	}
-	for i, k := range m.Kernels {
+	for _, k := range m.Kernels {
 		var grid [3]uintptr
 		for a, e := range k.Grid {
 			n, err := evalSize(e, sizes)
 			if err != nil {
-				return fmt.Errorf("cuda: kernel %s: grid: %v", k.Name, err)
+				c.release()
+				return nil, fmt.Errorf("cuda: kernel %s: grid: %v", k.Name, err)
 			}
-			if n <= 0 {
-				continue
-			}
-			grid[a] = uintptr(n)
+			grid[a] = uintptr(max(n, 0))
 		}
+		c.grids = append(c.grids, grid)
+	}
+	return c, nil
+}
+
+// Launch runs every kernel once, in order, and waits for them.
+func (c *Call) Launch() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.p.dev.current(); err != nil {
+		return err
+	}
+	if err := c.launch(); err != nil {
+		return err
+	}
+	d := c.p.dev.d
+	return d.check("cuCtxSynchronize", call(d.cuCtxSynchronize))
+}
+
+// launch queues every kernel once; the caller holds the OS thread with
+// the context current.
+func (c *Call) launch() error {
+	d := c.p.dev.d
+	for i, k := range c.p.m.Kernels {
+		grid := c.grids[i]
 		if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 			continue // no blocks at these sizes
 		}
 		vals := make([]uint64, 0, len(k.Buffers)+len(k.Sizes))
 		for _, b := range k.Buffers {
-			vals = append(vals, dptr[b])
+			vals = append(vals, c.dptr[b])
 		}
 		for _, v := range k.Sizes {
-			vals = append(vals, uint64(sizes[v.Name]))
+			vals = append(vals, uint64(c.sizes[v.Name]))
 		}
 		params := make([]uintptr, len(vals))
 		for j := range vals {
@@ -310,26 +360,90 @@ func (p *Program) Run(sizes map[string]int64, args map[string]any) error {
 		if len(params) > 0 {
 			pp = uintptr(unsafe.Pointer(&params[0]))
 		}
-		r := call(d.cuLaunchKernel, p.funcs[i], grid[0], grid[1], grid[2], uintptr(k.Block[0]), uintptr(k.Block[1]), uintptr(k.Block[2]), 0, 0, pp, 0)
+		r := call(d.cuLaunchKernel, c.p.funcs[i], grid[0], grid[1], grid[2], uintptr(k.Block[0]), uintptr(k.Block[1]), uintptr(k.Block[2]), 0, 0, pp, 0)
 		runtime.KeepAlive(vals)
 		if err := d.check("cuLaunchKernel "+k.Name, r); err != nil {
 			return err
 		}
 	}
-	if err := d.check("cuCtxSynchronize", call(d.cuCtxSynchronize)); err != nil {
+	return nil
+}
+
+// Time runs the kernels reps times back to back and returns the seconds
+// one run takes, measured on the device between two events (no copies,
+// no host-side waiting in between).
+func (c *Call) Time(reps int) (float64, error) {
+	d := c.p.dev.d
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.p.dev.current(); err != nil {
+		return 0, err
+	}
+	var start, end uintptr
+	if err := d.check("cuEventCreate", call(d.cuEventCreate, uintptr(unsafe.Pointer(&start)), 0)); err != nil {
+		return 0, err
+	}
+	defer call(d.cuEventDestroy, start)
+	if err := d.check("cuEventCreate", call(d.cuEventCreate, uintptr(unsafe.Pointer(&end)), 0)); err != nil {
+		return 0, err
+	}
+	defer call(d.cuEventDestroy, end)
+	if err := d.check("cuEventRecord", call(d.cuEventRecord, start, 0)); err != nil {
+		return 0, err
+	}
+	for range max(reps, 1) {
+		if err := c.launch(); err != nil {
+			return 0, err
+		}
+	}
+	if err := d.check("cuEventRecord", call(d.cuEventRecord, end, 0)); err != nil {
+		return 0, err
+	}
+	if err := d.check("cuEventSynchronize", call(d.cuEventSynchronize, end)); err != nil {
+		return 0, err
+	}
+	var ms float32
+	if err := d.check("cuEventElapsedTime", call(d.cuEventElapsedTime, uintptr(unsafe.Pointer(&ms)), start, end)); err != nil {
+		return 0, err
+	}
+	return float64(ms) / 1e3 / float64(max(reps, 1)), nil
+}
+
+// Read copies every parameter back into its Go slice.
+func (c *Call) Read() error {
+	d := c.p.dev.d
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.p.dev.current(); err != nil {
 		return err
 	}
-	for _, b := range m.Func.Params {
-		host := args[b.Name]
+	for _, b := range c.p.m.Func.Params {
+		host := c.args[b.Name]
 		n, _ := ast.DataLen(b.DType, host)
 		if n == 0 {
 			continue
 		}
-		if err := d.check("cuMemcpyDtoH "+b.Name, call(d.cuMemcpyDtoH, dataPointer(host), uintptr(dptr[b]), uintptr(n*b.DType.Bytes()))); err != nil {
+		if err := d.check("cuMemcpyDtoH "+b.Name, call(d.cuMemcpyDtoH, dataPointer(host), uintptr(c.dptr[b]), uintptr(n*b.DType.Bytes()))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Release frees the call's device memory.
+func (c *Call) Release() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if c.p.dev.current() == nil {
+		c.release()
+	}
+}
+
+func (c *Call) release() {
+	for b, ptr := range c.dptr {
+		call(c.p.dev.d.cuMemFree, uintptr(ptr))
+		delete(c.dptr, b)
+	}
 }
 
 // evalSize evaluates an expression over the sizes.

@@ -29,14 +29,15 @@ const version = "loom-dev"
 type tuneSummary struct {
 	Kernel   string   `json:"kernel"`
 	Shape    string   `json:"shape"`
-	Threads  int      `json:"threads"`
+	Threads  int      `json:"threads,omitempty"`
+	GPU      string   `json:"gpu,omitempty"` // the GPU's architecture, when tuned for one
 	Trials   int      `json:"trials"`
 	Failed   int      `json:"failed"`
 	BestMs   float64  `json:"best_ms"`
 	Best     string   `json:"best"`
-	StartMs  float64  `json:"start_ms"`
-	Start    string   `json:"start"`
-	Speedup  float64  `json:"speedup"`
+	StartMs  float64  `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
+	Start    string   `json:"start,omitempty"`
+	Speedup  float64  `json:"speedup,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	Database string   `json:"db"`
 	Files    []string `json:"files,omitempty"`
@@ -75,16 +76,16 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		fmt.Fprintln(stderr, "loom tune:", err)
 		return 1
 	}
+	var dev *cuda.Device
 	switch *target {
 	case "cpu":
 	case "cuda":
 		// Candidates for a GPU are measured on one: without it there is
 		// nothing to tune against.
-		dev, err := cuda.Open()
-		if err != nil {
+		var err error
+		if dev, err = cuda.Open(); err != nil {
 			return fail(fmt.Errorf("-target cuda needs an NVIDIA GPU and its driver, and this machine has none usable: %v", err))
 		}
-		return fail(fmt.Errorf("-target cuda: found %s, but measuring candidates on a GPU is not part of loom tune yet; the GPU rules (autotune.GPURules) can be sampled from Go", dev.Arch()))
 	default:
 		return fail(fmt.Errorf("unknown -target %q (have cpu, cuda)", *target))
 	}
@@ -109,11 +110,21 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: *timeout}
 	t := &tuner{
-		threads: nt,
-		builder: &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
-		runner:  &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: *timeout},
-		opts:    autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version},
+		threads:   nt,
+		builder:   &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
+		runner:    runner,
+		opts:      autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version},
+		rules:     autotune.DefaultRules(),
+		target:    autotune.HostTarget(nt),
+		targetKey: autotune.TargetKey(llvm.Host(), nt),
+	}
+	if dev != nil {
+		runner.Target = "cuda"
+		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
+		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATarget(), autotune.CUDATargetKey(dev.Arch())
+		t.arch = dev.Arch()
 	}
 	status := 0
 	for _, j := range jobs {
@@ -134,7 +145,11 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		}
 		sum.Database = *dbPath
 		if *out != "" {
-			if sum.Files, err = writeKernel(*out, j.Name, best); err != nil {
+			write := writeKernel
+			if dev != nil {
+				write = writeCUDAKernel(dev.Arch())
+			}
+			if sum.Files, err = write(*out, j.Name, best); err != nil {
 				return fail(err)
 			}
 		}
@@ -142,8 +157,15 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 			json.NewEncoder(stdout).Encode(sum)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s %s, %d threads: best %.3f ms (%s) after %d trials (%d failed) in %.0f s; the starting schedule took %.3f ms (%s): %.1fx\n",
-			sum.Kernel, sum.Shape, sum.Threads, sum.BestMs, sum.Best, sum.Trials, sum.Failed, sum.Seconds, sum.StartMs, sum.Start, sum.Speedup)
+		on := fmt.Sprintf("%d threads", sum.Threads)
+		if sum.GPU != "" {
+			on = "GPU " + sum.GPU
+		}
+		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s) after %d trials (%d failed) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.Trials, sum.Failed, sum.Seconds)
+		if sum.StartMs > 0 {
+			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
+		}
+		fmt.Fprintln(stdout)
 		fmt.Fprintf(stdout, "records appended to %s\n", sum.Database)
 		if len(sum.Files) > 0 {
 			fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(sum.Files, ", "))
@@ -162,10 +184,14 @@ func defaultDB(cache *native.Cache) string { return filepath.Join(cache.Dir, "tu
 
 // tuner tunes jobs one after the other with one builder and runner.
 type tuner struct {
-	threads int
-	builder autotune.Builder
-	runner  autotune.Runner
-	opts    autotune.Options
+	threads   int
+	builder   autotune.Builder
+	runner    autotune.Runner
+	opts      autotune.Options
+	rules     []autotune.Rule
+	target    autotune.Target
+	targetKey string // as records store it
+	arch      string // the GPU's, when tuning for one
 }
 
 // tune searches schedules of j and returns the summary and the best
@@ -173,19 +199,22 @@ type tuner struct {
 func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, error) {
 	task := &autotune.Task{
 		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes,
-		Target: autotune.TargetKey(llvm.Host(), t.threads),
-		Space:  &autotune.Space{Rules: autotune.DefaultRules(), Target: autotune.HostTarget(t.threads)},
+		Target: t.targetKey,
+		Space:  &autotune.Space{Rules: t.rules, Target: t.target},
 	}
-	// The starting schedule: the function as written.
+	// The starting schedule: the function as written (on a GPU, with no
+	// loop bound to threads, it does not run).
 	start, err := schedule.New(j.Case.Func)
 	if err != nil {
 		return nil, nil, err
 	}
-	base := []*autotune.Candidate{{Sched: start, Func: j.Case.Func}}
-	baseRun := t.runner.Run(ctx, task, base, t.builder.Build(ctx, task, base))[0]
 	baseSeconds := math.Inf(1)
-	if baseRun.Err == nil {
-		baseSeconds, _ = autotune.Summarize(baseRun.Seconds)
+	if t.arch == "" {
+		base := []*autotune.Candidate{{Sched: start, Func: j.Case.Func}}
+		baseRun := t.runner.Run(ctx, task, base, t.builder.Build(ctx, task, base))[0]
+		if baseRun.Err == nil {
+			baseSeconds, _ = autotune.Summarize(baseRun.Seconds)
+		}
 	}
 	begin := time.Now()
 	res, err := autotune.Tune(ctx, task, t.builder, t.runner, t.opts)
@@ -205,12 +234,18 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 			failed++
 		}
 	}
-	return &tuneSummary{
-		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, Trials: len(res.Records), Failed: failed,
+	sum := &tuneSummary{
+		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, GPU: t.arch, Trials: len(res.Records), Failed: failed,
 		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
-		StartMs: baseSeconds * 1e3, Start: j.speed(baseSeconds), Speedup: baseSeconds / res.Best.Median,
 		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),
-	}, best, nil
+	}
+	if t.arch != "" {
+		sum.Threads = 0
+	}
+	if !math.IsInf(baseSeconds, 0) {
+		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
+	}
+	return sum, best, nil
 }
 
 func workloadNames() string {
@@ -258,6 +293,33 @@ func writeKernel(dir, name string, f *ast.Func) ([]string, error) {
 		return nil, err
 	}
 	return []string{ll, obj, h}, nil
+}
+
+// writeCUDAKernel returns a writer of a function's CUDA C source (the
+// kernels and their launch shapes in a comment) for arch.
+func writeCUDAKernel(arch string) func(dir, name string, f *ast.Func) ([]string, error) {
+	return func(dir, name string, f *ast.Func) ([]string, error) {
+		m, err := cuda.Lower(f, cuda.Options{Arch: arch})
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var launches strings.Builder
+		for _, k := range m.Kernels {
+			var grid []string
+			for _, e := range k.Grid {
+				grid = append(grid, ast.Print(e))
+			}
+			fmt.Fprintf(&launches, "// %s<<<(%s), (%d, %d, %d)>>>\n", k.Name, strings.Join(grid, ", "), k.Block[0], k.Block[1], k.Block[2])
+		}
+		cu := filepath.Join(dir, name+".cu")
+		if err := os.WriteFile(cu, []byte(launches.String()+m.Source), 0o644); err != nil {
+			return nil, err
+		}
+		return []string{cu}, nil
+	}
 }
 
 // runWorker serves one candidate measurement for loom tune (internal).

@@ -1,0 +1,103 @@
+package autotune
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// Measuring on a GPU. The builder lowers each candidate to CUDA C here,
+// so that a schedule the CUDA writer refuses fails at once with its
+// reason; the runner (a ProcessRunner with Target "cuda") sends the
+// function to a worker process, which compiles it with NVRTC, runs it
+// once on the first GPU, checks the outputs against the reference (made
+// on the CPU), and times it between device events, with the data kept on
+// the device: no copies in the measured time. A kernel that faults
+// leaves the GPU's context unusable, one more reason it runs in a
+// process of its own.
+
+// targetCUDA is the worker's target name for the GPU.
+const targetCUDA = "cuda"
+
+// CUDABuilder lowers candidates to CUDA C for Arch (cuda.Options).
+type CUDABuilder struct {
+	Arch string
+}
+
+func (b *CUDABuilder) Build(ctx context.Context, task *Task, cands []*Candidate) []BuildResult {
+	out := make([]BuildResult, len(cands))
+	for i, c := range cands {
+		if ctx.Err() != nil {
+			out[i].Err = ctx.Err()
+			continue
+		}
+		m, err := cuda.Lower(c.Func, cuda.Options{Arch: b.Arch})
+		out[i] = BuildResult{Artifact: m, Err: err}
+	}
+	return out
+}
+
+// CUDATargetKey is the key of the records tuned for the GPU of
+// compute capability arch ("sm_90").
+func CUDATargetKey(arch string) string { return "cuda/" + arch }
+
+// serveCUDA is serve for a GPU: compile, run once and check, time.
+func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
+	fail := func(err error) *workResponse { return &workResponse{Err: err.Error()} }
+	dev, err := cuda.Open()
+	if err != nil {
+		return fail(err)
+	}
+	m, err := cuda.Lower(f, cuda.Options{Arch: dev.Arch()})
+	if err != nil {
+		return fail(err)
+	}
+	prog, err := dev.Compile(m)
+	if err != nil {
+		return fail(err)
+	}
+	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	call, err := prog.Bind(req.Sizes, args)
+	if err != nil {
+		return fail(err)
+	}
+	defer call.Release()
+	if err := call.Launch(); err != nil {
+		return fail(err)
+	}
+	if err := call.Read(); err != nil {
+		return fail(err)
+	}
+	resp := &workResponse{}
+	if resp.MaxRelErr, err = checkOutputs(req, f, args); err != nil {
+		return fail(err)
+	}
+	// The first run warmed the caches and the clocks up; one more says
+	// whether the candidate is worth timing.
+	first, err := call.Time(1)
+	if err != nil {
+		return fail(err)
+	}
+	if req.Cutoff > 0 && first > req.Cutoff {
+		resp.Seconds = []float64{first}
+		return resp
+	}
+	// Calibrate: runs per sample so that a sample takes MinSeconds.
+	reps := 1
+	if first > 0 {
+		reps = max(1, min(1<<20, int(req.MinSeconds/first)))
+	}
+	timed := time.Now()
+	for len(resp.Seconds) < req.Repeats && (len(resp.Seconds) == 0 || time.Since(timed) < timeBudget) {
+		s, err := call.Time(reps)
+		if err != nil {
+			return fail(fmt.Errorf("timing: %w", err))
+		}
+		resp.Seconds = append(resp.Seconds, s)
+	}
+	return resp
+}

@@ -1,0 +1,146 @@
+// Package cudaemu runs loom's CUDA kernels on the CPU, for the tests on
+// machines without a GPU: every thread of a block is an OS thread, so
+// that __syncthreads() is a real barrier and a missing one shows as a
+// wrong result or a deadlock; blocks run one after another (loom_emu.h).
+// It needs g++ with C++20 (make tools provides it).
+package cudaemu
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
+)
+
+//go:embed loom_emu.h
+var header []byte
+
+// Run compiles module m with its header into a program that launches its
+// kernels in order on the CPU, runs it at sizes with the parameters in
+// args (Go slices, as ast.Interpret takes them), and writes the
+// parameters back into args. A deadlock ends when ctx does.
+func Run(ctx context.Context, m *cuda.Module, sizes map[string]int64, args map[string]any) error {
+	if _, err := exec.LookPath("g++"); err != nil {
+		return fmt.Errorf("cudaemu: g++ not found (make tools installs it): %v", err)
+	}
+	dir, err := os.MkdirTemp("", "loom-cudaemu-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	src, err := program(m, sizes, args)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"loom_emu.h": header, "main.cpp": []byte(src)}
+	for name, data := range args {
+		var b bytes.Buffer
+		if err := binary.Write(&b, binary.LittleEndian, data); err != nil {
+			return fmt.Errorf("cudaemu: %s: %v", name, err)
+		}
+		files[name+".in"] = b.Bytes()
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	build := exec.CommandContext(ctx, "g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("cudaemu: g++: %v\n%s\n%s", err, out, src)
+	}
+	run := exec.CommandContext(ctx, filepath.Join(dir, "kernel"))
+	run.Dir = dir
+	if out, err := run.CombinedOutput(); err != nil {
+		return fmt.Errorf("cudaemu: the emulated kernels: %v (a deadlock ends at the deadline: a barrier some threads never reach)\n%s", err, out)
+	}
+	for _, b := range m.Func.Params {
+		raw, err := os.ReadFile(filepath.Join(dir, b.Name+".out"))
+		if err != nil {
+			return err
+		}
+		out := reflect.ValueOf(args[b.Name])
+		if out.Kind() != reflect.Slice {
+			return fmt.Errorf("cudaemu: parameter %s: want a slice, got %T", b.Name, args[b.Name])
+		}
+		if err := binary.Read(bytes.NewReader(raw), binary.LittleEndian, out.Interface()); err != nil {
+			return fmt.Errorf("cudaemu: parameter %s: %v", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// program returns a C++ program that reads the buffers (NAME.in),
+// launches the module's kernels in order and writes the function's
+// parameters back (NAME.out).
+func program(m *cuda.Module, sizes map[string]int64, args map[string]any) (string, error) {
+	var b strings.Builder
+	b.WriteString("#include \"loom_emu.h\"\n#include <cstdio>\n\n")
+	b.WriteString(m.Source)
+	b.WriteString("\nint main() {\n")
+	var buffers []*ast.Buffer
+	buffers = append(buffers, m.Func.Params...)
+	buffers = append(buffers, m.Temps...)
+	for _, buf := range buffers {
+		n := int64(1)
+		for _, d := range buf.Shape {
+			v, err := evalConst(d, sizes)
+			if err != nil {
+				return "", err
+			}
+			n *= v
+		}
+		ct := map[ast.DType]string{ast.Float32: "float", ast.Float64: "double", ast.Int32: "int", ast.Int64: "long long"}[buf.DType]
+		if ct == "" {
+			return "", fmt.Errorf("cudaemu: buffer %s: type %s not emulated", buf.Name, buf.DType)
+		}
+		fmt.Fprintf(&b, "  std::vector<%s> %s(%d);\n", ct, buf.Name, n)
+		if _, ok := args[buf.Name]; ok {
+			fmt.Fprintf(&b, "  { FILE* f = fopen(\"%[1]s.in\", \"rb\"); if (!f || fread(%[1]s.data(), sizeof(%[2]s), %[3]d, f) != %[3]d) return 2; fclose(f); }\n", buf.Name, ct, n)
+		}
+	}
+	for _, k := range m.Kernels {
+		var grid [3]int64
+		for a, e := range k.Grid {
+			v, err := evalConst(e, sizes)
+			if err != nil {
+				return "", err
+			}
+			grid[a] = v
+		}
+		var call []string
+		for _, buf := range k.Buffers {
+			call = append(call, buf.Name+".data()")
+		}
+		for _, v := range k.Sizes {
+			call = append(call, fmt.Sprintf("%dLL", sizes[v.Name]))
+		}
+		fmt.Fprintf(&b, "  loom_launch({%d, %d, %d}, {%d, %d, %d}, [&] { %s(%s); });\n", grid[0], grid[1], grid[2], k.Block[0], k.Block[1], k.Block[2], k.Name, strings.Join(call, ", "))
+	}
+	for _, buf := range m.Func.Params {
+		fmt.Fprintf(&b, "  { FILE* f = fopen(\"%[1]s.out\", \"wb\"); fwrite(%[1]s.data(), sizeof(%[1]s[0]), %[1]s.size(), f); fclose(f); }\n", buf.Name)
+	}
+	b.WriteString("  return 0;\n}\n")
+	return b.String(), nil
+}
+
+// evalConst evaluates an extent over the sizes.
+func evalConst(e ast.Expr, sizes map[string]int64) (int64, error) {
+	for name, v := range sizes {
+		e = ast.Substitute(e, map[string]ast.Expr{name: ast.I64(v)})
+	}
+	v, ok := ast.ConstIntValue(ast.Simplify(e))
+	if !ok {
+		return 0, fmt.Errorf("cudaemu: extent %s is not constant at sizes %v", ast.Print(e), sizes)
+	}
+	return v, nil
+}
