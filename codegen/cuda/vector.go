@@ -86,7 +86,7 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 	}
 	// along classifies an access: moving one element a lane, or not
 	// moving at all.
-	along := func(buf *ast.Buffer, indices []ast.Expr) (moves, ok bool) {
+	along := func(indices []ast.Expr) (moves, ok bool) {
 		last := len(indices) - 1
 		for d, ix := range indices {
 			at := ast.Substitute(ix, bindings)
@@ -104,8 +104,8 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 		}
 		return moves, true
 	}
-	moves, ok := along(store.Buffer, store.Indices)
-	if !ok || !moves || !k.vectorScope(store.Buffer) {
+	moves, ok := along(store.Indices)
+	if !ok || !moves || !vectorScope(store.Buffer) {
 		return false
 	}
 	accesses := []*vectorAccess{{buf: store.Buffer, indices: store.Indices}}
@@ -115,11 +115,11 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 		if !isLoad || !clean {
 			return clean
 		}
-		moves, ok := along(ld.Buffer, ld.Indices)
+		moves, ok := along(ld.Indices)
 		switch {
 		case !ok:
 			clean = false
-		case moves && (ld.Buffer.DType != ast.Float32 || !k.vectorScope(ld.Buffer)):
+		case moves && (ld.Buffer.DType != ast.Float32 || !vectorScope(ld.Buffer)):
 			// Scalar loads, one a lane.
 		case moves:
 			accesses = append(accesses, &vectorAccess{buf: ld.Buffer, indices: ld.Indices, load: ld})
@@ -194,7 +194,7 @@ func multipleOf(e ast.Expr, n int64) bool {
 
 // vectorScope reports whether buf's accesses may be vectors: global or
 // shared memory, not registers.
-func (k *kernelWriter) vectorScope(buf *ast.Buffer) bool {
+func vectorScope(buf *ast.Buffer) bool {
 	return buf.Scope == ast.Global || buf.Scope == ast.Shared
 }
 
