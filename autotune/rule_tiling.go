@@ -24,9 +24,12 @@ import (
 // compacts it to the tile, in registers); whether and where is sampled,
 // with no cache as one of the choices. When the block's output is an
 // intermediate read by one element-wise consumer (a bias and activation
-// after a matmul), that consumer may take the cache's place
-// (MetaSchedule's fused epilogue): it moves after the same level's loops
-// and the output, compacted to the tile, never goes to memory whole.
+// after a matmul), that consumer takes the cache's place (MetaSchedule's
+// fused epilogue): it moves after the sampled level's loops and the
+// output, compacted to the tile, never goes to memory whole. A plain
+// cache is then not offered: at the same level it does the same work
+// and leaves the consumer a separate pass over memory, so a search that
+// settled on it would be stuck a step away from the better schedule.
 type MultiLevelTiling struct {
 	Structure          string
 	MaxInnermost       int
@@ -149,8 +152,8 @@ type writeCache struct {
 }
 
 // writeCache samples the write cache's level (0: none) and adds the cache,
-// or, for a negative choice, takes the fusable consumer as the block that
-// goes after level -choice.
+// or, where the output has a fusable consumer, samples a negative choice:
+// the consumer is the block that goes after level -choice.
 func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi *blockInfo) (writeCache, error) {
 	if len(m.WriteCache) == 0 || len(bi.blk.Writes) != 1 {
 		return writeCache{}, nil
@@ -158,6 +161,7 @@ func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi 
 	choices := append([]int64{0}, m.WriteCache...)
 	consumer, fusable := elementwiseConsumer(s, bi)
 	if fusable {
+		choices = []int64{0}
 		for _, lv := range m.WriteCache {
 			choices = append(choices, -lv)
 		}

@@ -44,7 +44,7 @@ func DefaultRules() []Rule {
 		AutoInline{},
 		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, MaxInnermostReduce: 256, WriteCache: []int64{1, 2}},
 		RandomComputeLocation{},
-		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}},
+		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}, HalfVectors: true},
 		VectorRFactor{MaxVectors: 4},
 		DecomposeReduction{},
 	}

@@ -83,3 +83,81 @@ func TestSampledKernelsMatchInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// TestHalfVectors: on a 512-bit target some candidates run their
+// vectorized loops in 256-bit halves (the code generator's annotation on
+// each vectorized loop) and some in whole vectors; on a 256-bit target
+// there is no such choice.
+func TestHalfVectors(t *testing.T) {
+	c := workload.Chain(2, 3, 64)
+	widths := func(lanes int) map[int64]int {
+		sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: lanes, Threads: 1}}
+		seen := map[int64]int{}
+		for seed := uint64(1); seed <= 12; seed++ {
+			s, err := sp.Sample(c.Func, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(Finish(s).Body, func(n ast.Node) bool {
+				if l, ok := n.(*ast.For); ok && l.Kind == ast.Vectorized {
+					bits, _ := l.Annotations[llvm.VectorBitsKey].(int64)
+					seen[bits]++
+				}
+				return true
+			})
+		}
+		return seen
+	}
+	if w := widths(16); w[256] == 0 || w[512] == 0 || len(w) != 2 {
+		t.Errorf("512-bit target: vectorized loops by width %v, want both 256 and 512", w)
+	}
+	if w := widths(8); len(w) != 1 || w[0] == 0 {
+		t.Errorf("256-bit target: vectorized loops by width %v, want none annotated", w)
+	}
+}
+
+// TestFusedEpilogueChoices: a matmul whose output a bias and ReLU read
+// samples the epilogue after one of the tiling levels, or no cache, but
+// never a plain write cache beside the separate epilogue pass.
+func TestFusedEpilogueChoices(t *testing.T) {
+	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 16, Threads: 1}}
+	c := workload.MatmulBiasReLU(64, 64, 64)
+	fused := 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		s, err := sp.Sample(c.Func, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ast.Print(Finish(s))
+		if strings.Contains(text, "C_local") {
+			t.Fatalf("seed %d: a write cache beside the epilogue:\n%s", seed, text)
+		}
+		// Fused: some loop runs both the matmul and the epilogue.
+		ast.Inspect(Finish(s).Body, func(n ast.Node) bool {
+			l, ok := n.(*ast.For)
+			if !ok {
+				return true
+			}
+			if blocks := blocksIn(l); blocks["C"] && blocks["D"] {
+				fused++
+				return false
+			}
+			return true
+		})
+	}
+	if fused == 0 {
+		t.Errorf("no candidate among 12 fuses the epilogue into the matmul's tiles")
+	}
+}
+
+// blocksIn returns the names of the blocks under n.
+func blocksIn(n ast.Node) map[string]bool {
+	names := map[string]bool{}
+	ast.Inspect(n, func(n ast.Node) bool {
+		if b, ok := n.(*ast.ScheduleBlock); ok {
+			names[b.Name] = true
+		}
+		return true
+	})
+	return names
+}

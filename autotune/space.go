@@ -49,5 +49,7 @@ func (sp *Space) Sample(f *ast.Func, seed uint64) (*schedule.Schedule, error) {
 }
 
 // Finish returns the function a schedule builds: the scheduled function
-// with the sampled unroll limits applied.
-func Finish(s *schedule.Schedule) *ast.Func { return unrollAnnotated(s.Func()) }
+// with the sampled unroll limits and vector widths applied.
+func Finish(s *schedule.Schedule) *ast.Func {
+	return vectorBitsAnnotated(unrollAnnotated(s.Func()))
+}

@@ -27,6 +27,11 @@ func isIndexExpr(x ast.Expr) bool {
 		return x.DType.IsInt()
 	case *ast.Var:
 		return x.DType.IsInt()
+	case *ast.Cast:
+		// A widening cast of index arithmetic (an int32 loop variable
+		// in an int64 origin) changes nothing in 64 bits; computing it
+		// through the narrow type would hide from LLVM that j - j is 0.
+		return widens(x) && isIndexExpr(x.X)
 	case *ast.Binary:
 		switch x.Op {
 		case ast.OpAdd, ast.OpSub, ast.OpMul, ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod, ast.OpMin, ast.OpMax:
@@ -34,6 +39,13 @@ func isIndexExpr(x ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// widens reports whether c converts an integer to an integer type at
+// least as wide.
+func widens(c *ast.Cast) bool {
+	from := c.X.Type()
+	return c.To.IsInt() && from.IsInt() && c.To.Bytes() >= from.Bytes()
 }
 
 // index returns the integer expression x as 64-bit lanes.
@@ -50,6 +62,8 @@ func (e *emitter) index(x ast.Expr) lanes {
 		return uniform(i64(x.Int))
 	case *ast.Var:
 		return e.lookup(x)
+	case *ast.Cast:
+		return e.index(x.X)
 	case *ast.Binary:
 		return e.intBinary(x, x.Op, e.index(x.A), e.index(x.B), true)
 	}

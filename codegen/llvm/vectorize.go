@@ -20,6 +20,20 @@ import (
 // remark saying why: a temporary buffer declared inside it (each lane
 // would need its own), or an inner loop whose bounds differ between lanes.
 
+// VectorBitsKey is the loop annotation (an integer) that narrows the
+// vectors of a vectorized loop to at most that many bits; wider than the
+// target's, it changes nothing.
+const VectorBitsKey = "vector_bits"
+
+// vectorBits returns the vector width of loop l in bits.
+func (e *emitter) vectorBits(l *ast.For) int {
+	bits := e.m.Options.VectorBits
+	if n, ok := l.Annotations[VectorBitsKey].(int64); ok && n > 0 && n&(n-1) == 0 && n < int64(bits) {
+		bits = int(n)
+	}
+	return bits
+}
+
 // maxStraightChunks is the largest number of full chunks emitted one
 // after the other instead of as a loop.
 const maxStraightChunks = 4
@@ -45,7 +59,7 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		e.remark("vectorized loop %s runs as a scalar loop: %s", l.Var.Name, why)
 		return false
 	}
-	w := e.m.Options.VectorBits / widestElement(l.Body)
+	w := e.vectorBits(l) / widestElement(l.Body)
 	if int64(w) > n {
 		w = int(n)
 	}
