@@ -10,16 +10,23 @@ import (
 // reductions, read by some other block. A block that calls a math
 // intrinsic (exp, tanh, ...) and is read by more than one block stays:
 // inlined, each reader would compute it again.
-type AutoInline struct{}
+//
+// With NoSelect, a block whose value is a select (a padding) stays too:
+// on a CPU, inlined into a convolution, it would test the bounds at
+// every multiply-add of the vectorized inner loop. On a GPU the test is
+// cheaper than a pass over memory.
+type AutoInline struct {
+	NoSelect bool
+}
 
 func (AutoInline) Name() string { return "auto-inline" }
 
-func (AutoInline) Apply(s *schedule.Schedule, b schedule.Block, _ Target) error {
+func (a AutoInline) Apply(s *schedule.Schedule, b schedule.Block, _ Target) error {
 	bi, err := info(s, b)
 	if err != nil || bi.output || bi.hasReduce() || bi.reads == 0 {
 		return errSkip
 	}
-	if bi.reads > 1 && callsIntrinsic(bi.blk) {
+	if bi.reads > 1 && contains[*ast.Call](bi.blk) || a.NoSelect && contains[*ast.Select](bi.blk) {
 		return errSkip
 	}
 	if s.ComputeInline(b) != nil {
@@ -28,10 +35,12 @@ func (AutoInline) Apply(s *schedule.Schedule, b schedule.Block, _ Target) error 
 	return nil
 }
 
-func callsIntrinsic(b *ast.ScheduleBlock) bool {
+// contains reports whether the body of block b has a node of type T
+// (an *ast.Call: a math intrinsic; an *ast.Select).
+func contains[T ast.Node](b *ast.ScheduleBlock) bool {
 	found := false
 	ast.Inspect(b.Body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.Call); ok {
+		if _, ok := n.(T); ok {
 			found = true
 		}
 		return !found

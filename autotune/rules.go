@@ -41,7 +41,7 @@ type Rule interface {
 // compute_at makes the moved block's loops anew, as plain serial loops.
 func DefaultRules() []Rule {
 	return []Rule{
-		AutoInline{},
+		AutoInline{NoSelect: true},
 		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, MaxInnermostReduce: 256, WriteCache: []int64{1, 2}},
 		RandomComputeLocation{},
 		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}, HalfVectors: true},

@@ -270,6 +270,14 @@ func (s Set) withConstraint(r row) Set {
 	return Set{Params: s.Params, Name: s.Name, Dims: s.Dims, parts: []*basic{b}}
 }
 
+// maxShadowRows bounds the inequalities one elimination step of
+// dimPieces may leave. Fourier-Motzkin multiplies them, each step up to
+// the square of the last; a nest of fused and floor-divided copy loops
+// (a convolution's shared-memory fetch) grew to 100 000 rows and gigabytes
+// in one distance. Past the bound the dimension counts as unbounded, which
+// every caller takes as "not known".
+const maxShadowRows = 4096
+
 // dimPieces eliminates every variable of b but the parameters and output
 // dimension d, and returns the lower and upper bound pieces of d (nil for
 // an unbounded side), and whether the elimination was exact.
@@ -325,6 +333,10 @@ func (b *basic) dimPieces(d int, params []string) (lower, upper []Aff, exact boo
 			t.ineqs = append(t.ineqs, r.dropCol(k))
 		}
 		t.ineqs = append(t.ineqs, shadow(lower, upper, k, nil)...)
+		if len(t.ineqs) > maxShadowRows {
+			s = nil // grown past use: see maxShadowRows
+			return
+		}
 		if n, ok := t.normalized(); ok {
 			t = n
 		}
@@ -335,6 +347,9 @@ func (b *basic) dimPieces(d int, params []string) (lower, upper []Aff, exact boo
 			continue
 		}
 		eliminate(k)
+		if s == nil {
+			return nil, nil, false // unbounded: valid, if useless
+		}
 		cols = slices.Delete(cols, k, k+1)
 	}
 	// Now the columns are the parameters and then d.

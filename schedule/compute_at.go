@@ -213,6 +213,9 @@ func spatialIndex(b *ast.ScheduleBlock, w ast.Region) ([]*ast.IterVar, bool) {
 	out := make([]*ast.IterVar, len(w.Ranges))
 	seen := map[*ast.IterVar]bool{}
 	for d, rg := range w.Ranges {
+		if unitDim(w, d) {
+			continue // nil: see regionIters
+		}
 		v, ok := rg.Min.(*ast.Var)
 		if !ok || !ast.IsConstInt(rg.Extent, 1) {
 			return nil, false

@@ -31,7 +31,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 	case isParam(s.f, st.Buffer):
 		return illegal(prim, s.f, here, "block %s writes %s, a parameter of the function: its result must be stored, not inlined", blk.Name, st.Buffer.Name)
 	}
-	perm, ok := iterPermutation(blk, st.Indices)
+	perm, ok := iterPermutation(blk, st.Buffer, st.Indices)
 	if !ok {
 		return illegal(prim, s.f, here, "block %s stores to %s at indices that are not its iteration variables each once", blk.Name, ast.Print(&ast.Load{Buffer: st.Buffer, Indices: st.Indices}))
 	}
@@ -54,11 +54,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 	// Substitute b's value at every load: iteration variable perm[d] takes
 	// the load's index d.
 	inline := func(l *ast.Load) ast.Expr {
-		sub := map[string]ast.Expr{}
-		for d, it := range perm {
-			sub[it.Var.Name] = l.Indices[d]
-		}
-		return ast.Substitute(st.Value, sub)
+		return ast.Substitute(st.Value, permSubstitution(blk, perm, l.Indices))
 	}
 	g := removeBlock(s.f, blk, at)
 	var stmt func(x ast.Stmt) ast.Stmt
@@ -101,10 +97,7 @@ func inlineIntoBlock(c *ast.ScheduleBlock, buf *ast.Buffer, perm []*ast.IterVar,
 		}
 	}
 	for _, l := range loads {
-		sub := map[string]ast.Expr{}
-		for d, it := range perm {
-			sub[it.Var.Name] = l.Indices[d]
-		}
+		sub := permSubstitution(producer, perm, l.Indices)
 		for _, r := range producer.Reads {
 			nr := ast.Region{Buffer: r.Buffer}
 			for _, rg := range r.Ranges {

@@ -352,16 +352,18 @@ func singleStore(b *ast.ScheduleBlock) *ast.Store {
 	return st
 }
 
-// iterPermutation reports whether indices are the block's iteration
-// variables, each exactly once, and returns for each index dimension the
-// iteration variable it is.
-func iterPermutation(b *ast.ScheduleBlock, indices []ast.Expr) ([]*ast.IterVar, bool) {
-	if len(indices) != len(b.Iters) {
-		return nil, false
-	}
+// iterPermutation returns, for each index of an access to buf, the
+// iteration variable of b it is, when the indices name every iteration
+// variable of b once. A dimension of buf of extent one indexed by 0 (a
+// batch of one, whose variable the simplifier replaced by 0) maps to nil,
+// and a variable of a domain of one value may be missing.
+func iterPermutation(b *ast.ScheduleBlock, buf *ast.Buffer, indices []ast.Expr) ([]*ast.IterVar, bool) {
 	seen := map[string]bool{}
 	out := make([]*ast.IterVar, len(indices))
 	for d, e := range indices {
+		if unitIndex(buf, d, e) {
+			continue
+		}
 		v, ok := e.(*ast.Var)
 		if !ok || seen[v.Name] {
 			return nil, false
@@ -373,7 +375,35 @@ func iterPermutation(b *ast.ScheduleBlock, indices []ast.Expr) ([]*ast.IterVar, 
 		seen[v.Name] = true
 		out[d] = it
 	}
+	for _, it := range b.Iters {
+		if !seen[it.Var.Name] && !ast.IsConstInt(it.Dom.Extent, 1) {
+			return nil, false
+		}
+	}
 	return out, true
+}
+
+// unitIndex reports whether index e of dimension d of buf is 0 where the
+// dimension has extent one: whoever accesses the buffer there accesses
+// all of that dimension.
+func unitIndex(buf *ast.Buffer, d int, e ast.Expr) bool {
+	return ast.IsConstInt(e, 0) && d < len(buf.Shape) && ast.IsConstInt(buf.Shape[d], 1)
+}
+
+// permSubstitution maps the iteration variables of b to the indices of an
+// access whose permutation perm is (see iterPermutation): perm[d] takes
+// indices[d], and a variable perm leaves out takes its one value.
+func permSubstitution(b *ast.ScheduleBlock, perm []*ast.IterVar, indices []ast.Expr) map[string]ast.Expr {
+	sub := map[string]ast.Expr{}
+	for _, it := range b.Iters {
+		sub[it.Var.Name] = it.Dom.Min
+	}
+	for d, it := range perm {
+		if it != nil {
+			sub[it.Var.Name] = indices[d]
+		}
+	}
+	return sub
 }
 
 // blockNames returns the names of the blocks of f.

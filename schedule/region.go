@@ -57,6 +57,9 @@ func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, 
 	}
 	out := map[string]iterRange{}
 	for d, it := range perm {
+		if it == nil {
+			continue // a dimension of extent one (see regionIters)
+		}
 		t := it.Var.DType
 		loB, hiB := region.DimBounds(d)
 		lo, ok1 := poly.BoundExpr(loB, vars, t)

@@ -88,7 +88,7 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	}
 	a := analyzerFor(s.f, above)
 	for _, it := range perm {
-		if it.Kind != ast.Reduce {
+		if it == nil || it.Kind != ast.Reduce {
 			continue
 		}
 		r := ranges[it.Var.Name]
@@ -120,10 +120,16 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 
 // regionIters returns, for each dimension of region r, the iteration
 // variable of b it is, when r is a point at distinct iteration variables.
+// A dimension of extent one read at index 0 (a batch of one, whose
+// iteration variable the simplifier has replaced by 0) has no variable:
+// nil, and every iteration produces all of it.
 func regionIters(b *ast.ScheduleBlock, r ast.Region) ([]*ast.IterVar, bool) {
 	out := make([]*ast.IterVar, len(r.Ranges))
 	seen := map[*ast.IterVar]bool{}
 	for d, rg := range r.Ranges {
+		if unitDim(r, d) {
+			continue
+		}
 		v, ok := rg.Min.(*ast.Var)
 		if !ok || !ast.IsConstInt(rg.Extent, 1) {
 			return nil, false
@@ -151,4 +157,10 @@ func init() {
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.ReverseComputeAt(%s, %s)", args[0], args[1]) },
 		outputs: "none",
 	})
+}
+
+// unitDim reports whether dimension d of region r is one index where the
+// buffer's dimension has extent one (see unitIndex).
+func unitDim(r ast.Region, d int) bool {
+	return ast.IsConstInt(r.Ranges[d].Extent, 1) && unitIndex(r.Buffer, d, r.Ranges[d].Min)
 }

@@ -55,7 +55,7 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 	loads := loadsOf(st.Value, buf)
 	var perm []*ast.IterVar
 	for i, l := range loads {
-		p, ok := iterPermutation(blk, l.Indices)
+		p, ok := iterPermutation(blk, buf, l.Indices)
 		if !ok || i > 0 && !ast.Equal(l, loads[0]) {
 			return illegal(prim, s.f, []ast.Node{blk, l}, "block %s loads %s at indices that are not its iteration variables each once", blk.Name, buf.Name)
 		}
@@ -71,10 +71,7 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 		}
 	}
 	// b's iteration variable perm[d] is the producer's store index d.
-	sub := map[string]ast.Expr{}
-	for d, it := range perm {
-		sub[it.Var.Name] = pst.Indices[d]
-	}
+	sub := permSubstitution(blk, perm, pst.Indices)
 	value := mapLoads(st.Value, buf, func(*ast.Load) ast.Expr { return pst.Value })
 	np := *producer
 	np.Body = &ast.Store{Buffer: st.Buffer, Indices: substAll(st.Indices, sub), Value: ast.Substitute(value, sub)}

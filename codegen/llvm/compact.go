@@ -1,6 +1,7 @@
 package llvm
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/loom-go/loom/ast"
@@ -18,7 +19,11 @@ type compaction = compact.Compaction
 // planCompactions finds the compaction of every temporary of f that has
 // one.
 func planCompactions(f *ast.Func) map[*ast.Buffer]*compaction {
-	return compact.Plan(f, func(_ *ast.Buffer, loops []*ast.For) bool {
+	plans := compact.Plan(f, func(_ *ast.Buffer, loops []*ast.For) bool {
 		return !slices.ContainsFunc(loops, func(l *ast.For) bool { return l.Kind == ast.Vectorized })
 	})
+	// One that would not shrink stays where it is declared, allocated
+	// once.
+	maps.DeleteFunc(plans, func(_ *ast.Buffer, c *compaction) bool { return !c.Smaller })
+	return plans
 }

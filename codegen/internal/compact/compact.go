@@ -30,6 +30,10 @@ type Compaction struct {
 	Loop   *ast.For   // the buffer lives for one iteration of Loop
 	Shape  []ast.Expr // extents of the region an iteration uses (over the sizes)
 	Origin []ast.Expr // its first index (over the sizes and the loops up to Loop)
+	// Smaller is whether Shape is smaller than the buffer. A GPU buffer
+	// moves into the kernel either way; a CPU one stays where it is
+	// declared when it would not shrink.
+	Smaller bool
 }
 
 // Allowed reports whether buf may be allocated once per iteration of the
@@ -183,7 +187,7 @@ func writtenFirst(p *poly.Program, deps []*poly.Dependence, users []*poly.Instan
 
 // regionAt returns the compaction of buf at the last of loops, if the
 // region one iteration uses has a size that depends on the symbolic sizes
-// only and is smaller than the buffer.
+// only.
 func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Buffer, loops []*ast.For) *Compaction {
 	loop := loops[len(loops)-1]
 	var parts []poly.Set
@@ -221,7 +225,6 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 		an.BindRange(l.Var.Name, l.Min, l.Extent)
 	}
 	c := &Compaction{Loop: loop}
-	smaller := false
 	for d := range buf.Shape {
 		origin, width, ok := exactExtent(parts, region, d, inScope, sizes, loopNames)
 		if !ok {
@@ -233,13 +236,10 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 		full, fok := ast.ConstIntValue(ast.Simplify(buf.Shape[d]))
 		w, wok := ast.ConstIntValue(width)
 		if wok && fok && w < full || wok && !fok {
-			smaller = true
+			c.Smaller = true
 		}
 		c.Shape = append(c.Shape, width)
 		c.Origin = append(c.Origin, an.Simplify(origin))
-	}
-	if !smaller {
-		return nil
 	}
 	return c
 }
