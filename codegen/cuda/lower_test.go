@@ -30,7 +30,61 @@ func gpuCases() []gpuCase {
 		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"}), nil},
 		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm, []string{"ld.global.nc.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"}},
 		{"slice", sliceCase(), scheduleSlice, []string{"ld.global.v4.f32", "st.global.v4.f32"}},
+		{"chain", workload.Chain(4, 8, 256), scheduleChain, []string{"shfl.sync.bfly.b32"}},
+		{"conv2d", workload.Conv2D(1, 8, 10, 10, 16), scheduleConv2D, nil},
 	}
+}
+
+// scheduleChain computes the chain a row of X per block (blockIdx.y, x
+// over S1, S2): the element-wise steps inlined, the row's sum a reduction
+// across 32 threads, then the row of F 32 threads at a time.
+func scheduleChain(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	for _, name := range []string{"A", "B", "D", "E"} {
+		b := h.block(name)
+		h.do(func() error { return s.ComputeInline(b) })
+	}
+	row := h.loops("F") // i, j, k
+	c := h.block("C")
+	h.do(func() error { return s.ComputeAt(c, row[1]) })
+	h.do(func() error { return s.Bind(row[0], "blockIdx.y") })
+	h.do(func() error { return s.Bind(row[1], "blockIdx.x") })
+	h.bindLast("C", 32, true)
+	h.bindLast("F", 32, false)
+	return h.err
+}
+
+// scheduleConv2D inlines the padding into the convolution (a bounds test
+// at each load instead of a pass over memory) and runs a block per output
+// row and four output channels (the batch of one fused in), a thread per
+// pixel of the row. Each thread accumulates its four channels in
+// registers (a local write cache) over the input channels, the 3x3
+// window unrolled.
+func scheduleConv2D(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	p := h.block("P")
+	h.do(func() error { return s.ComputeInline(p) })
+	ls := h.loops("Y") // n, k, h, w, rc, rh, rw
+	var ks []schedule.Loop
+	h.do(func() (err error) { ks, err = s.Split(ls[1], -1, 4); return err })
+	h.do(func() error { return s.Reorder(ls[0], ks[0], ls[2], ls[3], ls[4], ls[5], ls[6], ks[1]) })
+	var nk schedule.Loop
+	h.do(func() (err error) { nk, err = s.Fuse(ls[0], ks[0]); return err })
+	h.do(func() error { return s.Bind(nk, "blockIdx.y") })
+	h.do(func() error { return s.Bind(ls[2], "blockIdx.x") })
+	h.do(func() error { return s.Bind(ls[3], "threadIdx.x") })
+	y := h.block("Y")
+	h.do(func() error {
+		wb, err := s.CacheWrite(y, "Y", "local")
+		if err != nil {
+			return err
+		}
+		return s.ReverseComputeAt(wb, ls[3])
+	})
+	for _, l := range []schedule.Loop{ls[5], ls[6], ks[1]} {
+		h.do(func() error { return s.Unroll(l) })
+	}
+	return h.err
 }
 
 // scaleCase is Y = 2X + 1 over 1000 elements (a tail after tiling by 256).
