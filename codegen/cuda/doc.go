@@ -25,8 +25,10 @@
 // buffer compacted inside the loop is one storage in every iteration);
 // never where threads diverge. A thread loop that binds a reduce variable
 // of its block is a cross-thread reduction: partial results in registers,
-// combined by warp shuffles (and a shared array across warps), the update
-// applied once.
+// combined by warp shuffles (and a shared array across warps, with a row
+// of slots per threadIdx.y, z, so that rows of threads reduce their rows at
+// once), the update applied once. One that spans warps needs a barrier, so
+// every thread of the block must get to it.
 //
 // Shared-memory tiling: a cache of a tile computed at a loop inside the
 // thread loops (schedule.ComputeAt relaxes the thread loops for a shared

@@ -30,9 +30,31 @@ func gpuCases() []gpuCase {
 		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"}), nil},
 		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm, []string{"ld.global.nc.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"}},
 		{"slice", sliceCase(), scheduleSlice, []string{"ld.global.v4.f32", "st.global.v4.f32"}},
+		{"softmax_rows", workload.Softmax(64, 256), scheduleRowPairs, []string{"bar.sync"}},
 		{"chain", workload.Chain(4, 8, 256), scheduleChain, []string{"shfl.sync.bfly.b32"}},
 		{"conv2d", workload.Conv2D(1, 8, 10, 10, 16), scheduleConv2D, nil},
 	}
+}
+
+// scheduleRowPairs runs softmax two rows a block (threadIdx.y), 64
+// threads a row (threadIdx.x): each row's reductions span two warps and
+// combine through the row's own slots of the scratch array.
+func scheduleRowPairs(s *schedule.Schedule) error {
+	h := &steps{s: s}
+	row := h.loops("Y")
+	var rs []schedule.Loop
+	h.do(func() (err error) { rs, err = s.Split(row[0], -1, 2); return err })
+	for _, p := range []string{"S", "E", "M"} {
+		b := h.block(p)
+		h.do(func() error { return s.ComputeAt(b, rs[1]) })
+	}
+	h.do(func() error { return s.Bind(rs[0], "blockIdx.x") })
+	h.do(func() error { return s.Bind(rs[1], "threadIdx.y") })
+	for _, name := range []string{"Y", "S", "E", "M"} {
+		b := s.Func().Block(name)
+		h.bindLast(name, 64, b != nil && b.IsReduction())
+	}
+	return h.err
 }
 
 // scheduleChain computes the chain a row of X per block (blockIdx.y, x

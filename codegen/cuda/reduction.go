@@ -105,8 +105,9 @@ func identity(op ast.BinaryOp, t ast.DType) string {
 	return constant(c)
 }
 
-// reduce prints the cross-thread reduction r under thread loop l.
-func (k *kernelWriter) reduce(l *ast.For, r *xreduce) {
+// reduce prints the cross-thread reduction r under thread loop l;
+// blockLevel says every thread of the block gets there.
+func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 	axis := l.Kind - ast.GPUThreadX
 	width := k.block[axis]
 	if axis != 0 {
@@ -118,10 +119,16 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce) {
 	case !blockWide && width&(width-1) != 0:
 		k.fail(k.errorAt(l, "a cross-thread reduction over %d threads: within a warp the threads must be a power of two", width))
 		return
-	case blockWide && (width%32 != 0 || k.block[1]*k.block[2] != 1):
-		k.fail(k.errorAt(l, "a cross-thread reduction over %d threads: across warps it must take whole warps and the whole block", width))
+	case blockWide && width%32 != 0:
+		k.fail(k.errorAt(l, "a cross-thread reduction over %d threads: across warps it must take whole warps", width))
+		return
+	case blockWide && !blockLevel:
+		k.fail(k.errorAt(l, "the cross-thread reduction over %s spans warps, so it needs __syncthreads, but not every thread of the block gets here (it is under a loop or condition that depends on the thread)", l.Var.Name))
 		return
 	}
+	// Rows of threads (threadIdx.y, z) reduce at once, each with its
+	// warps' slots of the scratch array.
+	rows := k.block[1] * k.block[2]
 	t := k.ctypeOf(r.store.Buffer.DType)
 	op := reductionOps[r.op] + "_" + suffix(r.store.Buffer.DType)
 	if r.op == ast.OpMin || r.op == ast.OpMax {
@@ -187,8 +194,11 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce) {
 		scratch := "loom_scratch_" + suffix(r.store.Buffer.DType)
 		if !k.scratch[scratch] {
 			k.scratch[scratch] = true
-			k.shared = append(k.shared, fmt.Sprintf("__shared__ %s %s[32];", t, scratch))
-			k.nShared += 32 * int64(r.store.Buffer.DType.Bytes())
+			k.shared = append(k.shared, fmt.Sprintf("__shared__ %s %s[%d];", t, scratch, 32*rows))
+			k.nShared += 32 * rows * int64(r.store.Buffer.DType.Bytes())
+		}
+		if rows > 1 {
+			scratch = fmt.Sprintf("%s + 32 * (threadIdx.y + blockDim.y * threadIdx.z)", scratch)
 		}
 		k.line("%s = %s(%s, %s);", acc, name, acc, scratch)
 	} else if width > 1 {
@@ -269,8 +279,9 @@ __device__ __forceinline__ %[2]s loom_warp_%[1]s_%[3]s(%[2]s v, int width) {
   }
   return v;
 }`, name, t.c, t.s, combine)
-			reductionHelpers[fmt.Sprintf("loom_block_%s_%s", name, t.s)] = fmt.Sprintf(`// Every thread of the block gets the %[1]s of the block's values (blockDim.x
-// a multiple of 32; every thread calls it).
+			reductionHelpers[fmt.Sprintf("loom_block_%s_%s", name, t.s)] = fmt.Sprintf(`// Every thread of a row of the block (threadIdx.y, z) gets the %[1]s of the
+// row's values (blockDim.x a multiple of 32, scratch the row's 32 slots;
+// every thread of the block calls it).
 __device__ %[2]s loom_block_%[1]s_%[3]s(%[2]s v, %[2]s* scratch) {
   v = loom_warp_%[1]s_%[3]s(v, 32);
   const int lane = threadIdx.x %% 32, warp = threadIdx.x / 32;

@@ -167,7 +167,7 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 				k.fail(k.errorAt(l, "the cross-thread reduction over %s is inside a guarded thread loop: its shuffles need every thread (make the enclosing thread loops as long as the block)", l.Var.Name))
 				return
 			}
-			k.reduce(l, r)
+			k.reduce(l, r, blockLevel)
 			return
 		}
 		axis := "xyz"[l.Kind-ast.GPUThreadX]
