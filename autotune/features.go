@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
 )
 
 // featureNames name the entries of a candidate's feature vector; each is
@@ -24,6 +25,7 @@ var featureNames = [...]string{
 	"log2 bytes touched by the innermost 4 loops",
 	"log2 bytes touched by the innermost 6 loops",
 	"arithmetic intensity (flops per byte of the innermost 4 loops)",
+	"vector bits narrowed to (0: the target's)",
 	"blocks",
 }
 
@@ -109,7 +111,7 @@ func extentOf(e ast.Expr, sizes map[string]int64) float64 {
 func blockFeatures(b *ast.ScheduleBlock, loops []*ast.For, sizes map[string]int64) (float64, []float64) {
 	v := make([]float64, numFeatures)
 	iters, par, unr := 1.0, 1.0, 1.0
-	lanes := 1.0
+	lanes, narrowed := 1.0, 0.0
 	for _, l := range loops {
 		e := extentOf(l.Extent, sizes)
 		iters *= e
@@ -118,6 +120,9 @@ func blockFeatures(b *ast.ScheduleBlock, loops []*ast.For, sizes map[string]int6
 			par *= e
 		case ast.Vectorized:
 			lanes = e
+			if n, ok := l.Annotations[llvm.VectorBitsKey].(int64); ok {
+				narrowed = float64(n)
+			}
 		case ast.Unrolled:
 			unr *= e
 		}
@@ -183,6 +188,7 @@ func blockFeatures(b *ast.ScheduleBlock, loops []*ast.For, sizes map[string]int6
 		return true
 	})
 	v[13] = flops / math.Max(1, bytesPerIter)
+	v[14] = narrowed
 	return iters, v
 }
 

@@ -11,10 +11,11 @@ import (
 // intrinsic (exp, tanh, ...) and is read by more than one block stays:
 // inlined, each reader would compute it again.
 //
-// With NoSelect, a block whose value is a select (a padding) stays too:
-// on a CPU, inlined into a convolution, it would test the bounds at
-// every multiply-add of the vectorized inner loop. On a GPU the test is
-// cheaper than a pass over memory.
+// With NoSelect, a block whose value has a select stays too (a padding,
+// or any other conditional value, as TVM's CPU rules keep if-then-else):
+// on a CPU, inlined into a convolution, a padding would test the bounds
+// at every multiply-add of the vectorized inner loop. On a GPU the test
+// is cheaper than a pass over memory.
 type AutoInline struct {
 	NoSelect bool
 }

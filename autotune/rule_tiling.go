@@ -158,13 +158,13 @@ func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi 
 	if len(m.WriteCache) == 0 || len(bi.blk.Writes) != 1 {
 		return writeCache{}, nil
 	}
-	choices := append([]int64{0}, m.WriteCache...)
 	consumer, fusable := elementwiseConsumer(s, bi)
-	if fusable {
-		choices = []int64{0}
-		for _, lv := range m.WriteCache {
-			choices = append(choices, -lv)
+	choices := []int64{0}
+	for _, lv := range m.WriteCache {
+		if fusable {
+			lv = -lv
 		}
+		choices = append(choices, lv)
 	}
 	v, err := sampleAmong(s, choices)
 	if err != nil || v.Int() == 0 {

@@ -65,7 +65,7 @@ type Bound struct {
 	Lower     bool
 	Parts     [][]Aff
 	Empty     bool // the set is empty: there is no value
-	Unbounded bool // no finite bound exists
+	Unbounded bool // no finite bound exists, or none was found (see maxShadowRows)
 	// Exact is true when the bound is attained, for every parameter value
 	// at which the set is not empty. An inexact bound is still valid (no
 	// point lies beyond it) but may be loose: for instance when the
@@ -271,12 +271,13 @@ func (s Set) withConstraint(r row) Set {
 }
 
 // maxShadowRows bounds the inequalities one elimination step of
-// dimPieces may leave. Fourier-Motzkin multiplies them, each step up to
-// the square of the last; a nest of fused and floor-divided copy loops
-// (a convolution's shared-memory fetch) grew to 100 000 rows and gigabytes
-// in one distance. Past the bound the dimension counts as unbounded, which
-// every caller takes as "not known".
-const maxShadowRows = 4096
+// dimPieces may make (before duplicates are dropped). Fourier-Motzkin
+// multiplies them, each step up to the square of the last; a nest of
+// fused and floor-divided copy loops (a convolution's shared-memory fetch)
+// grew to 100 000 rows and gigabytes in one distance. Past the bound the
+// dimension counts as unbounded and inexact, which every caller takes as
+// "not known".
+const maxShadowRows = 16384
 
 // dimPieces eliminates every variable of b but the parameters and output
 // dimension d, and returns the lower and upper bound pieces of d (nil for
@@ -332,11 +333,11 @@ func (b *basic) dimPieces(d int, params []string) (lower, upper []Aff, exact boo
 		for _, r := range rest {
 			t.ineqs = append(t.ineqs, r.dropCol(k))
 		}
-		t.ineqs = append(t.ineqs, shadow(lower, upper, k, nil)...)
-		if len(t.ineqs) > maxShadowRows {
-			s = nil // grown past use: see maxShadowRows
+		if len(t.ineqs)+len(lower)*len(upper) > maxShadowRows {
+			s = nil // would grow past use: see maxShadowRows
 			return
 		}
+		t.ineqs = append(t.ineqs, shadow(lower, upper, k, nil)...)
 		if n, ok := t.normalized(); ok {
 			t = n
 		}

@@ -79,7 +79,7 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	vars := scopeVars(s.f, above)
 	ranges := map[string]iterRange{}
 	for _, w := range blk.Writes {
-		perm, ok := spatialIndex(blk, w)
+		perm, ok := regionIters(blk, w, true)
 		if !ok {
 			return illegal(prim, s.f, here, "block %s writes %s at indices that are not its spatial iteration variables each once", blk.Name, w.Buffer.Name)
 		}
@@ -204,30 +204,6 @@ func unionOf(blocks []*ast.ScheduleBlock, fn func(*ast.ScheduleBlock) (poly.Set,
 		}
 	}
 	return out, nil
-}
-
-// spatialIndex returns, for each dimension of region w, the spatial
-// iteration variable of b it is, when w is a point at distinct spatial
-// iteration variables.
-func spatialIndex(b *ast.ScheduleBlock, w ast.Region) ([]*ast.IterVar, bool) {
-	out := make([]*ast.IterVar, len(w.Ranges))
-	seen := map[*ast.IterVar]bool{}
-	for d, rg := range w.Ranges {
-		if unitDim(w, d) {
-			continue // nil: see regionIters
-		}
-		v, ok := rg.Min.(*ast.Var)
-		if !ok || !ast.IsConstInt(rg.Extent, 1) {
-			return nil, false
-		}
-		it := b.IterVarByName(v.Name)
-		if it == nil || it.Kind != ast.Spatial || seen[it] {
-			return nil, false
-		}
-		seen[it] = true
-		out[d] = it
-	}
-	return out, true
 }
 
 // consumerBlocks finds blocks of g by the names of the given blocks.

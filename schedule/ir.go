@@ -390,6 +390,39 @@ func unitIndex(buf *ast.Buffer, d int, e ast.Expr) bool {
 	return ast.IsConstInt(e, 0) && d < len(buf.Shape) && ast.IsConstInt(buf.Shape[d], 1)
 }
 
+// regionIters returns, for each dimension of region r, the iteration
+// variable of b it is, when r is a point at distinct iteration variables
+// (spatial ones only, with spatialOnly). A dimension of extent one
+// accessed at index 0 (a batch of one, whose iteration variable the
+// simplifier has replaced by 0) has no variable: nil, and every iteration
+// touches all of it.
+func regionIters(b *ast.ScheduleBlock, r ast.Region, spatialOnly bool) ([]*ast.IterVar, bool) {
+	out := make([]*ast.IterVar, len(r.Ranges))
+	seen := map[*ast.IterVar]bool{}
+	for d, rg := range r.Ranges {
+		if unitDim(r, d) {
+			continue
+		}
+		v, ok := rg.Min.(*ast.Var)
+		if !ok || !ast.IsConstInt(rg.Extent, 1) {
+			return nil, false
+		}
+		it := b.IterVarByName(v.Name)
+		if it == nil || seen[it] || spatialOnly && it.Kind != ast.Spatial {
+			return nil, false
+		}
+		seen[it] = true
+		out[d] = it
+	}
+	return out, true
+}
+
+// unitDim reports whether dimension d of region r is one index where the
+// buffer's dimension has extent one (see unitIndex).
+func unitDim(r ast.Region, d int) bool {
+	return ast.IsConstInt(r.Ranges[d].Extent, 1) && unitIndex(r.Buffer, d, r.Ranges[d].Min)
+}
+
 // permSubstitution maps the iteration variables of b to the indices of an
 // access whose permutation perm is (see iterPermutation): perm[d] takes
 // indices[d], and a variable perm leaves out takes its one value.

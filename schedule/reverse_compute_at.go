@@ -52,7 +52,7 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		if r.Buffer != buf {
 			continue
 		}
-		p, ok := regionIters(blk, r)
+		p, ok := regionIters(blk, r, false)
 		if !ok || perm != nil && !slices.Equal(p, perm) {
 			return illegal(prim, s.f, here, "block %s reads %s at indices that are not its iteration variables each once", blk.Name, buf.Name)
 		}
@@ -118,32 +118,6 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	return nil
 }
 
-// regionIters returns, for each dimension of region r, the iteration
-// variable of b it is, when r is a point at distinct iteration variables.
-// A dimension of extent one read at index 0 (a batch of one, whose
-// iteration variable the simplifier has replaced by 0) has no variable:
-// nil, and every iteration produces all of it.
-func regionIters(b *ast.ScheduleBlock, r ast.Region) ([]*ast.IterVar, bool) {
-	out := make([]*ast.IterVar, len(r.Ranges))
-	seen := map[*ast.IterVar]bool{}
-	for d, rg := range r.Ranges {
-		if unitDim(r, d) {
-			continue
-		}
-		v, ok := rg.Min.(*ast.Var)
-		if !ok || !ast.IsConstInt(rg.Extent, 1) {
-			return nil, false
-		}
-		it := b.IterVarByName(v.Name)
-		if it == nil || seen[it] {
-			return nil, false
-		}
-		seen[it] = true
-		out[d] = it
-	}
-	return out, true
-}
-
 func init() {
 	register("reverse_compute_at", instKind{
 		args: 2,
@@ -157,10 +131,4 @@ func init() {
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.ReverseComputeAt(%s, %s)", args[0], args[1]) },
 		outputs: "none",
 	})
-}
-
-// unitDim reports whether dimension d of region r is one index where the
-// buffer's dimension has extent one (see unitIndex).
-func unitDim(r ast.Region, d int) bool {
-	return ast.IsConstInt(r.Ranges[d].Extent, 1) && unitIndex(r.Buffer, d, r.Ranges[d].Min)
 }

@@ -15,9 +15,10 @@ import (
 //
 // Integer expressions over loop variables, iteration variables, symbolic
 // sizes and constants (the indices, bindings, extents and shapes of a
-// function) are computed in 64 bits, whatever their declared type, so that
-// they never wrap before the buffer offsets they feed. Integer expressions
-// over data (loaded values, casts) keep their declared type and wrap as the
+// function), and widening casts of variables and constants, are computed
+// in 64 bits, whatever their declared type, so that they never wrap before
+// the buffer offsets they feed. Integer expressions over data (loaded
+// values, other casts) keep their declared type and wrap as the
 // interpreter's do.
 
 // isIndexExpr reports whether x is computed as index arithmetic.
@@ -28,10 +29,16 @@ func isIndexExpr(x ast.Expr) bool {
 	case *ast.Var:
 		return x.DType.IsInt()
 	case *ast.Cast:
-		// A widening cast of index arithmetic (an int32 loop variable
-		// in an int64 origin) changes nothing in 64 bits; computing it
-		// through the narrow type would hide from LLVM that j - j is 0.
-		return widens(x) && isIndexExpr(x.X)
+		// A widening cast of a variable or constant (an int32 loop
+		// variable in an int64 origin) changes nothing in 64 bits;
+		// computing it through the narrow type would hide from LLVM
+		// that j - j is 0. A cast of arithmetic stays data: the
+		// interpreter wraps the narrow product before widening it.
+		switch x.X.(type) {
+		case *ast.Var, *ast.Const:
+			return widens(x) && isIndexExpr(x.X)
+		}
+		return false
 	case *ast.Binary:
 		switch x.Op {
 		case ast.OpAdd, ast.OpSub, ast.OpMul, ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod, ast.OpMin, ast.OpMax:

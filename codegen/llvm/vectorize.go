@@ -25,10 +25,12 @@ import (
 // target's, it changes nothing.
 const VectorBitsKey = "vector_bits"
 
-// vectorBits returns the vector width of loop l in bits.
+// vectorBits returns the vector width of loop l in bits: the target's,
+// or the annotation's when it is a narrower power of two that still holds
+// two of the widest elements.
 func (e *emitter) vectorBits(l *ast.For) int {
 	bits := e.m.Options.VectorBits
-	if n, ok := l.Annotations[VectorBitsKey].(int64); ok && n > 0 && n&(n-1) == 0 && n < int64(bits) {
+	if n, ok := l.Annotations[VectorBitsKey].(int64); ok && n&(n-1) == 0 && n < int64(bits) && n >= 2*int64(widestElement(l.Body)) {
 		bits = int(n)
 	}
 	return bits

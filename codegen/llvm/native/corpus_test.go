@@ -314,3 +314,25 @@ func TestFusionGoldens(t *testing.T) {
 		}
 	}
 }
+
+// TestCastOfIndexProductWraps: an int32 product of iteration variables
+// cast to int64 wraps before the cast, in native code as in the
+// interpreter; a cast of a bare variable is index arithmetic and widens.
+func TestCastOfIndexProductWraps(t *testing.T) {
+	f, err := ast.Parse(`func wrap(Y: int64[4]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4))
+        writes(Y[vi])
+        Y[vi] = int64((vi + 1) * 1000000000) + int64(vi)
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree(t, f, nil, llvm.Options{}, 1)
+}
