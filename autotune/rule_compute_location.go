@@ -5,7 +5,8 @@ import (
 )
 
 // RandomComputeLocation moves a block that is not an output under a
-// sampled loop of its consumer (or leaves it at the root).
+// sampled loop of its consumer (or leaves it at the root). A block that
+// MultiLevelTiling tiled stays with its tiles.
 type RandomComputeLocation struct{}
 
 func (RandomComputeLocation) Name() string { return "random-compute-location" }
@@ -13,6 +14,9 @@ func (RandomComputeLocation) Name() string { return "random-compute-location" }
 func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, _ Target) error {
 	bi, err := info(s, b)
 	if err != nil || bi.output || bi.reads == 0 {
+		return errSkip
+	}
+	if _, tiled := bi.blk.Annotations[tiledKey]; tiled {
 		return errSkip
 	}
 	l, err := s.SampleComputeLocation(b)

@@ -44,6 +44,11 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	if err != nil || !bi.hasReduce() || !reuses(bi) {
 		return errSkip
 	}
+	// RandomComputeLocation leaves a tiled block where its tiles are: moved
+	// under a consumer (its own write-back) it would get plain loops anew.
+	if err := s.AnnotateBlock(b, tiledKey, m.Structure); err != nil {
+		return err
+	}
 	nS, nR := 0, 0
 	for _, c := range m.Structure {
 		if c == 'S' {
@@ -143,6 +148,10 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	}
 	return nil
 }
+
+// tiledKey marks a block that MultiLevelTiling tiled (MetaSchedule's
+// tiling_structure annotation), with the structure.
+const tiledKey = "autotune.tiling_structure"
 
 // writeCache is the block that writes the output tile out: a cache's
 // copy or the fused consumer, placed after the level-th spatial level.

@@ -163,3 +163,25 @@ func blocksIn(n ast.Node) map[string]bool {
 	})
 	return names
 }
+
+// TestTiledBlockStaysTiled: a convolution tiled by MultiLevelTiling keeps
+// its tiles: the compute-location rule does not move it under its own
+// write-back (which gave it plain loops, reduction innermost, at a
+// twentieth of the speed), so its innermost loop stays the vectorized
+// spatial one.
+func TestTiledBlockStaysTiled(t *testing.T) {
+	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 16, Threads: 1}}
+	c := workload.Conv2D(1, 8, 10, 10, 16)
+	for seed := uint64(1); seed <= 6; seed++ {
+		s, err := sp.Sample(c.Func, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := Finish(s)
+		eachBlock(f, func(b *ast.ScheduleBlock, loops []*ast.For) {
+			if _, tiled := b.Annotations[tiledKey]; tiled && b.Name == "Y" && loops[len(loops)-1].Kind != ast.Vectorized {
+				t.Errorf("seed %d: tiled block Y's innermost loop is %s %s:\n%s", seed, loops[len(loops)-1].Kind, loops[len(loops)-1].Var.Name, s.Trace())
+			}
+		})
+	}
+}
