@@ -44,11 +44,6 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	if err != nil || !bi.hasReduce() || !reuses(bi) {
 		return errSkip
 	}
-	// RandomComputeLocation leaves a tiled block where its tiles are: moved
-	// under a consumer (its own write-back) it would get plain loops anew.
-	if err := s.AnnotateBlock(b, tiledKey, m.Structure); err != nil {
-		return err
-	}
 	nS, nR := 0, 0
 	for _, c := range m.Structure {
 		if c == 'S' {
@@ -126,6 +121,12 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		order = append(order, lv...)
 	}
 	if err := s.Reorder(order...); err != nil {
+		return err
+	}
+	// RandomComputeLocation leaves a tiled block where its tiles are: moved
+	// under a consumer (its own write-back) it would get plain loops anew.
+	// (The annotation makes a new block: bi's is stale from here on.)
+	if err := s.AnnotateBlock(b, tiledKey, m.Structure); err != nil {
 		return err
 	}
 	if cache.level == 0 {
