@@ -60,6 +60,7 @@ func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
 	if err != nil {
 		return fail(err)
 	}
+	defer prog.Close()
 	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
 	call, err := prog.Bind(req.Sizes, args)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/cudaemu"
 )
 
 // TestMain lets the test binary serve as the runner's worker process.
@@ -86,12 +87,13 @@ func TestRunnerIsolation(t *testing.T) {
 	}
 }
 
-// TestCUDAMeasureWithoutGPU: on a machine without CUDA, the GPU builder
-// still lowers candidates (refusing, with the CUDA writer's reason, one
-// that binds no loop to threads), and the GPU runner's workers answer
-// each candidate with CUDA's absence instead of crashing. Where a GPU is
-// present the candidate runs and is timed instead.
-func TestCUDAMeasureWithoutGPU(t *testing.T) {
+// TestCUDAMeasure: the GPU builder lowers candidates (refusing, with the
+// CUDA writer's reason, one that binds no loop to threads). On a machine
+// without CUDA the GPU runner's workers answer each candidate with CUDA's
+// absence instead of crashing; then, loading the stand-in driver of
+// package cudaemu, they compile, run, check and time it, as they do on a
+// GPU where there is one.
+func TestCUDAMeasure(t *testing.T) {
 	_, r := testRunner(t)
 	r.Target = "cuda"
 	const src = `func double(A: float32[64], B: float32[64]) {
@@ -123,6 +125,15 @@ func TestCUDAMeasureWithoutGPU(t *testing.T) {
 	if _, err := cuda.Open(); err != nil {
 		if run.Err == nil || !strings.Contains(run.Err.Error(), "CUDA is not available") {
 			t.Errorf("without CUDA: %+v, want CUDA's absence as the error", run)
+		}
+		lib, err := cudaemu.BuildDriver(context.Background(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Env = append(r.Env, cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib)
+		run = r.Run(context.Background(), task, cands[:1], builds[:1])[0]
+		if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
+			t.Errorf("on the stand-in driver: %+v", run)
 		}
 		return
 	}

@@ -54,4 +54,15 @@
 // clang (CheckHeader declares what the CUDA headers would), and the tests
 // run it on the CPU as well, an OS thread per GPU thread
 // (internal/cudaemu), against the interpreter.
+//
+// # The launcher
+//
+// Open, Device.Compile, Program.Bind and Call.Launch, Time and Read run a
+// module: NVRTC compiles its source, the driver API loads the PTX,
+// allocates the buffers, copies the parameters in, launches the kernels
+// in order and copies the parameters back. Both libraries are opened at
+// run time, under their usual names or those DriverEnv and NVRTCEnv give.
+// Without a GPU the tests point those at a stand-in built from
+// internal/cudaemu, which answers the same calls on the CPU, so that the
+// launcher and loom tune -target cuda run end to end on any machine.
 package cuda

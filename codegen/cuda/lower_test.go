@@ -1,7 +1,6 @@
 package cuda_test
 
 import (
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -375,51 +374,6 @@ func TestGolden(t *testing.T) {
 			}
 			if string(want) != m.Source {
 				t.Errorf("%s differs from the source lowered now (-update rewrites it):\n%s", path, m.Source)
-			}
-		})
-	}
-}
-
-// TestRunOnGPU runs every representative kernel on the GPU, when there is
-// one, and checks it against the interpreter. Without CUDA the runtime
-// must say so with ErrNoCUDA, not crash.
-func TestRunOnGPU(t *testing.T) {
-	dev, err := cuda.Open()
-	if err != nil {
-		if !errors.Is(err, cuda.ErrNoCUDA) {
-			t.Fatalf("Open without CUDA: %v, want an error wrapping ErrNoCUDA", err)
-		}
-		t.Skipf("no GPU here: %v", err)
-	}
-	for _, gc := range gpuCases() {
-		t.Run(gc.name, func(t *testing.T) {
-			gc := gc
-			s, err := schedule.New(gc.c.Func)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := gc.schedule(s); err != nil {
-				t.Fatal(err)
-			}
-			m, err := cuda.Lower(s.Func(), cuda.Options{Arch: dev.Arch()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := dev.Compile(m)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, m.Source)
-			}
-			got, want := gc.c.Args(1), gc.c.Args(1)
-			if err := p.Run(gc.c.Sizes, got); err != nil {
-				t.Fatal(err)
-			}
-			if err := ast.Interpret(gc.c.Func, gc.c.Sizes, want); err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range gc.c.Func.Params {
-				if e := workload.MaxRelErr(got[b.Name], want[b.Name]); e > 1e-4 {
-					t.Errorf("%s differs from the interpreter's by %g", b.Name, e)
-				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +17,16 @@ import (
 // driver API loads and launches it. Both libraries are opened at run time
 // (dlopen), so loom builds and runs everywhere; where they are missing,
 // Open says so and nothing else changes.
+
+// DriverEnv and NVRTCEnv are environment variables naming the libraries
+// to open instead of the CUDA driver's and NVRTC's usual names: a CUDA
+// installed off the dynamic loader's path, or the tests' stand-in that
+// runs kernels on the CPU (internal/cudaemu). They are read once, on the
+// first Open of a process.
+const (
+	DriverEnv = "LOOM_CUDA_DRIVER"
+	NVRTCEnv  = "LOOM_NVRTC"
+)
 
 // driver holds the entry points of libcuda and libnvrtc.
 type driver struct {
@@ -51,14 +62,23 @@ func dlopenAny(names ...string) (uintptr, error) {
 	return 0, fmt.Errorf("%w: none of %s loads (%s)", ErrNoCUDA, strings.Join(names, ", "), strings.Join(errs, "; "))
 }
 
+// libraryNames is the library the environment variable env names, or
+// else the usual names.
+func libraryNames(env string, usual ...string) []string {
+	if path := os.Getenv(env); path != "" {
+		return []string{path}
+	}
+	return usual
+}
+
 func loadDriver() (*driver, error) {
 	loadOnce.Do(func() {
-		cu, err := dlopenAny("libcuda.so.1", "libcuda.so")
+		cu, err := dlopenAny(libraryNames(DriverEnv, "libcuda.so.1", "libcuda.so")...)
 		if err != nil {
 			loadErr = err
 			return
 		}
-		nv, err := dlopenAny("libnvrtc.so", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0")
+		nv, err := dlopenAny(libraryNames(NVRTCEnv, "libnvrtc.so", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0")...)
 		if err != nil {
 			loadErr = err
 			return
@@ -230,6 +250,22 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 	return p, nil
 }
 
+// Close unloads the program's module from the device.
+func (p *Program) Close() error {
+	d := p.dev.d
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := p.dev.current(); err != nil {
+		return err
+	}
+	if p.mod == 0 {
+		return nil
+	}
+	err := d.check("cuModuleUnload", call(d.cuModuleUnload, p.mod))
+	p.mod, p.funcs = 0, nil
+	return err
+}
+
 // Run copies the parameters in args (Go slices, as ast.Interpret takes
 // them) to the device, launches every kernel in order, waits, and copies
 // every parameter back.
@@ -340,6 +376,9 @@ func (c *Call) Launch() error {
 // the context current.
 func (c *Call) launch() error {
 	d := c.p.dev.d
+	if c.p.mod == 0 {
+		return fmt.Errorf("cuda: %s: the program is closed", c.p.m.Func.Name)
+	}
 	for i, k := range c.p.m.Kernels {
 		grid := c.grids[i]
 		if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {

@@ -3,6 +3,11 @@
 // that __syncthreads() is a real barrier and a missing one shows as a
 // wrong result or a deadlock; blocks run one after another (loom_emu.h).
 // It needs g++ with C++20 (make tools provides it).
+//
+// Run compiles a module into a program of its own. BuildDriver builds a
+// stand-in for the CUDA driver and NVRTC instead (standin/driver.cpp), which
+// loom's launcher loads as it would load CUDA: the launcher's own calls
+// (compile, load, allocate, copy, launch, time) then run on the CPU.
 package cudaemu
 
 import (
@@ -23,6 +28,39 @@ import (
 
 //go:embed loom_emu.h
 var header []byte
+
+//go:embed standin/driver.cpp
+var driverSource []byte
+
+// BuildDriver builds the stand-in for the CUDA driver and NVRTC in dir and
+// returns the library's path. Set cuda.DriverEnv and cuda.NVRTCEnv to it
+// in a process's environment, and cuda.Open there opens a device of
+// compute capability 8.0 whose programs g++ builds and whose kernels run
+// on the CPU. The modules it builds go in directories under dir.
+func BuildDriver(ctx context.Context, dir string) (string, error) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		return "", fmt.Errorf("cudaemu: g++ not found (make tools installs it): %v", err)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(dir, "'\"\\\n") {
+		return "", fmt.Errorf("cudaemu: directory %q: the stand-in driver quotes it in shell commands and C strings", dir)
+	}
+	for name, data := range map[string][]byte{"loom_emu.h": header, "driver.cpp": driverSource} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	lib := filepath.Join(dir, "libloom-standin-cuda.so")
+	build := exec.CommandContext(ctx, "g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-Wall",
+		fmt.Sprintf("-DLOOM_EMU_DIR=%q", dir), "-o", lib, filepath.Join(dir, "driver.cpp"), "-ldl")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cudaemu: building the stand-in driver: %v\n%s", err, out)
+	}
+	return lib, nil
+}
 
 // Run compiles module m with its header into a program that launches its
 // kernels in order on the CPU, runs it at sizes with the parameters in

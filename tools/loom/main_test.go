@@ -2,22 +2,30 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"github.com/loom-go/loom/codegen/cuda"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/cudaemu"
 )
 
 // TestMain lets the test binary serve as loom tune's worker process
-// (loom tune runs its own executable with the argument "worker").
+// (loom tune runs its own executable with the argument "worker"), and as
+// loom itself in a child process where asLoomEnv is set.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	if len(os.Args) > 1 && os.Args[1] == "worker" || os.Getenv(asLoomEnv) == "1" {
 		os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
+
+const asLoomEnv = "LOOM_TEST_AS_LOOM"
 
 func runLoom(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -99,6 +107,57 @@ func TestTuneCUDAWithoutGPU(t *testing.T) {
 	code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "8", "-target", "cuda")
 	if code != 1 || !strings.Contains(errs, "-target cuda needs an NVIDIA GPU") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// TestTuneCUDA runs loom tune -target cuda end to end on a small gemm: the
+// GPU rules, every candidate compiled by NVRTC, run, checked against the
+// reference and timed in a worker process, the records kept, the best
+// kernel written as CUDA C. Without a GPU it runs loom in a child process
+// that loads the stand-in driver of package cudaemu in place of CUDA (the
+// kernels run on the CPU).
+func TestTuneCUDA(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"tune", "-workload", "gemm", "-size", "32", "-target", "cuda", "-trials", "3", "-seed", "2",
+		"-db", filepath.Join(dir, "db.jsonl"), "-out", filepath.Join(dir, "out"), "-json", "-q"}
+	var code int
+	var out, errs string
+	if _, err := cuda.Open(); err == nil {
+		code, out, errs = runLoom(t, args...)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		lib, err := cudaemu.BuildDriver(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := exec.CommandContext(ctx, os.Args[0], args...)
+		child.Env = append(os.Environ(), asLoomEnv+"=1", cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib)
+		var o, e bytes.Buffer
+		child.Stdout, child.Stderr = &o, &e
+		err = child.Run()
+		code, out, errs = child.ProcessState.ExitCode(), o.String(), e.String()
+		if err != nil && code == 0 {
+			t.Fatal(err)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errs)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("not one JSON summary: %v\n%s", err, out)
+	}
+	if sum["failed"] != 0.0 || sum["trials"] != 3.0 {
+		t.Errorf("summary: %s", out)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "out", "gemm.cu"))
+	if err != nil || !strings.Contains(string(src), "__global__") {
+		t.Errorf("the kernel written: %v\n%s", err, src)
+	}
+	db, err := os.ReadFile(filepath.Join(dir, "db.jsonl"))
+	if err != nil || strings.Count(string(db), `"target":"cuda/sm_`) != 3 {
+		t.Errorf("the records: %v\n%s", err, db)
 	}
 }
 
