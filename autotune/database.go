@@ -40,6 +40,11 @@ type Record struct {
 	// trial order draw its tuning curve.
 	Run   string `json:"run,omitempty"`
 	Trial int    `json:"trial,omitempty"`
+	// Confirmed, when not 0, is the number of rounds in which the run
+	// re-measured this trial's candidate among its leaders, after the
+	// search (Options.Confirm): Seconds and Median are its fastest round.
+	// A confirmed record is preferred to any unconfirmed one.
+	Confirmed int `json:"confirmed,omitempty"`
 }
 
 // OK reports whether the record measured a correct kernel.
@@ -147,8 +152,8 @@ func readRecords(r io.Reader) ([]*Record, int, error) {
 	}
 }
 
-// Best returns the fastest correct record of a workload on a target, or
-// nil when there is none.
+// Best returns the fastest correct record of a workload on a target
+// (confirmed records first, see preferred), or nil when there is none.
 func (db *Database) Best(workload, target string) (*Record, error) {
 	recs, _, err := db.Load()
 	if err != nil {
@@ -157,8 +162,8 @@ func (db *Database) Best(workload, target string) (*Record, error) {
 	return best(recs, workload, target), nil
 }
 
-// BestFor returns the fastest correct record of f on a target that still
-// replays on f, with the function it builds; nil when there is none. A
+// BestFor returns the fastest correct record of f on a target (confirmed
+// records first, see preferred) that still replays on f, with the function it builds; nil when there is none. A
 // record made by another version of loom may not replay (a rule's
 // decisions no longer fit): the next fastest is taken, and when none
 // replays the error says why the fastest did not.
@@ -174,7 +179,7 @@ func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, err
 			ok = append(ok, r)
 		}
 	}
-	slices.SortStableFunc(ok, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
+	slices.SortStableFunc(ok, preferred)
 	var first error
 	for _, r := range ok {
 		g, err := r.Apply(f)
@@ -191,11 +196,25 @@ func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, err
 func best(recs []*Record, workload, target string) *Record {
 	var b *Record
 	for _, r := range recs {
-		if r.Workload == workload && r.Target == target && r.OK() && (b == nil || r.Median < b.Median) {
+		if r.Workload == workload && r.Target == target && r.OK() && (b == nil || preferred(r, b) < 0) {
 			b = r
 		}
 	}
 	return b
+}
+
+// preferred orders records best first: confirmed ones (re-measured
+// against each other after a search) before the rest, then the faster.
+// A lone measurement on a busy machine can be luckier than the
+// candidate is fast.
+func preferred(a, b *Record) int {
+	if ac, bc := a.Confirmed > 0, b.Confirmed > 0; ac != bc {
+		if ac {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.Median, b.Median)
 }
 
 // Apply replays the record's trace on f, the unscheduled function it was

@@ -69,6 +69,12 @@ type Options struct {
 	Version    string
 	Model      Model          // nil: a RidgeModel
 	Progress   func(Progress) // called after every round
+	// Confirm, when not 0, re-measures that many of the fastest
+	// candidates after the search, in ConfirmRounds rounds (0 means 2),
+	// and makes the fastest of those re-measurements the best (see
+	// confirm).
+	Confirm       int
+	ConfirmRounds int
 }
 
 func (o *Options) defaults() {
@@ -90,6 +96,9 @@ func (o *Options) defaults() {
 	if o.Model == nil {
 		o.Model = NewRidgeModel()
 	}
+	if o.ConfirmRounds <= 0 {
+		o.ConfirmRounds = 2
+	}
 }
 
 // Progress reports a running search.
@@ -105,6 +114,9 @@ type Result struct {
 	Best    *Record   // nil when no candidate succeeded
 	Records []*Record // every measured candidate, in order
 	Curve   []float64 // best seconds so far after each trial (+Inf before the first success)
+	// Confirmed are the leaders' re-measurements (Options.Confirm), best
+	// first; Best is the first of them when there are any.
+	Confirmed []*Record
 }
 
 // Tune searches schedules of task: an initial population sampled from the
@@ -113,7 +125,8 @@ type Result struct {
 // prediction plus a share of random picks, de-duplicated by structural
 // hash, built, measured, recorded and learned from. It stops after
 // opts.Trials measurements or when ctx is done; records measured so far
-// are kept (and in opts.DB).
+// are kept (and in opts.DB). With opts.Confirm the leaders are then
+// measured again (confirm).
 func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*Result, error) {
 	opts.defaults()
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6c6f6f6d))
@@ -125,6 +138,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		seconds float64
 	}
 	var parents []parent
+	trialOf := map[string]*Record{} // a measured candidate's record, by hash
 	best := math.Inf(1)
 	failed := 0
 	run := fmt.Sprintf("%s seed=%d", start.UTC().Format(time.RFC3339), opts.Seed)
@@ -184,6 +198,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			}
 			if rec.OK() {
 				parents = append(parents, parent{c, rec.Median})
+				trialOf[c.Hash] = rec
 				best = math.Min(best, rec.Median)
 				xs = append(xs, c.Features)
 				ys = append(ys, -math.Log(rec.Median))
@@ -208,7 +223,87 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			opts.Progress(Progress{Trials: len(res.Records), Total: opts.Trials, Failed: failed, Best: best, Elapsed: time.Since(start)})
 		}
 	}
+	if opts.Confirm > 0 && ctx.Err() == nil {
+		leaders := make([]*Candidate, 0, opts.Confirm)
+		sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
+		for _, p := range parents[:min(len(parents), opts.Confirm)] {
+			leaders = append(leaders, p.c)
+		}
+		if err := confirm(ctx, task, b, r, opts, leaders, trialOf, res); err != nil {
+			return res, err
+		}
+	}
 	return res, ctx.Err()
+}
+
+// confirm measures the leaders again, in opts.ConfirmRounds rounds, each
+// leader once a round, the order reversed every other round; it appends
+// to the database, and to res.Confirmed, one record per leader, with its
+// fastest round, and makes the fastest of those res.Best. A machine
+// shared with other work slows measurements in bursts of seconds to
+// minutes, longer than a candidate's samples take: a candidate measured
+// in a quiet moment can lead the search on luck. Measured again side by
+// side, the leaders are compared in the same moments.
+func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options, leaders []*Candidate, trialOf map[string]*Record, res *Result) error {
+	if len(leaders) == 0 {
+		return nil
+	}
+	type fastest struct {
+		seconds []float64 // of the leader's fastest round
+		median  float64
+		rounds  int // rounds that measured it
+	}
+	got := make([]fastest, len(leaders))
+	builds := b.Build(ctx, task, leaders)
+	for round := range opts.ConfirmRounds {
+		order := make([]int, len(leaders))
+		for i := range order {
+			order[i] = i
+		}
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		cands, bs := make([]*Candidate, len(order)), make([]BuildResult, len(order))
+		for k, i := range order {
+			cands[k], bs[k] = leaders[i], builds[i]
+		}
+		runs := r.Run(ctx, task, cands, bs)
+		if ctx.Err() != nil {
+			return nil // interrupted: the search's own records stand
+		}
+		for k, i := range order {
+			if bs[k].Err != nil || runs[k].Err != nil || len(runs[k].Seconds) == 0 {
+				continue
+			}
+			g := &got[i]
+			g.rounds++
+			if m, _ := Summarize(runs[k].Seconds); g.seconds == nil || m < g.median {
+				g.seconds, g.median = runs[k].Seconds, m
+			}
+		}
+	}
+	for i, c := range leaders {
+		trial := trialOf[c.Hash]
+		if got[i].seconds == nil || trial == nil {
+			continue // failed when measured again: its trial record stands alone
+		}
+		rec := *trial
+		rec.Seconds = got[i].seconds
+		rec.Median, rec.Spread = Summarize(got[i].seconds)
+		rec.Confirmed = got[i].rounds
+		rec.Time = time.Now().UTC()
+		if opts.DB != nil {
+			if err := opts.DB.Append(&rec); err != nil {
+				return err
+			}
+		}
+		res.Confirmed = append(res.Confirmed, &rec)
+	}
+	slices.SortStableFunc(res.Confirmed, preferred)
+	if len(res.Confirmed) > 0 {
+		res.Best = res.Confirmed[0]
+	}
+	return nil
 }
 
 // Summarize returns the median and the interquartile range over it.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // fakeRunner times a candidate by a synthetic cost of its tile
@@ -114,6 +116,78 @@ func TestTuneDeterministic(t *testing.T) {
 	}
 	if best, _ := db.Best(a.Best.Workload, "fake"); best == nil || best.Median != a.Best.Median {
 		t.Errorf("database best %v, search best %v", best, a.Best)
+	}
+}
+
+// luckyRunner is fakeRunner on a busy machine: a candidate's first
+// measurement comes out faster than it is by a factor of its own (0.3 to
+// 1), every later one at its true cost.
+type luckyRunner struct{ seen map[string]bool }
+
+func (r luckyRunner) Run(ctx context.Context, task *Task, cands []*Candidate, builds []BuildResult) []RunResult {
+	out := fakeRunner{}.Run(ctx, task, cands, builds)
+	for i, c := range cands {
+		if r.seen[c.Hash] || out[i].Err != nil {
+			continue
+		}
+		r.seen[c.Hash] = true
+		h := fnv.New32a()
+		h.Write([]byte(c.Hash))
+		luck := 0.3 + 0.7*float64(h.Sum32()%1000)/1000
+		for j := range out[i].Seconds {
+			out[i].Seconds[j] *= luck
+		}
+	}
+	return out
+}
+
+// TestTuneConfirm: with Options.Confirm the leaders are measured again
+// after the search, and the best is the fastest re-measured one, not the
+// luckiest first measurement; the database prefers it too, and the
+// re-measurements are not trials.
+func TestTuneConfirm(t *testing.T) {
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trials, leaders = 24, 6
+	task := newTask()
+	res, err := Tune(context.Background(), task, fakeBuilder{}, luckyRunner{seen: map[string]bool{}}, Options{Trials: trials, Seed: 3, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test", Confirm: leaders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != trials || len(res.Confirmed) != leaders {
+		t.Fatalf("%d trials and %d confirmed, want %d and %d", len(res.Records), len(res.Confirmed), trials, leaders)
+	}
+	luckiest := res.Records[0]
+	for _, r := range res.Records {
+		if r.OK() && (!luckiest.OK() || r.Median < luckiest.Median) {
+			luckiest = r
+		}
+	}
+	for _, r := range res.Confirmed {
+		if r.Confirmed != 2 {
+			t.Errorf("trial %d re-measured in %d rounds, want 2", r.Trial, r.Confirmed)
+		}
+		// Measured again, a leader shows its true cost: no luck twice.
+		s, err := schedule.Replay(task.Func, r.Trace, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost, _ := Summarize(fakeRunner{}.Run(context.Background(), task, []*Candidate{{Sched: s}}, nil)[0].Seconds)
+		if r.Median != cost || r.Median < res.Best.Median {
+			t.Errorf("trial %d re-measured at %g, true cost %g, best %g", r.Trial, r.Median, cost, res.Best.Median)
+		}
+	}
+	if res.Best != res.Confirmed[0] || res.Best.Median <= luckiest.Median {
+		t.Errorf("best: trial %d at %g; the luckiest first measurement: trial %d at %g", res.Best.Trial, res.Best.Median, luckiest.Trial, luckiest.Median)
+	}
+	if best, _ := db.Best(res.Best.Workload, "fake"); best == nil || best.Trial != res.Best.Trial || best.Confirmed == 0 {
+		t.Errorf("the database's best: %+v, want the confirmed trial %d", best, res.Best.Trial)
+	}
+	recs, _, _ := db.Load()
+	if len(recs) != trials+leaders {
+		t.Errorf("the database holds %d records, want %d trials and %d confirmations", len(recs), trials, leaders)
 	}
 }
 

@@ -82,8 +82,8 @@ func curves(recs []*autotune.Record, workload, target string, j *job) []curve {
 	byRun := map[string][]*autotune.Record{}
 	var names []string
 	for _, r := range recs {
-		if r.Workload != workload || r.Target != target {
-			continue
+		if r.Workload != workload || r.Target != target || r.Confirmed > 0 {
+			continue // a confirmation re-measures a trial: not a trial of its own
 		}
 		name := r.Run
 		if name == "" {

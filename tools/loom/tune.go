@@ -64,6 +64,7 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same search")
 	dbPath := fs.String("db", "", "the tuning database, JSON lines (default: tuning.jsonl in loom's cache directory)")
 	out := fs.String("out", "", "write each best kernel into this directory as NAME.ll, NAME.o and NAME.h")
+	confirm := fs.Int("confirm", 6, "after the search, measure the `K` fastest candidates again, side by side in two rounds, and keep the fastest of those (a busy machine makes single measurements lucky or not; 0: off)")
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
 	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
 	quiet := fs.Bool("q", false, "no progress bar")
@@ -115,7 +116,7 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		threads:   nt,
 		builder:   &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
 		runner:    runner,
-		opts:      autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version},
+		opts:      autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: *confirm},
 		rules:     autotune.DefaultRules(),
 		target:    autotune.HostTarget(nt),
 		targetKey: autotune.TargetKey(llvm.Host(), nt),
