@@ -156,7 +156,7 @@ func TestTuneCUDA(t *testing.T) {
 		t.Errorf("the kernel written: %v\n%s", err, src)
 	}
 	db, err := os.ReadFile(filepath.Join(dir, "db.jsonl"))
-	if err != nil || strings.Count(string(db), `"target":"cuda/sm_`) != 3 {
+	if err != nil || strings.Count(string(db), `"target":"cuda/sm_`) != 6 || strings.Count(string(db), `"confirmed":2`) != 3 {
 		t.Errorf("the records: %v\n%s", err, db)
 	}
 }
@@ -233,9 +233,10 @@ func TestTune(t *testing.T) {
 	if !strings.Contains(errs, "8/8 trials") {
 		t.Errorf("no progress bar on stderr: %q", errs)
 	}
+	// 8 trials, then the 6 fastest measured again (-confirm).
 	data, _ := os.ReadFile(db)
-	if n := strings.Count(string(data), "\n"); n != 8 {
-		t.Errorf("%d records in the database, want 8", n)
+	if n, c := strings.Count(string(data), "\n"), strings.Count(string(data), `"confirmed":2`); n != 14 || c != 6 {
+		t.Errorf("%d records in the database, %d confirmed; want 8 trials and 6 confirmed", n, c)
 	}
 	for _, ext := range []string{".ll", ".o", ".h"} {
 		if _, err := os.Stat(filepath.Join(dir, "gemm"+ext)); err != nil {
