@@ -42,8 +42,9 @@ type Record struct {
 	Trial int    `json:"trial,omitempty"`
 	// Confirmed, when not 0, is the number of rounds in which the run
 	// re-measured this trial's candidate among its leaders, after the
-	// search (Options.Confirm): Seconds and Median are its fastest round.
-	// A confirmed record is preferred to any unconfirmed one.
+	// search (Options.Confirm): Seconds and Median are its fastest round,
+	// or Error says why a round failed. Within its run a confirmed record
+	// stands for the trial (see eligible).
 	Confirmed int `json:"confirmed,omitempty"`
 }
 
@@ -152,8 +153,8 @@ func readRecords(r io.Reader) ([]*Record, int, error) {
 	}
 }
 
-// Best returns the fastest correct record of a workload on a target
-// (confirmed records first, see preferred), or nil when there is none.
+// Best returns the fastest correct record of a workload on a target (of
+// those eligible: see eligible), or nil when there is none.
 func (db *Database) Best(workload, target string) (*Record, error) {
 	recs, _, err := db.Load()
 	if err != nil {
@@ -162,24 +163,19 @@ func (db *Database) Best(workload, target string) (*Record, error) {
 	return best(recs, workload, target), nil
 }
 
-// BestFor returns the fastest correct record of f on a target (confirmed
-// records first, see preferred) that still replays on f, with the function it builds; nil when there is none. A
-// record made by another version of loom may not replay (a rule's
-// decisions no longer fit): the next fastest is taken, and when none
-// replays the error says why the fastest did not.
+// BestFor returns the fastest correct record of f on a target (of those
+// eligible: see eligible) that still replays on f, with the function it
+// builds; nil when there is none. A record made by another version of
+// loom may not replay (a rule's decisions no longer fit): the next
+// fastest is taken, and when none replays the error says why the fastest
+// did not.
 func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, error) {
 	recs, _, err := db.Load()
 	if err != nil {
 		return nil, nil, err
 	}
-	workload := ast.Hash(f).String()
-	var ok []*Record
-	for _, r := range recs {
-		if r.Workload == workload && r.Target == target && r.OK() {
-			ok = append(ok, r)
-		}
-	}
-	slices.SortStableFunc(ok, preferred)
+	ok := eligible(recs, ast.Hash(f).String(), target)
+	slices.SortStableFunc(ok, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
 	var first error
 	for _, r := range ok {
 		g, err := r.Apply(f)
@@ -195,26 +191,43 @@ func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, err
 
 func best(recs []*Record, workload, target string) *Record {
 	var b *Record
-	for _, r := range recs {
-		if r.Workload == workload && r.Target == target && r.OK() && (b == nil || preferred(r, b) < 0) {
+	for _, r := range eligible(recs, workload, target) {
+		if b == nil || r.Median < b.Median {
 			b = r
 		}
 	}
 	return b
 }
 
-// preferred orders records best first: confirmed ones (re-measured
-// against each other after a search) before the rest, then the faster.
-// A lone measurement on a busy machine can be luckier than the
-// candidate is fast.
-func preferred(a, b *Record) int {
-	if ac, bc := a.Confirmed > 0, b.Confirmed > 0; ac != bc {
-		if ac {
-			return -1
-		}
-		return 1
+// eligible returns the correct records of a workload on a target that
+// can be its best. A run that confirmed its leaders (Options.Confirm)
+// speaks through its confirmed records alone: its first measurements of
+// them may have been lucky, and a leader that failed when measured again
+// is out, even where its first measurement succeeded.
+func eligible(recs []*Record, workload, target string) []*Record {
+	type trial struct {
+		run string
+		n   int
 	}
-	return cmp.Compare(a.Median, b.Median)
+	confirmed := map[string]bool{} // runs with a correct confirmed record
+	failed := map[trial]bool{}     // trials that failed confirmation
+	for _, r := range recs {
+		if r.Workload != workload || r.Target != target || r.Confirmed == 0 {
+			continue
+		}
+		if r.OK() {
+			confirmed[r.Run] = true
+		} else {
+			failed[trial{r.Run, r.Trial}] = true
+		}
+	}
+	var out []*Record
+	for _, r := range recs {
+		if r.Workload == workload && r.Target == target && r.OK() && !failed[trial{r.Run, r.Trial}] && (r.Confirmed > 0 || !confirmed[r.Run]) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Apply replays the record's trace on f, the unscheduled function it was

@@ -131,3 +131,33 @@ func TestBestForSkipsRecordsThatNoLongerReplay(t *testing.T) {
 		t.Fatalf("BestFor = %v, %v, %v; want the record of 0.002 s", r, g, err)
 	}
 }
+
+// TestBestAcrossRuns: a run that confirmed its leaders speaks through its
+// confirmed records alone (its first, lucky measurements and the leaders
+// that failed when measured again are out); runs compare by median.
+func TestBestAcrossRuns(t *testing.T) {
+	rec := func(run string, trial, confirmed int, ms float64, failure string) *Record {
+		r := &Record{Workload: "w", Target: "t", Trace: &schedule.Trace{}, Run: run, Trial: trial, Confirmed: confirmed, Error: failure}
+		if failure == "" {
+			r.Median = ms / 1e3
+		}
+		return r
+	}
+	recs := []*Record{
+		rec("A", 1, 0, 1.0, ""), // lucky first measurement
+		rec("A", 2, 0, 1.5, ""),
+		rec("A", 1, 2, 2.0, ""),
+		rec("B", 1, 0, 1.9, ""), // a run without confirmation
+	}
+	if b := best(recs, "w", "t"); b == nil || b.Run != "B" {
+		t.Errorf("best %+v, want run B's 1.9 ms over run A's confirmed 2.0 ms and its unconfirmed ones", b)
+	}
+	recs = append(recs,
+		rec("C", 1, 0, 0.5, ""),
+		rec("C", 1, 2, 0, "confirm: differs from the reference"),
+		rec("C", 2, 0, 1.7, ""),
+	)
+	if b := best(recs, "w", "t"); b == nil || b.Run != "C" || b.Trial != 2 {
+		t.Errorf("best %+v, want run C's trial 2: its trial 1 failed confirmation, and no record of C was confirmed correct", b)
+	}
+}

@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,8 +70,8 @@ type Options struct {
 	Version    string
 	Model      Model          // nil: a RidgeModel
 	Progress   func(Progress) // called after every round
-	// Confirm, when not 0, re-measures that many of the fastest
-	// candidates after the search, in ConfirmRounds rounds (0 means 2),
+	// Confirm, when > 0, re-measures that many of the fastest
+	// candidates after the search, in ConfirmRounds rounds (<= 0 means 2),
 	// and makes the fastest of those re-measurements the best (see
 	// confirm).
 	Confirm       int
@@ -239,7 +240,8 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 // confirm measures the leaders again, in opts.ConfirmRounds rounds, each
 // leader once a round, the order reversed every other round; it appends
 // to the database, and to res.Confirmed, one record per leader, with its
-// fastest round, and makes the fastest of those res.Best. A machine
+// fastest round (or, where a round failed, the failure), and makes the
+// fastest of those res.Best. A machine
 // shared with other work slows measurements in bursts of seconds to
 // minutes, longer than a candidate's samples take: a candidate measured
 // in a quiet moment can lead the search on luck. Measured again side by
@@ -251,7 +253,8 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 	type fastest struct {
 		seconds []float64 // of the leader's fastest round
 		median  float64
-		rounds  int // rounds that measured it
+		rounds  int   // rounds that measured it
+		err     error // of a failed round: the leader is out
 	}
 	got := make([]fastest, len(leaders))
 	builds := b.Build(ctx, task, leaders)
@@ -272,11 +275,19 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 			return nil // interrupted: the search's own records stand
 		}
 		for k, i := range order {
-			if bs[k].Err != nil || runs[k].Err != nil || len(runs[k].Seconds) == 0 {
-				continue
-			}
 			g := &got[i]
 			g.rounds++
+			switch {
+			case bs[k].Err != nil:
+				g.err = fmt.Errorf("confirm: build: %w", bs[k].Err)
+			case runs[k].Err != nil:
+				g.err = fmt.Errorf("confirm: %w", runs[k].Err)
+			case len(runs[k].Seconds) == 0:
+				g.err = errors.New("confirm: no time measured")
+			}
+			if g.err != nil {
+				continue
+			}
 			if m, _ := Summarize(runs[k].Seconds); g.seconds == nil || m < g.median {
 				g.seconds, g.median = runs[k].Seconds, m
 			}
@@ -284,13 +295,19 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 	}
 	for i, c := range leaders {
 		trial := trialOf[c.Hash]
-		if got[i].seconds == nil || trial == nil {
-			continue // failed when measured again: its trial record stands alone
+		if trial == nil {
+			continue
 		}
 		rec := *trial
-		rec.Seconds = got[i].seconds
-		rec.Median, rec.Spread = Summarize(got[i].seconds)
 		rec.Confirmed = got[i].rounds
+		if got[i].err != nil {
+			// A wrong result now, a race its first check missed, or a
+			// crash: the leader is out (see eligible).
+			rec.Seconds, rec.Median, rec.Spread, rec.Error = nil, 0, 0, got[i].err.Error()
+		} else {
+			rec.Seconds = got[i].seconds
+			rec.Median, rec.Spread = Summarize(got[i].seconds)
+		}
 		rec.Time = time.Now().UTC()
 		if opts.DB != nil {
 			if err := opts.DB.Append(&rec); err != nil {
@@ -299,10 +316,22 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 		}
 		res.Confirmed = append(res.Confirmed, &rec)
 	}
-	slices.SortStableFunc(res.Confirmed, preferred)
-	if len(res.Confirmed) > 0 {
+	// Best first, the failed last; with none correct, the fastest trial
+	// that did not fail confirmation is the best, as eligible has it.
+	slices.SortStableFunc(res.Confirmed, func(a, b *Record) int {
+		if a.OK() != b.OK() {
+			if a.OK() {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Median, b.Median)
+	})
+	if len(res.Confirmed) > 0 && res.Confirmed[0].OK() {
 		res.Best = res.Confirmed[0]
+		return nil
 	}
+	res.Best = best(append(slices.Clone(res.Records), res.Confirmed...), res.Best.Workload, res.Best.Target)
 	return nil
 }
 

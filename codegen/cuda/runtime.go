@@ -243,6 +243,7 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 		var fn uintptr
 		kn := cString(k.Name)
 		if err := d.check("cuModuleGetFunction "+k.Name, call(d.cuModuleGetFunction, uintptr(unsafe.Pointer(&fn)), p.mod, uintptr(unsafe.Pointer(&kn[0])))); err != nil {
+			call(d.cuModuleUnload, p.mod)
 			return nil, err
 		}
 		p.funcs = append(p.funcs, fn)
@@ -252,14 +253,14 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 
 // Close unloads the program's module from the device.
 func (p *Program) Close() error {
+	if p.mod == 0 {
+		return nil
+	}
 	d := p.dev.d
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := p.dev.current(); err != nil {
 		return err
-	}
-	if p.mod == 0 {
-		return nil
 	}
 	err := d.check("cuModuleUnload", call(d.cuModuleUnload, p.mod))
 	p.mod, p.funcs = 0, nil
@@ -401,6 +402,7 @@ func (c *Call) launch() error {
 		}
 		r := call(d.cuLaunchKernel, c.p.funcs[i], grid[0], grid[1], grid[2], uintptr(k.Block[0]), uintptr(k.Block[1]), uintptr(k.Block[2]), 0, 0, pp, 0)
 		runtime.KeepAlive(vals)
+		runtime.KeepAlive(params) // pp points into it, and a uintptr keeps nothing alive
 		if err := d.check("cuLaunchKernel "+k.Name, r); err != nil {
 			return err
 		}

@@ -137,16 +137,18 @@ bool kernels(const std::string& src, std::vector<Kernel>* out, std::string* err)
 
 // launchers returns the extern "C" launcher of each kernel: it takes the
 // grid and block sizes and the parameters as cuLaunchKernel passes them
-// (an array of pointers to the values).
+// (an array of pointers to the values), and returns 0, or 1 where the
+// threads of a block could not be started (no exception may cross into
+// the host process).
 std::string launchers(const std::vector<Kernel>& ks) {
   std::ostringstream o;
   for (const Kernel& k : ks) {
-    o << "\nextern \"C\" void loom_standin_" << k.name << "(const unsigned* d, void** p) {\n"
+    o << "\nextern \"C\" int loom_standin_" << k.name << "(const unsigned* d, void** p) try {\n"
       << "  loom_launch({d[0], d[1], d[2]}, {d[3], d[4], d[5]}, [&] { " << k.name << "(";
     for (size_t i = 0; i < k.types.size(); i++) {
       o << (i ? ", " : "") << "*(" << k.types[i] << "*)p[" << i << "]";
     }
-    o << "); });\n}\n";
+    o << "); });\n  return 0;\n} catch (...) {\n  return 1;\n}\n";
   }
   return o.str();
 }
@@ -168,7 +170,7 @@ struct Event {
   std::chrono::steady_clock::time_point at;
 };
 
-using Launcher = void (*)(const unsigned*, void**);
+using Launcher = int (*)(const unsigned*, void**);
 
 }  // namespace
 
@@ -258,8 +260,7 @@ int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || stream || extra) return kInvalidValue;
   if ((unsigned long long)bx * by * bz > 1024 || sharedBytes > 48 * 1024) return kLaunchOutOfResources;
   const unsigned dims[6] = {gx, gy, gz, bx, by, bz};
-  ((Launcher)fn)(dims, params);
-  return kSuccess;
+  return ((Launcher)fn)(dims, params) == 0 ? kSuccess : kLaunchOutOfResources;
 }
 
 int cuGetErrorString(int r, const char** s) {
