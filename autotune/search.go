@@ -241,11 +241,11 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 // leader once a round, the order reversed every other round; it appends
 // to the database, and to res.Confirmed, one record per leader, with its
 // fastest round (or, where a round failed, the failure), and makes the
-// fastest of those res.Best. A machine
-// shared with other work slows measurements in bursts of seconds to
-// minutes, longer than a candidate's samples take: a candidate measured
-// in a quiet moment can lead the search on luck. Measured again side by
-// side, the leaders are compared in the same moments.
+// fastest of those res.Best. A machine shared with other work slows
+// measurements in bursts of seconds to minutes, longer than a
+// candidate's samples take: a candidate measured in a quiet moment can
+// lead the search on luck. Measured again side by side, the leaders are
+// compared in the same moments.
 func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options, leaders []*Candidate, trialOf map[string]*Record, res *Result) error {
 	if len(leaders) == 0 {
 		return nil
