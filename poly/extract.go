@@ -141,6 +141,9 @@ type cond struct {
 type walker struct {
 	prog *Program
 	ctx  context
+	// only, when set, is the one leaf block to model, as replace (a copy
+	// with other regions; see Program.Touches).
+	only, replace *ast.ScheduleBlock
 }
 
 func (w *walker) stmt(s ast.Stmt) {
@@ -178,7 +181,12 @@ func (w *walker) stmt(s ast.Stmt) {
 			noLoads("the binding or domain of "+s.Name+"."+it.Var.Name, it.Binding, it.Dom.Min, it.Dom.Extent)
 		}
 		if !hasNestedBlock(s) {
-			w.prog.Blocks = append(w.prog.Blocks, w.instances(s))
+			switch {
+			case w.only == nil:
+				w.prog.Blocks = append(w.prog.Blocks, w.instances(s))
+			case w.only == s:
+				w.prog.Blocks = append(w.prog.Blocks, w.instances(w.replace))
+			}
 			return
 		}
 		saved := w.ctx

@@ -18,6 +18,11 @@ var (
 	// ErrArgument: an argument is out of range (a zero split factor, an
 	// unknown scope, a sampling request that cannot be met).
 	ErrArgument = errors.New("invalid argument")
+	// ErrInternal: a primitive produced a function that loom's own checks
+	// reject (ill-formed, or refused by the translation validator; see
+	// WithValidation). It is a bug of loom, never of the schedule, and the
+	// schedule is left as it was.
+	ErrInternal = errors.New("internal error")
 )
 
 // Error is the error a refused primitive returns: which primitive, why, and
@@ -28,7 +33,7 @@ type Error struct {
 	Reason    string     // one sentence a user understands
 	Func      *ast.Func  // the function the primitive was applied to
 	At        []ast.Node // the offending loops, blocks or expressions
-	Kind      error      // ErrIllegal, ErrHandle or ErrArgument
+	Kind      error      // ErrIllegal, ErrHandle, ErrArgument or ErrInternal
 }
 
 // Error returns "schedule: primitive: reason".

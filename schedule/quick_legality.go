@@ -17,10 +17,12 @@ import (
 // per spatial instance (indexed by its spatial iteration variables, each
 // once) and reads that buffer only at that element, so two of its
 // instances depend on each other only when their spatial variables are
-// equal; and the spatial variables are bound injectively (a mixed-radix
-// sum of distinct loops, as splits make), so instances in different
-// iterations of a loop that binds spatial variables write different
-// elements.
+// equal; and every iteration variable is bound injectively (a mixed-radix
+// sum of distinct loops, as splits make, each loop in one binding and
+// every loop in some binding), so that each instance runs once, and
+// instances in different iterations of a loop that binds spatial variables
+// write different elements. Both need loop bounds that no loop of the nest moves: a
+// skewed or triangular nest is left to poly.
 
 // quickProofs turns the quick proofs on; tests turn them off to check
 // that the exact analysis agrees with them.
@@ -57,6 +59,16 @@ func soleUpdate(top ast.Stmt) (u soleNest, ok bool) {
 	if !isBlock || !isUpdate(b) {
 		return soleNest{}, false
 	}
+	// The mixed-radix argument counts iterations from each loop's start:
+	// a start or extent that moves with another loop of the nest (a skewed
+	// or triangular nest) breaks it.
+	for _, l := range nest {
+		for _, m := range nest {
+			if ast.Mentions(l.Min, m.Var.Name) || ast.Mentions(l.Extent, m.Var.Name) {
+				return soleNest{}, false
+			}
+		}
+	}
 	u = soleNest{block: b, spatial: map[*ast.For]bool{}, reduce: map[*ast.For]bool{}}
 	for _, it := range b.Iters {
 		coefs, ok := affine(it.Binding)
@@ -69,34 +81,31 @@ func soleUpdate(top ast.Stmt) (u soleNest, ok bool) {
 			if c == 0 {
 				continue
 			}
+			if u.spatial[l] || u.reduce[l] {
+				return soleNest{}, false // one loop in two bindings
+			}
 			if it.Kind == ast.Reduce {
 				u.reduce[l] = true
-				continue
+			} else {
+				u.spatial[l] = true
 			}
-			if u.spatial[l] {
-				return soleNest{}, false // one loop in two spatial bindings
-			}
-			u.spatial[l] = true
 			ext, isConst := ast.ConstIntValue(ast.Simplify(l.Extent))
 			if !isConst {
 				return soleNest{}, false
 			}
 			terms = append(terms, radixTerm{coef: c, extent: ext})
 		}
-		if it.Kind != ast.Reduce && !mixedRadix(terms) {
+		if !mixedRadix(terms) {
 			return soleNest{}, false
 		}
 	}
 	for _, l := range nest {
-		switch {
-		case u.spatial[l] && u.reduce[l]:
-			return soleNest{}, false
-		case !u.spatial[l] && !u.reduce[l]:
-			// A loop no binding uses runs the same instances again:
-			// it orders updates of one element as a reduce loop does,
-			// unless it has one iteration.
+		if !u.spatial[l] && !u.reduce[l] {
+			// A loop no binding uses runs the same instances again, which
+			// poly tells apart only by the loops around them: leave such
+			// a nest to it, unless the loop has one iteration.
 			if n, isConst := ast.ConstIntValue(ast.Simplify(l.Extent)); !isConst || n != 1 {
-				u.reduce[l] = true
+				return soleNest{}, false
 			}
 		}
 	}

@@ -68,6 +68,17 @@ func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, 
 		if !ok1 || !ok2 || !ok3 {
 			return nil, fmt.Errorf("dimension %d has no finite bounds", d)
 		}
+		// A loop of the region's width covers the region only from its
+		// least value (or up to its greatest): where neither bound is
+		// attained (a row of a fused loop, floormod of the loop, has the
+		// bounds 0 and 7 but one value), the loop spans the bounds.
+		switch {
+		case loB.Exact:
+		case hiB.Exact:
+			lo = ast.Add(ast.Sub(hi, width), ast.One(t))
+		default:
+			width = nil
+		}
 		out[it.Var.Name] = iterRange{lo: lo, hi: hi, width: width}
 	}
 	return out, nil

@@ -1,11 +1,14 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/poly"
+	"github.com/loom-go/loom/validate"
 )
 
 // Schedule owns a function and transforms it with primitives. It hands out
@@ -22,6 +25,9 @@ type Schedule struct {
 	nrv     int            // random variables named so far
 	handles map[string]any // every handle given out, by random variable name
 	prog    *poly.Program  // the model of f, computed on first use
+	// validate runs the translation validator after every primitive (see
+	// WithValidation).
+	validate bool
 
 	// While replaying a trace: the names the next outputs must get, and
 	// the decision the next sampling instruction must take.
@@ -79,6 +85,25 @@ func WithSeed(seed uint64) Option {
 	return func(s *Schedule) { s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
 }
 
+// WithValidation turns the translation validator (package validate) on or
+// off for the schedule: when on, every primitive's result is checked
+// against the function it was applied to, independently of the
+// primitive's own legality proof, and a result the validator rejects is
+// refused with an error wrapping ErrInternal (a bug of loom, not of the
+// schedule). The default is SetValidation's.
+func WithValidation(on bool) Option {
+	return func(s *Schedule) { s.validate = on }
+}
+
+// validateByDefault is the validation setting of schedules made without
+// WithValidation.
+var validateByDefault atomic.Bool
+
+// SetValidation sets whether schedules made from now on without
+// WithValidation run the translation validator, and returns the previous
+// setting. Tests turn it on for a whole package.
+func SetValidation(on bool) (was bool) { return validateByDefault.Swap(on) }
+
 // New returns a schedule of f. f must be well formed (see ast.Verify). Loop
 // variables that share a name with another loop are renamed (i, i_1, ...),
 // so that every loop can be named by its variable; the function a schedule
@@ -87,7 +112,7 @@ func New(f *ast.Func, opts ...Option) (*Schedule, error) {
 	if err := ast.Verify(f); err != nil {
 		return nil, err
 	}
-	s := &Schedule{f: uniqueLoops(f), handles: map[string]any{}}
+	s := &Schedule{f: uniqueLoops(f), handles: map[string]any{}, validate: validateByDefault.Load()}
 	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
@@ -222,7 +247,12 @@ func (s *Schedule) record(in Inst) { s.trace.Insts = append(s.trace.Insts, in) }
 // than left in the schedule.
 func (s *Schedule) commit(prim string, g *ast.Func) error {
 	if err := ast.Verify(g); err != nil {
-		return &Error{Primitive: prim, Reason: "internal error: the transformed function is ill-formed: " + err.Error(), Func: g, Kind: ErrIllegal}
+		return &Error{Primitive: prim, Reason: "internal error: the transformed function is ill-formed: " + err.Error(), Func: g, Kind: ErrInternal}
+	}
+	if s.validate {
+		if err := validate.Check(s.f, g); err != nil && !errors.Is(err, validate.ErrUnsupported) {
+			return &Error{Primitive: prim, Reason: "internal error: the translation validator rejects the result (" + err.Error() + "); the transformed function is:\n" + ast.Print(g), Func: s.f, Kind: ErrInternal}
+		}
 	}
 	s.f = g
 	return nil

@@ -1,0 +1,248 @@
+package poly
+
+import (
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// The queries of translation validation (package validate): they compare
+// the executions of a block in two versions of a function, and check the
+// order of execution pairs, without the shortcuts the schedule primitives
+// take (kept loops, skipped dependences).
+
+// Iterations returns the iteration vectors in executes: the domain with
+// the loop dimensions projected out.
+func (in *Instances) Iterations() Set {
+	return in.Domain.ProjectOut(0, len(in.Loops))
+}
+
+// Repeat returns a witness iteration vector that two different executions
+// of in share (different loop values, the same iteration variables), or
+// ok false when every instance executes at most once.
+func (in *Instances) Repeat() (iters []Int, ok bool) {
+	n := len(in.Loops)
+	if n == 0 {
+		return nil, false
+	}
+	dims := len(in.Domain.Dims)
+	sn, tn := tupleNames("$s", dims), tupleNames("$t", dims)
+	same := conj{}
+	for k := n; k < dims; k++ {
+		same.eqs = append(same.eqs, varLin(tn[k]).plus(varLin(sn[k]), IntOf(-1)))
+	}
+	for k := 0; k < n; k++ {
+		for _, sign := range []int64{1, -1} {
+			// Loop k differs: sign*(t_k - s_k) >= 1.
+			c := conj{eqs: same.eqs, ineqs: []lin{varLin(tn[k]).plus(varLin(sn[k]), IntOf(-1)).scaled(IntOf(sign)).plus(constLin(IntOf(1)), IntOf(-1))}}
+			bs, _ := assemble(in.Domain.Params, sn, tn, 0, c)
+			m := Map{Params: in.Domain.Params, InName: in.Block.Name, In: in.Domain.Dims, OutName: in.Block.Name, Out: in.Domain.Dims, parts: []*basic{bs}}
+			m = IntersectRange(IntersectDomain(m, in.Domain), in.Domain)
+			if _, x, _, found := m.Sample(); found {
+				return x[n:], true
+			} else if !m.IsEmpty() {
+				return nil, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// IterationPairs returns the dependence as a relation between iteration
+// vectors: the pairs of instances (by their blocks' iteration variables)
+// that depend on each other, in any of their executions. For a dependence
+// of a block on itself only pairs of different instances are kept.
+func (d *Dependence) IterationPairs() Map { return d.KeyPairs(0, 0) }
+
+// KeyPairs is IterationPairs where an instance is also told apart by the
+// values of its first ks (source) and kt (sink) loops: the relation is
+// between tuples of those loop values followed by the iteration vector.
+// It tells apart executions of a block that share an iteration vector.
+func (d *Dependence) KeyPairs(ks, kt int) Map {
+	m := d.keyRel(ks, kt)
+	if d.Source == d.Sink && ks == kt {
+		m = IntersectMap(m, distinct(m))
+	}
+	return m
+}
+
+// Executions returns the pairs of executions of a and b (their full
+// tuples, loops and iteration variables) whose keys (the first ka and kb
+// loops, then the iteration vector; see KeyPairs) keys relates.
+func Executions(a, b *Instances, keys Map, ka, kb int) Map {
+	return pairsByKeys(a, b, keys, ka, kb)
+}
+
+// NotAfter returns pieces whose union is the pairs (x, y) of executions of
+// a and b where y is not sure to run after x in p's order: y runs first,
+// they are the same execution, or they are in different iterations of a
+// loop around both that concurrent says runs its iterations at once (it is
+// given the loop's depth; nil: none does).
+func (p *Program) NotAfter(a, b *Instances, concurrent func(*ast.For) bool) []Map {
+	common, aFirst := order(a, b)
+	var out []Map
+	for k := 0; k <= common; k++ {
+		switch {
+		case k < common:
+			out = append(out, beforeAt(b, a, k, common).Reverse())
+			if concurrent != nil && concurrent(a.Loops[k]) {
+				out = append(out, beforeAt(a, b, k, common))
+			}
+		case !aFirst:
+			out = append(out, beforeAt(a, b, common, common))
+		}
+	}
+	return out
+}
+
+// Order returns the number of loops around both a and b, and whether a's
+// statement comes first inside them.
+func (p *Program) Order(a, b *Instances) (common int, aFirst bool) { return order(a, b) }
+
+// CommonImage returns, for executions of a and the relation iters from
+// a's iteration vectors to b's, the set of tuples (the values of the first
+// common loops of b's execution, then a's iteration vector) over the
+// executions of b that some iteration vector of a relates to; and the set
+// of the same tuples (common loop values, iteration vector) that some
+// execution of a takes. When the first is a subset of the second, every
+// execution of b finds an execution of a with the related iteration vector
+// in the same iteration of the common loops.
+func CommonImage(a, b *Instances, iters Map, common int) (need, have Set) {
+	la := len(a.Loops)
+	pairs := Executions(a, b, iters, 0, 0).Wrap() // [a loops, a iters, b loops, b iters]
+	na, nb := len(a.Domain.Dims), len(b.Domain.Dims)
+	// Keep b's first common loops and a's iteration vector.
+	need = pairs.ProjectOut(na+common, nb-common) // [a loops, a iters, b common]
+	need = need.ProjectOut(0, la)                  // [a iters, b common]
+	need = need.rotate(na - la)                    // [b common, a iters]
+	have = a.Domain.ProjectOut(common, la-common) // [a common, a iters]
+	need.Name, have.Name = a.Block.Name, a.Block.Name
+	need.Dims, have.Dims = slices.Clone(have.Dims), slices.Clone(have.Dims)
+	return need, have
+}
+
+// rotate moves the first n dimensions of s behind the others.
+func (s Set) rotate(n int) Set {
+	d := len(s.Dims)
+	out := Set{Params: s.Params, Name: s.Name, Dims: append(slices.Clone(s.Dims[n:]), s.Dims[:n]...)}
+	for _, b := range s.parts {
+		perm := make([]int, b.nVars())
+		for i := range perm {
+			perm[i] = i
+		}
+		for j := 0; j < d; j++ {
+			// Dimension j of the result is dimension (j + n) mod d of s.
+			perm[b.outVar(j)] = b.outVar((j + n) % d)
+		}
+		out.parts = append(out.parts, b.permute(perm))
+	}
+	return out
+}
+
+// FixParams returns s at the given parameter values (by name; names s
+// does not have are ignored): a set with the same parameters, empty
+// elsewhere.
+func (s Set) FixParams(vals map[string]int64) Set {
+	out := Set{Params: s.Params, Name: s.Name, Dims: s.Dims}
+	for _, b := range s.parts {
+		c := b.clone()
+		for i, name := range s.Params {
+			v, ok := vals[name]
+			if !ok {
+				continue
+			}
+			r := newRow(c.nVars())
+			r[0] = IntOf(-v)
+			r[1+i] = IntOf(1)
+			c.addEq(r)
+		}
+		if c = c.simplify(); !c.trivial() {
+			out.parts = append(out.parts, c)
+		}
+	}
+	return out
+}
+
+// Touches returns, for each load and store in the body and init of leaf
+// block in's block, the relation from in's instances to the indices it
+// accesses, and whether it is exact (affine indices). Unlike the accesses
+// of Extract, which come from the declared regions, these are the indices
+// the statements use.
+func (p *Program) Touches(in *Instances) []Access {
+	b := in.Block
+	var regions []ast.Region
+	add := func(buf *ast.Buffer, idx []ast.Expr) {
+		r := ast.Region{Buffer: buf}
+		for _, x := range idx {
+			r.Ranges = append(r.Ranges, ast.Range{Min: x, Extent: ast.One(x.Type())})
+		}
+		regions = append(regions, r)
+	}
+	for _, part := range []ast.Stmt{b.Init, b.Body} {
+		if part == nil {
+			continue
+		}
+		ast.Inspect(part, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Load:
+				add(n.Buffer, n.Indices)
+			case *ast.Store:
+				add(n.Buffer, n.Indices)
+			}
+			return true
+		})
+	}
+	if len(regions) == 0 {
+		return nil
+	}
+	// Model a copy of the block whose writes are these regions, in the same
+	// place: the walk rebuilds the context.
+	c := *b
+	c.Reads, c.Writes = nil, regions
+	q := &Program{Func: p.Func, Params: p.Params}
+	w := &walker{prog: q, only: b, replace: &c}
+	if err := w.walk(p.Func.Body); err != nil || len(q.Blocks) != 1 {
+		return nil
+	}
+	return q.Blocks[0].Writes
+}
+
+// OutOfBounds returns a witness index tuple, with the parameter values,
+// of an access outside the buffer's shape (an index below zero or at or
+// past the extent of its dimension), over the instances in dom; ok is
+// false when every index is inside. A shape that is not affine in the
+// parameters is not checked.
+func (a Access) OutOfBounds(dom Set) (params, index []Int, ok bool) {
+	img := Apply(dom, a.Map)
+	ab := newAffineBuilder()
+	for _, name := range img.Params {
+		ab.known[name] = true
+	}
+	for d := range img.Dims {
+		if d >= len(a.Buffer.Shape) {
+			break
+		}
+		shape, isAff := ab.expr(a.Buffer.Shape[d])
+		if !isAff || len(ab.defs.eqs)+len(ab.defs.ineqs) > 0 {
+			ab.defs = conj{}
+			continue
+		}
+		x := varLin(img.Dims[d])
+		for _, out := range []lin{
+			x.scaled(IntOf(-1)).plus(constLin(IntOf(-1)), IntOf(1)), // -x - 1 >= 0
+			x.plus(shape, IntOf(-1)),                                 // x - shape >= 0
+		} {
+			bs, ok2 := assemble(img.Params, nil, img.Dims, 0, conj{ineqs: []lin{out}})
+			if !ok2 {
+				continue
+			}
+			cut := Intersect(img, Set{Params: img.Params, Name: img.Name, Dims: img.Dims, parts: []*basic{bs}})
+			if ps, xs, found := cut.Sample(); found {
+				return ps, xs, true
+			} else if !cut.IsEmpty() {
+				return nil, nil, true
+			}
+		}
+	}
+	return nil, nil, false
+}

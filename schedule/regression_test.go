@@ -1,0 +1,217 @@
+package schedule_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/validate"
+)
+
+// The failures of issue 18, each as the step that was wrongly accepted
+// (now refused, or accepted and correct) and as the wrong result it made,
+// which the validator must reject on its own.
+
+// fuseThenComputeAt builds X float32[4,8]; Y = X*2; Out = Y+1.
+func fuseThenComputeAt(t *testing.T) *ast.Func {
+	t.Helper()
+	b := ast.NewBuilder("fuse_compute_at")
+	X := b.Placeholder("X", ast.Float32, ast.I32(4), ast.I32(8))
+	Y := b.Compute("Y", []ast.Expr{ast.I32(4), ast.I32(8)}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(X.At(i[0], i[1]), ast.F32(2))
+	})
+	Out := b.Compute("Out", []ast.Expr{ast.I32(4), ast.I32(8)}, func(i []ast.Expr) ast.Expr {
+		return ast.Add(Y.At(i[0], i[1]), ast.F32(1))
+	})
+	f, err := b.Build(Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The result compute_at made before the fix: Y's second axis bound to 0.
+const fuseComputeAtWrong = `func fuse_compute_at(X: float32[4, 8], Out: float32[4, 8]) {
+  ScheduleBlock(root) {
+    alloc Y: float32[4, 8]
+    serial for (i_Out_j_Out_fused, 0, 32) {
+      ScheduleBlock(Y) {
+        vi, vj = axis.bind(floordiv(i_Out_j_Out_fused, 8), 0)
+        axis.domain(vi = spatial(0, 4), vj = spatial(0, 8))
+        reads(X[vi, vj])
+        writes(Y[vi, vj])
+        Y[vi, vj] = X[vi, vj] * 2.0f
+      }
+      ScheduleBlock(Out) {
+        vi, vj = axis.bind(floordiv(i_Out_j_Out_fused, 8), floormod(i_Out_j_Out_fused, 8))
+        axis.domain(vi = spatial(0, 4), vj = spatial(0, 8))
+        reads(Y[vi, vj])
+        writes(Out[vi, vj])
+        Out[vi, vj] = Y[vi, vj] + 1.0f
+      }
+    }
+  }
+}`
+
+func TestFuseThenComputeAt(t *testing.T) {
+	f := fuseThenComputeAt(t)
+	s, err := schedule.New(f, schedule.WithValidation(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.GetBlock("Out")
+	y, _ := s.GetBlock("Y")
+	l, _ := s.GetLoops(out)
+	fused, err := s.Fuse(l[0], l[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Func()
+	if err := s.ComputeAt(y, fused); err != nil {
+		// A refusal is a correct answer too, but not an internal error.
+		if errors.Is(err, schedule.ErrInternal) {
+			t.Fatal(err)
+		}
+	} else {
+		sameResult(t, f, s.Func(), map[string]int64{})
+	}
+
+	wrong := parse(t, fuseComputeAtWrong)
+	err = validate.Check(before, wrong)
+	var ve *validate.Error
+	if !errors.As(err, &ve) || ve.Block != "Y" {
+		t.Fatalf("the validator accepts Y bound to a constant: %v", err)
+	}
+}
+
+// skewed is the second failure: the inner loop starts at 3 - i, so
+// vi = 4i + j takes the value 6 at i = 0 and at i = 1.
+const skewed = `func skewed(A: float64[16]) { ScheduleBlock(root) {
+  serial for (i, 0, 4) { serial for (j, 3 - i, 4) {
+    ScheduleBlock(S) { vi = axis.bind(i * 4 + j)
+      axis.domain(vi = spatial(0, 16)) reads(A[vi]) writes(A[vi])
+      A[vi] = A[vi] * 2.0 + 1.0 } } } } }`
+
+// skewed3 is its three-loop variant, where reorder(j, i) changed A[6],
+// A[9] and A[12].
+const skewed3 = `func skewed3(A: float64[16], B: float64[3]) { ScheduleBlock(root) {
+  serial for (i, 0, 4) { serial for (j, 0, 3) { serial for (k, 3 - i, 4) {
+    ScheduleBlock(S) { vi, vr = axis.bind(i * 4 + k, j)
+      axis.domain(vi = spatial(0, 16), vr = reduce(0, 3)) reads(A[vi], B[vr]) writes(A[vi])
+      A[vi] = A[vi] * 2.0 + B[vr] } } } } } }`
+
+func TestSkewedNestIsNotParallel(t *testing.T) {
+	f := parse(t, skewed)
+	for _, quick := range []bool{true, false} {
+		was := schedule.SetQuickProofs(quick)
+		for _, prim := range []string{"parallel", "vectorize"} {
+			s, err := schedule.New(f, schedule.WithValidation(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i, _ := s.GetLoop("i")
+			if prim == "parallel" {
+				err = s.Parallel(i)
+			} else {
+				err = s.Vectorize(i)
+			}
+			if !errors.Is(err, schedule.ErrIllegal) {
+				t.Errorf("quick proofs %v: %s(i) of the skewed nest: got %v, want a refusal", quick, prim, err)
+			}
+		}
+		schedule.SetQuickProofs(was)
+	}
+	// The validator rejects the parallel loop on its own.
+	par := parse(t, strings.Replace(skewed, "serial for (i", "parallel for (i", 1))
+	if err := validate.Check(f, par); err == nil {
+		t.Error("the validator accepts a parallel loop carrying a dependence")
+	}
+}
+
+func TestSkewedNestReorder(t *testing.T) {
+	f := parse(t, skewed3)
+	for _, quick := range []bool{true, false} {
+		was := schedule.SetQuickProofs(quick)
+		s, err := schedule.New(f, schedule.WithValidation(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, _ := s.GetLoop("i")
+		j, _ := s.GetLoop("j")
+		if err := s.Reorder(j, i); err == nil {
+			// Accepted: it must keep the result.
+			sameResult(t, f, s.Func(), nil)
+		} else if !errors.Is(err, schedule.ErrIllegal) {
+			t.Errorf("quick proofs %v: reorder(j, i): %v", quick, err)
+		}
+		schedule.SetQuickProofs(was)
+	}
+	// The validator rejects the reordered nest on its own (k's start
+	// moves with i, which is now inside j).
+	reordered := parse(t, `func skewed3(A: float64[16], B: float64[3]) { ScheduleBlock(root) {
+  serial for (j, 0, 3) { serial for (i, 0, 4) { serial for (k, 3 - i, 4) {
+    ScheduleBlock(S) { vi, vr = axis.bind(i * 4 + k, j)
+      axis.domain(vi = spatial(0, 16), vr = reduce(0, 3)) reads(A[vi], B[vr]) writes(A[vi])
+      A[vi] = A[vi] * 2.0 + B[vr] } } } } } }`)
+	if err := validate.Check(f, reordered); err == nil {
+		t.Error("the validator accepts the reordered skewed nest")
+	}
+}
+
+func parse(t *testing.T, src string) *ast.Func {
+	t.Helper()
+	f, err := ast.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// sameResult runs f and g in the interpreter on the same random inputs and
+// fails if any buffer differs.
+func sameResult(t *testing.T, f, g *ast.Func, sizes map[string]int64) {
+	t.Helper()
+	run := func(fn *ast.Func) map[string]any {
+		args := map[string]any{}
+		for k, p := range fn.Params {
+			data, err := ast.NewData(p, sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch d := data.(type) {
+			case []float32:
+				for i := range d {
+					d[i] = float32((i*7+k*3)%11) - 5
+				}
+			case []float64:
+				for i := range d {
+					d[i] = float64((i*7+k*3)%11) - 5
+				}
+			}
+			args[p.Name] = data
+		}
+		if err := ast.Interpret(fn, sizes, args); err != nil {
+			t.Fatal(ast.Explain(fn, err))
+		}
+		return args
+	}
+	want, got := run(f), run(g)
+	for name, w := range want {
+		switch w := w.(type) {
+		case []float32:
+			for i := range w {
+				if g := got[name].([]float32)[i]; g != w[i] {
+					t.Fatalf("%s[%d] = %v, want %v", name, i, g, w[i])
+				}
+			}
+		case []float64:
+			for i := range w {
+				if g := got[name].([]float64)[i]; g != w[i] {
+					t.Fatalf("%s[%d] = %v, want %v", name, i, g, w[i])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,390 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
+)
+
+// validator holds the models of the two functions and what it learned of
+// their blocks.
+type validator struct {
+	before, after *poly.Program
+	// kept are the blocks whose instances are compared: leaf blocks of
+	// both functions with the same iteration variables, modelled exactly.
+	kept map[string]bool
+	// repeated are the kept blocks that run some instance more than once,
+	// in either function.
+	repeated map[string]bool
+	// keep is, for each kept block, how many of its outer loops are the
+	// same loops in both functions (variable, start and extent): their
+	// values tell apart executions that share an iteration vector.
+	keep  map[string]int
+	stats *Stats
+}
+
+func check(before, after *ast.Func, stats *Stats) error {
+	pf, err := poly.Extract(before)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	pg, err := poly.Extract(after)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keep: map[string]int{}, stats: stats}
+	if err := v.instances(); err != nil {
+		return err
+	}
+	if err := v.order(); err != nil {
+		return err
+	}
+	return v.bounds()
+}
+
+// instances asks the first question: a kept block runs the same iteration
+// vectors before and after, and each once unless it is pure.
+func (v *validator) instances() error {
+	for _, g := range v.after.Blocks {
+		f := v.before.Block(g.Block.Name)
+		if f == nil || !sameIters(f.Block, g.Block) {
+			continue
+		}
+		if !f.Exact || !g.Exact {
+			v.stats.note("instances: inexact model")
+			continue
+		}
+		v.kept[g.Block.Name] = true
+		name := g.Block.Name
+		switch v.equal(f.Iterations(), g.Iterations()) {
+		case no:
+			return &Error{Question: "instances", Block: name, Reason: "the block no longer runs the same instances (iteration vectors) as before the step"}
+		case unknown:
+			v.stats.note("instances: undecided")
+		}
+		_, beforeRepeats := f.Repeat()
+		iters, afterRepeats := g.Repeat()
+		if afterRepeats && !beforeRepeats && !pure(g.Block) {
+			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more than once, and the block is not pure (it reduces, or reads what it writes), so running it again changes the result", iterString(g.Block, iters))}
+		}
+		v.repeated[name] = beforeRepeats || afterRepeats
+		v.keep[name] = sameLoops(f.Loops, g.Loops)
+		if beforeRepeats && !pure(g.Block) && v.keep[name] == 0 {
+			v.stats.note("order: impure block repeats instances, executions matched by iteration vector")
+		}
+	}
+	return nil
+}
+
+// order asks the second question: every dependence of the old function
+// between kept blocks still runs source before sink.
+func (v *validator) order() error {
+	for _, d := range v.before.Deps() {
+		src, snk := d.Source.Block.Name, d.Sink.Block.Name
+		if !v.kept[src] || !v.kept[snk] {
+			continue
+		}
+		s, t := v.after.Block(src), v.after.Block(snk)
+		if d.Kind == poly.WAR && v.repeated[snk] && pure(t.Block) && soleWriter(v.after.Func, t.Block, d.Buffer) {
+			// A pure block recomputed writes the value it wrote before:
+			// a read before a repeated execution reads that value as
+			// well (the read needs an execution before it, checked as a
+			// RAW dependence).
+			continue
+		}
+		ks, kt := v.keep[src], v.keep[snk]
+		if !v.repeated[src] && !v.repeated[snk] {
+			ks, kt = 0, 0 // one execution an instance: the vectors say it all
+		}
+		if d.Kind == poly.RAW && v.repeated[src] && pure(s.Block) {
+			iters := d.IterationPairs()
+			common, sFirst := v.after.Order(s, t)
+			if sFirst {
+				need, have := poly.CommonImage(s, t, iters, common)
+				switch v.subset(need, have) {
+				case no:
+					return &Error{Question: "order", Block: snk, Reason: fmt.Sprintf("some execution of block %s reads %s with no execution of block %s, which writes it, before it in the same iteration of the loops around both", snk, d.Buffer.Name, src)}
+				case unknown:
+					v.stats.note("order: undecided recomputation")
+				}
+				continue
+			}
+		}
+		pairs := poly.Executions(s, t, d.KeyPairs(ks, kt), ks, kt)
+		concurrent := func(l *ast.For) bool {
+			switch {
+			case l.Kind == ast.Parallel || l.Kind == ast.Vectorized || l.Kind.IsGPUBlock():
+				return true
+			case l.Kind.IsGPUThread():
+				// A reduce loop bound to threads is a cross-thread
+				// reduction: the code generator combines the partial
+				// results in a tree.
+				return !crossThreadReduction(s.Block, d.Source == d.Sink, d.Buffer, l)
+			}
+			return false
+		}
+		for _, wrong := range v.after.NotAfter(s, t, concurrent) {
+			bad := poly.IntersectMap(pairs, wrong)
+			if bad.IsEmpty() {
+				continue
+			}
+			return &Error{Question: "order", Block: snk, Reason: describe(d, bad)}
+		}
+	}
+	return nil
+}
+
+// bounds asks the third question: every load and store of the new
+// function stays inside its buffer. A buffer the old function already
+// accesses out of its bounds (at some values of the sizes) is left out.
+func (v *validator) bounds() error {
+	var oldOut map[string]bool
+	for _, g := range v.after.Blocks {
+		for _, a := range v.after.Touches(g) {
+			ps, x, out := a.OutOfBounds(g.Domain)
+			if !out {
+				continue
+			}
+			if oldOut == nil {
+				oldOut = outOfBounds(v.before)
+			}
+			if oldOut[a.Buffer.Name] {
+				v.stats.note("bounds: out of bounds before the step")
+				continue
+			}
+			witness := ""
+			if x != nil {
+				witness = fmt.Sprintf(" (index %s%s)", formatInts(x), paramString(v.after.Params, ps))
+			}
+			return &Error{Question: "bounds", Block: g.Block.Name, Reason: fmt.Sprintf("an access to %s falls outside its shape %s%s", a.Buffer.Name, shapeString(a.Buffer), witness)}
+		}
+	}
+	return nil
+}
+
+// sameLoops returns the length of the longest common prefix of two lists
+// of loops that are the same loop: the same variable, start and extent.
+func sameLoops(a, b []*ast.For) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n].Var.Name == b[n].Var.Name && ast.Equal(a[n].Min, b[n].Min) && ast.Equal(a[n].Extent, b[n].Extent) {
+		n++
+	}
+	return n
+}
+
+// outOfBounds returns the buffers that some access of p reaches outside.
+func outOfBounds(p *poly.Program) map[string]bool {
+	out := map[string]bool{}
+	for _, in := range p.Blocks {
+		for _, a := range p.Touches(in) {
+			if _, _, bad := a.OutOfBounds(in.Domain); bad {
+				out[a.Buffer.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// answer is a decision that may be left open.
+type answer int
+
+const (
+	yes answer = iota
+	no
+	unknown
+)
+
+// equal decides a = b (see subset).
+func (v *validator) equal(a, b poly.Set) answer {
+	x := v.subset(a, b)
+	if x == no {
+		return no
+	}
+	y := v.subset(b, a)
+	if y == no {
+		return no
+	}
+	if x == unknown || y == unknown {
+		return unknown
+	}
+	return yes
+}
+
+// subset decides a ⊆ b for all values of the sizes when poly can; where
+// b's existential variables take too many values for that, at a few
+// values of the sizes, where they take few.
+func (v *validator) subset(a, b poly.Set) answer {
+	ok, err := poly.Subset(a, b)
+	if err == nil {
+		if ok {
+			return yes
+		}
+		return no
+	}
+	if !errors.Is(err, poly.ErrUnsupported) {
+		return unknown
+	}
+	v.stats.note("subset at sample sizes")
+	result := yes
+	for _, vals := range sampleSizes(v.after.Params) {
+		ok, err := poly.Subset(a.FixParams(vals), b.FixParams(vals))
+		switch {
+		case err != nil:
+			result = unknown
+		case !ok:
+			return no
+		}
+	}
+	return result
+}
+
+// sampleSizes returns a few assignments of small values to the sizes.
+func sampleSizes(params []string) []map[string]int64 {
+	var out []map[string]int64
+	for _, x := range []int64{1, 2, 3, 5, 8} {
+		m := map[string]int64{}
+		for _, p := range params {
+			m[p] = x
+		}
+		out = append(out, m)
+	}
+	if len(params) > 1 {
+		m := map[string]int64{}
+		for i, p := range params {
+			m[p] = int64(2 + 3*i)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// sameIters reports whether two blocks have the same iteration variables:
+// names, kinds and domains.
+func sameIters(a, b *ast.ScheduleBlock) bool {
+	if len(a.Iters) != len(b.Iters) {
+		return false
+	}
+	for i, x := range a.Iters {
+		y := b.Iters[i]
+		if x.Var.Name != y.Var.Name || x.Kind != y.Kind || !ast.Equal(x.Dom.Min, y.Dom.Min) || !ast.Equal(x.Dom.Extent, y.Dom.Extent) {
+			return false
+		}
+	}
+	return true
+}
+
+// pure reports whether running an instance of b again writes what it
+// wrote the first time: b reduces nothing and reads no buffer it writes.
+func pure(b *ast.ScheduleBlock) bool {
+	if b.Init != nil {
+		return false
+	}
+	for _, it := range b.Iters {
+		if it.Kind == ast.Reduce {
+			return false
+		}
+	}
+	for _, w := range b.Writes {
+		for _, r := range b.Reads {
+			if r.Buffer == w.Buffer {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// soleWriter reports whether b is the only block of f that writes buf.
+func soleWriter(f *ast.Func, b *ast.ScheduleBlock, buf *ast.Buffer) bool {
+	for _, o := range f.Blocks() {
+		if o.Name == b.Name {
+			continue
+		}
+		for _, w := range o.Writes {
+			if w.Buffer == buf {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// crossThreadReduction reports whether a self-dependence (self) on buf is
+// that of reduction block b (as the new function has it) on its output,
+// and b's iteration variables use loop l in reduce bindings only.
+func crossThreadReduction(b *ast.ScheduleBlock, self bool, buf *ast.Buffer, l *ast.For) bool {
+	if !self || !b.IsReduction() {
+		return false
+	}
+	for _, it := range b.Iters {
+		if it.Kind != ast.Reduce && ast.Mentions(it.Binding, l.Var.Name) {
+			return false
+		}
+	}
+	for _, w := range b.Writes {
+		if w.Buffer == buf {
+			return true
+		}
+	}
+	return false
+}
+
+// describe says which dependence runs out of order, with a witness pair.
+func describe(d *poly.Dependence, bad poly.Map) string {
+	src, snk := d.Source.Block, d.Sink.Block
+	what := map[poly.DepKind]string{poly.RAW: "reads what", poly.WAR: "overwrites what", poly.WAW: "overwrites what"}[d.Kind]
+	tail := map[poly.DepKind]string{poly.RAW: "writes", poly.WAR: "reads", poly.WAW: "writes"}[d.Kind]
+	ws, wt := "", ""
+	if _, in, out, ok := bad.Sample(); ok {
+		ws = iterString(src, in[len(in)-len(src.Iters):])
+		wt = iterString(snk, out[len(out)-len(snk.Iters):])
+	}
+	return fmt.Sprintf("block %s%s %s block %s%s %s in buffer %s, but no longer runs after it (%s)", snk.Name, wt, what, src.Name, ws, tail, d.Buffer.Name, d.Kind)
+}
+
+func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
+	if x == nil {
+		return ""
+	}
+	parts := make([]string, len(x))
+	for i, v := range x {
+		name := "?"
+		if i < len(b.Iters) {
+			name = b.Iters[i].Var.Name
+		}
+		parts[i] = name + "=" + v.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func formatInts(x []poly.Int) string {
+	parts := make([]string, len(x))
+	for i, v := range x {
+		parts[i] = v.String()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func paramString(names []string, vals []poly.Int) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(vals))
+	for i, v := range vals {
+		if i < len(names) {
+			parts = append(parts, names[i]+"="+v.String())
+		}
+	}
+	return " at " + strings.Join(parts, ", ")
+}
+
+func shapeString(b *ast.Buffer) string {
+	parts := make([]string, len(b.Shape))
+	for i, s := range b.Shape {
+		parts[i] = ast.Print(s)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

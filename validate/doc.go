@@ -1,0 +1,31 @@
+// Package validate checks a schedule step after the fact: given a function
+// and the function a schedule primitive made of it, it decides with the
+// polyhedral model of package poly, and without any of the primitive's own
+// reasoning, whether the step kept what the function computes. This is
+// translation validation: the primitives prove their steps legal before
+// they take them, and the validator checks the result independently, so
+// that a bug in a primitive's proof shows as a disagreement instead of a
+// silently wrong kernel.
+//
+// [Check] compares the two functions block by block (blocks are matched by
+// name) and asks three questions:
+//
+//   - Instances: a block kept by the step runs the same instances
+//     (iteration vectors) as before, each exactly once. Only a pure block
+//     (one that reads nothing it writes and reduces nothing) may run an
+//     instance more than once: recomputing it, as compute_at does for the
+//     overlapping regions of tiles, gives the same values.
+//   - Order: every dependence of the old function between kept blocks
+//     still runs source before sink. Where a pure block is recomputed, a
+//     read needs some execution of its source before it, while a write
+//     must follow every read and write it followed before.
+//   - Bounds: every load and store of the new function stays inside its
+//     buffer, at every instance that reaches it.
+//
+// Blocks the step adds (caches, the init of a decomposed reduction, the
+// partial sums of rfactor) or removes (inlined blocks), and blocks whose
+// iteration variables it changes, are outside the first two questions;
+// the interpreter checks them in the tests. A function the model cannot
+// hold (a non-affine binding or bound it must approximate) makes Check
+// answer ErrUnsupported rather than guess.
+package validate

@@ -1,0 +1,66 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// ErrUnsupported is wrapped by the error Check returns when the model
+// cannot hold one of the functions at all (poly.Extract refuses it).
+var ErrUnsupported = errors.New("validate: the function is outside the polyhedral model")
+
+// Error is a step the validator rejects: which question failed, for which
+// block and buffer, and a witness in words.
+type Error struct {
+	Question string // "instances", "order" or "bounds"
+	Block    string // the block the finding is about
+	Reason   string // one sentence, with a witness where there is one
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("validate: %s of block %s: %s", e.Question, e.Block, e.Reason)
+}
+
+// Check reports whether after, made from before by one schedule step,
+// computes what before does, as far as the questions of the package
+// documentation tell: nil when every question it can ask is answered yes,
+// an *Error for the first that is not, or an error wrapping ErrUnsupported.
+func Check(before, after *ast.Func) error {
+	totals.note("checks")
+	return check(before, after, &totals)
+}
+
+// Stats counts what the validator could not decide exactly, by kind: how
+// often it fell back to checking at sample sizes, left a question open,
+// or skipped a block it cannot model exactly.
+type Stats struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (s *Stats) note(what string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = map[string]int{}
+	}
+	s.counts[what]++
+}
+
+// totals are the counts of every Check of the process.
+var totals Stats
+
+// Counts returns the counts of every Check so far in this process: "checks"
+// and the kinds of questions left open or answered at sample sizes.
+func Counts() map[string]int {
+	totals.mu.Lock()
+	defer totals.mu.Unlock()
+	return maps.Clone(totals.counts)
+}
