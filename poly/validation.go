@@ -113,8 +113,8 @@ func CommonImage(a, b *Instances, iters Map, common int) (need, have Set) {
 	na, nb := len(a.Domain.Dims), len(b.Domain.Dims)
 	// Keep b's first common loops and a's iteration vector.
 	need = pairs.ProjectOut(na+common, nb-common) // [a loops, a iters, b common]
-	need = need.ProjectOut(0, la)                  // [a iters, b common]
-	need = need.rotate(na - la)                    // [b common, a iters]
+	need = need.ProjectOut(0, la)                 // [a iters, b common]
+	need = need.rotate(na - la)                   // [b common, a iters]
 	have = a.Domain.ProjectOut(common, la-common) // [a common, a iters]
 	need.Name, have.Name = a.Block.Name, a.Block.Name
 	need.Dims, have.Dims = slices.Clone(have.Dims), slices.Clone(have.Dims)
@@ -230,7 +230,7 @@ func (a Access) OutOfBounds(dom Set) (params, index []Int, ok bool) {
 		x := varLin(img.Dims[d])
 		for _, out := range []lin{
 			x.scaled(IntOf(-1)).plus(constLin(IntOf(-1)), IntOf(1)), // -x - 1 >= 0
-			x.plus(shape, IntOf(-1)),                                 // x - shape >= 0
+			x.plus(shape, IntOf(-1)),                                // x - shape >= 0
 		} {
 			bs, ok2 := assemble(img.Params, nil, img.Dims, 0, conj{ineqs: []lin{out}})
 			if !ok2 {
