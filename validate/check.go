@@ -95,10 +95,10 @@ func (v *validator) order() error {
 			// RAW dependence).
 			continue
 		}
-		ks, kt := v.keep[src], v.keep[snk]
-		if !v.repeated[src] && !v.repeated[snk] {
-			ks, kt = 0, 0 // one execution an instance: the vectors say it all
-		}
+		// Executions are told apart by iteration vector, and for an impure
+		// block that repeats instances also by its loops kept by the step
+		// (a pure block writes the same values each time it repeats).
+		ks, kt := v.key(s), v.key(t)
 		if d.Kind == poly.RAW && v.repeated[src] && pure(s.Block) {
 			iters := d.IterationPairs()
 			common, sFirst := v.after.Order(s, t)
@@ -163,6 +163,15 @@ func (v *validator) bounds() error {
 		}
 	}
 	return nil
+}
+
+// key returns how many outer loops, with the iteration vector, tell apart
+// the executions of kept block in.
+func (v *validator) key(in *poly.Instances) int {
+	if !v.repeated[in.Block.Name] || pure(in.Block) {
+		return 0
+	}
+	return v.keep[in.Block.Name]
 }
 
 // sameLoops returns the length of the longest common prefix of two lists

@@ -1,0 +1,184 @@
+package validate_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/validate"
+)
+
+// The functions below are written by hand the way a broken primitive
+// would write them; each names the question that must catch it.
+
+const rowSums = `func rowsum(X: float32[8, 6], Y: float32[8]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 8) {
+      serial for (k, 0, 6) {
+        ScheduleBlock(Y) {
+          vi, vk = axis.bind(i, k)
+          axis.domain(vi = spatial(0, 8), vk = reduce(0, 6))
+          reads(Y[vi], X[vi, vk])
+          writes(Y[vi])
+          init {
+            Y[vi] = 0.0f
+          }
+          Y[vi] = Y[vi] + X[vi, vk]
+        }
+      }
+    }
+  }
+}`
+
+const producerConsumer = `func pc[N: int32](X: float32[N], Z: float32[N]) {
+  ScheduleBlock(root) {
+    alloc Y: float32[N]
+    serial for (i, 0, N) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, N))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+    serial for (j, 0, N) {
+      ScheduleBlock(Z) {
+        vj = axis.bind(j)
+        axis.domain(vj = spatial(0, N))
+        reads(Y[vj])
+        writes(Z[vj])
+        Z[vj] = Y[vj] + 1.0f
+      }
+    }
+  }
+}`
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		name, before string
+		// edit turns the function's text into the step's result.
+		edit     func(string) string
+		question string // "" when the step is correct
+	}{
+		{"identity", rowSums, func(s string) string { return s }, ""},
+		{"split with tail guarded", producerConsumer, func(s string) string {
+			s = strings.Replace(s, "reads(X[vi])", "predicate(io * 4 + ii < N)\n        reads(X[vi])", 1)
+			return closeLoop(strings.Replace(s, `serial for (i, 0, N) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)`, `serial for (io, 0, floordiv(N + 3, 4)) { serial for (ii, 0, 4) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(io * 4 + ii)`, 1), closeY)
+		}, ""},
+		{"split with the tail dropped", producerConsumer, func(s string) string {
+			return closeLoop(strings.Replace(s, `serial for (i, 0, N) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)`, `serial for (io, 0, floordiv(N, 4)) { serial for (ii, 0, 4) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(io * 4 + ii)`, 1), closeY)
+		}, "instances"},
+		{"split with the tail unguarded", producerConsumer, func(s string) string {
+			return closeLoop(strings.Replace(s, `serial for (j, 0, N) {
+      ScheduleBlock(Z) {
+        vj = axis.bind(j)
+        axis.domain(vj = spatial(0, N))`, `serial for (jo, 0, floordiv(N + 3, 4)) { serial for (ji, 0, 4) {
+      ScheduleBlock(Z) {
+        vj = axis.bind(jo * 4 + ji)
+        axis.domain(vj = spatial(0, N + 3))`, 1), closeZ)
+		}, "bounds"},
+		{"consumer first", producerConsumer, func(s string) string {
+			y := s[strings.Index(s, "    serial for (i"):strings.Index(s, "    serial for (j")]
+			return strings.Replace(strings.Replace(s, y, "", 1), "  }\n}", y+"  }\n}", 1)
+		}, "order"},
+		{"reduction rows in parallel", rowSums, func(s string) string {
+			return strings.Replace(s, "serial for (i", "parallel for (i", 1)
+		}, ""},
+		{"reduction run twice", rowSums, func(s string) string {
+			return strings.Replace(s, "serial for (i, 0, 8) {", "serial for (r, 0, 2) { serial for (i, 0, 8) {", 1) + "}"
+		}, "instances"},
+		{"reduction reversed", rowSums, func(s string) string {
+			return strings.Replace(s, "vi, vk = axis.bind(i, k)", "vi, vk = axis.bind(i, 5 - k)", 1)
+		}, "order"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := parse(t, c.before)
+			g := parse(t, c.edit(c.before))
+			err := validate.Check(f, g)
+			var ve *validate.Error
+			switch {
+			case c.question == "" && err != nil:
+				t.Fatalf("a correct step is rejected: %v", err)
+			case c.question != "" && !errors.As(err, &ve):
+				t.Fatalf("the step is accepted (%v), want a rejection by the %s question\n%s", err, c.question, ast.Print(g))
+			case c.question != "" && ve.Question != c.question:
+				t.Fatalf("rejected by the %s question, want %s: %v", ve.Question, c.question, err)
+			}
+		})
+	}
+}
+
+// closeY and closeZ end the nests of Y and Z in producerConsumer; a split
+// adds a loop, and closeLoop its brace.
+const (
+	closeY = "    }\n    serial for (j"
+	closeZ = "    }\n  }\n}"
+)
+
+func closeLoop(s, end string) string {
+	i := strings.LastIndex(s, end)
+	return s[:i] + "    }" + s[i:]
+}
+
+func TestUnsupported(t *testing.T) {
+	f := parse(t, rowSums)
+	// A load in a loop bound is outside the model.
+	g := parse(t, strings.Replace(rowSums, "func rowsum(X: float32[8, 6], Y: float32[8])", "func rowsum(X: float32[8, 6], Y: float32[8], E: int32[1])", 1))
+	g = parse(t, strings.Replace(strings.Replace(ast.Print(g), "serial for (k, 0, 6)", "serial for (k, 0, min(E[0], 6))", 1), "ScheduleBlock(root) {", "ScheduleBlock(root) {\n reads(E[0])", 1))
+	if err := validate.Check(f, g); !errors.Is(err, validate.ErrUnsupported) {
+		t.Fatalf("got %v, want ErrUnsupported", err)
+	}
+}
+
+func parse(t *testing.T, src string) *ast.Func {
+	t.Helper()
+	f, err := ast.Parse(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	return f
+}
+
+// A step that runs the consumer before its producer is rejected, with the
+// pair of instances that witnesses it.
+func Example() {
+	before, _ := ast.Parse(producerConsumer)
+	// Swap the two nests.
+	after, _ := ast.Parse(`func pc[N: int32](X: float32[N], Z: float32[N]) {
+  ScheduleBlock(root) {
+    alloc Y: float32[N]
+    serial for (j, 0, N) {
+      ScheduleBlock(Z) {
+        vj = axis.bind(j)
+        axis.domain(vj = spatial(0, N))
+        reads(Y[vj])
+        writes(Z[vj])
+        Z[vj] = Y[vj] + 1.0f
+      }
+    }
+    serial for (i, 0, N) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, N))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+  }
+}`)
+	fmt.Println(validate.Check(before, after))
+	// Output:
+	// validate: order of block Z: block Z(vj=0) reads what block Y(vi=0) writes in buffer Y, but no longer runs after it (RAW)
+}
