@@ -23,6 +23,15 @@
 // loops and blocks, which [Explain] prints marked in the function; it
 // leaves the schedule exactly as it was. No primitive panics on bad input.
 //
+// A second, independent check can follow every primitive: with
+// [WithValidation] (or [SetValidation] for a whole program) the translation
+// validator of package validate compares the result with the function the
+// primitive started from, without the primitive's reasoning: the same
+// instances of every block, each dependence in its order, every access in
+// bounds. A result it rejects is refused with an error wrapping
+// [ErrInternal], which is a bug of loom to report, not of the schedule.
+// The tests of loom run with it on.
+//
 // # The primitives
 //
 //   - Loops: [Schedule.Split] (a predicate guards the tail when the factors
