@@ -12,6 +12,34 @@ import (
 // splitting l with SplitBy. The decision is recorded; a replay may give
 // another decision, which must be a valid tiling too.
 func (s *Schedule) SamplePerfectTile(l Loop, n, maxInnermost int) ([]Value, error) {
+	return s.samplePerfectTile(l, n, maxInnermost, s.replayed())
+}
+
+// SamplePerfectTileWith is SamplePerfectTile taking decision, the factors,
+// instead of drawing them: they must be a valid tiling of l (n positive
+// factors whose product is its extent, the innermost at most maxInnermost
+// when that is not 0), as on replay, else the error wraps ErrArgument. The
+// trace records the same instruction as a draw of those factors would:
+// this is how Trace.Go prints a sampling instruction, so that the printed
+// program takes the trace's decisions.
+func (s *Schedule) SamplePerfectTileWith(l Loop, n, maxInnermost int, decision []int64) ([]Value, error) {
+	if decision == nil {
+		return nil, badArg("sample_perfect_tile", s.f, nil, "no decision given")
+	}
+	return s.samplePerfectTile(l, n, maxInnermost, decision)
+}
+
+// replayed returns the decision a replay prescribes to the sampling
+// instruction being replayed, or nil: draw one.
+func (s *Schedule) replayed() []int64 {
+	if s.replaying {
+		return s.replayDecision
+	}
+	return nil
+}
+
+// samplePerfectTile takes decision when it is not nil, else draws one.
+func (s *Schedule) samplePerfectTile(l Loop, n, maxInnermost int, decision []int64) ([]Value, error) {
 	const prim = "sample_perfect_tile"
 	loop, _, err := s.loop(prim, l)
 	if err != nil {
@@ -24,9 +52,7 @@ func (s *Schedule) SamplePerfectTile(l Loop, n, maxInnermost int) ([]Value, erro
 	if n < 1 || extent < 1 {
 		return nil, badArg(prim, s.f, nodes(loop), "cannot tile an extent of %d into %d factors", extent, n)
 	}
-	var decision []int64
-	if s.replaying && s.replayDecision != nil {
-		decision = s.replayDecision
+	if decision != nil {
 		if err := checkPerfectTile(decision, extent, n, maxInnermost); err != nil {
 			return nil, badArg(prim, s.f, nodes(loop), "decision %v: %v", decision, err)
 		}
@@ -111,6 +137,20 @@ func PrimeFactors(v int64) []int64 {
 // (which must be non-negative, one per candidate, and not all zero). The
 // decision recorded is the index of the choice.
 func (s *Schedule) SampleCategorical(candidates []int64, probs []float64) (Value, error) {
+	return s.sampleCategorical(candidates, probs, s.replayed())
+}
+
+// SampleCategoricalWith is SampleCategorical taking decision, the index
+// of the choice among candidates, instead of drawing it; an index out of
+// range is refused with an error wrapping ErrArgument, as on replay. The
+// trace records the same instruction as a draw of that choice would (see
+// SamplePerfectTileWith).
+func (s *Schedule) SampleCategoricalWith(candidates []int64, probs []float64, decision int64) (Value, error) {
+	return s.sampleCategorical(candidates, probs, []int64{decision})
+}
+
+// sampleCategorical takes decision when it is not nil, else draws one.
+func (s *Schedule) sampleCategorical(candidates []int64, probs []float64, decision []int64) (Value, error) {
 	const prim = "sample_categorical"
 	if len(candidates) == 0 || len(candidates) != len(probs) {
 		return Value{}, badArg(prim, s.f, nil, "%d candidates with %d probabilities", len(candidates), len(probs))
@@ -126,11 +166,11 @@ func (s *Schedule) SampleCategorical(candidates []int64, probs []float64) (Value
 		return Value{}, badArg(prim, s.f, nil, "the probabilities sum to zero")
 	}
 	var index int64
-	if s.replaying && s.replayDecision != nil {
-		if len(s.replayDecision) != 1 || s.replayDecision[0] < 0 || s.replayDecision[0] >= int64(len(candidates)) {
-			return Value{}, badArg(prim, s.f, nil, "decision %v is not an index into %d candidates", s.replayDecision, len(candidates))
+	if decision != nil {
+		if len(decision) != 1 || decision[0] < 0 || decision[0] >= int64(len(candidates)) {
+			return Value{}, badArg(prim, s.f, nil, "decision %v is not an index into %d candidates", decision, len(candidates))
 		}
-		index = s.replayDecision[0]
+		index = decision[0]
 	} else {
 		x := s.rng.Float64() * total
 		for i, p := range probs {
@@ -178,6 +218,9 @@ func init() {
 		goCall: func(args []string) string {
 			return fmt.Sprintf("sch.SamplePerfectTile(%s, %s, %s)", args[0], args[1], args[2])
 		},
+		goDecided: func(args []string, d []int64) string {
+			return fmt.Sprintf("sch.SamplePerfectTileWith(%s, %s, %s, %s)", args[0], args[1], args[2], goInts(d))
+		},
 		outputs: "list",
 	})
 	register("sample_categorical", instKind{
@@ -219,6 +262,12 @@ func init() {
 		goCall: func(args []string) string {
 			return fmt.Sprintf("sch.SampleCategorical([]int64{%s}, []float64{%s})", args[0], args[1])
 		},
+		goDecided: func(args []string, d []int64) string {
+			if len(d) != 1 {
+				return "" // not a decision of this kind: print the draw
+			}
+			return fmt.Sprintf("sch.SampleCategoricalWith([]int64{%s}, []float64{%s}, %d)", args[0], args[1], d[0])
+		},
 		outputs: "one",
 	})
 	register("sample_compute_location", instKind{
@@ -231,7 +280,13 @@ func init() {
 			_, err = s.SampleComputeLocation(b)
 			return err
 		},
-		goCall:  func(args []string) string { return fmt.Sprintf("sch.SampleComputeLocation(%s)", args[0]) },
+		goCall: func(args []string) string { return fmt.Sprintf("sch.SampleComputeLocation(%s)", args[0]) },
+		goDecided: func(args []string, d []int64) string {
+			if len(d) != 1 {
+				return ""
+			}
+			return fmt.Sprintf("sch.SampleComputeLocationWith(%s, %d)", args[0], d[0])
+		},
 		outputs: "one",
 	})
 }
@@ -242,6 +297,22 @@ func init() {
 // returned Loop reports with IsRoot. The decision recorded is the index of
 // the loop among the candidates, outermost first, or -1 for the root.
 func (s *Schedule) SampleComputeLocation(b Block) (Loop, error) {
+	return s.sampleComputeLocation(b, s.replayed())
+}
+
+// SampleComputeLocationWith is SampleComputeLocation taking decision, the
+// index of the location among the candidates (outermost first) or -1 for
+// the root, instead of drawing it; an index out of range is refused with
+// an error wrapping ErrArgument, as on replay. The trace records the same
+// instruction as a draw of that location would (see
+// SamplePerfectTileWith).
+func (s *Schedule) SampleComputeLocationWith(b Block, decision int64) (Loop, error) {
+	return s.sampleComputeLocation(b, []int64{decision})
+}
+
+// sampleComputeLocation takes decision when it is not nil, else draws
+// one.
+func (s *Schedule) sampleComputeLocation(b Block, decision []int64) (Loop, error) {
 	const prim = "sample_compute_location"
 	blk, at, err := s.block(prim, b)
 	if err != nil {
@@ -249,11 +320,11 @@ func (s *Schedule) SampleComputeLocation(b Block) (Loop, error) {
 	}
 	cands := computeLocations(s.f, blk, at)
 	var choice int64
-	if s.replaying && s.replayDecision != nil {
-		if len(s.replayDecision) != 1 || s.replayDecision[0] < -1 || s.replayDecision[0] >= int64(len(cands)) {
-			return Loop{}, badArg(prim, s.f, nodes(blk), "decision %v is not -1 or an index into %d locations", s.replayDecision, len(cands))
+	if decision != nil {
+		if len(decision) != 1 || decision[0] < -1 || decision[0] >= int64(len(cands)) {
+			return Loop{}, badArg(prim, s.f, nodes(blk), "decision %v is not -1 or an index into %d locations", decision, len(cands))
 		}
-		choice = s.replayDecision[0]
+		choice = decision[0]
 	} else {
 		choice = int64(s.rng.IntN(len(cands)+1)) - 1
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,7 +159,12 @@ type instKind struct {
 	// goCall returns the Go call (without the outputs) for the arguments
 	// already printed as Go expressions.
 	goCall func(args []string) string
-	// outputs says how the outputs bind in Go: "one", "list" or "none".
+	// goDecided, for a sampling instruction, returns the Go call that
+	// takes the recorded decision instead of drawing one ("" when the
+	// decision does not fit the instruction: goCall's draw is printed).
+	goDecided func(args []string, decision []int64) string
+	// outputs says how the outputs bind in Go: "one", "list", "none", or
+	// "plain" for a call that returns nothing, not even an error.
 	outputs string
 }
 
@@ -259,8 +265,8 @@ func resolveArg(handles map[string]any, a Arg) (any, error) {
 	return nil, fmt.Errorf("empty argument")
 }
 
-// Go returns the trace as the body of a Go function that rebuilds the
-// schedule:
+// Go returns the trace as a Go function that rebuilds the schedule, given
+// a new schedule of the function the trace was made on:
 //
 //	func apply(sch *schedule.Schedule) error {
 //		b0, err := sch.GetBlock("C")
@@ -269,6 +275,12 @@ func resolveArg(handles map[string]any, a Arg) (any, error) {
 //		}
 //		...
 //	}
+//
+// A sampling instruction with a decision prints as the primitive's With
+// form, which takes that decision (sch.SamplePerfectTileWith(l1, 2, 16,
+// []int64{8, 4})); one without prints as a draw. So the function applies
+// exactly the trace's instructions and decisions: the schedule it makes
+// has the same function and the same trace as Replay(f, t, nil).
 func (t *Trace) Go() string {
 	var b strings.Builder
 	b.WriteString("func apply(sch *schedule.Schedule) error {\n")
@@ -282,8 +294,16 @@ func (t *Trace) Go() string {
 		for i, a := range in.Args {
 			args[i] = goArg(a)
 		}
-		call := k.goCall(args)
+		call := ""
+		if in.Decision != nil && k.goDecided != nil {
+			call = k.goDecided(args, in.Decision)
+		}
+		if call == "" {
+			call = k.goCall(args)
+		}
 		switch {
+		case k.outputs == "plain":
+			fmt.Fprintf(&b, "\t%s\n", call)
 		case k.outputs == "none" || len(in.Outputs) == 0:
 			fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn err\n\t}\n", call)
 		case k.outputs == "list":
@@ -299,6 +319,15 @@ func (t *Trace) Go() string {
 	}
 	b.WriteString("\treturn nil\n}\n")
 	return b.String()
+}
+
+// goInts prints a decision as a Go slice literal.
+func goInts(d []int64) string {
+	parts := make([]string, len(d))
+	for i, x := range d {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return "[]int64{" + strings.Join(parts, ", ") + "}"
 }
 
 // goArg prints an argument as a Go expression.
@@ -366,6 +395,46 @@ func textArg(a Arg) string {
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return goArg(a)
+}
+
+// EnterPostproc marks the end of what was decided in the trace
+// (MetaSchedule's enter_postproc): the instructions after it are
+// post-processing, derived from the function the decisions made (the
+// autotuner's Finish applies its sampled unroll limits and vector widths
+// there). A trace replayed with other decisions must recompute them
+// rather than repeat them: Trace.WithoutPostproc drops them. The mark
+// changes nothing in the function.
+func (s *Schedule) EnterPostproc() { s.record(Inst{Kind: postprocKind}) }
+
+// postprocKind is the instruction EnterPostproc records.
+const postprocKind = "enter_postproc"
+
+// WithoutPostproc returns the instructions of t before its first
+// enter_postproc mark (see EnterPostproc): all of them, in a copy, when it
+// has none.
+func (t *Trace) WithoutPostproc() *Trace {
+	n := len(t.Insts)
+	for i, in := range t.Insts {
+		if in.Kind == postprocKind {
+			n = i
+			break
+		}
+	}
+	return &Trace{Insts: slices.Clone(t.Insts[:n])}
+}
+
+// HasPostproc reports whether t has an enter_postproc mark.
+func (t *Trace) HasPostproc() bool {
+	return slices.ContainsFunc(t.Insts, func(in Inst) bool { return in.Kind == postprocKind })
+}
+
+func init() {
+	register(postprocKind, instKind{
+		args:    0,
+		replay:  func(s *Schedule, _ []any) error { s.EnterPostproc(); return nil },
+		goCall:  func([]string) string { return "sch.EnterPostproc()" },
+		outputs: "plain",
+	})
 }
 
 // Helpers for replay functions: convert resolved arguments.
