@@ -98,6 +98,24 @@ func (b *ScheduleBlock) IterVarByName(name string) *IterVar {
 	return nil
 }
 
+// IsPure reports whether running an instance of b again writes what it
+// wrote the first time, given the same inputs: b has no init, no reduce
+// iteration variable, and reads no buffer it writes. A pure block may be
+// recomputed (compute_at over overlapping regions does); another may not.
+func (b *ScheduleBlock) IsPure() bool {
+	if b.Init != nil || b.IsReduction() {
+		return false
+	}
+	for _, w := range b.Writes {
+		for _, r := range b.Reads {
+			if r.Buffer == w.Buffer {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // IsReduction reports whether b has a reduce iteration variable.
 func (b *ScheduleBlock) IsReduction() bool {
 	for _, it := range b.Iters {

@@ -140,6 +140,9 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	if err := s.checkOrder(prim, g, here, skip); err != nil {
 		return err
 	}
+	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {
+		return err
+	}
 	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {
 		return err
 	}

@@ -99,6 +99,29 @@ func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
+// checkRunsOnce refuses g, where block name was moved (compute_at,
+// reverse_compute_at), if the block is not pure and now runs some instance
+// more than once: the regions of two iterations of its new loop overlap,
+// and running an update or a reduction again changes what it computes.
+func checkRunsOnce(prim string, f, g *ast.Func, name string, at []ast.Node) error {
+	blk, _, ok := findBlock(g, name)
+	if !ok || blk.IsPure() {
+		return nil
+	}
+	p, err := poly.Extract(g)
+	if err != nil {
+		return illegal(prim, f, at, "cannot analyze the transformed function: %v", err)
+	}
+	in := p.Block(name)
+	if in == nil {
+		return nil
+	}
+	if iters, again := in.Repeat(); again {
+		return illegal(prim, f, at, "block %s reads what it writes (or reduces), and at its new place it would run instance %s more than once: the regions of different iterations overlap", name, iterString(blk, iters))
+	}
+	return nil
+}
+
 // checkConcurrent refuses g, where block name was moved (compute_at,
 // reverse_compute_at), if a parallel or vectorized loop around its new
 // place carries a dependence of the block: its iterations would run at

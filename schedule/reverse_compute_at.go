@@ -108,6 +108,9 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	if err := s.checkOrder(prim, g, here, onlyB); err != nil {
 		return err
 	}
+	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {
+		return err
+	}
 	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {
 		return err
 	}

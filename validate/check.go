@@ -286,25 +286,8 @@ func sameIters(a, b *ast.ScheduleBlock) bool {
 }
 
 // pure reports whether running an instance of b again writes what it
-// wrote the first time: b reduces nothing and reads no buffer it writes.
-func pure(b *ast.ScheduleBlock) bool {
-	if b.Init != nil {
-		return false
-	}
-	for _, it := range b.Iters {
-		if it.Kind == ast.Reduce {
-			return false
-		}
-	}
-	for _, w := range b.Writes {
-		for _, r := range b.Reads {
-			if r.Buffer == w.Buffer {
-				return false
-			}
-		}
-	}
-	return true
-}
+// wrote the first time (see ast.ScheduleBlock.IsPure).
+func pure(b *ast.ScheduleBlock) bool { return b.IsPure() }
 
 // soleWriter reports whether b is the only block of f that writes buf.
 func soleWriter(f *ast.Func, b *ast.ScheduleBlock, buf *ast.Buffer) bool {
