@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -88,6 +89,14 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 	g = removeBlock(g, blk2, at2)
 	g = dropUnusedAlloc(g, buf)
 	g = ast.SimplifyFunc(g)
+	if !isParam(g, st.Buffer) {
+		// The producer now writes b's output: its allocation must come
+		// before the producer.
+		g = allocBefore(g, st.Buffer, producer.Name)
+		if err := ast.Verify(g); err != nil {
+			return illegal(prim, s.f, nodes(blk, producer), "block %s writes %s, which is allocated where the producer %s cannot write it", blk.Name, st.Buffer.Name, producer.Name)
+		}
+	}
 	if err := s.commit(prim, g); err != nil {
 		return err
 	}
@@ -128,4 +137,30 @@ func init() {
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.ReverseComputeInline(%s)", args[0]) },
 		outputs: "none",
 	})
+}
+
+// allocBefore moves the allocation of buf, when it is a statement of the
+// root sequence after the top-level statement holding block name, to just
+// before that statement.
+func allocBefore(f *ast.Func, buf *ast.Buffer, name string) *ast.Func {
+	_, at, ok := findBlock(f, name)
+	if !ok {
+		return f
+	}
+	top, _ := topLevel(f, at)
+	body := f.Body
+	if root, isRoot := f.Body.(*ast.ScheduleBlock); isRoot {
+		body = root.Body
+	}
+	seq, isSeq := body.(*ast.Seq)
+	if !isSeq {
+		return f
+	}
+	ti := slices.Index(seq.Stmts, top)
+	ai := slices.IndexFunc(seq.Stmts, func(s ast.Stmt) bool { a, isAlloc := s.(*ast.Alloc); return isAlloc && a.Buffer == buf })
+	if ti < 0 || ai < ti {
+		return f
+	}
+	alloc := seq.Stmts[ai]
+	return insertTop(replace(f, alloc, nil), top, false, alloc)
 }
