@@ -20,18 +20,26 @@ func (in *Instances) Iterations() Set {
 // Repeat returns a witness iteration vector that two different executions
 // of in share (different loop values, the same iteration variables), or
 // ok false when every instance executes at most once.
-func (in *Instances) Repeat() (iters []Int, ok bool) {
+func (in *Instances) Repeat() (iters []Int, ok bool) { return in.RepeatKey(nil) }
+
+// RepeatKey is Repeat where executions that differ in the loops at
+// positions sel count as different instances: it returns a witness
+// iteration vector that two executions with the same values of those
+// loops share.
+func (in *Instances) RepeatKey(sel []int) (iters []Int, ok bool) {
 	n := len(in.Loops)
-	if n == 0 {
-		return nil, false
-	}
 	dims := len(in.Domain.Dims)
 	sn, tn := tupleNames("$s", dims), tupleNames("$t", dims)
 	same := conj{}
-	for k := n; k < dims; k++ {
-		same.eqs = append(same.eqs, varLin(tn[k]).plus(varLin(sn[k]), IntOf(-1)))
+	for k := 0; k < dims; k++ {
+		if k >= n || slices.Contains(sel, k) {
+			same.eqs = append(same.eqs, varLin(tn[k]).plus(varLin(sn[k]), IntOf(-1)))
+		}
 	}
 	for k := 0; k < n; k++ {
+		if slices.Contains(sel, k) {
+			continue
+		}
 		for _, sign := range []int64{1, -1} {
 			// Loop k differs: sign*(t_k - s_k) >= 1.
 			c := conj{eqs: same.eqs, ineqs: []lin{varLin(tn[k]).plus(varLin(sn[k]), IntOf(-1)).scaled(IntOf(sign)).plus(constLin(IntOf(1)), IntOf(-1))}}
@@ -245,4 +253,94 @@ func (a Access) OutOfBounds(dom Set) (params, index []Int, ok bool) {
 		}
 	}
 	return nil, nil, false
+}
+
+// KeyPairsOf is KeyPairs with the loops that tell executions apart chosen
+// by position: selS among the source's loops and selT among the sink's,
+// in the order given; the key is their values followed by the iteration
+// vector.
+func (d *Dependence) KeyPairsOf(selS, selT []int) Map {
+	ls, lt := len(d.Source.Loops), len(d.Sink.Loops)
+	ns, nt := len(d.Source.Domain.Dims), len(d.Sink.Domain.Dims)
+	rel := d.Rel.permuteTuples(keyOrder(selS, ls, ns), keyOrder(selT, lt, nt))
+	w := rel.Wrap()
+	ks, kt := len(selS), len(selT)
+	w = w.ProjectOut(ns+kt, lt-kt).ProjectOut(ks, ls-ks)
+	m := w.unwrap(ns-(ls-ks), d.Source.Block.Name, d.Sink.Block.Name)
+	if d.Source == d.Sink && slices.Equal(selS, selT) {
+		m = IntersectMap(m, distinct(m))
+	}
+	return m
+}
+
+// ExecutionsOf is Executions with the key loops chosen by position (see
+// KeyPairsOf).
+func ExecutionsOf(a, b *Instances, keys Map, selA, selB []int) Map {
+	la, lb := len(a.Loops), len(b.Loops)
+	na, nb := len(a.Domain.Dims), len(b.Domain.Dims)
+	ka, kb := len(selA), len(selB)
+	// In key order: the chosen loops, the other loops (free), the iteration
+	// variables.
+	ext := Map{Params: keys.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims}
+	for _, x := range keys.parts {
+		c := x.insertVars(x.nParam+x.nIn+kb, lb-kb)
+		c = c.insertVars(c.nParam+ka, la-ka)
+		c.nIn, c.nOut = x.nIn+la-ka, x.nOut+lb-kb
+		ext.parts = append(ext.parts, c)
+	}
+	// Back to the blocks' tuple order.
+	ext = ext.permuteTuples(inverse(keyOrder(selA, la, na)), inverse(keyOrder(selB, lb, nb)))
+	ext.In, ext.Out = a.Domain.Dims, b.Domain.Dims
+	return IntersectRange(IntersectDomain(ext, a.Domain), b.Domain)
+}
+
+// keyOrder returns the order of a tuple of n dimensions (l loops, then
+// iteration variables) that puts the loops at positions sel first, then
+// the other loops, then the iteration variables: dimension j of the result
+// is dimension order[j] of the tuple.
+func keyOrder(sel []int, l, n int) []int {
+	order := slices.Clone(sel)
+	for k := 0; k < l; k++ {
+		if !slices.Contains(sel, k) {
+			order = append(order, k)
+		}
+	}
+	for k := l; k < n; k++ {
+		order = append(order, k)
+	}
+	return order
+}
+
+func inverse(order []int) []int {
+	inv := make([]int, len(order))
+	for j, k := range order {
+		inv[k] = j
+	}
+	return inv
+}
+
+// permuteTuples reorders m's input and output dimensions: input j of the
+// result is input in[j] of m, and likewise for outputs.
+func (m Map) permuteTuples(in, out []int) Map {
+	r := Map{Params: m.Params, InName: m.InName, OutName: m.OutName}
+	for _, k := range in {
+		r.In = append(r.In, m.In[k])
+	}
+	for _, k := range out {
+		r.Out = append(r.Out, m.Out[k])
+	}
+	for _, b := range m.parts {
+		perm := make([]int, b.nVars())
+		for i := range perm {
+			perm[i] = i
+		}
+		for j, k := range in {
+			perm[b.inVar(j)] = b.inVar(k)
+		}
+		for j, k := range out {
+			perm[b.outVar(j)] = b.outVar(k)
+		}
+		r.parts = append(r.parts, b.permute(perm))
+	}
+	return r
 }

@@ -21,6 +21,24 @@ func (s *Schedule) setKind(prim string, l Loop, kind ast.ForKind, args []Arg) er
 			return illegal(prim, s.f, at, "loop %s has the non-constant extent %s; only a loop of constant extent can be %s (split it by a constant first)", loop.Var.Name, loop.Extent, kind)
 		}
 	}
+	if kind == ast.Parallel || kind == ast.Vectorized || kind.IsGPUBlock() {
+		// A reduce variable bound to such a loop is a race whatever
+		// values run (the IR refuses it; rfactor makes it parallel).
+		var bad *ast.ScheduleBlock
+		ast.Inspect(loop.Body, func(n ast.Node) bool {
+			if b, isBlock := n.(*ast.ScheduleBlock); isBlock && bad == nil {
+				for _, it := range b.Iters {
+					if it.Kind == ast.Reduce && ast.Mentions(it.Binding, loop.Var.Name) {
+						bad = b
+					}
+				}
+			}
+			return bad == nil
+		})
+		if bad != nil {
+			return illegal(prim, s.f, nodes[ast.Node](loop, bad), "loop %s binds a reduce variable of block %s; a %s loop cannot run a reduction (rfactor the reduction first)", loop.Var.Name, bad.Name, kind)
+		}
+	}
 	if kind != ast.Unrolled && !carriesNoUpdate(loop) {
 		// The iterations will run in any order: nothing may depend across
 		// them.

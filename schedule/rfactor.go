@@ -125,6 +125,10 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	rf.Init = ast.NewStore(rfBuf, identity(op, st.Buffer.DType), rfIdx...)
 	rf.Body = ast.NewStore(rfBuf, combineOp(op, rfLoad, f), rfIdx...)
 	loads := []*ast.Load{rfLoad}
+	if !rf.IsReduction() {
+		// l was the only reduction loop: each partial result is one term.
+		rf.Init, rf.Body, loads = nil, ast.NewStore(rfBuf, f, rfIdx...), nil
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if ld, ok := n.(*ast.Load); ok {
 			loads = append(loads, ld)

@@ -19,11 +19,15 @@ type validator struct {
 	// repeated are the kept blocks that run some instance more than once,
 	// in either function.
 	repeated map[string]bool
-	// keep is, for each kept block, how many of its outer loops are the
-	// same loops in both functions (variable, start and extent): their
-	// values tell apart executions that share an iteration vector.
-	keep  map[string]int
-	stats *Stats
+	// keyF and keyG are, for an impure block that runs an instance more
+	// than once, the positions of the loops that are the same in both
+	// functions (variable, start and extent), among its loops in each:
+	// their values tell apart executions that share an iteration vector.
+	keyF, keyG map[string][]int
+	// unmatched are impure blocks whose repeated executions the kept
+	// loops do not tell apart: their order is left unchecked.
+	unmatched map[string]bool
+	stats     *Stats
 }
 
 func check(before, after *ast.Func, stats *Stats) error {
@@ -35,7 +39,7 @@ func check(before, after *ast.Func, stats *Stats) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keep: map[string]int{}, stats: stats}
+	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keyF: map[string][]int{}, keyG: map[string][]int{}, unmatched: map[string]bool{}, stats: stats}
 	if err := v.instances(); err != nil {
 		return err
 	}
@@ -71,10 +75,22 @@ func (v *validator) instances() error {
 			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more than once, and the block is not pure (it reduces, or reads what it writes), so running it again changes the result", iterString(g.Block, iters))}
 		}
 		v.repeated[name] = beforeRepeats || afterRepeats
-		v.keep[name] = sameLoops(f.Loops, g.Loops)
-		if beforeRepeats && !pure(g.Block) && v.keep[name] == 0 {
-			v.stats.note("order: impure block repeats instances, executions matched by iteration vector")
+		if !beforeRepeats || pure(g.Block) {
+			continue
 		}
+		// An impure block that runs an instance several times (a skewed
+		// nest can): its executions are told apart by the loops the step
+		// kept, where those suffice.
+		selF, selG := sameLoops(f.Loops, g.Loops)
+		if _, still := f.RepeatKey(selF); still {
+			v.stats.note("order: impure block repeats instances the kept loops do not tell apart")
+			v.unmatched[name] = true
+			continue
+		}
+		if iters, again := g.RepeatKey(selG); again {
+			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more often in the same iterations of the loops the step kept, and the block is not pure", iterString(g.Block, iters))}
+		}
+		v.keyF[name], v.keyG[name] = selF, selG
 	}
 	return nil
 }
@@ -84,7 +100,7 @@ func (v *validator) instances() error {
 func (v *validator) order() error {
 	for _, d := range v.before.Deps() {
 		src, snk := d.Source.Block.Name, d.Sink.Block.Name
-		if !v.kept[src] || !v.kept[snk] {
+		if !v.kept[src] || !v.kept[snk] || v.unmatched[src] || v.unmatched[snk] {
 			continue
 		}
 		s, t := v.after.Block(src), v.after.Block(snk)
@@ -95,10 +111,6 @@ func (v *validator) order() error {
 			// RAW dependence).
 			continue
 		}
-		// Executions are told apart by iteration vector, and for an impure
-		// block that repeats instances also by its loops kept by the step
-		// (a pure block writes the same values each time it repeats).
-		ks, kt := v.key(s), v.key(t)
 		if d.Kind == poly.RAW && v.repeated[src] && pure(s.Block) {
 			iters := d.IterationPairs()
 			common, sFirst := v.after.Order(s, t)
@@ -113,7 +125,9 @@ func (v *validator) order() error {
 				continue
 			}
 		}
-		pairs := poly.Executions(s, t, d.KeyPairs(ks, kt), ks, kt)
+		// Executions are told apart by iteration vector, and for an impure
+		// block that repeats instances also by its kept loops.
+		pairs := poly.ExecutionsOf(s, t, d.KeyPairsOf(v.keyF[src], v.keyF[snk]), v.keyG[src], v.keyG[snk])
 		concurrent := func(l *ast.For) bool {
 			switch {
 			case l.Kind == ast.Parallel || l.Kind == ast.Vectorized || l.Kind.IsGPUBlock():
@@ -165,23 +179,17 @@ func (v *validator) bounds() error {
 	return nil
 }
 
-// key returns how many outer loops, with the iteration vector, tell apart
-// the executions of kept block in.
-func (v *validator) key(in *poly.Instances) int {
-	if !v.repeated[in.Block.Name] || pure(in.Block) {
-		return 0
+// sameLoops returns the positions, among a and among b, of the loops that
+// are the same loop in both: the same variable, start and extent.
+func sameLoops(a, b []*ast.For) (inA, inB []int) {
+	for i, x := range a {
+		for j, y := range b {
+			if x.Var.Name == y.Var.Name && ast.Equal(x.Min, y.Min) && ast.Equal(x.Extent, y.Extent) {
+				inA, inB = append(inA, i), append(inB, j)
+			}
+		}
 	}
-	return v.keep[in.Block.Name]
-}
-
-// sameLoops returns the length of the longest common prefix of two lists
-// of loops that are the same loop: the same variable, start and extent.
-func sameLoops(a, b []*ast.For) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n].Var.Name == b[n].Var.Name && ast.Equal(a[n].Min, b[n].Min) && ast.Equal(a[n].Extent, b[n].Extent) {
-		n++
-	}
-	return n
+	return inA, inB
 }
 
 // outOfBounds returns the buffers that some access of p reaches outside.
