@@ -389,6 +389,12 @@ func Subset(a, b Set) (bool, error) {
 	_, pa, withLocals := alignParams(a.Params, a.parts, b.Params, b.parts)
 	var pb []*basic
 	for _, x := range withLocals {
+		if _, isDiv := x.divDefs(); isDiv && x.nLocal > 0 {
+			// Each local is a floor division of the tuple: unique, so
+			// the complement keeps it (see constraintPieces).
+			pb = append(pb, x)
+			continue
+		}
 		parts, ok := x.withoutLocals(maxLocalValues)
 		if !ok {
 			return false, fmt.Errorf("%w: subset of a set with existential variables that take many values", ErrUnsupported)
@@ -443,6 +449,60 @@ func Subset(a, b Set) (bool, error) {
 		}
 	}
 	return len(rest) == 0, nil
+}
+
+// divDefs returns the inequalities of b that define its locals as floor
+// divisions, by index among b.ineqs: for each local q a pair e - d·q >= 0
+// and d·q - e + d - 1 >= 0 (d > 0), where e has no locals, so that
+// q = floor(e / d) for every point. ok is false when some local is defined otherwise, or
+// appears in an equality.
+func (b *basic) divDefs() (defs map[int]bool, ok bool) {
+	defs = map[int]bool{}
+	for _, r := range b.eqs {
+		if b.involvesLocals(r) {
+			return nil, false
+		}
+	}
+	for l := 0; l < b.nLocal; l++ {
+		v := b.localVar(l)
+		found := false
+		for i, r1 := range b.ineqs {
+			d := r1.coef(v).Neg()
+			if d.Sign() <= 0 || defs[i] || !b.onlyLocal(r1, v) {
+				continue
+			}
+			for j, r2 := range b.ineqs {
+				if j == i || defs[j] || !r2.coef(v).Equal(d) || !b.onlyLocal(r2, v) {
+					continue
+				}
+				// r1 + r2 must be the constant d - 1: then exactly one q
+				// satisfies both, for every point (a tighter pair leaves
+				// points without one, which the complement would lose).
+				sum := combine(IntOf(1), r1, IntOf(1), r2)
+				if sum.isConst() && sum[0].Equal(d.Sub(IntOf(1))) {
+					defs[i], defs[j], found = true, true, true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return defs, true
+}
+
+// onlyLocal reports whether local variable v is the only local r uses.
+func (b *basic) onlyLocal(r row, v int) bool {
+	for l := 0; l < b.nLocal; l++ {
+		if w := b.localVar(l); w != v && !r.coef(w).IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSubsetChecks bounds the emptiness checks of one Subset.
@@ -520,10 +580,25 @@ func (b *basic) allDims() Set {
 // basic set. The complement of b is the disjoint union over i of
 // holds[0] ∧ ... ∧ holds[i-1] ∧ negs[i].
 func (b *basic) constraintPieces() (negs [][]*basic, holds []*basic) {
-	one := func(rs ...row) *basic {
-		return &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut, ineqs: rs}
+	// Locals that are floor divisions of the tuple are defined by a pair
+	// of inequalities each; every piece keeps those definitions, and only
+	// the other constraints are negated: as each local has one value for
+	// a point, the point is outside b exactly when one of them fails
+	// there.
+	defs, _ := b.divDefs()
+	var defRows []row
+	for i, r := range b.ineqs {
+		if defs[i] {
+			defRows = append(defRows, r.clone())
+		}
 	}
-	for _, r := range b.ineqs {
+	one := func(rs ...row) *basic {
+		return &basic{nParam: b.nParam, nIn: b.nIn, nOut: b.nOut, nLocal: b.nLocal, ineqs: append(slices.Clone(defRows), rs...)}
+	}
+	for i, r := range b.ineqs {
+		if defs[i] {
+			continue
+		}
 		n := r.scaled(IntOf(-1))
 		n[0] = n[0].Sub(IntOf(1))
 		negs = append(negs, []*basic{one(n)})

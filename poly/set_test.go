@@ -172,6 +172,11 @@ func TestSubsetRandom(t *testing.T) {
 			t.Fatalf("Subset(%s, %s) = %v, enumeration %v", a, b, got, want)
 		}
 	}
+	// Not a floor division (a tighter pair than 2e <= i <= 2e + 1): left
+	// undecided rather than guessed.
+	if _, err := Subset(MustParseSet("{ [i] : 0 <= i < 1000 }"), MustParseSet("{ [i] : exists (e : 4e <= i <= 4e + 2 and 0 <= e <= 299) }")); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("got %v, want ErrUnsupported", err)
+	}
 	if _, err := Subset(MustParseSet("{ [i] : 0 <= i < 4 }"), MustParseSet("{ [i] : exists (e : i = 2e) }")); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("got %v, want ErrUnsupported", err)
 	}
@@ -226,6 +231,13 @@ func TestSubsetWithLocals(t *testing.T) {
 		{tile, short, false},
 		{"{ [x] : 0 <= x <= 63 }", "{ [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q <= 15) }", true},
 		{"{ [x] : 0 <= x <= 64 }", "{ [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q <= 15) }", false},
+		// Floor divisions with too many values to split, or symbolic:
+		// the complement keeps the division.
+		{"{ [x] : 0 <= x <= 1199 }", "{ [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q <= 299) }", true},
+		{"{ [x] : 0 <= x <= 1200 }", "{ [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q <= 299) }", false},
+		{"[N] -> { [x] : 0 <= x < N }", "[N] -> { [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q and x < N) }", true},
+		{"[N] -> { [x] : 0 <= x < N }", "[N] -> { [x] : exists (q : 4q <= x <= 4q + 3 and 0 <= q and 4q + 3 < N) }", false},
+		{"[N] -> { [x, y] : 0 <= x < N and 0 <= y < 8 }", "[N] -> { [x, y] : exists (q, r : 4q <= x <= 4q + 3 and 2r <= y <= 2r + 1 and 0 <= q and 0 <= r <= 3 and x < N) }", true},
 	} {
 		got, err := Subset(MustParseSet(c.a), MustParseSet(c.b))
 		if err != nil || got != c.want {

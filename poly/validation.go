@@ -344,3 +344,41 @@ func (m Map) permuteTuples(in, out []int) Map {
 	}
 	return r
 }
+
+// FillsBox reports whether s is the whole box its dimension bounds make:
+// every point between the least and the greatest value of each dimension
+// (as functions of the parameters) is in s, for all parameter values. It
+// answers false where it cannot prove it.
+func (s Set) FillsBox() bool {
+	if len(s.Dims) == 0 {
+		return true
+	}
+	b := newBasic(len(s.Params), 0, len(s.Dims))
+	for d := range s.Dims {
+		lo, hi := s.DimBounds(d)
+		if lo.Empty || lo.Unbounded || hi.Unbounded || len(lo.Parts) != 1 || len(hi.Parts) != 1 {
+			return false
+		}
+		for _, side := range []struct {
+			b    Bound
+			sign int64
+		}{{lo, 1}, {hi, -1}} {
+			for _, a := range side.b.Parts[0] {
+				if len(a.Params) != len(s.Params) {
+					return false
+				}
+				// lower: div*x - aff >= 0; upper: aff - div*x >= 0.
+				r := newRow(b.nVars())
+				r[0] = a.Const.Mul(IntOf(-side.sign))
+				for i := range a.Coefs {
+					r[1+i] = a.Coefs[i].Mul(IntOf(-side.sign))
+				}
+				r[1+b.outVar(d)] = a.Div.Mul(IntOf(side.sign))
+				b.addIneq(r)
+			}
+		}
+	}
+	box := Set{Params: s.Params, Name: s.Name, Dims: s.Dims, parts: []*basic{b}}
+	ok, err := Subset(box, s)
+	return err == nil && ok
+}
