@@ -249,10 +249,11 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 	top2, _ := topLevel(g, at2)
 	if write {
 		g = insertTop(g, top2, false, &ast.Alloc{Buffer: cache})
-		if !box.FillsBox() {
-			// The block writes part of the box it is copied back over (a
-			// predicate, a triangle): the cache starts as a copy of the
-			// buffer there, so the copy back keeps what it does not write.
+		if in := p.Block(blk.Name); in == nil || !in.Exact || !box.FillsBox() {
+			// The block may write only part of the box it is copied back
+			// over (a predicate, a triangle; or a model that is not exact
+			// cannot tell): the cache starts as a copy of the buffer
+			// there, so the copy back keeps what it does not write.
 			fill, _ := copyBlock(s.f, fresh(blockNames(g), cache.Name+"_fill"), orig, cache, box, names(g))
 			g = insertTop(g, top2, false, fill)
 		}

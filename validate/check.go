@@ -63,9 +63,21 @@ func (v *validator) instances() error {
 		}
 		v.kept[g.Block.Name] = true
 		name := g.Block.Name
-		switch v.equal(f.Iterations(), g.Iterations()) {
+		itF, itG := f.Iterations(), g.Iterations()
+		switch v.subset(itG, itF) {
 		case no:
-			return &Error{Question: "instances", Block: name, Reason: "the block no longer runs the same instances (iteration vectors) as before the step"}
+			return &Error{Question: "instances", Block: name, Reason: "the block runs instances (iteration vectors) it did not run before the step"}
+		case unknown:
+			v.stats.note("instances: undecided")
+		}
+		switch v.subset(itF, itG) {
+		case no:
+			// Instances may go only where nothing reads what they write
+			// (compute_at computes just the region its consumers read).
+			if why := v.deadOnly(f, itG); why != "" {
+				return &Error{Question: "instances", Block: name, Reason: "the block no longer runs some of its instances, " + why}
+			}
+			v.stats.note("instances: dead instances dropped")
 		case unknown:
 			v.stats.note("instances: undecided")
 		}
@@ -93,6 +105,36 @@ func (v *validator) instances() error {
 		v.keyF[name], v.keyG[name] = selF, selG
 	}
 	return nil
+}
+
+// deadOnly explains why instances of f's block missing from itG (the
+// iteration vectors the new function runs) are not dead, or returns "":
+// the block must write no parameter of the function, and every instance
+// some other instance reads from must still run.
+func (v *validator) deadOnly(f *poly.Instances, itG poly.Set) string {
+	for _, w := range f.Block.Writes {
+		if isParam(v.before.Func, w.Buffer) {
+			return fmt.Sprintf("and it writes %s, an argument of the function, which keeps what they wrote", w.Buffer.Name)
+		}
+	}
+	for _, d := range v.before.Deps() {
+		if d.Kind != poly.RAW || d.Source != f {
+			continue
+		}
+		if v.subset(d.IterationPairs().Domain(), itG) != yes {
+			return fmt.Sprintf("whose values block %s reads", d.Sink.Block.Name)
+		}
+	}
+	return ""
+}
+
+func isParam(f *ast.Func, b *ast.Buffer) bool {
+	for _, p := range f.Params {
+		if p == b {
+			return true
+		}
+	}
+	return false
 }
 
 // order asks the second question: every dependence of the old function
@@ -213,22 +255,6 @@ const (
 	no
 	unknown
 )
-
-// equal decides a = b (see subset).
-func (v *validator) equal(a, b poly.Set) answer {
-	x := v.subset(a, b)
-	if x == no {
-		return no
-	}
-	y := v.subset(b, a)
-	if y == no {
-		return no
-	}
-	if x == unknown || y == unknown {
-		return unknown
-	}
-	return yes
-}
 
 // subset decides a ⊆ b for all values of the sizes when poly can; where
 // b's existential variables take too many values for that, at a few

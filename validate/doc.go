@@ -14,7 +14,10 @@
 //     (iteration vectors) as before, each exactly once. Only a pure block
 //     (one that reads nothing it writes and reduces nothing) may run an
 //     instance more than once: recomputing it, as compute_at does for the
-//     overlapping regions of tiles, gives the same values.
+//     overlapping regions of tiles, gives the same values. And only dead
+//     instances may go: those of a block that writes no argument of the
+//     function, whose values nothing reads (compute_at computes just the
+//     region its consumers read).
 //   - Order: every dependence of the old function between kept blocks
 //     still runs source before sink. Where a pure block is recomputed, a
 //     read needs some execution of its source before it, while a write
