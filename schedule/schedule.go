@@ -25,9 +25,9 @@ type Schedule struct {
 	nrv     int            // random variables named so far
 	handles map[string]any // every handle given out, by random variable name
 	prog    *poly.Program  // the model of f, computed on first use
-	// validate runs the translation validator after every primitive (see
-	// WithValidation).
-	validate bool
+	// validation says after which primitives the translation validator
+	// runs (see WithValidation).
+	validation validation
 
 	// While replaying a trace: the names the next outputs must get, and
 	// the decision the next sampling instruction must take.
@@ -85,24 +85,65 @@ func WithSeed(seed uint64) Option {
 	return func(s *Schedule) { s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
 }
 
-// WithValidation turns the translation validator (package validate) on or
-// off for the schedule: when on, every primitive's result is checked
-// against the function it was applied to, independently of the
-// primitive's own legality proof, and a result the validator rejects is
-// refused with an error wrapping ErrInternal (a bug of loom, not of the
-// schedule). The default is SetValidation's.
+// validation is when a schedule runs the translation validator.
+type validation int
+
+const (
+	// validateCheap: after the primitives whose own proofs use poly, where
+	// the validator costs about what the primitive does (the default).
+	validateCheap validation = iota
+	validateAll             // after every primitive
+	validateNone            // never
+)
+
+// WithValidation turns the translation validator (package validate) on
+// for every primitive, or off for all. Without it a schedule validates
+// what SetValidation says: by default the steps of the primitives for
+// which the validator costs less than the primitive itself (compute_at,
+// reverse_compute_at, compute_inline, align; see validatedByDefault). A
+// result the validator rejects is refused with an error wrapping
+// ErrInternal: a bug of loom, not of the schedule. The validator checks
+// the result against the function the primitive started from,
+// independently of the primitive's reasoning.
 func WithValidation(on bool) Option {
-	return func(s *Schedule) { s.validate = on }
+	return func(s *Schedule) {
+		s.validation = validateNone
+		if on {
+			s.validation = validateAll
+		}
+	}
 }
 
-// validateByDefault is the validation setting of schedules made without
-// WithValidation.
-var validateByDefault atomic.Bool
+// validateEverywhere is the process-wide setting of SetValidation.
+var validateEverywhere atomic.Bool
 
 // SetValidation sets whether schedules made from now on without
-// WithValidation run the translation validator, and returns the previous
-// setting. Tests turn it on for a whole package.
-func SetValidation(on bool) (was bool) { return validateByDefault.Swap(on) }
+// WithValidation validate every primitive (true) or, the default, only
+// those whose proofs use poly; it returns the previous setting. Tests turn
+// it on for a whole package; loom tune -validate for a run.
+func SetValidation(on bool) (was bool) { return validateEverywhere.Swap(on) }
+
+// validatedByDefault are the primitives validated by default: those for
+// which the validator, sharing the models the primitive's proof built,
+// costs less than the primitive itself (measured over the adversarial
+// corpus by TestValidationCostInSchedule: compute_at 1.1x the primitive's
+// time with validation, reverse_compute_at 1.4x, compute_inline and align
+// 1.6x; reorder, parallel, bind and tile 2-5x, and the structural
+// primitives, which prove their steps without poly, 15-80x).
+var validatedByDefault = map[string]bool{
+	"compute_at": true, "reverse_compute_at": true, "compute_inline": true, "align": true,
+}
+
+// validates reports whether the validator checks primitive prim's result.
+func (s *Schedule) validates(prim string) bool {
+	switch {
+	case s.validation == validateAll:
+		return true
+	case s.validation == validateNone:
+		return false
+	}
+	return validatedByDefault[prim]
+}
 
 // New returns a schedule of f. f must be well formed (see ast.Verify). Loop
 // variables that share a name with another loop are renamed (i, i_1, ...),
@@ -112,7 +153,10 @@ func New(f *ast.Func, opts ...Option) (*Schedule, error) {
 	if err := ast.Verify(f); err != nil {
 		return nil, err
 	}
-	s := &Schedule{f: uniqueLoops(f), handles: map[string]any{}, validate: validateByDefault.Load()}
+	s := &Schedule{f: uniqueLoops(f), handles: map[string]any{}}
+	if validateEverywhere.Load() {
+		s.validation = validateAll
+	}
 	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
@@ -249,13 +293,39 @@ func (s *Schedule) commit(prim string, g *ast.Func) error {
 	if err := ast.Verify(g); err != nil {
 		return &Error{Primitive: prim, Reason: "internal error: the transformed function is ill-formed: " + err.Error(), Func: g, Kind: ErrInternal}
 	}
-	if s.validate {
-		if err := validate.Check(s.f, g); err != nil && !errors.Is(err, validate.ErrUnsupported) {
+	var after *poly.Program
+	if s.validates(prim) {
+		var err error
+		after, err = s.validateStep(g)
+		if err != nil {
 			return &Error{Primitive: prim, Reason: "internal error: the translation validator rejects the result (" + err.Error() + "); the transformed function is:\n" + ast.Print(g), Func: s.f, Kind: ErrInternal}
 		}
 	}
 	s.f = g
+	if after != nil {
+		s.prog = after // the next primitive's model
+	}
 	return nil
+}
+
+// validateStep checks g, the result of a primitive, against the current
+// function with the translation validator, sharing the models: the
+// current one, which the primitive's proof may have made already, and g's,
+// which the next primitive will use. A function outside the model is not
+// checked.
+func (s *Schedule) validateStep(g *ast.Func) (*poly.Program, error) {
+	before, err := s.model()
+	if err != nil {
+		return nil, nil
+	}
+	after, err := poly.Extract(g)
+	if err != nil {
+		return nil, nil
+	}
+	if err := validate.CheckPrograms(before, after); err != nil && !errors.Is(err, validate.ErrUnsupported) {
+		return nil, err
+	}
+	return after, nil
 }
 
 // Extent returns the number of iterations of loop l when it is a

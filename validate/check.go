@@ -24,22 +24,18 @@ type validator struct {
 	// functions (variable, start and extent), among its loops in each:
 	// their values tell apart executions that share an iteration vector.
 	keyF, keyG map[string][]int
+	// unchanged are the kept blocks whose loops, domain and text are the
+	// same in both functions: they run the same executions.
+	unchanged map[string]bool
+	asked     map[string]bool // unchanged blocks whose repeats are known
 	// unmatched are impure blocks whose repeated executions the kept
 	// loops do not tell apart: their order is left unchecked.
 	unmatched map[string]bool
 	stats     *Stats
 }
 
-func check(before, after *ast.Func, stats *Stats) error {
-	pf, err := poly.Extract(before)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsupported, err)
-	}
-	pg, err := poly.Extract(after)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsupported, err)
-	}
-	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keyF: map[string][]int{}, keyG: map[string][]int{}, unmatched: map[string]bool{}, stats: stats}
+func check(pf, pg *poly.Program, stats *Stats) error {
+	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keyF: map[string][]int{}, keyG: map[string][]int{}, unmatched: map[string]bool{}, unchanged: map[string]bool{}, asked: map[string]bool{}, stats: stats}
 	if err := v.instances(); err != nil {
 		return err
 	}
@@ -63,6 +59,12 @@ func (v *validator) instances() error {
 		}
 		v.kept[g.Block.Name] = true
 		name := g.Block.Name
+		if v.unchanged[name] = sameContext(f, g); v.unchanged[name] {
+			// The same loops, domain and block: the same executions (how
+			// often each runs is asked only if an order question needs it;
+			// see lazily).
+			continue
+		}
 		itF, itG := f.Iterations(), g.Iterations()
 		switch v.subset(itG, itF) {
 		case no:
@@ -140,12 +142,26 @@ func isParam(f *ast.Func, b *ast.Buffer) bool {
 // order asks the second question: every dependence of the old function
 // between kept blocks still runs source before sink.
 func (v *validator) order() error {
+	if v.sameOrder() {
+		return nil
+	}
 	for _, d := range v.before.Deps() {
 		src, snk := d.Source.Block.Name, d.Sink.Block.Name
 		if !v.kept[src] || !v.kept[snk] || v.unmatched[src] || v.unmatched[snk] {
 			continue
 		}
 		s, t := v.after.Block(src), v.after.Block(snk)
+		if v.unchanged[src] && v.unchanged[snk] {
+			// Both blocks run the same executions as before; so does the
+			// order between them if their loops part where they did.
+			cf, ff := v.before.Order(d.Source, d.Sink)
+			cg, fg := v.after.Order(s, t)
+			if cf == cg && ff == fg {
+				continue
+			}
+		}
+		v.lazily(s)
+		v.lazily(t)
 		if d.Kind == poly.WAR && v.repeated[snk] && pure(t.Block) && soleWriter(v.after.Func, t.Block, d.Buffer) {
 			// A pure block recomputed writes the value it wrote before:
 			// a read before a repeated execution reads that value as
@@ -199,6 +215,9 @@ func (v *validator) order() error {
 func (v *validator) bounds() error {
 	var oldOut map[string]bool
 	for _, g := range v.after.Blocks {
+		if v.unchanged[g.Block.Name] {
+			continue // the same accesses over the same executions
+		}
 		for _, a := range v.after.Touches(g) {
 			ps, x, out := a.OutOfBounds(g.Domain)
 			if !out {
@@ -219,6 +238,92 @@ func (v *validator) bounds() error {
 		}
 	}
 	return nil
+}
+
+// sameOrder reports whether every kept block is unchanged and every pair
+// of them parts where it did: then no dependence can change order, and
+// none needs computing.
+func (v *validator) sameOrder() bool {
+	for _, a := range v.before.Blocks {
+		if !v.kept[a.Block.Name] || !v.unchanged[a.Block.Name] {
+			if v.kept[a.Block.Name] {
+				return false
+			}
+			continue
+		}
+		for _, b := range v.before.Blocks {
+			if !v.kept[b.Block.Name] {
+				continue
+			}
+			ga, gb := v.after.Block(a.Block.Name), v.after.Block(b.Block.Name)
+			cf, ff := v.before.Order(a, b)
+			cg, fg := v.after.Order(ga, gb)
+			if cf != cg || ff != fg {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lazily learns, for an unchanged block, whether it runs an instance more
+// than once, and if it is impure and does, tells its executions apart by
+// all its loops (they are the same loops in both functions).
+func (v *validator) lazily(in *poly.Instances) {
+	name := in.Block.Name
+	if !v.unchanged[name] || v.asked[name] {
+		return
+	}
+	v.asked[name] = true
+	_, v.repeated[name] = in.Repeat()
+	if v.repeated[name] && !pure(in.Block) {
+		all := make([]int, len(in.Loops))
+		for i := range all {
+			all[i] = i
+		}
+		v.keyF[name], v.keyG[name] = all, all
+	}
+}
+
+// sameContext reports whether a block's instances are the same in both
+// functions, structurally: the same loops around it (variables, bounds and
+// kinds), the same domain (which holds every condition around it), and
+// the same block, body and buffers included.
+func sameContext(f, g *poly.Instances) bool {
+	if len(f.Loops) != len(g.Loops) {
+		return false
+	}
+	for i, a := range f.Loops {
+		b := g.Loops[i]
+		if a.Var.Name != b.Var.Name || serial(a.Kind) != serial(b.Kind) || !ast.Equal(a.Min, b.Min) || !ast.Equal(a.Extent, b.Extent) {
+			return false
+		}
+	}
+	if f.Domain.String() != g.Domain.String() || ast.Print(f.Block) != ast.Print(g.Block) {
+		return false
+	}
+	for _, rs := range [][2][]ast.Region{{f.Block.Reads, g.Block.Reads}, {f.Block.Writes, g.Block.Writes}} {
+		for i := range rs[0] {
+			a, b := rs[0][i].Buffer, rs[1][i].Buffer
+			if a.Name != b.Name || a.Scope != b.Scope || len(a.Shape) != len(b.Shape) {
+				return false
+			}
+			for d := range a.Shape {
+				if !ast.Equal(a.Shape[d], b.Shape[d]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// serial reads an unrolled loop as the serial loop it runs as.
+func serial(k ast.ForKind) ast.ForKind {
+	if k == ast.Unrolled {
+		return ast.Serial
+	}
+	return k
 }
 
 // sameLoops returns the positions, among a and among b, of the loops that

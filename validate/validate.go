@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
 )
 
 // ErrUnsupported is wrapped by the error Check returns when the model
@@ -30,6 +31,21 @@ func (e *Error) Error() string {
 // documentation tell: nil when every question it can ask is answered yes,
 // an *Error for the first that is not, or an error wrapping ErrUnsupported.
 func Check(before, after *ast.Func) error {
+	pf, err := poly.Extract(before)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	pg, err := poly.Extract(after)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	return CheckPrograms(pf, pg)
+}
+
+// CheckPrograms is Check on the models of the two functions (poly.Extract
+// of each), for a caller that has them already: a model computes its
+// dependences once, so sharing one saves the work.
+func CheckPrograms(before, after *poly.Program) error {
 	totals.note("checks")
 	return check(before, after, &totals)
 }
