@@ -89,11 +89,11 @@ func WithSeed(seed uint64) Option {
 type validation int
 
 const (
-	// validateCheap: after the primitives whose own proofs use poly, where
-	// the validator costs about what the primitive does (the default).
+	// validateCheap: after the primitives for which the validator costs
+	// less than the primitive (the default; see validatedByDefault).
 	validateCheap validation = iota
-	validateAll             // after every primitive
-	validateNone            // never
+	validateAll              // after every primitive
+	validateNone             // never
 )
 
 // WithValidation turns the translation validator (package validate) on
