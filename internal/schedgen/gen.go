@@ -100,13 +100,21 @@ func (g *Gen) Observe(op Op, before, after *ast.Func, accepted bool) {
 			fresh = append([]string{l}, fresh...)
 		}
 	}
-	var moved []string
+	// The op's block first, then the blocks it moved, then the blocks it
+	// made, so that the newest is a made block where there is one.
+	var moved, made []string
+	if na.block[op.Block] != nil {
+		moved = append(moved, op.Block)
+	}
 	for _, b := range na.blocks {
-		old := nb.block[b.name]
-		if old == nil || !slices.Equal(names(old.loops), names(b.loops)) || b.name == op.Block {
+		switch old := nb.block[b.name]; {
+		case old == nil:
+			made = append(made, b.name)
+		case b.name != op.Block && !slices.Equal(names(old.loops), names(b.loops)):
 			moved = append(moved, b.name)
 		}
 	}
+	moved = append(moved, made...)
 	g.fresh = lastN(append(g.fresh, fresh...), 12)
 	g.moved = lastN(append(g.moved, moved...), 6)
 }
