@@ -203,6 +203,42 @@ type Failure struct {
 	Ops    []Op   // the sequence: the ops accepted before, and the op that failed last
 	Msg    string // what went wrong
 	Shrunk int    // the length of the sequence before shrinking, or 0
+	// Note is a second look at a validator disagreement (see Diagnose),
+	// and Verdict its gist: "primitive wrong", "validator too strict?" or
+	// "fails earlier".
+	Note, Verdict string
+}
+
+// Diagnose looks again at a disagreement between a primitive and the
+// translation validator: it replays the sequence with the validator off,
+// so that the step is taken, and sets f.Note to what the interpreter says
+// of it at the failure's sizes and data (a changed result means the
+// primitive is wrong; an unchanged one leans towards the validator, though
+// other sizes or data may still differ).
+func Diagnose(f *Failure, cfg Config) {
+	if f.Kind != ValidatorDisagreement || !strings.Contains(f.Msg, "translation validator") {
+		return
+	}
+	cfg.NoValidation = true
+	cfg.Native = nil
+	switch g := Replay(f.Case, f.Seed, f.Ops, cfg); {
+	case g == nil:
+		f.Verdict = "validator too strict?"
+		f.Note = "with the validator off the step is taken and the interpreter's results do not change (at these sizes and data): the validator may be too strict"
+	case len(g.Ops) == len(f.Ops):
+		f.Verdict = "primitive wrong"
+		f.Note = fmt.Sprintf("with the validator off the step is taken and the interpreter finds a %s: the primitive is wrong:\n%s", g.Kind, firstLine(g.Msg))
+	default:
+		f.Verdict = "fails earlier"
+		f.Note = fmt.Sprintf("with the validator off, the sequence fails earlier (%s at %s)", g.Kind, g.Ops[len(g.Ops)-1])
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // Error returns the report.
@@ -222,6 +258,9 @@ func (f *Failure) Report() string {
 		fmt.Fprintf(&b, "  %s\n", op)
 	}
 	fmt.Fprintf(&b, "%s\n", strings.TrimRight(f.Msg, "\n"))
+	if f.Note != "" {
+		fmt.Fprintf(&b, "note: %s\n", f.Note)
+	}
 	fmt.Fprintf(&b, "as Go (sch from schedule.New(f, schedule.WithValidation(true))):\n%s", GoProgram(f.Ops))
 	if tr := f.traceText(); tr != "" {
 		fmt.Fprintf(&b, "as a trace (the last op's instruction is missing when it was refused):\n%s", tr)

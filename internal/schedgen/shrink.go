@@ -14,7 +14,8 @@ import (
 // renaming the later ops' loops back to the loops it started from (a split
 // left out turns i_0 and i_1 back into i), since names chain through a
 // sequence. A failure that does not reproduce on replay is returned as it
-// is, its message saying so.
+// is, its message saying so. A validator disagreement is diagnosed (see
+// Diagnose).
 func Shrink(f *Failure, cfg Config) *Failure {
 	fails := func(ops []Op) *Failure {
 		g := Replay(f.Case, f.Seed, ops, cfg)
@@ -41,6 +42,7 @@ func Shrink(f *Failure, cfg Config) *Failure {
 		}
 	}
 	best.Shrunk = len(f.Ops)
+	Diagnose(best, cfg)
 	return best
 }
 
