@@ -40,6 +40,8 @@ var (
 	nativeEvery = flag.Int("native-every", 0, "compile and compare every Nth accepted schedule too (default: 25 with -long, else only the last of each sequence)")
 	shrink      = flag.Bool("shrink", true, "shrink failing sequences before reporting them")
 	reportFile  = flag.String("report", "", "write the counts and every failure's full report to this file")
+	replayCase  = flag.String("case", "", "the function TestAdversarialReplay replays -ops on")
+	replayOps   = flag.String("ops", "", "ops for TestAdversarialReplay, as a failure report lists them, separated by semicolons")
 )
 
 // adversarialCorpus returns the functions the property test schedules.
@@ -220,6 +222,41 @@ func opList(ops []schedgen.Op) string {
 		s[i] = op.String()
 	}
 	return strings.Join(s, "; ")
+}
+
+// TestAdversarialReplay replays a sequence of ops of a failure report on
+// a function of the corpus (at the sizes and data of -seed, default 1),
+// checks every step as TestAdversarialSchedules does and reports what
+// fails, shrunk:
+//
+//	go test ./schedule -run AdversarialReplay -case accumulate -seed 11 -ops 'split(r, [-1, 5]); fuse(r_0, r_1)'
+func TestAdversarialReplay(t *testing.T) {
+	if *replayOps == "" {
+		t.Skip("no -ops to replay")
+	}
+	ops, err := schedgen.ParseOps(*replayOps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range adversarialCorpus(t) {
+		if c.Name != *replayCase {
+			continue
+		}
+		sd := max(*seed, 1)
+		cfg := adversarialConfig(t)
+		f := schedgen.Replay(c, sd, ops, cfg)
+		if f == nil {
+			t.Logf("%s at %v: every step is accepted and correct, or refused cleanly", c.Name, c.SizesFor(sd))
+			return
+		}
+		if *shrink {
+			f = schedgen.Shrink(f, cfg)
+		} else {
+			schedgen.Diagnose(f, cfg)
+		}
+		t.Fatal(f.Report())
+	}
+	t.Fatalf("no function %q in the corpus", *replayCase)
 }
 
 // FuzzSchedule runs a sequence of the adversarial generator chosen by the

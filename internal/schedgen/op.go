@@ -2,6 +2,7 @@ package schedgen
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -245,4 +246,100 @@ func (op Op) Apply(s *schedule.Schedule, snap func()) (Op, error) {
 		panic("schedgen: unknown primitive " + op.Prim)
 	}
 	return op, err
+}
+
+// blockPrims are the primitives whose first argument is a block.
+var blockPrims = map[string]bool{
+	"compute_at": true, "reverse_compute_at": true, "compute_inline": true, "reverse_compute_inline": true,
+	"decompose_reduction": true, "cache_read": true, "cache_write": true, "set_scope": true,
+	"sample_compute_location": true,
+}
+
+// ParseOps reads ops in the form Op.String prints, separated by
+// semicolons or newlines: "split(i, [-1, 4]); compute_at(Y, i_0)".
+func ParseOps(text string) ([]Op, error) {
+	var ops []Op
+	for _, part := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		op, err := parseOp(part)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func parseOp(s string) (Op, error) {
+	open := strings.IndexByte(s, '(')
+	if open < 0 || !strings.HasSuffix(s, ")") {
+		return Op{}, fmt.Errorf("schedgen: op %q is not prim(args)", s)
+	}
+	op := Op{Prim: strings.TrimSpace(s[:open])}
+	if !slices.Contains(Prims, op.Prim) {
+		return Op{}, fmt.Errorf("schedgen: op %q: unknown primitive %s", s, op.Prim)
+	}
+	// Split the arguments at top-level commas.
+	var args []string
+	depth, start := 0, open+1
+	body := s[:len(s)-1]
+	for i := open + 1; i < len(body); i++ {
+		switch body[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				args = append(args, strings.TrimSpace(body[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if last := strings.TrimSpace(body[start:]); last != "" {
+		args = append(args, last)
+	}
+	var strs []string
+	for i, a := range args {
+		switch {
+		case i == 0 && blockPrims[op.Prim]:
+			op.Block = a
+		case strings.HasPrefix(a, "["):
+			items := strings.Split(strings.Trim(a, "[]"), ",")
+			if op.Prim == "tile" && op.Loops == nil {
+				for _, it := range items {
+					op.Loops = append(op.Loops, strings.TrimSpace(it))
+				}
+				continue
+			}
+			op.Ints = []int{}
+			for _, it := range items {
+				n, err := strconv.Atoi(strings.TrimSpace(it))
+				if err != nil {
+					return Op{}, fmt.Errorf("schedgen: op %q: %q is not an integer", s, it)
+				}
+				op.Ints = append(op.Ints, n)
+			}
+		case strings.HasPrefix(a, `"`):
+			u, err := strconv.Unquote(a)
+			if err != nil {
+				return Op{}, fmt.Errorf("schedgen: op %q: %v", s, err)
+			}
+			strs = append(strs, u)
+		default:
+			op.Loops = append(op.Loops, a)
+		}
+	}
+	switch {
+	case len(strs) == 2:
+		op.Str, op.Scope = strs[0], strs[1]
+	case len(strs) == 1 && op.Prim == "bind":
+		op.Str = strs[0]
+	case len(strs) == 1:
+		op.Scope = strs[0]
+	}
+	return op, nil
 }

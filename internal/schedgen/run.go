@@ -211,27 +211,38 @@ type Failure struct {
 
 // Diagnose looks again at a disagreement between a primitive and the
 // translation validator: it replays the sequence with the validator off,
-// so that the step is taken, and sets f.Note to what the interpreter says
-// of it at the failure's sizes and data (a changed result means the
-// primitive is wrong; an unchanged one leans towards the validator, though
-// other sizes or data may still differ).
+// so that the step is taken, at every binding of the case's sizes (each
+// with its own data), and sets f.Note and f.Verdict to what the
+// interpreter says: a changed result means the primitive is wrong; results
+// unchanged everywhere lean towards the validator being too strict, though
+// other sizes or data may still differ, and instances run in another order
+// may happen to commute.
 func Diagnose(f *Failure, cfg Config) {
 	if f.Kind != ValidatorDisagreement || !strings.Contains(f.Msg, "translation validator") {
 		return
 	}
 	cfg.NoValidation = true
 	cfg.Native = nil
-	switch g := Replay(f.Case, f.Seed, f.Ops, cfg); {
-	case g == nil:
-		f.Verdict = "validator too strict?"
-		f.Note = "with the validator off the step is taken and the interpreter's results do not change (at these sizes and data): the validator may be too strict"
-	case len(g.Ops) == len(f.Ops):
-		f.Verdict = "primitive wrong"
-		f.Note = fmt.Sprintf("with the validator off the step is taken and the interpreter finds a %s: the primitive is wrong:\n%s", g.Kind, firstLine(g.Msg))
-	default:
-		f.Verdict = "fails earlier"
-		f.Note = fmt.Sprintf("with the validator off, the sequence fails earlier (%s at %s)", g.Kind, g.Ops[len(g.Ops)-1])
+	var earlier string
+	for k := range max(len(f.Case.Sizes), 1) {
+		seed := f.Seed + uint64(k)
+		g := Replay(f.Case, seed, f.Ops, cfg)
+		switch {
+		case g == nil:
+		case len(g.Ops) == len(f.Ops):
+			f.Verdict = "primitive wrong"
+			f.Note = fmt.Sprintf("with the validator off the step is taken and the interpreter finds a %s at sizes %v: the primitive is wrong:\n%s", g.Kind, f.Case.SizesFor(seed), firstLine(g.Msg))
+			return
+		default:
+			earlier = fmt.Sprintf("with the validator off, the sequence fails earlier at sizes %v (%s at %s)", f.Case.SizesFor(seed), g.Kind, g.Ops[len(g.Ops)-1])
+		}
 	}
+	if earlier != "" {
+		f.Verdict, f.Note = "fails earlier", earlier
+		return
+	}
+	f.Verdict = "validator too strict?"
+	f.Note = "with the validator off the step is taken and the interpreter's results do not change, at every binding of the sizes: the validator may be too strict, or the instances whose order changed commute in this function (an in-place update such as A = A * 2 + 1 applied twice gives the same result in either order)"
 }
 
 func firstLine(s string) string {

@@ -125,3 +125,36 @@ func TestRename(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOps: ops read back from the form String prints.
+func TestParseOps(t *testing.T) {
+	ops := []Op{
+		{Prim: "split", Loops: []string{"i"}, Ints: []int{-1, 4}},
+		{Prim: "fuse", Loops: []string{"i_0", "j"}},
+		{Prim: "tile", Loops: []string{"i", "j"}, Ints: []int{2, 3}},
+		{Prim: "bind", Loops: []string{"i"}, Str: "threadIdx.x"},
+		{Prim: "compute_at", Block: "Y", Loops: []string{"i_j_fused"}},
+		{Prim: "compute_inline", Block: "Y"},
+		{Prim: "cache_read", Block: "C", Str: "A", Scope: "local"},
+		{Prim: "set_scope", Block: "C", Str: "C", Scope: "shared"},
+		{Prim: "sample_perfect_tile", Loops: []string{"k"}, Ints: []int{2, 8}},
+		{Prim: "sample_compute_location", Block: "Y"},
+		{Prim: "rfactor", Loops: []string{"k_1"}},
+	}
+	var text []string
+	for _, op := range ops {
+		text = append(text, op.String())
+	}
+	got, err := ParseOps(strings.Join(text, "; "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		if i >= len(got) || got[i].String() != ops[i].String() || got[i].Str != ops[i].Str || got[i].Scope != ops[i].Scope {
+			t.Errorf("op %d: got %+v, want %+v", i, got, ops[i])
+		}
+	}
+	if _, err := ParseOps("frobnicate(i)"); err == nil {
+		t.Error("an unknown primitive parses")
+	}
+}
