@@ -15,8 +15,10 @@
 // translation validator on and checks every step: an accepted step keeps
 // the interpreter's results, a refused one returns a typed *schedule.Error
 // and changes nothing, none panics, and the trace replays. [Shrink] reduces
-// a failing sequence to a minimal one, and [Failure.Report] prints it as Go
-// and as a trace. The corpus is the files of testdata/schedgen ([Load])
+// a failing sequence to a minimal one, [Diagnose] replays a validator
+// disagreement with the validator off to tell whether the primitive or the
+// validator is wrong, [Failure.Report] prints the sequence as ops, as Go
+// and as a trace, and [ParseOps] reads the ops back. The corpus is the files of testdata/schedgen ([Load])
 // and small versions of the standard workloads ([Workloads]).
 //
 // Read run.go first, then gen.go.
