@@ -129,7 +129,11 @@ func toLinear(e Expr) (linear, bool) {
 			if e.Op == OpSub {
 				s = -1
 			}
-			return a.plus(b, s)
+			l, ok := a.plus(b, s)
+			if !ok {
+				return linear{}, false
+			}
+			return l.joinDivMod(), true
 		case OpMul:
 			a, ok1 := toLinear(e.A)
 			b, ok2 := toLinear(e.B)
@@ -152,6 +156,46 @@ func toLinear(e Expr) (linear, bool) {
 		}
 	}
 	return atomTerm(e), true
+}
+
+// joinDivMod rewrites k·c·floordiv(x, k) + c·floormod(x, k) as c·x (the
+// division identity), which a fuse of split loops leaves behind.
+func (l linear) joinDivMod() linear {
+	for i, m := range l.terms {
+		mod, ok := m.atom.(*Binary)
+		if !ok || mod.Op != OpFloorMod {
+			continue
+		}
+		k, ok := ConstIntValue(mod.B)
+		if !ok || k <= 0 {
+			continue
+		}
+		want, ok := mulInt(m.coef, k)
+		if !ok {
+			continue
+		}
+		for j, d := range l.terms {
+			div, isDiv := d.atom.(*Binary)
+			if j == i || !isDiv || div.Op != OpFloorDiv || d.coef != want || !Equal(div.A, mod.A) || !Equal(div.B, mod.B) {
+				continue
+			}
+			x, ok := toLinear(mod.A)
+			if !ok {
+				break
+			}
+			rest := linear{c: l.c}
+			for n, t := range l.terms {
+				if n != i && n != j {
+					rest.terms = append(rest.terms, t)
+				}
+			}
+			if out, ok := rest.plus(x, m.coef); ok {
+				return out.joinDivMod()
+			}
+			break
+		}
+	}
+	return l
 }
 
 // expr rebuilds l as an expression of integer type t: positive terms first,

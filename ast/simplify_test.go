@@ -427,3 +427,26 @@ func TestSymbolicRangesProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinDivMod: k·floordiv(x, k) + floormod(x, k) is x, as a fuse of
+// split loops leaves it, inside other terms and divisions too.
+func TestJoinDivMod(t *testing.T) {
+	f := NewVar("f", Int32)
+	g := NewVar("g", Int32)
+	for _, c := range []struct {
+		e    Expr
+		want string
+	}{
+		{Add(Mul(FloorDiv(f, I32(2)), I32(2)), FloorMod(f, I32(2))), "f"},
+		{FloorDiv(Add(Mul(FloorDiv(f, I32(2)), I32(2)), FloorMod(f, I32(2))), I32(3)), "floordiv(f, 3)"},
+		{Add(Add(Mul(FloorDiv(f, I32(4)), I32(12)), Mul(FloorMod(f, I32(4)), I32(3))), I32(1)), "f * 3 + 1"},
+		{Add(Mul(FloorDiv(Add(f, g), I32(8)), I32(8)), FloorMod(Add(f, g), I32(8))), "f + g"},
+		// Not the identity: different divisors, or coefficients.
+		{Add(Mul(FloorDiv(f, I32(4)), I32(2)), FloorMod(f, I32(2))), "floordiv(f, 4) * 2 + floormod(f, 2)"},
+		{Add(FloorDiv(f, I32(2)), FloorMod(f, I32(2))), "floordiv(f, 2) + floormod(f, 2)"},
+	} {
+		if got := Print(Simplify(c.e)); got != c.want {
+			t.Errorf("Simplify(%s) = %s, want %s", Print(c.e), got, c.want)
+		}
+	}
+}

@@ -36,6 +36,10 @@ type Instances struct {
 	// region was not affine and was left out: then Domain and the accesses
 	// over-approximate the truth, which keeps dependence analysis safe.
 	Exact bool
+	// ExactDomain is false when Domain over-approximates (a loop bound,
+	// condition, predicate or binding that is not affine); the regions
+	// do not count (see Access.Exact).
+	ExactDomain bool
 
 	path []pathElem // the position in the function, for execution order
 }
@@ -45,6 +49,7 @@ type Instances struct {
 type Access struct {
 	Buffer *ast.Buffer
 	Map    Map
+	Exact  bool // the region is affine (else Map over-approximates it)
 }
 
 // pathElem is one step from the function's body to a block: a loop, or the
@@ -311,6 +316,7 @@ func (w *walker) instances(b *ast.ScheduleBlock) *Instances {
 			in.Exact = false
 		}
 	}
+	in.ExactDomain = in.Exact
 	domainLocals := ab.nLocal
 	and(ab.defs)
 	ab.defs = conj{}
@@ -341,6 +347,7 @@ func (w *walker) access(in *Instances, ab *affineBuilder, domainLocals int, doma
 	ab.nLocal, ab.defs = domainLocals, conj{}
 	var out []string
 	var c conj
+	exact := true
 	for d, rg := range r.Ranges {
 		x := "$x" + strconv.Itoa(d)
 		out = append(out, x)
@@ -348,7 +355,7 @@ func (w *walker) access(in *Instances, ab *affineBuilder, domainLocals int, doma
 		lo, ok1 := ab.expr(rg.Min)
 		n, ok2 := ab.expr(rg.Extent)
 		if !ok1 || !ok2 {
-			in.Exact = false
+			in.Exact, exact = false, false
 			// Anywhere in the buffer's dimension.
 			if shape, ok := ab.expr(r.Buffer.Shape[d]); ok {
 				c.ineqs = append(c.ineqs, v, shape.plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1)))
@@ -378,7 +385,7 @@ func (w *walker) access(in *Instances, ab *affineBuilder, domainLocals int, doma
 			m.parts = append(m.parts, s)
 		}
 	}
-	return Access{Buffer: r.Buffer, Map: m}
+	return Access{Buffer: r.Buffer, Map: m, Exact: exact}
 }
 
 // order compares the positions of two blocks: it returns the number of

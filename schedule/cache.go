@@ -249,7 +249,7 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 	top2, _ := topLevel(g, at2)
 	if write {
 		g = insertTop(g, top2, false, &ast.Alloc{Buffer: cache})
-		if in := p.Block(blk.Name); in == nil || !in.Exact || !box.FillsBox() {
+		if !exactWrites(p.Block(blk.Name), orig) || !box.FillsBox() {
 			// The block may write only part of the box it is copied back
 			// over (a predicate, a triangle; or a model that is not exact
 			// cannot tell): the cache starts as a copy of the buffer
@@ -268,6 +268,20 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 	out := s.blockHandle(blockName)
 	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Str(buf), Str(scope)}, Outputs: []string{out.rv}})
 	return out, nil
+}
+
+// exactWrites reports whether the model of in's writes of buf is exact:
+// its domain and every write region of buf affine.
+func exactWrites(in *poly.Instances, buf *ast.Buffer) bool {
+	if in == nil || !in.ExactDomain {
+		return false
+	}
+	for _, w := range in.Writes {
+		if w.Buffer == buf && !w.Exact {
+			return false
+		}
+	}
+	return true
 }
 
 // replayBlockBufferScope decodes the arguments (block, buffer, scope) of

@@ -33,7 +33,7 @@ func TestIllegalRequests(t *testing.T) {
 		{"parallel reduction without rfactor", matmul, func(s *Schedule) error {
 			k, _ := s.GetLoop("k")
 			return s.Parallel(k)
-		}, ErrIllegal, "carries a dependence"},
+		}, ErrIllegal, "cannot run a reduction (rfactor the reduction first)"},
 		{"compute_at a loop not enclosing the consumer", chain, func(s *Schedule) error {
 			b, _ := s.GetBlock("A")
 			l, _ := s.GetLoop("i_C")

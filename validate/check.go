@@ -14,7 +14,9 @@ import (
 type validator struct {
 	before, after *poly.Program
 	// kept are the blocks whose instances are compared: leaf blocks of
-	// both functions with the same iteration variables, modelled exactly.
+	// both functions with the same iteration variables, whose domains are
+	// modelled exactly (an access that is not affine over-approximates the
+	// dependences, which the order question then keeps all the same).
 	kept map[string]bool
 	// repeated are the kept blocks that run some instance more than once,
 	// in either function.
@@ -53,7 +55,7 @@ func (v *validator) instances() error {
 		if f == nil || !sameIters(f.Block, g.Block) {
 			continue
 		}
-		if !f.Exact || !g.Exact {
+		if !f.ExactDomain || !g.ExactDomain {
 			v.stats.note("instances: inexact model")
 			continue
 		}
@@ -86,6 +88,12 @@ func (v *validator) instances() error {
 		_, beforeRepeats := f.Repeat()
 		iters, afterRepeats := g.Repeat()
 		if afterRepeats && !beforeRepeats && !pure(g.Block) {
+			if iters == nil {
+				// The solver gave up before it found a witness.
+				v.stats.note("instances: undecided repeat")
+				v.unmatched[name] = true
+				continue
+			}
 			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more than once, and the block is not pure (it reduces, or reads what it writes), so running it again changes the result", iterString(g.Block, iters))}
 		}
 		v.repeated[name] = beforeRepeats || afterRepeats
@@ -102,6 +110,11 @@ func (v *validator) instances() error {
 			continue
 		}
 		if iters, again := g.RepeatKey(selG); again {
+			if iters == nil {
+				v.stats.note("instances: undecided repeat")
+				v.unmatched[name] = true
+				continue
+			}
 			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more often in the same iterations of the loops the step kept, and the block is not pure", iterString(g.Block, iters))}
 		}
 		v.keyF[name], v.keyG[name] = selF, selG
@@ -200,7 +213,11 @@ func (v *validator) order() error {
 		}
 		for _, wrong := range v.after.NotAfter(s, t, concurrent) {
 			bad := poly.IntersectMap(pairs, wrong)
-			if bad.IsEmpty() {
+			if _, _, _, found := bad.Sample(); !found {
+				if !bad.IsEmpty() {
+					// The solver gave up: no witness, no verdict.
+					v.stats.note("order: undecided")
+				}
 				continue
 			}
 			return &Error{Question: "order", Block: snk, Reason: describe(d, bad)}
@@ -228,6 +245,10 @@ func (v *validator) bounds() error {
 			}
 			if oldOut[a.Buffer.Name] {
 				v.stats.note("bounds: out of bounds before the step")
+				continue
+			}
+			if x == nil {
+				v.stats.note("bounds: undecided")
 				continue
 			}
 			witness := ""
