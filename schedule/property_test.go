@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,6 +136,7 @@ func TestAdversarialSchedules(t *testing.T) {
 		defer reports.Close()
 	}
 	start := time.Now()
+	var progress atomic.Int64 // accepted steps so far, for -long's progress lines
 	t.Run("corpus", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Name, func(t *testing.T) {
@@ -150,6 +152,9 @@ func TestAdversarialSchedules(t *testing.T) {
 					}
 					st, f := schedgen.Run(c, sd, cfg)
 					local.Add(st)
+					if n := progress.Add(int64(st.Accepted)); *long && n/5000 != (n-int64(st.Accepted))/5000 {
+						fmt.Printf("progress: %d accepted steps in %v\n", n, time.Since(start).Round(time.Second))
+					}
 					if f != nil {
 						sig := fmt.Sprintf("%s at %s", f.Kind, f.Ops[len(f.Ops)-1].Prim)
 						shrunk[sig]++
