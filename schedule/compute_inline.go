@@ -50,6 +50,9 @@ func (s *Schedule) ComputeInline(b Block) error {
 		if d.Kind == poly.WAR && d.Source.Block == blk && d.Sink.Block != blk {
 			return illegal(prim, s.f, here, "block %s overwrites %s after block %s reads it, so recomputing %s later would read the new values", d.Sink.Block.Name, d.Buffer.Name, blk.Name, blk.Name)
 		}
+		if d.Kind == poly.WAR && d.Sink.Block == blk && d.Source.Block != blk && d.Buffer == st.Buffer {
+			return illegal(prim, s.f, nodes(blk, d.Source.Block), "block %s reads %s before block %s writes it, so it would read %s's values too early", d.Source.Block.Name, st.Buffer.Name, blk.Name, blk.Name)
+		}
 	}
 	// Substitute b's value at every load: iteration variable perm[d] takes
 	// the load's index d.

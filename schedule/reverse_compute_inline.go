@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
 )
 
 // ReverseComputeInline removes block b, a consumer, and folds its
@@ -52,6 +53,15 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 	}
 	if _, readers := accessors(s.f, buf); len(readers) != 1 {
 		return illegal(prim, s.f, here, "%s has %d readers; block %s must be the only one", buf.Name, len(readers), blk.Name)
+	}
+	p, err := s.model()
+	if err != nil {
+		return illegal(prim, s.f, here, "cannot analyze the function: %v", err)
+	}
+	for _, d := range p.Deps() {
+		if d.Kind == poly.WAR && d.Source.Block == blk && d.Sink.Block == producer && d.Buffer == buf {
+			return illegal(prim, s.f, nodes(blk, producer), "block %s reads %s before block %s writes it, so it cannot take %s's values", blk.Name, buf.Name, producer.Name, producer.Name)
+		}
 	}
 	loads := loadsOf(st.Value, buf)
 	var perm []*ast.IterVar
