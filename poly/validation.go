@@ -382,3 +382,41 @@ func (s Set) FillsBox() bool {
 	ok, err := Subset(box, s)
 	return err == nil && ok
 }
+
+// Before returns pieces whose union is the pairs (x, y) of executions of
+// a and b where x runs strictly before y in p's order.
+func (p *Program) Before(a, b *Instances) []Map {
+	common, aFirst := order(a, b)
+	var out []Map
+	for k := 0; k < common; k++ {
+		out = append(out, beforeAt(a, b, k, common))
+	}
+	if aFirst {
+		out = append(out, beforeAt(a, b, common, common))
+	}
+	return out
+}
+
+// ReadAfterSome returns, for the pairs of iteration vectors iters relates
+// (a's writing, b's reading), the set need of tuples (a's iteration
+// vector, then b's execution) over every execution of b, and the set have
+// of those tuples for which some execution of a with that iteration
+// vector runs before the execution of b. need ⊆ have says that every read
+// finds a write before it.
+func (p *Program) ReadAfterSome(a, b *Instances, iters Map) (need, have Set) {
+	la := len(a.Loops)
+	pairs := Executions(a, b, iters, 0, 0)
+	need = pairs.Wrap().ProjectOut(0, la)
+	for i, piece := range p.Before(a, b) {
+		h := IntersectMap(pairs, piece).Wrap().ProjectOut(0, la)
+		if i == 0 {
+			have = h
+		} else {
+			have = Union(have, h)
+		}
+	}
+	if have.Dims == nil {
+		have = Set{Params: need.Params, Name: need.Name, Dims: need.Dims}
+	}
+	return need, have
+}
