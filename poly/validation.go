@@ -46,10 +46,10 @@ func (in *Instances) RepeatKey(sel []int) (iters []Int, ok bool) {
 			bs, _ := assemble(in.Domain.Params, sn, tn, 0, c)
 			m := Map{Params: in.Domain.Params, InName: in.Block.Name, In: in.Domain.Dims, OutName: in.Block.Name, Out: in.Domain.Dims, parts: []*basic{bs}}
 			m = IntersectRange(IntersectDomain(m, in.Domain), in.Domain)
-			if _, x, _, found := m.Sample(); found {
+			if x, _, found, decided := m.Witness(); found {
 				return x[n:], true
-			} else if !m.IsEmpty() {
-				return nil, true
+			} else if !decided {
+				return nil, true // undecided: maybe
 			}
 		}
 	}
@@ -419,4 +419,22 @@ func (p *Program) ReadAfterSome(a, b *Instances, iters Map) (need, have Set) {
 		have = Set{Params: need.Params, Name: need.Name, Dims: need.Dims}
 	}
 	return need, have
+}
+
+// Witness returns a pair of m, or found false; decided is false when the
+// solver gave up on some part before deciding it (then m may or may not be
+// empty). It asks each part once, where IsEmpty and then Sample would ask
+// twice.
+func (m Map) Witness() (in, out []Int, found, decided bool) {
+	decided = true
+	for _, b := range m.parts {
+		x, ok := b.sample()
+		switch {
+		case ok && x != nil:
+			return x[b.nParam : b.nParam+b.nIn], x[b.nParam+b.nIn : b.nParam+b.nIn+b.nOut], true, true
+		case ok:
+			decided = false
+		}
+	}
+	return nil, nil, false, decided
 }

@@ -222,14 +222,15 @@ func (v *validator) order() error {
 		}
 		for _, wrong := range v.after.NotAfter(s, t, concurrent) {
 			bad := poly.IntersectMap(pairs, wrong)
-			if _, _, _, found := bad.Sample(); !found {
-				if !bad.IsEmpty() {
+			in, out, found, decided := bad.Witness()
+			if !found {
+				if !decided {
 					// The solver gave up: no witness, no verdict.
 					v.stats.note("order: undecided")
 				}
 				continue
 			}
-			return &Error{Question: "order", Block: snk, Reason: describe(d, bad)}
+			return &Error{Question: "order", Block: snk, Reason: describe(d, in, out)}
 		}
 	}
 	return nil
@@ -494,16 +495,14 @@ func crossThreadReduction(d *poly.Dependence, b *ast.ScheduleBlock, l *ast.For) 
 	return false
 }
 
-// describe says which dependence runs out of order, with a witness pair.
-func describe(d *poly.Dependence, bad poly.Map) string {
+// describe says which dependence runs out of order, with a witness pair
+// of executions (full tuples: loops, then iteration variables).
+func describe(d *poly.Dependence, in, out []poly.Int) string {
 	src, snk := d.Source.Block, d.Sink.Block
 	what := map[poly.DepKind]string{poly.RAW: "reads what", poly.WAR: "overwrites what", poly.WAW: "overwrites what"}[d.Kind]
 	tail := map[poly.DepKind]string{poly.RAW: "writes", poly.WAR: "reads", poly.WAW: "writes"}[d.Kind]
-	ws, wt := "", ""
-	if _, in, out, ok := bad.Sample(); ok {
-		ws = iterString(src, in[len(in)-len(src.Iters):])
-		wt = iterString(snk, out[len(out)-len(snk.Iters):])
-	}
+	ws := iterString(src, in[len(in)-len(src.Iters):])
+	wt := iterString(snk, out[len(out)-len(snk.Iters):])
 	return fmt.Sprintf("block %s%s %s block %s%s %s in buffer %s, but no longer runs after it (%s)", snk.Name, wt, what, src.Name, ws, tail, d.Buffer.Name, d.Kind)
 }
 
