@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,7 +135,6 @@ func TestAdversarialSchedules(t *testing.T) {
 		defer reports.Close()
 	}
 	start := time.Now()
-	var progress atomic.Int64 // accepted steps so far, for -long's progress lines
 	t.Run("corpus", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Name, func(t *testing.T) {
@@ -152,9 +150,17 @@ func TestAdversarialSchedules(t *testing.T) {
 					}
 					st, f := schedgen.Run(c, sd, cfg)
 					local.Add(st)
-					if n := progress.Add(int64(st.Accepted)); *long && n/5000 != (n-int64(st.Accepted))/5000 {
+					mu.Lock()
+					stats.Add(st)
+					if n := stats.Accepted; *long && n/5000 != (n-st.Accepted)/5000 {
+						// Progress, and every 20000 steps the counts so far
+						// (a run stopped early still tells them).
 						fmt.Printf("progress: %d accepted steps in %v\n", n, time.Since(start).Round(time.Second))
+						if n/20000 != (n-st.Accepted)/20000 {
+							fmt.Print(stats)
+						}
 					}
+					mu.Unlock()
 					if f != nil {
 						sig := fmt.Sprintf("%s at %s", f.Kind, f.Ops[len(f.Ops)-1].Prim)
 						shrunk[sig]++
@@ -196,9 +202,6 @@ func TestAdversarialSchedules(t *testing.T) {
 					}
 				}
 				t.Logf("%d accepted of %d tried in %d sequences", local.Accepted, local.Tried, local.Sequences)
-				mu.Lock()
-				stats.Add(local)
-				mu.Unlock()
 			})
 		}
 	})
