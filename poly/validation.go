@@ -2,6 +2,7 @@ package poly
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -437,4 +438,21 @@ func (m Map) Witness() (in, out []Int, found, decided bool) {
 		}
 	}
 	return nil, nil, false, decided
+}
+
+// IterString prints an iteration vector of block b with its variable
+// names: "(vi=1, vk=3)"; "" for no vector.
+func IterString(b *ast.ScheduleBlock, x []Int) string {
+	if x == nil {
+		return ""
+	}
+	parts := make([]string, len(x))
+	for i, v := range x {
+		name := "?"
+		if i < len(b.Iters) {
+			name = b.Iters[i].Var.Name
+		}
+		parts[i] = name + "=" + v.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }

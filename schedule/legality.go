@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/poly"
@@ -74,8 +73,8 @@ func unchangedLoops(f, g *ast.Func) map[string][]string {
 // explainViolation says in words which dependence a transformation breaks.
 func explainViolation(v *poly.Violation) string {
 	d := v.Dep
-	src := d.Source.Block.Name + iterString(d.Source.Block, v.Source)
-	snk := d.Sink.Block.Name + iterString(d.Sink.Block, v.Sink)
+	src := d.Source.Block.Name + poly.IterString(d.Source.Block, v.Source)
+	snk := d.Sink.Block.Name + poly.IterString(d.Sink.Block, v.Sink)
 	switch d.Kind {
 	case poly.RAW:
 		return fmt.Sprintf("block %s would read %s before block %s writes it", snk, d.Buffer.Name, src)
@@ -83,20 +82,6 @@ func explainViolation(v *poly.Violation) string {
 		return fmt.Sprintf("block %s would overwrite %s before block %s reads it", snk, d.Buffer.Name, src)
 	}
 	return fmt.Sprintf("block %s would write %s before block %s does, reversing their writes", snk, d.Buffer.Name, src)
-}
-
-// iterString prints an iteration vector with its variable names:
-// "(vi=1, vk=3)".
-func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
-	parts := make([]string, len(x))
-	for i, v := range x {
-		name := "?"
-		if i < len(b.Iters) {
-			name = b.Iters[i].Var.Name
-		}
-		parts[i] = name + "=" + v.String()
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // checkRunsOnce refuses g, where block name was moved (compute_at,
@@ -117,7 +102,7 @@ func checkRunsOnce(prim string, f, g *ast.Func, name string, at []ast.Node) erro
 		return nil
 	}
 	if iters, again := in.Repeat(); again {
-		return illegal(prim, f, at, "block %s reads what it writes (or reduces), and at its new place it would run instance %s more than once: the regions of different iterations overlap", name, iterString(blk, iters))
+		return illegal(prim, f, at, "block %s reads what it writes (or reduces), and at its new place it would run instance %s more than once: the regions of different iterations overlap", name, poly.IterString(blk, iters))
 	}
 	return nil
 }

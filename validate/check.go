@@ -94,7 +94,7 @@ func (v *validator) instances() error {
 				v.unmatched[name] = true
 				continue
 			}
-			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more than once, and the block is not pure (it reduces, or reads what it writes), so running it again changes the result", iterString(g.Block, iters))}
+			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more than once, and the block is not pure (it reduces, or reads what it writes), so running it again changes the result", poly.IterString(g.Block, iters))}
 		}
 		v.repeated[name] = beforeRepeats || afterRepeats
 		if !beforeRepeats || pure(g.Block) {
@@ -115,7 +115,7 @@ func (v *validator) instances() error {
 				v.unmatched[name] = true
 				continue
 			}
-			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more often in the same iterations of the loops the step kept, and the block is not pure", iterString(g.Block, iters))}
+			return &Error{Question: "instances", Block: name, Reason: fmt.Sprintf("instance %s now runs more often in the same iterations of the loops the step kept, and the block is not pure", poly.IterString(g.Block, iters))}
 		}
 		v.keyF[name], v.keyG[name] = selF, selG
 	}
@@ -501,24 +501,9 @@ func describe(d *poly.Dependence, in, out []poly.Int) string {
 	src, snk := d.Source.Block, d.Sink.Block
 	what := map[poly.DepKind]string{poly.RAW: "reads what", poly.WAR: "overwrites what", poly.WAW: "overwrites what"}[d.Kind]
 	tail := map[poly.DepKind]string{poly.RAW: "writes", poly.WAR: "reads", poly.WAW: "writes"}[d.Kind]
-	ws := iterString(src, in[len(in)-len(src.Iters):])
-	wt := iterString(snk, out[len(out)-len(snk.Iters):])
+	ws := poly.IterString(src, in[len(in)-len(src.Iters):])
+	wt := poly.IterString(snk, out[len(out)-len(snk.Iters):])
 	return fmt.Sprintf("block %s%s %s block %s%s %s in buffer %s, but no longer runs after it (%s)", snk.Name, wt, what, src.Name, ws, tail, d.Buffer.Name, d.Kind)
-}
-
-func iterString(b *ast.ScheduleBlock, x []poly.Int) string {
-	if x == nil {
-		return ""
-	}
-	parts := make([]string, len(x))
-	for i, v := range x {
-		name := "?"
-		if i < len(b.Iters) {
-			name = b.Iters[i].Var.Name
-		}
-		parts[i] = name + "=" + v.String()
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 func formatInts(x []poly.Int) string {
