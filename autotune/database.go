@@ -230,15 +230,41 @@ func eligible(recs []*Record, workload, target string) []*Record {
 	return out
 }
 
-// Apply replays the record's trace on f, the unscheduled function it was
-// tuned for, and returns the function to build (Finish applied).
+// Apply returns the function the record built: Schedule's.
 func (r *Record) Apply(f *ast.Func) (*ast.Func, error) {
-	if h := ast.Hash(f).String(); h != r.Workload {
-		return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, f.Name, h)
-	}
-	s, err := schedule.Replay(f, r.Trace, nil)
+	s, err := r.Schedule(f)
 	if err != nil {
 		return nil, err
 	}
-	return Finish(s), nil
+	return s.Func(), nil
+}
+
+// Schedule replays the record's trace on f, the unscheduled function it
+// was tuned for, and returns the schedule: its function is the one the
+// record built and measured, its trace the record's. The trace is
+// replayed up to its post-processing and finished anew (see Finish and
+// Replay), which is the same for a record of this loom and completes the
+// record of a loom that did not record the steps that follow the rules.
+func (r *Record) Schedule(f *ast.Func) (*schedule.Schedule, error) {
+	if h := ast.Hash(f).String(); h != r.Workload {
+		return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, f.Name, h)
+	}
+	return Replay(f, r.Trace)
+}
+
+// Replay replays trace t on f up to its post-processing (see
+// schedule.Trace.WithoutPostproc) and finishes the schedule (Finish):
+// for a trace of a candidate, the schedule the search built, with the
+// same trace; for a trace edited by hand (another decision) or made by a
+// loom that did not record the steps after the rules, the schedule the
+// search would build of it.
+func Replay(f *ast.Func, t *schedule.Trace) (*schedule.Schedule, error) {
+	s, err := schedule.Replay(f, t.WithoutPostproc(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := Finish(s); err != nil {
+		return nil, fmt.Errorf("autotune: finish: %w", err)
+	}
+	return s, nil
 }

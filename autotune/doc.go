@@ -10,6 +10,21 @@
 // Runner interfaces; every result lands in a Database, an append-only
 // file of JSON lines that a killed tuner cannot corrupt.
 //
+// A candidate's trace is all of it: the rules' instructions with their
+// decisions, then, after an enter_postproc mark, the steps Finish derives
+// from them (the sampled unroll limits and vector widths, as unroll and
+// annotate instructions). So a record's trace, replayed or printed as Go
+// (schedule.Trace.Go), rebuilds exactly the function that was measured.
+// A mutant replays the trace before the mark with one decision changed
+// and is finished anew (Replay does the same for a trace edited by hand,
+// and for the records of a loom that did not record the steps).
+//
+// A rule may take a primitive's refusal for an answer, but not a bug of
+// loom: a step that loom's own checks reject (an error wrapping
+// schedule.ErrInternal, as the translation validator's rejections with
+// schedule.SetValidation) ends the candidate as an InternalError, which
+// the search records as a failed trial and counts in Result.Internal.
+//
 // DefaultRules are the CPU rules. GPURules bind loops to CUDA blocks and
 // threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched
 // by the whole block and a local write cache, cross-thread reductions,

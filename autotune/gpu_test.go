@@ -47,7 +47,7 @@ func TestGPUSpaceLowers(t *testing.T) {
 				dropped++
 				continue
 			}
-			f := Finish(s)
+			f := s.Func()
 			m, err := cuda.Lower(f, cuda.Options{})
 			if err != nil {
 				t.Errorf("%s seed %d: %v\n%s\n%s", c.Name, seed, err, s.Trace(), ast.Print(f))

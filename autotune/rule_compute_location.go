@@ -21,6 +21,9 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, _ Tar
 	}
 	l, err := s.SampleComputeLocation(b)
 	if err != nil {
+		if err := internal(err); err != nil {
+			return err
+		}
 		return errSkip
 	}
 	// compute_at at the root keeps the block in place; it is recorded

@@ -30,7 +30,10 @@ func (a AutoInline) Apply(s *schedule.Schedule, b schedule.Block, _ Target) erro
 	if bi.reads > 1 && contains[*ast.Call](bi.blk) || a.NoSelect && contains[*ast.Select](bi.blk) {
 		return errSkip
 	}
-	if s.ComputeInline(b) != nil {
+	if err := s.ComputeInline(b); err != nil {
+		if err := internal(err); err != nil {
+			return err
+		}
 		return errSkip // not inlinable here: leave it
 	}
 	return nil

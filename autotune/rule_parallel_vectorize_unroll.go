@@ -10,13 +10,13 @@ import (
 // that does some work (loops of one iteration above it, as a batch of one
 // leaves, change nothing), vectorizes its innermost loop when that is
 // spatial with a constant extent, and samples an unroll limit for the
-// loops under its outermost loop (0 never unrolls; see unrollAnnotated).
+// loops under its outermost loop (0 never unrolls; see unrolls).
 // On a GPU only the unroll limit applies: the loops are bound to blocks
 // and threads.
 //
 // With HalfVectors, on a target whose vectors are wider than 256 bits, it
 // also samples whether the vectorized loops under the outermost loop use
-// the whole vector or half of it (see vectorBitsAnnotated): on AMD Zen 4 a
+// the whole vector or half of it (see vectorWidths): on AMD Zen 4 a
 // loop streaming through memory moves more bytes a second in 256-bit
 // halves, a register tile computes faster in whole vectors.
 type ParallelVectorizeUnroll struct {
@@ -33,15 +33,20 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	}
 	if t.Threads > 1 {
 		if l, ok := parallelLoop(s, bi); ok {
-			_ = s.Parallel(l) // refused when illegal: stays serial
+			// Refused when illegal: stays serial.
+			if err := internal(s.Parallel(l)); err != nil {
+				return err
+			}
 		}
 	}
 	last := len(bi.loops) - 1
 	if bi.roles[last] == roleSpatial && last > 0 && t.GPU == nil {
-		_ = s.Vectorize(bi.loops[last])
+		if err := internal(s.Vectorize(bi.loops[last])); err != nil {
+			return err
+		}
 	}
 	// The limit and the width are annotations, so that a mutated decision
-	// takes effect on replay; Finish applies them before building. Where
+	// takes effect on replay; Finish applies them. Where
 	// the loop has one already, it is a consumer's, and covers this block.
 	if len(p.MaxUnroll) > 0 && !annotated(s, bi.loops[0], unrollKey) {
 		v, err := sampleAmong(s, p.MaxUnroll)
@@ -67,59 +72,61 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 // vectorized loops under it.
 const vectorBitsKey = "autotune.vector_bits"
 
-// vectorBitsAnnotated gives every vectorized loop under a loop annotated
-// with vectorBitsKey the code generator's annotation of that width
-// (llvm.VectorBitsKey; a width no narrower than the target's changes
-// nothing).
-func vectorBitsAnnotated(f *ast.Func) *ast.Func {
-	g := *f
-	g.Body = widthUnder(f.Body, 0)
-	return &g
+// vectorWidth is a vectorized loop and the width Finish gives it.
+type vectorWidth struct {
+	loop string
+	bits int64
 }
 
-func widthUnder(s ast.Stmt, bits int64) ast.Stmt {
+// vectorWidths returns every vectorized loop under a loop annotated with
+// vectorBitsKey whose code generator's annotation of the width
+// (llvm.VectorBitsKey; a width no narrower than the target's changes
+// nothing) is not that width yet, in the order the text form prints them.
+func vectorWidths(f *ast.Func) []vectorWidth {
+	var out []vectorWidth
+	widthUnder(f.Body, 0, &out)
+	return out
+}
+
+func widthUnder(s ast.Stmt, bits int64, out *[]vectorWidth) {
 	lp, isLoop := s.(*ast.For)
 	if isLoop {
 		if n, ok := lp.Annotations[vectorBitsKey].(int64); ok {
 			bits = n
 		}
+		if bits != 0 && lp.Kind == ast.Vectorized {
+			if have, ok := lp.Annotations[llvm.VectorBitsKey].(int64); !ok || have != bits {
+				*out = append(*out, vectorWidth{lp.Var.Name, bits})
+			}
+		}
 	}
-	s = ast.MapChildren(s, func(c ast.Stmt) ast.Stmt { return widthUnder(c, bits) }, func(e ast.Expr) ast.Expr { return e })
-	if !isLoop || bits == 0 || lp.Kind != ast.Vectorized {
-		return s
-	}
-	c := *s.(*ast.For)
-	c.Annotations = c.Annotations.Clone()
-	if c.Annotations == nil {
-		c.Annotations = ast.Annotations{}
-	}
-	c.Annotations[llvm.VectorBitsKey] = bits
-	return &c
+	ast.MapChildren(s, func(c ast.Stmt) ast.Stmt { widthUnder(c, bits, out); return c }, func(e ast.Expr) ast.Expr { return e })
 }
 
 // unrollKey annotates a loop with the unroll limit of the loops under
 // it.
 const unrollKey = "autotune.unroll_max"
 
-// unrollAnnotated unrolls, under each loop annotated with unrollKey = n
-// (that loop included), every serial loop of constant extent whose body
-// has no loop left rolled and that makes at most n copies of the blocks
-// in it: innermost loops first, as TVM's auto_unroll_max_step does. A
-// vectorized loop counts as one copy of its body. So the register tile
-// of a multi-level tiling, the loops under its innermost reduce level,
-// is unrolled whole, and a small reduce loop above it with it when the
-// limit allows. Unrolling is always legal: it keeps the order of
-// iterations.
-func unrollAnnotated(f *ast.Func) *ast.Func {
-	g := *f
-	g.Body, _ = unrollUnder(f.Body, 0)
-	return &g
+// unrolls returns the loops to unroll under each loop annotated with
+// unrollKey = n (that loop included), in the order the text form prints
+// them: every serial loop of constant extent whose body has no loop left
+// rolled and that makes at most n copies of the blocks in it, innermost
+// loops first, as TVM's auto_unroll_max_step does. A vectorized loop
+// counts as one copy of its body, an unrolled one as its extent's. So the
+// register tile of a multi-level tiling, the loops under its innermost
+// reduce level, is unrolled whole, and a small reduce loop above it with
+// it when the limit allows. Unrolling is always legal: it keeps the order
+// of iterations.
+func unrolls(f *ast.Func) []string {
+	var out []string
+	unrollUnder(f.Body, 0, &out)
+	return out
 }
 
-// unrollUnder unrolls the loops of s within limit and returns s with the
-// number of block copies it runs once unrolled: -1 when a loop in it stays
-// rolled.
-func unrollUnder(s ast.Stmt, limit int64) (ast.Stmt, int64) {
+// unrollUnder adds the loops of s to unroll within limit to out, and
+// returns the number of block copies s runs once they are unrolled: -1
+// when a loop in it stays rolled.
+func unrollUnder(s ast.Stmt, limit int64, out *[]string) int64 {
 	lp, isLoop := s.(*ast.For)
 	if isLoop {
 		if n, ok := lp.Annotations[unrollKey].(int64); ok {
@@ -127,8 +134,8 @@ func unrollUnder(s ast.Stmt, limit int64) (ast.Stmt, int64) {
 		}
 	}
 	var body int64
-	s = ast.MapChildren(s, func(c ast.Stmt) ast.Stmt {
-		c, n := unrollUnder(c, limit)
+	ast.MapChildren(s, func(c ast.Stmt) ast.Stmt {
+		n := unrollUnder(c, limit, out)
 		if n < 0 || body < 0 {
 			body = -1
 		} else {
@@ -140,23 +147,21 @@ func unrollUnder(s ast.Stmt, limit int64) (ast.Stmt, int64) {
 		if body == 0 {
 			body = 1 // a block or a statement
 		}
-		return s, body
+		return body
 	}
-	lp = s.(*ast.For)
 	ext, isConst := ast.ConstIntValue(ast.Simplify(lp.Extent))
 	switch {
 	case body < 0:
-		return s, -1
+		return -1
 	case lp.Kind == ast.Vectorized:
-		return s, body
+		return body
 	case lp.Kind == ast.Unrolled && isConst:
-		return s, ext * body
+		return ext * body
 	case lp.Kind != ast.Serial || !isConst || ext*body > limit:
-		return s, -1
+		return -1
 	}
-	c := *lp
-	c.Kind = ast.Unrolled
-	return &c, ext * body
+	*out = append(*out, lp.Var.Name)
+	return ext * body
 }
 
 // parallelLoop returns the first loop of the block with more than one

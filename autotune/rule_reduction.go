@@ -34,7 +34,7 @@ func (DecomposeReduction) Apply(s *schedule.Schedule, b schedule.Block, _ Target
 		// The init's loops beyond the i loops above l are its own; the
 		// innermost of them is vectorized (refused when not legal).
 		if len(ls) > i {
-			_ = s.Vectorize(ls[len(ls)-1])
+			return internal(s.Vectorize(ls[len(ls)-1]))
 		}
 		return nil
 	}

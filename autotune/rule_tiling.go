@@ -143,8 +143,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			if err := s.ReverseComputeAt(cache.block, levels[lv][len(levels[lv])-1]); err != nil {
 				return err
 			}
-			_ = vectorizeInnermost(s, cache.block) // stays serial when refused
-			return nil
+			return internal(vectorizeInnermost(s, cache.block)) // stays serial when refused
 		}
 	}
 	return nil

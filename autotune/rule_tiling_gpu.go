@@ -46,8 +46,9 @@ func (m MultiLevelTilingGPU) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 		return errSkip
 	}
 	// A tiling refused part-way leaves a nest no kernel can be made of:
-	// the sample is dropped, not kept as it is.
-	if err := m.apply(s, b, t); err != nil && !errors.Is(err, errSkip) {
+	// the sample is dropped, not kept as it is (a bug of loom is not a
+	// refusal: it goes up as it is).
+	if err := m.apply(s, b, t); err != nil && !errors.Is(err, errSkip) && internal(err) == nil {
 		return fmt.Errorf("%s", schedule.Explain(err))
 	} else {
 		return err

@@ -30,7 +30,8 @@ func (t Target) accumulators() int64 {
 // Rule is one rule of the search space: applied to a block of a
 // schedule, it transforms it with sampled decisions (so the trace can be
 // mutated and replayed), or leaves it alone when it does not apply. A
-// rule that fails part-way returns the error; the candidate is dropped.
+// rule that fails part-way returns the error; the candidate is dropped,
+// unless the error wraps schedule.ErrInternal (see InternalError).
 type Rule interface {
 	Name() string
 	Apply(s *schedule.Schedule, b schedule.Block, t Target) error
@@ -52,6 +53,18 @@ func DefaultRules() []Rule {
 
 // errSkip tells the space a rule does not apply; it is not a failure.
 var errSkip = errors.New("rule does not apply")
+
+// internal returns err when it wraps schedule.ErrInternal, else nil. A
+// rule may take a primitive's refusal for an answer (the loop stays
+// serial, the block where it is), but not a bug of loom (a result the
+// translation validator rejects): that ends the candidate, which the
+// search records as failed (see InternalError).
+func internal(err error) error {
+	if errors.Is(err, schedule.ErrInternal) {
+		return err
+	}
+	return nil
+}
 
 // blockInfo describes a block of the current function.
 type blockInfo struct {

@@ -24,7 +24,7 @@ func TestRulesShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f := Finish(s); ok(f, ast.Print(f)) {
+			if f := s.Func(); ok(f, ast.Print(f)) {
 				return
 			}
 		}
@@ -67,7 +67,7 @@ func TestSampledKernelsMatchInterpreter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k, err := cache.Compile(Finish(s), llvm.Options{})
+			k, err := cache.Compile(s.Func(), llvm.Options{})
 			if err != nil {
 				t.Fatalf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())
 			}
@@ -98,7 +98,7 @@ func TestHalfVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ast.Inspect(Finish(s).Body, func(n ast.Node) bool {
+			ast.Inspect(s.Func().Body, func(n ast.Node) bool {
 				if l, ok := n.(*ast.For); ok && l.Kind == ast.Vectorized {
 					bits, _ := l.Annotations[llvm.VectorBitsKey].(int64)
 					seen[bits]++
@@ -128,14 +128,14 @@ func TestFusedEpilogueChoices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(Finish(s).Body, func(n ast.Node) bool {
+		ast.Inspect(s.Func().Body, func(n ast.Node) bool {
 			if a, ok := n.(*ast.Alloc); ok && a.Buffer.Scope == ast.Local {
-				t.Fatalf("seed %d: a write cache beside the epilogue:\n%s", seed, ast.Print(Finish(s)))
+				t.Fatalf("seed %d: a write cache beside the epilogue:\n%s", seed, ast.Print(s.Func()))
 			}
 			return true
 		})
 		// Fused: some loop runs both the matmul and the epilogue.
-		ast.Inspect(Finish(s).Body, func(n ast.Node) bool {
+		ast.Inspect(s.Func().Body, func(n ast.Node) bool {
 			l, ok := n.(*ast.For)
 			if !ok {
 				return true
@@ -177,7 +177,7 @@ func TestTiledBlockStaysTiled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := Finish(s)
+		f := s.Func()
 		eachBlock(f, func(b *ast.ScheduleBlock, loops []*ast.For) {
 			if _, tiled := b.Annotations[tiledKey]; tiled && b.Name == "Y" && loops[len(loops)-1].Kind != ast.Vectorized {
 				t.Errorf("seed %d: tiled block Y's innermost loop is %s %s:\n%s", seed, loops[len(loops)-1].Kind, loops[len(loops)-1].Var.Name, s.Trace())

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +29,9 @@ type Task struct {
 
 // Candidate is one schedule of a task.
 type Candidate struct {
-	Sched    *schedule.Schedule
-	Func     *ast.Func // what is built: Finish(Sched)
-	Hash     string    // ast.Hash of Func, for de-duplication
+	Sched    *schedule.Schedule // sampled and finished (see Finish)
+	Func     *ast.Func          // what is built: Sched.Func()
+	Hash     string             // ast.Hash of Func, for de-duplication
 	Features []float64
 }
 
@@ -118,6 +119,11 @@ type Result struct {
 	// Confirmed are the leaders' re-measurements (Options.Confirm), best
 	// first; Best is the first of them when there are any.
 	Confirmed []*Record
+	// Internal are the records of candidates that loom's own checks
+	// rejected as they were made (see InternalError; the translation
+	// validator, with schedule.SetValidation): bugs of loom, each
+	// recorded as a failed trial with the reason.
+	Internal []*Record
 }
 
 // Tune searches schedules of task: an initial population sampled from the
@@ -149,14 +155,23 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		}
 		// Candidates: fresh samples, and mutants of the best parents.
 		var pool []*Candidate
-		add := func(c *Candidate) {
-			if c != nil && !seen[c.Hash] && !slices.ContainsFunc(pool, func(x *Candidate) bool { return x.Hash == c.Hash }) {
+		var rejected []*InternalError
+		add := func(m made) {
+			switch c := m.c; {
+			case m.rejected != nil:
+				// Keyed by its trace, so that the same rejection made
+				// twice is recorded once.
+				if key := "internal:" + m.rejected.Trace.String(); !seen[key] {
+					seen[key] = true
+					rejected = append(rejected, m.rejected)
+				}
+			case c != nil && !seen[c.Hash] && !slices.ContainsFunc(pool, func(x *Candidate) bool { return x.Hash == c.Hash }):
 				pool = append(pool, c)
 			}
 		}
 		// Each candidate is made from a seed drawn here, in order, so
 		// that making them in parallel keeps the search reproducible.
-		var makers []func() *Candidate
+		var makers []func() made
 		fresh := opts.Population
 		if len(parents) > 0 {
 			fresh = opts.Batch / 2
@@ -164,17 +179,40 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			top := parents[:min(len(parents), 8)]
 			for range opts.Mutants {
 				p, seed := top[rankedPick(rng, len(top))], rng.Uint64()
-				makers = append(makers, func() *Candidate { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
+				makers = append(makers, func() made { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
 			}
 		}
 		for range fresh {
 			seed := rng.Uint64()
-			makers = append(makers, func() *Candidate { return sample(task, seed) })
+			makers = append(makers, func() made { return sample(task, seed) })
 		}
-		for _, c := range parallelMap(makers) {
-			add(c)
+		for _, m := range parallelMap(makers) {
+			add(m)
+		}
+		// A candidate loom's own checks rejected is a failed trial, in
+		// the records and the database like any other, and counted apart.
+		for _, ie := range rejected {
+			if len(res.Records) >= opts.Trials {
+				break
+			}
+			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: ie.Trace, Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: len(res.Records) + 1, Error: "internal: " + firstLine(ie.Err.Error())}
+			failed++
+			if opts.DB != nil {
+				if err := opts.DB.Append(rec); err != nil {
+					return res, err
+				}
+			}
+			res.Records = append(res.Records, rec)
+			res.Internal = append(res.Internal, rec)
+			res.Curve = append(res.Curve, best)
+		}
+		if len(res.Records) >= opts.Trials {
+			break
 		}
 		if len(pool) == 0 {
+			if len(rejected) > 0 {
+				continue // the next round makes new ones
+			}
 			if len(parents) == 0 {
 				return res, errors.New("autotune: the space yields no candidate for " + task.Name)
 			}
@@ -397,24 +435,45 @@ func pick(pool []*Candidate, opts Options, rng *rand.Rand, n int) []*Candidate {
 	return out
 }
 
-// sample draws a fresh candidate from the space, or nil.
-func sample(task *Task, seed uint64) *Candidate {
+// made is what making a candidate gave: the candidate, nothing (the
+// space yields none, or the replay refused a mutated decision), or a
+// rejection by loom's own checks.
+type made struct {
+	c        *Candidate
+	rejected *InternalError
+}
+
+// sample draws a fresh candidate from the space.
+func sample(task *Task, seed uint64) made {
 	s, err := task.Space.Sample(task.Func, seed)
-	if err != nil {
-		return nil
+	if ie, ok := errors.AsType[*InternalError](err); ok {
+		return made{rejected: ie}
 	}
-	return candidate(task, s)
+	if err != nil {
+		return made{}
+	}
+	return made{c: candidate(task, s)}
 }
 
 func candidate(task *Task, s *schedule.Schedule) *Candidate {
-	f := Finish(s)
+	f := s.Func()
 	return &Candidate{Sched: s, Func: f, Hash: ast.Hash(f).String(), Features: Features(f, task.Sizes)}
 }
 
-// mutate changes one sampled decision of c's trace and replays it; nil
-// when the replay refuses the new decision.
-func mutate(task *Task, c *Candidate, rng *rand.Rand) *Candidate {
-	tr := c.Sched.Trace()
+// firstLine returns s up to its first newline (an internal error goes on
+// with the whole function).
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// mutate changes one sampled decision of c's trace, replays the trace
+// before its post-processing with it and finishes the schedule anew
+// (Finish); nothing when the replay refuses the new decision.
+func mutate(task *Task, c *Candidate, rng *rand.Rand) made {
+	tr := c.Sched.Trace().WithoutPostproc()
 	var sites []int
 	for i, in := range tr.Insts {
 		// A decision no later instruction uses (a structural choice a
@@ -424,7 +483,7 @@ func mutate(task *Task, c *Candidate, rng *rand.Rand) *Candidate {
 		}
 	}
 	if len(sites) == 0 {
-		return nil
+		return made{}
 	}
 	i := sites[rng.IntN(len(sites))]
 	in := tr.Insts[i]
@@ -438,22 +497,32 @@ func mutate(task *Task, c *Candidate, rng *rand.Rand) *Candidate {
 			n = len(in.Args[0].List)
 		}
 		if n < 2 {
-			return nil
+			return made{}
 		}
 		d[0] = (d[0] + 1 + int64(rng.IntN(n-1))) % int64(n)
 	case "sample_compute_location":
 		d[0] = int64(rng.IntN(int(d[0])+3)) - 1
 	default:
-		return nil
+		return made{}
 	}
 	if d == nil || slices.Equal(d, in.Decision) {
-		return nil
+		return made{}
 	}
 	s, err := schedule.Replay(task.Func, tr, map[int][]int64{i: d})
-	if err != nil {
-		return nil
+	if internal(err) != nil {
+		tr.Insts[i].Decision = d
+		return made{rejected: &InternalError{Trace: tr, Err: fmt.Errorf("mutant: %w", err)}}
 	}
-	return candidate(task, s)
+	if err != nil {
+		return made{}
+	}
+	if err := Finish(s); err != nil {
+		if internal(err) != nil {
+			return made{rejected: &InternalError{Trace: s.Trace(), Err: fmt.Errorf("mutant: finish: %w", err)}}
+		}
+		return made{}
+	}
+	return made{c: candidate(task, s)}
 }
 
 // mutateTile moves one prime factor between two factors of a perfect

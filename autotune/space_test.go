@@ -31,7 +31,7 @@ func TestSampleKeepsResults(t *testing.T) {
 				continue
 			}
 			ok++
-			f := Finish(s)
+			f := s.Func()
 			got := c.Args(1)
 			if err := ast.Interpret(f, c.Sizes, got); err != nil {
 				t.Fatalf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())

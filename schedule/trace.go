@@ -190,7 +190,9 @@ func (e *ReplayError) Unwrap() error { return e.Err }
 // Replay applies trace t to a new schedule of f and returns it. decisions,
 // if not nil, replace the decisions of sampling instructions (by index in
 // t.Insts); a replaced decision must still be valid for its instruction.
-// The result has the same trace, with the new decisions.
+// The result has the same trace, with the new decisions; the primitives
+// applied to it next name their outputs after the trace's (b0, l1, ...:
+// the next number after the highest).
 func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*Schedule, error) {
 	s, err := New(f, opts...)
 	if err != nil {
@@ -229,6 +231,15 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		if made := len(s.trace.Insts); made > before && len(in.Outputs) > 0 {
 			if n := len(s.trace.Insts[made-1].Outputs); unused > 0 || n != len(in.Outputs) {
 				return nil, &ReplayError{Index: i, Kind: in.Kind, Err: fmt.Errorf("it makes %d outputs now, but the trace names %d (%s)", n, len(in.Outputs), strings.Join(in.Outputs, ", "))}
+			}
+		}
+	}
+	// Primitives applied after the replay name their outputs after the
+	// trace's, as they would after the calls that made it.
+	for _, in := range s.trace.Insts {
+		for _, o := range in.Outputs {
+			if n, err := strconv.Atoi(strings.TrimLeft(o, "abcdefghijklmnopqrstuvwxyz")); err == nil && n >= s.nrv {
+				s.nrv = n + 1
 			}
 		}
 	}

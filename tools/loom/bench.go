@@ -55,11 +55,11 @@ prints, for trying an edited schedule), or none.
 		}
 		*sched = "trace"
 		tuned = func(f *ast.Func) (*ast.Func, error) {
-			s, err := schedule.Replay(f, trace, nil)
+			s, err := autotune.Replay(f, trace)
 			if err != nil {
 				return nil, fmt.Errorf("%s", schedule.Explain(err))
 			}
-			return autotune.Finish(s), nil
+			return s.Func(), nil
 		}
 	}
 	names := []string{*name}

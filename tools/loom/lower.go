@@ -16,7 +16,10 @@ func runLower(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("lower", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-trace FILE | -db FILE] [flags]",
 		`Prints the function before and after a schedule: the trace in -trace (JSON,
 as records store it, or the text form traces print in), or else the best
-record of the tuning database for this machine.`, stderr)
+record of the tuning database for this machine. The trace is replayed up to
+its post-processing (enter_postproc) and finished as the tuner finishes a
+candidate (the sampled unroll limits and vector widths), so that an edited
+decision takes effect; the schedule printed is the one applied.`, stderr)
 	var src source
 	src.register(fs)
 	var rf recordFlags
@@ -30,20 +33,16 @@ record of the tuning database for this machine.`, stderr)
 	for _, j := range jobs {
 		f := j.Case.Func
 		var err error
-		var trace *schedule.Trace
+		var s *schedule.Schedule
 		if *tracePath != "" {
-			trace, err = readTrace(*tracePath)
+			var trace *schedule.Trace
+			if trace, err = readTrace(*tracePath); err == nil {
+				s, err = autotune.Replay(f, trace)
+			}
 		} else {
 			var r *autotune.Record
 			if r, err = rf.best(f); err == nil {
-				trace = r.Trace
-			}
-		}
-		var after *ast.Func
-		if err == nil {
-			var s *schedule.Schedule
-			if s, err = schedule.Replay(f, trace, nil); err == nil {
-				after = autotune.Finish(s)
+				s, err = r.Schedule(f)
 			}
 		}
 		if err != nil {
@@ -51,7 +50,7 @@ record of the tuning database for this machine.`, stderr)
 			status = 1
 			continue
 		}
-		fmt.Fprintf(stdout, "// %s before:\n%s\n// schedule:\n%s\n// %s after:\n%s", j.Name, ast.Print(f), indent(trace.String()), j.Name, ast.Print(after))
+		fmt.Fprintf(stdout, "// %s before:\n%s\n// schedule:\n%s\n// %s after:\n%s", j.Name, ast.Print(f), indent(s.Trace().String()), j.Name, ast.Print(s.Func()))
 	}
 	return status
 }

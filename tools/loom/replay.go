@@ -16,7 +16,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 machine, replays its trace (checking that it still applies), and prints the
 schedule as a Go function over loom's schedule API, with the record's
 measured time: paste it into a program to schedule the function the same
-way without the database.`, stderr)
+way without the database. The function takes the record's sampling
+decisions and makes every step the tuner applied after its rules, so that
+it rebuilds exactly the function loom lower prints and loom bench
+-schedule tuned runs.`, stderr)
 	var src source
 	src.register(fs)
 	var rf recordFlags
@@ -28,17 +31,19 @@ way without the database.`, stderr)
 	status := 0
 	for _, j := range jobs {
 		r, err := rf.best(j.Case.Func)
+		var s *schedule.Schedule
 		if err == nil {
-			_, err = r.Apply(j.Case.Func)
+			s, err = r.Schedule(j.Case.Func)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loom replay: %s: %s\n", j.Name, schedule.Explain(err))
 			status = 1
 			continue
 		}
-		fmt.Fprintf(stdout, "// Schedule of %s (%s, workload %.12s) on %s:\n// %.3f ms (%s) median of %d runs, measured %s by %s, run %q trial %d.\n%s",
+		fmt.Fprintf(stdout, "// Schedule of %s (%s, workload %.12s) on %s:\n// %.3f ms (%s) median of %d runs, measured %s by %s, run %q trial %d.\n"+
+			"// Given sch, a new schedule of the function, apply(sch) rebuilds the tuned function (structural hash %.12s).\n%s",
 			j.Name, j.Shape, ast.Hash(j.Case.Func).String(), r.Target, r.Median*1e3, j.speed(r.Median), len(r.Seconds),
-			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, r.Trace.Go())
+			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, ast.Hash(s.Func()).String(), s.Trace().Go())
 	}
 	return status
 }

@@ -33,6 +33,7 @@ type tuneSummary struct {
 	GPU      string   `json:"gpu,omitempty"` // the GPU's architecture, when tuned for one
 	Trials   int      `json:"trials"`
 	Failed   int      `json:"failed"`
+	Internal int      `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
 	BestMs   float64  `json:"best_ms"`
 	Best     string   `json:"best"`
 	StartMs  float64  `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
@@ -42,6 +43,8 @@ type tuneSummary struct {
 	Database string   `json:"db"`
 	Files    []string `json:"files,omitempty"`
 	Trace    string   `json:"trace"`
+
+	internal []*autotune.Record // the Internal trials' records
 }
 
 // runTune searches schedules of a built-in workload or of every fused
@@ -56,7 +59,12 @@ run in a worker process of its own (a crashing or hanging one is recorded as
 failed), checked against a reference before it is timed. Every measured
 candidate is appended to the tuning database; the best one is printed (its
 schedule as a trace) and, with -out, written as LLVM IR, an object file and
-a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
+a C header. Ctrl-C stops the search and keeps what it measured.
+
+-validate checks every step of every schedule the tuner builds with the
+translation validator (package validate), independently of the primitive's
+own legality proof. A candidate it rejects is a bug of loom: it is recorded
+as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr)
 	var src source
 	src.register(fs)
 	threads := fs.Int("threads", 0, "threads the kernel runs on (0: one per core)")
@@ -69,9 +77,16 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
 	quiet := fs.Bool("q", false, "no progress bar")
 	target := fs.String("target", "cpu", "what the kernels run on: cpu (this machine's, through LLVM) or cuda (an NVIDIA GPU, with the GPU search rules)")
+	validate := fs.Bool("validate", false, "check every schedule step with the translation validator; a candidate it rejects (a bug of loom) is recorded as failed and reported")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
+	}
+	if *validate {
+		// Every schedule of this process: the candidates, their mutants,
+		// the records replayed. The workers only build and run the
+		// finished functions.
+		defer schedule.SetValidation(schedule.SetValidation(true))
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "loom tune:", err)
@@ -145,6 +160,16 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 			continue
 		}
 		sum.Database = *dbPath
+		if sum.Internal > 0 {
+			// A bug of loom, whatever the search found: said on its own,
+			// with what reproduces it, and the exit status says it too.
+			fmt.Fprintf(stderr, "loom tune: %s: BUG: loom's own checks rejected %d candidates (recorded as failed in %s):\n", j.Name, sum.Internal, *dbPath)
+			for _, r := range sum.internal {
+				fmt.Fprintf(stderr, "  trial %d: %s\n", r.Trial, r.Error)
+			}
+			fmt.Fprintf(stderr, "the first one's trace, up to the rejected step:\n%s", sum.internal[0].Trace)
+			status = 1
+		}
 		if *out != "" {
 			write := writeKernel
 			if dev != nil {
@@ -162,7 +187,11 @@ a C header. Ctrl-C stops the search and keeps what it measured.`, stderr)
 		if sum.GPU != "" {
 			on = "GPU " + sum.GPU
 		}
-		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s) after %d trials (%d failed) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.Trials, sum.Failed, sum.Seconds)
+		internal := ""
+		if sum.Internal > 0 {
+			internal = fmt.Sprintf(", %d of them rejected by loom's own checks", sum.Internal)
+		}
+		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {
 			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
 		}
@@ -222,6 +251,10 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	if err != nil && ctx.Err() == nil {
 		return nil, nil, err
 	}
+	if res != nil && res.Best == nil && len(res.Internal) > 0 {
+		r := res.Internal[0]
+		return nil, nil, fmt.Errorf("no candidate ran correctly; BUG: loom's own checks rejected %d of them, the first (trial %d): %s\nits trace, up to the rejected step:\n%s", len(res.Internal), r.Trial, r.Error, r.Trace)
+	}
 	if res == nil || res.Best == nil {
 		return nil, nil, fmt.Errorf("no candidate ran correctly")
 	}
@@ -237,6 +270,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	}
 	sum := &tuneSummary{
 		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, GPU: t.arch, Trials: len(res.Records), Failed: failed,
+		Internal: len(res.Internal), internal: res.Internal,
 		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
 		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),
 	}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/schedule"
+)
+
+// TestReplayRebuildsTuned: for every built-in workload, a short search
+// records its candidates as loom tune does (sampled, mutated, finished;
+// timed by a stand-in runner that builds nothing); then loom replay
+// prints the best record's schedule as Go, and one program made of the
+// printed functions, run with go run, rebuilds every workload's function
+// with the structural hash of the function loom lower prints for the
+// record, and with the record's trace. loom bench -schedule tuned builds
+// the same function (Record.Apply).
+func TestReplayRebuildsTuned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("samples every workload at its benchmark shape and runs a program: skipped in short mode")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	// What is checked here is the replay, at the workloads' benchmark
+	// shapes, where the translation validator takes minutes a candidate
+	// (conv2d's); the other tests run it.
+	defer schedule.SetValidation(schedule.SetValidation(false))
+	db := filepath.Join(t.TempDir(), "db.jsonl")
+	d, err := autotune.OpenDatabase(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const threads = "1"
+	key := autotune.TargetKey(llvm.Host(), 1)
+	type want struct {
+		hash  string // of loom lower's function after the schedule
+		trace string // the record's, as JSON
+	}
+	wants := map[string]want{}
+	var program strings.Builder
+	var table strings.Builder
+	for _, w := range bench.Workloads {
+		c := w.Case(w.DefaultSize)
+		task := &autotune.Task{
+			Name: w.Name, Func: c.Func, Sizes: c.Sizes, Target: key,
+			// 512-bit vectors and two threads, whatever this machine
+			// has: every rule's choice, vector widths included.
+			Space: &autotune.Space{Rules: autotune.DefaultRules(), Target: autotune.Target{VectorLanes: 16, Threads: 2}},
+		}
+		// Two rounds: the second measures mutants, replayed and finished
+		// anew.
+		res, err := autotune.Tune(context.Background(), task, nopBuilder{}, hashRunner{}, autotune.Options{Trials: 4, Population: 2, Batch: 2, Mutants: 4, Seed: 1, DB: d, Version: version})
+		if err != nil {
+			t.Fatalf("%s: %v", w.Name, err)
+		}
+		if res.Best == nil || len(res.Internal) > 0 {
+			t.Fatalf("%s: best %v, %d rejected by loom's own checks", w.Name, res.Best, len(res.Internal))
+		}
+		if !res.Best.Trace.HasPostproc() {
+			t.Errorf("%s: the record's trace has no post-processing:\n%s", w.Name, res.Best.Trace)
+		}
+		args := []string{"-workload", w.Name, "-threads", threads, "-db", db}
+		code, out, errs := runLoom(t, append([]string{"lower"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: lower: exit %d: %s", w.Name, code, errs)
+		}
+		_, after, ok := strings.Cut(out, "// "+w.Name+" after:\n")
+		if !ok {
+			t.Fatalf("%s: lower printed no function after the schedule:\n%s", w.Name, out)
+		}
+		lowered, err := ast.Parse(after)
+		if err != nil {
+			t.Fatalf("%s: lower's function does not parse: %v\n%s", w.Name, err, after)
+		}
+		// The record loom lower chose is the search's best: its trace
+		// replayed is the function that was measured.
+		best, err := res.Best.Apply(c.Func)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ast.Hash(best) != ast.Hash(lowered) {
+			t.Fatalf("%s: loom lower prints another function than the best record's:\n%s\nwant\n%s", w.Name, after, ast.Print(best))
+		}
+		trace, _ := json.Marshal(res.Best.Trace)
+		wants[w.Name] = want{ast.Hash(lowered).String(), string(trace)}
+
+		code, out, errs = runLoom(t, append([]string{"replay"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: replay: exit %d: %s", w.Name, code, errs)
+		}
+		if !strings.Contains(out, "func apply(sch *schedule.Schedule) error {") || !strings.Contains(out, "With(") {
+			t.Fatalf("%s: replay printed no Go function taking the decisions:\n%s", w.Name, out)
+		}
+		fn := "apply_" + w.Name
+		program.WriteString(strings.Replace(out, "func apply(", "func "+fn+"(", 1) + "\n")
+		fmt.Fprintf(&table, "\t{%q, %s},\n", w.Name, fn)
+	}
+
+	// The program, in a directory of the module (it imports its internal
+	// packages), ignored by ./... for its leading underscore.
+	dir, err := os.MkdirTemp(".", "_replay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	src := `package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/schedule"
+)
+
+` + program.String() + `
+func main() {
+	for _, w := range []struct {
+		name  string
+		apply func(*schedule.Schedule) error
+	}{
+` + table.String() + `	} {
+		wl, err := bench.Lookup(w.name)
+		if err != nil {
+			panic(err)
+		}
+		sch, err := schedule.New(wl.Case(wl.DefaultSize).Func)
+		if err != nil {
+			panic(err)
+		}
+		if err := w.apply(sch); err != nil {
+			fmt.Fprintln(os.Stderr, w.name+":", schedule.Explain(err))
+			os.Exit(1)
+		}
+		trace, _ := json.Marshal(sch.Trace())
+		fmt.Printf("%s %s %s\n", w.name, ast.Hash(sch.Func()), trace)
+	}
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goTool, "run", "./"+filepath.Base(dir))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go run: %v\n%s\nthe program:\n%s", err, stderr.String(), src)
+	}
+	got := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		name, rest, _ := strings.Cut(line, " ")
+		hash, trace, _ := strings.Cut(rest, " ")
+		w, ok := wants[name]
+		if !ok {
+			t.Fatalf("the program printed %q", line)
+		}
+		got[name] = true
+		if hash != w.hash {
+			t.Errorf("%s: the printed Go builds a function of hash %.12s, loom lower prints %.12s", name, hash, w.hash)
+		}
+		if trace != w.trace {
+			t.Errorf("%s: the printed Go records the trace\n%s\nthe record's is\n%s", name, trace, w.trace)
+		}
+	}
+	if len(got) != len(bench.Workloads) {
+		t.Errorf("the program rebuilt %d workloads of %d:\n%s", len(got), len(bench.Workloads), stdout.String())
+	}
+}
+
+// nopBuilder builds nothing.
+type nopBuilder struct{}
+
+func (nopBuilder) Build(_ context.Context, _ *autotune.Task, cands []*autotune.Candidate) []autotune.BuildResult {
+	return make([]autotune.BuildResult, len(cands))
+}
+
+// hashRunner times a candidate by its structural hash: a deterministic
+// time, different for different functions.
+type hashRunner struct{}
+
+func (hashRunner) Run(_ context.Context, _ *autotune.Task, cands []*autotune.Candidate, _ []autotune.BuildResult) []autotune.RunResult {
+	out := make([]autotune.RunResult, len(cands))
+	for i, c := range cands {
+		h := fnv.New32a()
+		h.Write([]byte(c.Hash))
+		out[i].Seconds = []float64{1e-3 * (1 + float64(h.Sum32()%1000)/1000)}
+	}
+	return out
+}
