@@ -25,9 +25,9 @@ type Schedule struct {
 	nrv     int            // random variables named so far
 	handles map[string]any // every handle given out, by random variable name
 	prog    *poly.Program  // the model of f, computed on first use
-	// validation says after which primitives the translation validator
-	// runs (see WithValidation).
-	validation validation
+	// validate runs the translation validator after every primitive (see
+	// WithValidation).
+	validate bool
 
 	// While replaying a trace: the names the next outputs must get, and
 	// the decision the next sampling instruction must take.
@@ -85,65 +85,32 @@ func WithSeed(seed uint64) Option {
 	return func(s *Schedule) { s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
 }
 
-// validation is when a schedule runs the translation validator.
-type validation int
-
-const (
-	// validateCheap: after the primitives for which the validator costs
-	// less than the primitive (the default; see validatedByDefault).
-	validateCheap validation = iota
-	validateAll              // after every primitive
-	validateNone             // never
-)
-
 // WithValidation turns the translation validator (package validate) on
-// for every primitive, or off for all. Without it a schedule validates
-// what SetValidation says: by default the steps of the primitives for
-// which the validator costs less than the primitive itself (compute_at,
-// reverse_compute_at, compute_inline, align; see validatedByDefault). A
-// result the validator rejects is refused with an error wrapping
-// ErrInternal: a bug of loom, not of the schedule. The validator checks
-// the result against the function the primitive started from,
-// independently of the primitive's reasoning.
+// or off for every primitive of the schedule; without it a schedule
+// follows SetValidation (off by default). The validator checks each
+// primitive's result against the function the primitive started from,
+// independently of the primitive's reasoning, sharing the models the
+// primitive built. A result it rejects is refused with an error wrapping
+// ErrInternal: a bug of loom, not of the schedule.
+//
+// It is off by default because it costs more than most primitives: on the
+// adversarial corpus a step with validation takes 1.1-2.6x the time of
+// compute_at alone, 2-10x that of reorder, parallel, tile or bind, and far
+// more than the structural primitives (TestValidationCostInSchedule); on
+// the GPU search space the same steps made TestGPUSpaceLowers 90 s without
+// it and over 10 minutes with it after compute_at alone.
 func WithValidation(on bool) Option {
-	return func(s *Schedule) {
-		s.validation = validateNone
-		if on {
-			s.validation = validateAll
-		}
-	}
+	return func(s *Schedule) { s.validate = on }
 }
 
 // validateEverywhere is the process-wide setting of SetValidation.
 var validateEverywhere atomic.Bool
 
 // SetValidation sets whether schedules made from now on without
-// WithValidation validate every primitive (true) or, the default, only
-// those whose proofs use poly; it returns the previous setting. Tests turn
-// it on for a whole package; loom tune -validate for a run.
+// WithValidation run the translation validator after every primitive, and
+// returns the previous setting. Tests turn it on for a whole package;
+// loom tune -validate for a run.
 func SetValidation(on bool) (was bool) { return validateEverywhere.Swap(on) }
-
-// validatedByDefault are the primitives validated by default: those for
-// which the validator, sharing the models the primitive's proof built,
-// costs less than the primitive itself (measured over the adversarial
-// corpus by TestValidationCostInSchedule: compute_at 1.1x the primitive's
-// time with validation, reverse_compute_at 1.4x, compute_inline and align
-// 1.6x; reorder, parallel, bind and tile 2-5x, and the structural
-// primitives, which prove their steps without poly, 15-80x).
-var validatedByDefault = map[string]bool{
-	"compute_at": true, "reverse_compute_at": true, "compute_inline": true, "align": true,
-}
-
-// validates reports whether the validator checks primitive prim's result.
-func (s *Schedule) validates(prim string) bool {
-	switch {
-	case s.validation == validateAll:
-		return true
-	case s.validation == validateNone:
-		return false
-	}
-	return validatedByDefault[prim]
-}
 
 // New returns a schedule of f. f must be well formed (see ast.Verify). Loop
 // variables that share a name with another loop are renamed (i, i_1, ...),
@@ -154,9 +121,7 @@ func New(f *ast.Func, opts ...Option) (*Schedule, error) {
 		return nil, err
 	}
 	s := &Schedule{f: uniqueLoops(f), handles: map[string]any{}}
-	if validateEverywhere.Load() {
-		s.validation = validateAll
-	}
+	s.validate = validateEverywhere.Load()
 	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
@@ -294,7 +259,7 @@ func (s *Schedule) commit(prim string, g *ast.Func) error {
 		return &Error{Primitive: prim, Reason: "internal error: the transformed function is ill-formed: " + err.Error(), Func: g, Kind: ErrInternal}
 	}
 	var after *poly.Program
-	if s.validates(prim) {
+	if s.validate {
 		var err error
 		after, err = s.validateStep(g)
 		if err != nil {
