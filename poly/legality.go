@@ -327,6 +327,11 @@ type Violation struct {
 	// iteration variables) of a pair that now runs in the wrong order; nil
 	// when the pair could not be computed within the solver's budget.
 	Source, Sink []Int
+	// Untold is set when the dependence is of a block that is not pure on
+	// itself and the block runs an iteration vector more than once in
+	// iterations of loops the rescheduling changed: which execution is
+	// which cannot be told, so neither can their order.
+	Untold bool
 }
 
 // String describes the broken dependence and the witness pair.
@@ -354,14 +359,18 @@ func (p *Program) Violations(g *Program) ([]*Violation, error) {
 	return p.ViolationsKeeping(g, nil)
 }
 
-// ViolationsKeeping is Violations where keep names, for some blocks, outer
-// loops that the rescheduling left as they were (the same variable, bounds
-// and place around the block in both functions): instances are then
-// matched by the values of those loops as well as by iteration vector.
-// This tells apart the executions of a block that runs the same iteration
-// vector several times (a producer recomputed per tile, as compute_at
-// makes it), which matching by iteration vector alone must treat as one.
-// Each list must be a prefix of the block's loops in both functions.
+// ViolationsKeeping is Violations where keep names, for some blocks, loops
+// that the rescheduling left as they were (the same variable and bounds
+// around the block in both functions, wherever in the nest they now
+// stand): instances are then matched by the values of those loops as well
+// as by iteration vector. This tells apart the executions of a block that
+// runs the same iteration vector several times (a producer recomputed per
+// tile, as compute_at makes it, or a skewed in-place nest whose bindings
+// repeat an element), which matching by iteration vector alone must treat
+// as one. A block that is not pure (it reduces, or reads what it writes)
+// and repeats an iteration vector the kept loops do not tell apart is
+// reported as a violation without a witness pair: the order of its
+// executions cannot be checked.
 func (p *Program) ViolationsKeeping(g *Program, keep map[string][]string) ([]*Violation, error) {
 	var out []*Violation
 	for _, d := range p.Deps() {
@@ -369,19 +378,24 @@ func (p *Program) ViolationsKeeping(g *Program, keep map[string][]string) ([]*Vi
 		if s == nil || t == nil {
 			return nil, fmt.Errorf("poly: violations: the new function has no leaf block %s or %s", d.Source.Block.Name, d.Sink.Block.Name)
 		}
-		ks, kt := keptLoops(d.Source, s, keep), keptLoops(d.Sink, t, keep)
-		iters := d.keyRel(ks, kt)
-		if d.Source == d.Sink {
-			// Two executions of the same instance (a block recomputed, as
-			// compute_at does for overlapping regions) compute the same
-			// value; only distinct instances are ordered.
-			iters = IntersectMap(iters, distinct(iters))
-			if iters.IsEmpty() {
+		fs, gs := keptLoops(d.Source, s, keep)
+		ft, gt := keptLoops(d.Sink, t, keep)
+		if d.Source == d.Sink && len(fs) < len(d.Source.Loops) && !d.Source.Block.IsPure() {
+			// Executions with the same key count as one below: for an
+			// impure block they must be one.
+			if _, again := d.Source.RepeatKey(fs); again {
+				out = append(out, &Violation{Dep: d, Untold: true})
 				continue
 			}
 		}
-		// Pairs of new instances whose keys are related.
-		rel := pairsByKeys(s, t, iters, ks, kt)
+		// Pairs of new executions whose keys the dependence relates (for a
+		// block's dependence on itself, distinct keys: two executions of
+		// a pure block's instance compute the same value).
+		iters := d.KeyPairsOf(fs, ft)
+		if iters.IsEmpty() {
+			continue
+		}
+		rel := ExecutionsOf(s, t, iters, gs, gt)
 		common, sFirst := order(s, t)
 		for k := 0; k <= common; k++ {
 			var wrong Map
@@ -424,20 +438,23 @@ func distinct(m Map) Map {
 	return u
 }
 
-// keptLoops returns how many outer loops of the old instances old are kept
-// (named in keep for the block, a prefix of its loops in both functions,
-// with the same bounds).
-func keptLoops(old, new *Instances, keep map[string][]string) int {
+// keptLoops returns the positions, among the loops of the old instances
+// old and among those of the new ones, of the loops keep names for the
+// block that have the same variable and bounds in both, in old's order.
+func keptLoops(old, new *Instances, keep map[string][]string) (inOld, inNew []int) {
 	names := keep[old.Block.Name]
-	n := 0
-	for n < len(names) && n < len(old.Loops) && n < len(new.Loops) {
-		a, b := old.Loops[n], new.Loops[n]
-		if a.Var.Name != names[n] || b.Var.Name != names[n] || !ast.Equal(a.Min, b.Min) || !ast.Equal(a.Extent, b.Extent) {
-			break
+	for i, a := range old.Loops {
+		if !slices.Contains(names, a.Var.Name) {
+			continue
 		}
-		n++
+		for j, b := range new.Loops {
+			if a.Var.Name == b.Var.Name && ast.Equal(a.Min, b.Min) && ast.Equal(a.Extent, b.Extent) {
+				inOld, inNew = append(inOld, i), append(inNew, j)
+				break
+			}
+		}
 	}
-	return n
+	return inOld, inNew
 }
 
 // keyRel returns the dependence as a relation between instance keys: the

@@ -46,9 +46,10 @@ func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func
 	return nil
 }
 
-// unchangedLoops returns, for each block of g, the outer loops that are
-// the same in f: the longest prefix of its loops with the same variables
-// and bounds in both. They tell apart the executions of a recomputed block.
+// unchangedLoops returns, for each block of g, the loops around it that
+// are the same in f (the same variable and bounds), wherever they now
+// stand. Their values tell apart the executions of a block that runs an
+// iteration vector more than once (a recomputed producer, a skewed nest).
 func unchangedLoops(f, g *ast.Func) map[string][]string {
 	keep := map[string][]string{}
 	for _, b := range g.Blocks() {
@@ -57,13 +58,14 @@ func unchangedLoops(f, g *ast.Func) map[string][]string {
 		if !ok {
 			continue
 		}
-		ol, nl := oldAt.loops(), newAt.loops()
 		var names []string
-		for k := 0; k < len(ol) && k < len(nl); k++ {
-			if ol[k].Var.Name != nl[k].Var.Name || !ast.Equal(ol[k].Min, nl[k].Min) || !ast.Equal(ol[k].Extent, nl[k].Extent) {
-				break
+		for _, o := range oldAt.loops() {
+			for _, n := range newAt.loops() {
+				if o.Var.Name == n.Var.Name && ast.Equal(o.Min, n.Min) && ast.Equal(o.Extent, n.Extent) {
+					names = append(names, o.Var.Name)
+					break
+				}
 			}
-			names = append(names, ol[k].Var.Name)
 		}
 		keep[b.Name] = names
 	}
@@ -73,6 +75,9 @@ func unchangedLoops(f, g *ast.Func) map[string][]string {
 // explainViolation says in words which dependence a transformation breaks.
 func explainViolation(v *poly.Violation) string {
 	d := v.Dep
+	if v.Untold {
+		return fmt.Sprintf("block %s runs some instance more than once, in iterations of loops this step changes, and it is not pure (it reduces, or reads what it writes): the order of those executions cannot be checked", d.Source.Block.Name)
+	}
 	src := d.Source.Block.Name + poly.IterString(d.Source.Block, v.Source)
 	snk := d.Sink.Block.Name + poly.IterString(d.Sink.Block, v.Sink)
 	switch d.Kind {
