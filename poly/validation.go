@@ -104,6 +104,22 @@ func (p *Program) NotAfter(a, b *Instances, concurrent func(*ast.For) bool) []Ma
 	return out
 }
 
+// Concurrently returns pieces whose union is the pairs (x, y) of
+// executions of a and b in different iterations of a loop around both that
+// concurrent says runs its iterations at once, x's iteration the earlier:
+// the pairs such a loop leaves unordered that the serial order runs x
+// first.
+func (p *Program) Concurrently(a, b *Instances, concurrent func(*ast.For) bool) []Map {
+	common, _ := order(a, b)
+	var out []Map
+	for k := 0; k < common; k++ {
+		if concurrent(a.Loops[k]) {
+			out = append(out, beforeAt(a, b, k, common))
+		}
+	}
+	return out
+}
+
 // Order returns the number of loops around both a and b, and whether a's
 // statement comes first inside them.
 func (p *Program) Order(a, b *Instances) (common int, aFirst bool) { return order(a, b) }
@@ -385,12 +401,16 @@ func (s Set) FillsBox() bool {
 }
 
 // Before returns pieces whose union is the pairs (x, y) of executions of
-// a and b where x runs strictly before y in p's order.
-func (p *Program) Before(a, b *Instances) []Map {
+// a and b where x runs strictly before y in p's order; x in an earlier
+// iteration of a loop that concurrent says runs its iterations at once
+// (nil: none does) is not before y.
+func (p *Program) Before(a, b *Instances, concurrent func(*ast.For) bool) []Map {
 	common, aFirst := order(a, b)
 	var out []Map
 	for k := 0; k < common; k++ {
-		out = append(out, beforeAt(a, b, k, common))
+		if concurrent == nil || !concurrent(a.Loops[k]) {
+			out = append(out, beforeAt(a, b, k, common))
+		}
 	}
 	if aFirst {
 		out = append(out, beforeAt(a, b, common, common))
@@ -402,13 +422,13 @@ func (p *Program) Before(a, b *Instances) []Map {
 // (a's writing, b's reading), the set need of tuples (a's iteration
 // vector, then b's execution) over every execution of b, and the set have
 // of those tuples for which some execution of a with that iteration
-// vector runs before the execution of b. need ⊆ have says that every read
-// finds a write before it.
-func (p *Program) ReadAfterSome(a, b *Instances, iters Map) (need, have Set) {
+// vector runs before the execution of b (see Before for concurrent).
+// need ⊆ have says that every read finds a write before it.
+func (p *Program) ReadAfterSome(a, b *Instances, iters Map, concurrent func(*ast.For) bool) (need, have Set) {
 	la := len(a.Loops)
 	pairs := Executions(a, b, iters, 0, 0)
 	need = pairs.Wrap().ProjectOut(0, la)
-	for i, piece := range p.Before(a, b) {
+	for i, piece := range p.Before(a, b, concurrent) {
 		h := IntersectMap(pairs, piece).Wrap().ProjectOut(0, la)
 		if i == 0 {
 			have = h

@@ -27,8 +27,11 @@ type validator struct {
 	// their values tell apart executions that share an iteration vector.
 	keyF, keyG map[string][]int
 	// unchanged are the kept blocks whose loops, domain and text are the
-	// same in both functions: they run the same executions.
-	unchanged map[string]bool
+	// same in both functions: they run the same executions, in the same
+	// order among themselves unless the kinds of their loops changed,
+	// which kindsChanged records.
+	unchanged    map[string]bool
+	kindsChanged map[string]bool
 	asked     map[string]bool // unchanged blocks whose repeats are known
 	// unmatched are impure blocks whose repeated executions the kept
 	// loops do not tell apart: their order is left unchecked.
@@ -37,7 +40,7 @@ type validator struct {
 }
 
 func check(pf, pg *poly.Program, stats *Stats) error {
-	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keyF: map[string][]int{}, keyG: map[string][]int{}, unmatched: map[string]bool{}, unchanged: map[string]bool{}, asked: map[string]bool{}, stats: stats}
+	v := &validator{before: pf, after: pg, kept: map[string]bool{}, repeated: map[string]bool{}, keyF: map[string][]int{}, keyG: map[string][]int{}, unmatched: map[string]bool{}, unchanged: map[string]bool{}, kindsChanged: map[string]bool{}, asked: map[string]bool{}, stats: stats}
 	if err := v.instances(); err != nil {
 		return err
 	}
@@ -62,6 +65,7 @@ func (v *validator) instances() error {
 		v.kept[g.Block.Name] = true
 		name := g.Block.Name
 		if v.unchanged[name] = sameContext(f, g); v.unchanged[name] {
+			v.kindsChanged[name] = !sameKinds(f.Loops, g.Loops)
 			// The same loops, domain and block: the same executions (how
 			// often each runs is asked only if an order question needs it;
 			// see lazily).
@@ -164,12 +168,29 @@ func (v *validator) order() error {
 			continue
 		}
 		s, t := v.after.Block(src), v.after.Block(snk)
-		if v.unchanged[src] && v.unchanged[snk] {
-			// Both blocks run the same executions as before; so does the
-			// order between them if their loops part where they did.
-			cf, ff := v.before.Order(d.Source, d.Sink)
-			cg, fg := v.after.Order(s, t)
-			if cf == cg && ff == fg {
+		concurrent := func(l *ast.For) bool {
+			switch {
+			case l.Kind == ast.Parallel || l.Kind == ast.Vectorized || l.Kind.IsGPUBlock():
+				return true
+			case l.Kind.IsGPUThread():
+				// A reduce loop bound to threads is a cross-thread
+				// reduction: the code generator combines the partial
+				// results in a tree.
+				return !crossThreadReduction(d, s.Block, l)
+			}
+			return false
+		}
+		// The pairs of executions that run in the wrong order, in pieces.
+		var wrongs []poly.Map
+		if v.unchanged[src] && v.unchanged[snk] && sameParting(v.before, v.after, d.Source, d.Sink, s, t) {
+			// Both blocks run the same executions as before, in the same
+			// serial order: only a loop that now runs its iterations at
+			// once can break the dependence.
+			if !v.kindsChanged[src] && !v.kindsChanged[snk] {
+				continue
+			}
+			wrongs = v.after.Concurrently(s, t, concurrent)
+			if len(wrongs) == 0 {
 				continue
 			}
 		}
@@ -193,7 +214,7 @@ func (v *validator) order() error {
 					// one: some execution of the source before the read
 					// suffices, asked exactly where poly can (at sample
 					// sizes otherwise).
-					need, have = v.after.ReadAfterSome(s, t, iters)
+					need, have = v.after.ReadAfterSome(s, t, iters, concurrent)
 					answer = v.subset(need, have)
 				}
 				switch answer {
@@ -208,19 +229,10 @@ func (v *validator) order() error {
 		// Executions are told apart by iteration vector, and for an impure
 		// block that repeats instances also by its kept loops.
 		pairs := poly.ExecutionsOf(s, t, d.KeyPairsOf(v.keyF[src], v.keyF[snk]), v.keyG[src], v.keyG[snk])
-		concurrent := func(l *ast.For) bool {
-			switch {
-			case l.Kind == ast.Parallel || l.Kind == ast.Vectorized || l.Kind.IsGPUBlock():
-				return true
-			case l.Kind.IsGPUThread():
-				// A reduce loop bound to threads is a cross-thread
-				// reduction: the code generator combines the partial
-				// results in a tree.
-				return !crossThreadReduction(d, s.Block, l)
-			}
-			return false
+		if wrongs == nil {
+			wrongs = v.after.NotAfter(s, t, concurrent)
 		}
-		for _, wrong := range v.after.NotAfter(s, t, concurrent) {
+		for _, wrong := range wrongs {
 			bad := poly.IntersectMap(pairs, wrong)
 			in, out, found, decided := bad.Witness()
 			if !found {
@@ -276,7 +288,7 @@ func (v *validator) bounds() error {
 // none needs computing.
 func (v *validator) sameOrder() bool {
 	for _, a := range v.before.Blocks {
-		if !v.kept[a.Block.Name] || !v.unchanged[a.Block.Name] {
+		if !v.kept[a.Block.Name] || !v.unchanged[a.Block.Name] || v.kindsChanged[a.Block.Name] {
 			if v.kept[a.Block.Name] {
 				return false
 			}
@@ -286,10 +298,7 @@ func (v *validator) sameOrder() bool {
 			if !v.kept[b.Block.Name] {
 				continue
 			}
-			ga, gb := v.after.Block(a.Block.Name), v.after.Block(b.Block.Name)
-			cf, ff := v.before.Order(a, b)
-			cg, fg := v.after.Order(ga, gb)
-			if cf != cg || ff != fg {
+			if !sameParting(v.before, v.after, a, b, v.after.Block(a.Block.Name), v.after.Block(b.Block.Name)) {
 				return false
 			}
 		}
@@ -316,9 +325,29 @@ func (v *validator) lazily(in *poly.Instances) {
 	}
 }
 
+// sameParting reports whether blocks a and b of f part where their
+// counterparts ga and gb of g do: as many loops around both, and the same
+// one first inside them.
+func sameParting(f, g *poly.Program, a, b, ga, gb *poly.Instances) bool {
+	cf, ff := f.Order(a, b)
+	cg, fg := g.Order(ga, gb)
+	return cf == cg && ff == fg
+}
+
+// sameKinds reports whether loops a and b (of the same length) run their
+// iterations alike: the same kinds, an unrolled loop counting as serial.
+func sameKinds(a, b []*ast.For) bool {
+	for i := range a {
+		if serial(a[i].Kind) != serial(b[i].Kind) {
+			return false
+		}
+	}
+	return true
+}
+
 // sameContext reports whether a block's instances are the same in both
-// functions, structurally: the same loops around it (variables, bounds and
-// kinds), the same domain (which holds every condition around it), and
+// functions, structurally: the same loops around it (variables and
+// bounds; their kinds may differ), the same domain (which holds every condition around it), and
 // the same block, body and buffers included.
 func sameContext(f, g *poly.Instances) bool {
 	if len(f.Loops) != len(g.Loops) {
@@ -326,7 +355,7 @@ func sameContext(f, g *poly.Instances) bool {
 	}
 	for i, a := range f.Loops {
 		b := g.Loops[i]
-		if a.Var.Name != b.Var.Name || serial(a.Kind) != serial(b.Kind) || !ast.Equal(a.Min, b.Min) || !ast.Equal(a.Extent, b.Extent) {
+		if a.Var.Name != b.Var.Name || !ast.Equal(a.Min, b.Min) || !ast.Equal(a.Extent, b.Extent) {
 			return false
 		}
 	}

@@ -182,3 +182,79 @@ func Example() {
 	// Output:
 	// validate: order of block Z: block Z(vj=0) reads what block Y(vi=0) writes in buffer Y, but no longer runs after it (RAW)
 }
+
+// haloBefore and haloTiled are a producer recomputed per tile with a halo
+// the tile does not compute: tile o computes Y[2o .. 2o+2] and reads
+// Y[2o-1 .. 2o+1], whose first element only tile o-1 writes. Run in
+// order, every read finds a write before it; with the tiles in parallel,
+// the read of Y[2o-1] races with tile o-1.
+const haloBefore = `func halo(X: float32[8], Z: float32[7]) {
+  ScheduleBlock(root) {
+    alloc Y: float32[8]
+    serial for (i, 0, 8) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 8))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+    serial for (j, 0, 7) {
+      ScheduleBlock(Z) {
+        vj = axis.bind(j)
+        axis.domain(vj = spatial(0, 7))
+        reads(Y[vj], Y[vj + 1])
+        writes(Z[vj])
+        Z[vj] = Y[vj] + Y[vj + 1]
+      }
+    }
+  }
+}`
+
+const haloTiled = `func halo(X: float32[8], Z: float32[7]) {
+  ScheduleBlock(root) {
+    alloc Y: float32[8]
+    serial for (o, 0, 4) {
+      serial for (a, 0, 3) {
+        ScheduleBlock(Y) {
+          vi = axis.bind(o * 2 + a)
+          axis.domain(vi = spatial(0, 8))
+          predicate(o * 2 + a < 8)
+          reads(X[vi])
+          writes(Y[vi])
+          Y[vi] = X[vi] * 2.0f
+        }
+      }
+      serial for (b, 0, 2) {
+        ScheduleBlock(Z) {
+          vj = axis.bind(o * 2 + b - 1)
+          axis.domain(vj = spatial(0, 7))
+          predicate(o * 2 + b - 1 >= 0 && o * 2 + b - 1 < 7)
+          reads(Y[vj], Y[vj + 1])
+          writes(Z[vj])
+          Z[vj] = Y[vj] + Y[vj + 1]
+        }
+      }
+    }
+  }
+}`
+
+// TestRecomputedHaloInParallel checks the order question on a recomputed
+// producer whose reads are served by an earlier iteration of a loop
+// around both: right when that loop runs in order, a race when it runs in
+// parallel (from the unscheduled function, and from the tiled one, a step
+// that changes only the loop's kind).
+func TestRecomputedHaloInParallel(t *testing.T) {
+	f, tiled := parse(t, haloBefore), parse(t, haloTiled)
+	if err := validate.Check(f, tiled); err != nil {
+		t.Fatalf("the tiles in order are rejected: %v", err)
+	}
+	par := parse(t, strings.Replace(haloTiled, "serial for (o", "parallel for (o", 1))
+	for _, from := range []*ast.Func{f, tiled} {
+		var ve *validate.Error
+		if err := validate.Check(from, par); !errors.As(err, &ve) || ve.Question != "order" {
+			t.Errorf("from %s: the tiles in parallel: got %v, want a rejection by the order question", from.Name, err)
+		}
+	}
+}
