@@ -32,7 +32,7 @@ type validator struct {
 	// which kindsChanged records.
 	unchanged    map[string]bool
 	kindsChanged map[string]bool
-	asked     map[string]bool // unchanged blocks whose repeats are known
+	asked        map[string]bool // unchanged blocks whose repeats are known
 	// unmatched are impure blocks whose repeated executions the kept
 	// loops do not tell apart: their order is left unchecked.
 	unmatched map[string]bool
