@@ -72,14 +72,25 @@ func newEmitter(m *Module, compact map[*ast.Buffer]*compaction) *emitter {
 	return e
 }
 
+// maxLocalName bounds the length of a local name, well under LLVM's limit
+// even with the suffixes localName and the blocks' names add.
+const maxLocalName = 200
+
 // newBlock appends a basic block named after hint to the current function.
 func (e *emitter) newBlock(hint string) *ir.Block {
 	return e.fn.NewBlock(e.localName(hint))
 }
 
 // localName returns hint, made unique among the local names (values and
-// blocks) of the current function.
+// blocks) of the current function. A long hint is cut to maxLocalName
+// bytes first: LLVM cuts local names at 1024 bytes when it reads them, so
+// two long names (a loop fused and split a dozen times has one of several
+// kilobytes) would otherwise read as one and fail as a "multiple
+// definition".
 func (e *emitter) localName(hint string) string {
+	if len(hint) > maxLocalName {
+		hint = strings.ToValidUTF8(hint[:maxLocalName], "")
+	}
 	for {
 		n := e.names[hint]
 		e.names[hint] = n + 1

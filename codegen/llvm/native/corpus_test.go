@@ -336,3 +336,30 @@ func TestCastOfIndexProductWraps(t *testing.T) {
 	}
 	agree(t, f, nil, llvm.Options{}, 1)
 }
+
+// TestLongLoopNames: two loops whose names are longer than LLVM's limit
+// on local names (1024 bytes) and share their first 1024 bytes, as a loop
+// fused and split a dozen times gets. LLVM cut both to one name and
+// refused the module ("multiple definition of local value").
+func TestLongLoopNames(t *testing.T) {
+	long := strings.Repeat("j_fused_", 200)
+	f, err := ast.Parse(`func long(X: float32[6], Y: float32[6]) {
+  ScheduleBlock(root) {
+    serial for (` + long + `0, 0, 2) {
+      serial for (` + long + `1, 0, 3) {
+        ScheduleBlock(Y) {
+          vi = axis.bind(` + long + `0 * 3 + ` + long + `1)
+          axis.domain(vi = spatial(0, 6))
+          reads(X[vi])
+          writes(Y[vi])
+          Y[vi] = X[vi] * 2.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree(t, f, nil, llvm.Options{}, 1)
+}
