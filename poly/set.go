@@ -522,19 +522,23 @@ func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
 		return []*basic{b}, true
 	}
 	k := b.localVar(b.nLocal - 1)
-	lo, hi := b.allDims().DimBounds(k)
-	if lo.Empty || hi.Empty {
+	// Valid bounds suffice (a value no point takes gives an empty set,
+	// dropped below): the eliminated ones first, exact ones (a search by
+	// emptiness tests) only when those leave too many values.
+	all := b.allDims()
+	l64, h64, ok := localRange(all.parts[0].dimPieces(k, nil))
+	if !ok || h64-l64 >= int64(limit) {
+		lo, hi := all.DimBounds(k)
+		if lo.Empty || hi.Empty {
+			return nil, true
+		}
+		l64, h64, ok = constRange(lo, hi)
+		if !ok || h64-l64 >= int64(limit) {
+			return nil, false
+		}
+	}
+	if h64 < l64 {
 		return nil, true
-	}
-	l, ok1 := lo.Constant()
-	h, ok2 := hi.Constant()
-	if !ok1 || !ok2 {
-		return nil, false
-	}
-	l64, ok1 := l.Int64()
-	h64, ok2 := h.Int64()
-	if !ok1 || !ok2 || h64-l64 >= int64(limit) {
-		return nil, false
 	}
 	n := int(h64 - l64 + 1)
 	var out []*basic
@@ -559,6 +563,27 @@ func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
 		out = append(out, parts...)
 	}
 	return out, true
+}
+
+// localRange returns the constant range that eliminated bounds (lower and
+// upper pieces, as dimPieces gives them) allow, if they are constant.
+func localRange(lower, upper []Aff, _ bool) (lo, hi int64, ok bool) {
+	if lower == nil || upper == nil {
+		return 0, 0, false
+	}
+	return constRange(Bound{Lower: true, Parts: [][]Aff{lower}}, Bound{Parts: [][]Aff{upper}})
+}
+
+// constRange returns the values of constant bounds lo and hi as int64s.
+func constRange(lo, hi Bound) (l64, h64 int64, ok bool) {
+	l, ok1 := lo.Constant()
+	h, ok2 := hi.Constant()
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	l64, ok1 = l.Int64()
+	h64, ok2 = h.Int64()
+	return l64, h64, ok1 && ok2
 }
 
 // allDims returns b as a parameter-free set whose dimensions are all of

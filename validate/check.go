@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/poly"
@@ -184,9 +185,13 @@ func (v *validator) order() error {
 		var wrongs []poly.Map
 		if v.unchanged[src] && v.unchanged[snk] && sameParting(v.before, v.after, d.Source, d.Sink, s, t) {
 			// Both blocks run the same executions as before, in the same
-			// serial order: only a loop that now runs its iterations at
-			// once can break the dependence.
+			// serial order: only a loop around both that now runs its
+			// iterations otherwise can break the dependence.
 			if !v.kindsChanged[src] && !v.kindsChanged[snk] {
+				continue
+			}
+			common, _ := v.after.Order(s, t)
+			if sameKinds(d.Source.Loops[:common], s.Loops[:common]) {
 				continue
 			}
 			wrongs = v.after.Concurrently(s, t, concurrent)
@@ -425,6 +430,50 @@ const (
 // b's existential variables take too many values for that, at a few
 // values of the sizes, where they take few.
 func (v *validator) subset(a, b poly.Set) answer {
+	key := a.String() + " <= " + b.String()
+	if x, ok := memo.get(key); ok {
+		v.stats.note("subset remembered")
+		return x
+	}
+	x := v.decideSubset(a, b)
+	memo.put(key, x)
+	return x
+}
+
+// memo remembers the answers of subset by the two sets' text (which
+// names the sizes too): a schedule asks the same question again after
+// every step that leaves the blocks in question alone (binding a loop
+// elsewhere, unrolling), and with the floor divisions of fused loops one
+// answer can take poly a second.
+var memo = subsetMemo{m: map[string]answer{}}
+
+type subsetMemo struct {
+	sync.Mutex
+	m map[string]answer
+}
+
+// memoSize bounds how many answers memo keeps; it forgets them all when
+// full.
+const memoSize = 4096
+
+func (m *subsetMemo) get(key string) (answer, bool) {
+	m.Lock()
+	defer m.Unlock()
+	x, ok := m.m[key]
+	return x, ok
+}
+
+func (m *subsetMemo) put(key string, x answer) {
+	m.Lock()
+	defer m.Unlock()
+	if len(m.m) >= memoSize {
+		clear(m.m)
+	}
+	m.m[key] = x
+}
+
+// decideSubset is subset without the memo.
+func (v *validator) decideSubset(a, b poly.Set) answer {
 	ok, err := poly.Subset(a, b)
 	if err == nil {
 		if ok {
