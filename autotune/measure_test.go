@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,10 +12,13 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/allocprof"
 	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestMain lets the test binary serve as the runner's worker process.
+// Otherwise it runs the tests with the translation validator on.
 func TestMain(m *testing.M) {
 	if os.Getenv("LOOM_AUTOTUNE_WORKER") == "1" {
 		if err := ServeWorker(os.Stdin, os.Stdout); err != nil {
@@ -23,6 +27,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The autotuner's tests run with the translation validator on: every
+	// step of every candidate the rules build is checked on its own.
+	flag.Parse()
+	allocprof.Off()
+	schedule.SetValidation(true)
 	os.Exit(m.Run())
 }
 

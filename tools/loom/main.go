@@ -27,6 +27,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/loom-go/loom/internal/allocprof"
 )
 
 // command is one subcommand: its one-line synopsis and its body, which
@@ -50,6 +52,7 @@ var commands = map[string]command{
 }
 
 func main() {
+	allocprof.Off()
 	os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
 }
 

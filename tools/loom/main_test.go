@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/allocprof"
 	"github.com/loom-go/loom/internal/cudaemu"
 )
 
@@ -20,8 +22,11 @@ import (
 // loom itself in a child process where asLoomEnv is set.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "worker" || os.Getenv(asLoomEnv) == "1" {
+		allocprof.Off()
 		os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	flag.Parse()
+	allocprof.Off()
 	os.Exit(m.Run())
 }
 
