@@ -139,6 +139,7 @@ func TestAdversarialSchedules(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Name, func(t *testing.T) {
 				t.Parallel()
+				began := time.Now()
 				per := max(int(float64(total)*weight(c)/sum+0.5), 1)
 				local := schedgen.NewStats()
 				shrunk := map[string]int{}    // by kind and primitive
@@ -202,6 +203,10 @@ func TestAdversarialSchedules(t *testing.T) {
 					}
 				}
 				t.Logf("%d accepted of %d tried in %d sequences", local.Accepted, local.Tried, local.Sequences)
+				if *long {
+					// Which functions cost the run its time.
+					fmt.Printf("done: %s, %d accepted of %d tried in %d sequences in %v (%v after the start)\n", c.Name, local.Accepted, local.Tried, local.Sequences, time.Since(began).Round(time.Second), time.Since(start).Round(time.Second))
+				}
 			})
 		}
 	})
