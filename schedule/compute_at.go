@@ -121,7 +121,7 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		}
 	}
 	g := removeBlock(s.f, blk, at)
-	nest := buildNest(s.f, blk, ranges, above, names(g))
+	nest := buildNest(s.f, blk, ranges, above, at.loops(), names(g))
 	// Insert before the first statement of the loop's body that holds a
 	// consumer (the loop is unchanged by the removal: b was not under it).
 	loop2, _, _ := findLoop(g, loop.Var.Name)
@@ -138,6 +138,9 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		return outputs[d.Buffer]
 	}
 	if err := s.checkOrder(prim, g, here, skip); err != nil {
+		return err
+	}
+	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
 	}
 	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {

@@ -89,6 +89,33 @@ func explainViolation(v *poly.Violation) string {
 	return fmt.Sprintf("block %s would write %s before block %s does, reversing their writes", snk, d.Buffer.Name, src)
 }
 
+// checkInstancesKept refuses g, where block name was moved (compute_at,
+// reverse_compute_at), if the block now runs an iteration vector it did
+// not run at its old place: its loops there may cover only part of its
+// domain (a triangular nest), which the new nest must keep.
+func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at []ast.Node) error {
+	before, err := s.model()
+	if err != nil {
+		return illegal(prim, s.f, at, "cannot analyze the function: %v", err)
+	}
+	after, err := poly.Extract(g)
+	if err != nil {
+		return illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
+	}
+	was, now := before.Block(name), after.Block(name)
+	if was == nil || now == nil {
+		return nil
+	}
+	kept, err := poly.Subset(now.Iterations(), was.Iterations())
+	switch {
+	case err != nil:
+		return illegal(prim, s.f, at, "cannot tell whether block %s would run only instances it ran before: %v", name, err)
+	case !kept:
+		return illegal(prim, s.f, at, "block %s runs only part of its domain where it is (its loops' bounds depend on other loops), and at its new place it would run instances it did not", name)
+	}
+	return nil
+}
+
 // checkRunsOnce refuses g, where block name was moved (compute_at,
 // reverse_compute_at), if the block is not pure and now runs some instance
 // more than once: the regions of two iterations of its new loop overlap,

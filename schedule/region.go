@@ -89,7 +89,15 @@ func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, 
 // its range (intersected with its domain), the others over their whole
 // domain. Loops of varying extent get a constant extent (an upper bound)
 // and the block a predicate, so that inner loops stay vectorizable.
-func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, above []*ast.For, used map[string]bool) ast.Stmt {
+//
+// The block may run only part of its domain where it was (a triangular
+// nest: the inner loop's bounds move with the outer one): old, the loops
+// around it there, give each iteration variable bound to one of them
+// alone a guard that keeps it within that loop's bounds, written over the
+// new bindings. Where a bound mentions a loop no variable is bound to
+// that way, no guard can be written; checkInstancesKept then refuses the
+// move if it runs instances the block did not.
+func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, above, old []*ast.For, used map[string]bool) ast.Stmt {
 	a := analyzerFor(f, above)
 	nb := *b
 	nb.Iters = make([]*ast.IterVar, len(b.Iters))
@@ -136,6 +144,7 @@ func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, a
 			a.Simplify(ast.GE(it.Binding, it.Dom.Min)),
 			a.Simplify(ast.LT(it.Binding, ast.Add(it.Dom.Min, it.Dom.Extent))))
 	}
+	guards = append(guards, oldBounds(b, nb.Iters, old, a)...)
 	for _, g := range guards {
 		if c, ok := g.(*ast.Const); ok && c.Int != 0 {
 			continue
@@ -155,6 +164,42 @@ func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, a
 		nest = loops[i]
 	}
 	return nest
+}
+
+// oldBounds returns the bounds of the loops old (around block b at its
+// old place) on the iteration variables bound to one of them alone,
+// written over the variables' new bindings iters (see buildNest).
+func oldBounds(b *ast.ScheduleBlock, iters []*ast.IterVar, old []*ast.For, a *ast.Analyzer) []ast.Expr {
+	sub := map[string]ast.Expr{}
+	for i, it := range b.Iters {
+		if v, ok := it.Binding.(*ast.Var); ok {
+			sub[v.Name] = iters[i].Binding
+		}
+	}
+	var guards []ast.Expr
+	for _, l := range old {
+		x, ok := sub[l.Var.Name]
+		if !ok {
+			continue
+		}
+		lo := ast.Substitute(l.Min, sub)
+		hi := ast.Add(lo, ast.Substitute(l.Extent, sub))
+		if mentionsAny(lo, old) || mentionsAny(hi, old) {
+			continue // a bound over a loop no variable stands for
+		}
+		guards = append(guards, a.Simplify(ast.GE(x, lo)), a.Simplify(ast.LT(x, hi)))
+	}
+	return guards
+}
+
+// mentionsAny reports whether e mentions the variable of one of loops.
+func mentionsAny(e ast.Expr, loops []*ast.For) bool {
+	for _, l := range loops {
+		if ast.Mentions(e, l.Var.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // insertInto returns loop l with s inserted in its body before (or after,

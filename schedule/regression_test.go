@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -249,4 +250,49 @@ func TestSkewedNestSplitReorder(t *testing.T) {
 		}
 		schedule.SetQuickProofs(was)
 	}
+}
+
+// TestTriangularComputeAt is a failure the validation cost test found:
+// compute_at of a triangular reduction (j from 0 to i) under its
+// consumer's loop built the reduce loop over the whole domain [0, N),
+// adding L[i, j] * x[j] above the diagonal. The moved block keeps its old
+// loops' bounds as a guard (or the move is refused).
+func TestTriangularComputeAt(t *testing.T) {
+	src, err := os.ReadFile("../testdata/schedgen/triangular_matvec.loom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := parse(t, string(src))
+	s, err := schedule.New(f, schedule.WithValidation(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := s.GetBlock("y")
+	loops, err := s.GetLoops(mustBlock(t, s, "z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ComputeAt(y, loops[0]); err != nil {
+		if !errors.Is(err, schedule.ErrIllegal) {
+			t.Fatalf("compute_at: %v", err)
+		}
+		t.Logf("refused: %v", err)
+		return
+	}
+	t.Logf("accepted:\n%s", ast.Print(s.Func()))
+	for _, n := range []int64{1, 5, 8} {
+		sameResult(t, f, s.Func(), map[string]int64{"N": n})
+	}
+	if err := validate.Check(f, s.Func()); err != nil {
+		t.Errorf("the validator rejects the result: %v\n%s", err, ast.Print(s.Func()))
+	}
+}
+
+func mustBlock(t *testing.T, s *schedule.Schedule, name string) schedule.Block {
+	t.Helper()
+	b, err := s.GetBlock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

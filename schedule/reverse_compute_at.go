@@ -99,13 +99,16 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		delete(ranges, it.Var.Name) // the whole domain
 	}
 	g := removeBlock(s.f, blk, at)
-	nest := buildNest(s.f, blk, ranges, above, names(g))
+	nest := buildNest(s.f, blk, ranges, above, at.loops(), names(g))
 	loop2, _, _ := findLoop(g, loop.Var.Name)
 	g = replace(g, loop2, insertInto(loop2, nest, consumerBlocks(g, producers), true))
 	g = ast.SimplifyFunc(g)
 	// Only b moves, so only its dependences can change order.
 	onlyB := func(d *poly.Dependence) bool { return d.Source.Block != blk && d.Sink.Block != blk }
 	if err := s.checkOrder(prim, g, here, onlyB); err != nil {
+		return err
+	}
+	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
 	}
 	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {
