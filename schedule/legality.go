@@ -20,18 +20,26 @@ func (s *Schedule) model() (*poly.Program, error) {
 	return s.prog, nil
 }
 
+// models returns the models of the current function and of g, its
+// transformation by prim, or prim's refusal when either cannot be made.
+func (s *Schedule) models(prim string, g *ast.Func, at []ast.Node) (before, after *poly.Program, err error) {
+	if before, err = s.model(); err != nil {
+		return nil, nil, illegal(prim, s.f, at, "cannot analyze the function: %v", err)
+	}
+	if after, err = poly.Extract(g); err != nil {
+		return nil, nil, illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
+	}
+	return before, after, nil
+}
+
 // checkOrder refuses g, a transformation of the current function, if it
 // runs some pair of dependent instances of the current function in the
 // other order. skip, if not nil, exempts dependences the primitive
 // satisfies by construction.
 func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func(*poly.Dependence) bool) error {
-	before, err := s.model()
+	before, after, err := s.models(prim, g, at)
 	if err != nil {
-		return illegal(prim, s.f, at, "cannot analyze the function: %v", err)
-	}
-	after, err := poly.Extract(g)
-	if err != nil {
-		return illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
+		return err
 	}
 	vs, err := before.ViolationsKeeping(after, unchangedLoops(s.f, g))
 	if err != nil {
@@ -94,13 +102,9 @@ func explainViolation(v *poly.Violation) string {
 // not run at its old place: its loops there may cover only part of its
 // domain (a triangular nest), which the new nest must keep.
 func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at []ast.Node) error {
-	before, err := s.model()
+	before, after, err := s.models(prim, g, at)
 	if err != nil {
-		return illegal(prim, s.f, at, "cannot analyze the function: %v", err)
-	}
-	after, err := poly.Extract(g)
-	if err != nil {
-		return illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
+		return err
 	}
 	was, now := before.Block(name), after.Block(name)
 	if was == nil || now == nil {
