@@ -457,18 +457,6 @@ func keptLoops(old, new *Instances, keep map[string][]string) (inOld, inNew []in
 	return inOld, inNew
 }
 
-// keyRel returns the dependence as a relation between instance keys: the
-// first ks (kt) loops of the source (sink) tuple followed by its iteration
-// variables; the other loop dimensions are projected out.
-func (d *Dependence) keyRel(ks, kt int) Map {
-	ls, lt := len(d.Source.Loops), len(d.Sink.Loops)
-	w := d.Rel.Wrap()
-	nIn := len(d.Rel.In)
-	// Drop the sink's free loops (after the source tuple), then the source's.
-	w = w.ProjectOut(nIn+kt, lt-kt).ProjectOut(ks, ls-ks)
-	return w.unwrap(nIn-(ls-ks), d.Source.Block.Name, d.Sink.Block.Name)
-}
-
 // unwrap splits the tuple of s into a map with the first nIn dimensions as
 // inputs.
 func (s Set) unwrap(nIn int, inName, outName string) Map {
@@ -479,20 +467,4 @@ func (s Set) unwrap(nIn int, inName, outName string) Map {
 		m.parts = append(m.parts, c)
 	}
 	return m
-}
-
-// pairsByKeys returns the pairs (s, t) of instances of a and b whose keys
-// (the first ka, kb loops and the iteration variables) are related by keys.
-func pairsByKeys(a, b *Instances, keys Map, ka, kb int) Map {
-	la, lb := len(a.Loops), len(b.Loops)
-	// Extend keys to the full tuples: the free loops, unconstrained, go
-	// between the kept loops and the iteration variables.
-	ext := Map{Params: keys.Params, InName: a.Block.Name, In: a.Domain.Dims, OutName: b.Block.Name, Out: b.Domain.Dims}
-	for _, x := range keys.parts {
-		c := x.insertVars(x.nParam+x.nIn+kb, lb-kb) // sink free loops
-		c = c.insertVars(c.nParam+ka, la-ka)        // source free loops
-		c.nIn, c.nOut = x.nIn+la-ka, x.nOut+lb-kb
-		ext.parts = append(ext.parts, c)
-	}
-	return IntersectRange(IntersectDomain(ext, a.Domain), b.Domain)
 }

@@ -61,26 +61,7 @@ func (in *Instances) RepeatKey(sel []int) (iters []Int, ok bool) {
 // vectors: the pairs of instances (by their blocks' iteration variables)
 // that depend on each other, in any of their executions. For a dependence
 // of a block on itself only pairs of different instances are kept.
-func (d *Dependence) IterationPairs() Map { return d.KeyPairs(0, 0) }
-
-// KeyPairs is IterationPairs where an instance is also told apart by the
-// values of its first ks (source) and kt (sink) loops: the relation is
-// between tuples of those loop values followed by the iteration vector.
-// It tells apart executions of a block that share an iteration vector.
-func (d *Dependence) KeyPairs(ks, kt int) Map {
-	m := d.keyRel(ks, kt)
-	if d.Source == d.Sink && ks == kt {
-		m = IntersectMap(m, distinct(m))
-	}
-	return m
-}
-
-// Executions returns the pairs of executions of a and b (their full
-// tuples, loops and iteration variables) whose keys (the first ka and kb
-// loops, then the iteration vector; see KeyPairs) keys relates.
-func Executions(a, b *Instances, keys Map, ka, kb int) Map {
-	return pairsByKeys(a, b, keys, ka, kb)
-}
+func (d *Dependence) IterationPairs() Map { return d.KeyPairsOf(nil, nil) }
 
 // NotAfter returns pieces whose union is the pairs (x, y) of executions of
 // a and b where y is not sure to run after x in p's order: y runs first,
@@ -134,7 +115,7 @@ func (p *Program) Order(a, b *Instances) (common int, aFirst bool) { return orde
 // in the same iteration of the common loops.
 func CommonImage(a, b *Instances, iters Map, common int) (need, have Set) {
 	la := len(a.Loops)
-	pairs := Executions(a, b, iters, 0, 0).Wrap() // [a loops, a iters, b loops, b iters]
+	pairs := ExecutionsOf(a, b, iters, nil, nil).Wrap() // [a loops, a iters, b loops, b iters]
 	na, nb := len(a.Domain.Dims), len(b.Domain.Dims)
 	// Keep b's first common loops and a's iteration vector.
 	need = pairs.ProjectOut(na+common, nb-common) // [a loops, a iters, b common]
@@ -272,10 +253,13 @@ func (a Access) OutOfBounds(dom Set) (params, index []Int, ok bool) {
 	return nil, nil, false
 }
 
-// KeyPairsOf is KeyPairs with the loops that tell executions apart chosen
-// by position: selS among the source's loops and selT among the sink's,
-// in the order given; the key is their values followed by the iteration
-// vector.
+// KeyPairsOf is IterationPairs where an instance is also told apart by
+// the values of some of its loops, chosen by position: selS among the
+// source's loops and selT among the sink's, in the order given. The
+// relation is between keys, those loops' values followed by the
+// iteration vector; it tells apart executions of a block that share an
+// iteration vector. For a dependence of a block on itself with the same
+// loops on both sides, only pairs of different keys are kept.
 func (d *Dependence) KeyPairsOf(selS, selT []int) Map {
 	ls, lt := len(d.Source.Loops), len(d.Sink.Loops)
 	ns, nt := len(d.Source.Domain.Dims), len(d.Sink.Domain.Dims)
@@ -290,8 +274,10 @@ func (d *Dependence) KeyPairsOf(selS, selT []int) Map {
 	return m
 }
 
-// ExecutionsOf is Executions with the key loops chosen by position (see
-// KeyPairsOf).
+// ExecutionsOf returns the pairs of executions of a and b (their full
+// tuples, loops and iteration variables) whose keys (the values of the
+// loops at positions selA and selB, then the iteration vector; see
+// KeyPairsOf) keys relates.
 func ExecutionsOf(a, b *Instances, keys Map, selA, selB []int) Map {
 	la, lb := len(a.Loops), len(b.Loops)
 	na, nb := len(a.Domain.Dims), len(b.Domain.Dims)
@@ -426,7 +412,7 @@ func (p *Program) Before(a, b *Instances, concurrent func(*ast.For) bool) []Map 
 // need ⊆ have says that every read finds a write before it.
 func (p *Program) ReadAfterSome(a, b *Instances, iters Map, concurrent func(*ast.For) bool) (need, have Set) {
 	la := len(a.Loops)
-	pairs := Executions(a, b, iters, 0, 0)
+	pairs := ExecutionsOf(a, b, iters, nil, nil)
 	need = pairs.Wrap().ProjectOut(0, la)
 	for i, piece := range p.Before(a, b, concurrent) {
 		h := IntersectMap(pairs, piece).Wrap().ProjectOut(0, la)
