@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them, so
@@ -32,9 +33,9 @@ type ParseError struct {
 // Error returns "line:column: message", prefixed by the file name if set.
 func (e *ParseError) Error() string {
 	if e.Filename != "" {
-		return fmt.Sprintf("%s:%s: %s", e.Filename, e.Pos, e.Msg)
+		return ClipWords(fmt.Sprintf("%s:%s: %s", e.Filename, e.Pos, e.Msg))
 	}
-	return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+	return ClipWords(fmt.Sprintf("%s: %s", e.Pos, e.Msg))
 }
 
 // Unwrap returns ErrSyntax or the underlying *VerifyError.
@@ -47,7 +48,7 @@ type VerifyError struct {
 }
 
 // Error returns the message prefixed by "ast: verify: ".
-func (e *VerifyError) Error() string { return "ast: verify: " + e.Msg }
+func (e *VerifyError) Error() string { return ClipWords("ast: verify: " + e.Msg) }
 
 // Unwrap returns ErrInvalid.
 func (e *VerifyError) Unwrap() error { return ErrInvalid }
@@ -75,8 +76,8 @@ func (e *OutOfBoundsError) Error() string {
 	if e.Block != "" {
 		where = " in block " + e.Block
 	}
-	return fmt.Sprintf("ast: interpret: out-of-bounds %s %s%s%s: %s has shape %s; statement %s",
-		kind, e.Buffer.Name, formatIndex(e.Index), where, e.Buffer.Name, formatIndex(e.Shape), firstLine(e.Stmt))
+	return ClipWords(fmt.Sprintf("ast: interpret: out-of-bounds %s %s%s%s: %s has shape %s; statement %s",
+		kind, e.Buffer.Name, formatIndex(e.Index), where, e.Buffer.Name, formatIndex(e.Shape), firstLine(e.Stmt)))
 }
 
 // Unwrap returns ErrOutOfBounds.
@@ -92,7 +93,7 @@ type RuntimeError struct {
 }
 
 // Error returns the message prefixed by "ast: interpret: ".
-func (e *RuntimeError) Error() string { return "ast: interpret: " + e.Msg }
+func (e *RuntimeError) Error() string { return ClipWords("ast: interpret: " + e.Msg) }
 
 // Unwrap returns ErrRuntime.
 func (e *RuntimeError) Unwrap() error { return ErrRuntime }
@@ -116,7 +117,50 @@ func Explain(root Node, err error) string {
 	if !errors.As(err, &pointer) || len(pointer.Nodes()) == 0 {
 		return err.Error()
 	}
-	return err.Error() + "\n" + Mark(root, pointer.Nodes()...)
+	return err.Error() + "\n" + ClipWords(Mark(root, pointer.Nodes()...))
+}
+
+// maxWord is the longest name or other word ClipWords leaves whole.
+const maxWord = 160
+
+// ClipWords shortens every word (a run of bytes without spaces or line
+// breaks) of s longer than 160 bytes to its start, an ellipsis and its
+// length, so that a message naming a huge name (a hostile input, or a
+// loop fused a dozen times) stays readable.
+func ClipWords(s string) string {
+	long := false
+	for _, w := range strings.Fields(s) {
+		if len(w) > maxWord {
+			long = true
+			break
+		}
+	}
+	if !long {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexAny(s, " \t\n")
+		if i < 0 {
+			i = len(s)
+		}
+		w := s[:i]
+		if len(w) > maxWord {
+			cut := maxWord / 2
+			for cut > 0 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			fmt.Fprintf(&b, "%s...(%d bytes)", w[:cut], len(w))
+		} else {
+			b.WriteString(w)
+		}
+		if i < len(s) {
+			b.WriteByte(s[i])
+			i++
+		}
+		s = s[i:]
+	}
+	return b.String()
 }
 
 func formatIndex(idx []int64) string {

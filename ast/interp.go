@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/loom-go/loom/internal/sysmem"
 )
 
 // Interpret runs f on the given data and returns the first fault, if any.
@@ -33,7 +35,7 @@ func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) error {
 	if err := Verify(f); err != nil {
 		return err
 	}
-	in := &interp{env: map[string]value{}, bufs: map[string]*tensor{}}
+	in := &interp{bufs: map[string]*tensor{}}
 	return catch(func() {
 		in.bind(f, sizes, buffers)
 		in.stmt(f.Body)
@@ -43,27 +45,69 @@ func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) error {
 // NewData returns a zeroed Go slice of the right element type and length
 // for buffer b at the given sizes, ready to pass to [Interpret].
 func NewData(b *Buffer, sizes map[string]int64) (any, error) {
-	in := &interp{env: map[string]value{}}
-	for name, v := range sizes {
-		in.env[name] = value{i: v}
+	n, err := DataSize(b, sizes)
+	if err != nil {
+		return nil, err
 	}
-	var data any
-	err := catch(func() {
-		shape := in.shape(b)
-		data = makeData(b.DType, product(shape))
-	})
-	return data, err
+	return makeData(b.DType, n), nil
+}
+
+// DataSize returns the number of elements of buffer b at the given sizes,
+// without allocating them: an error when a dimension is negative, a size
+// is missing, or the buffer is larger than the interpreter's limit of
+// 2^30 elements.
+func DataSize(b *Buffer, sizes map[string]int64) (int64, error) {
+	in := &interp{}
+	for name, v := range sizes {
+		in.bind1(name, value{i: v})
+	}
+	var n int64
+	err := catch(func() { n = product(in.shape(b)) })
+	return n, err
 }
 
 // maxElements bounds the size of one buffer the interpreter will hold.
 const maxElements = 1 << 30
 
+// maxLive bounds the bytes of the buffers the interpreter allocates itself
+// (the function's Allocs) that are live at once: half the machine's
+// memory, or 8 GiB where that cannot be told. A run that needs more stops
+// with a RuntimeError instead of exhausting the machine.
+var maxLive = func() int64 {
+	if t := sysmem.Total(); t > 0 {
+		return t / 2
+	}
+	return 8 << 30
+}
+
 // interp is the state of one run.
 type interp struct {
-	env   map[string]value   // loop variables, iteration variables and sizes
+	live  int64              // bytes of the Alloc buffers in scope
+	env   []binding          // sizes, then loop and iteration variables, innermost last
 	bufs  map[string]*tensor // every buffer in scope, by name
 	stmt0 Stmt               // the statement being executed, for messages
 	block *blockInstance     // the innermost block instance, nil outside blocks
+}
+
+// binding is a variable's value in scope.
+type binding struct {
+	name string
+	v    value
+}
+
+// bind1 brings a variable into scope, innermost.
+func (in *interp) bind1(name string, v value) { in.env = append(in.env, binding{name, v}) }
+
+// lookup returns the innermost value of a variable. Scopes are shallow (a
+// loop nest and a block's iteration variables), so a scan from the
+// innermost binding is faster than a map.
+func (in *interp) lookup(name string) (value, bool) {
+	for i := len(in.env) - 1; i >= 0; i-- {
+		if in.env[i].name == name {
+			return in.env[i].v, true
+		}
+	}
+	return value{}, false
 }
 
 // blockInstance is one execution of a block: its regions evaluated at its
@@ -96,7 +140,7 @@ func (in *interp) bind(f *Func, sizes map[string]int64, buffers map[string]any) 
 		if lo, hi := intRange(s.DType); v < 0 || v < lo || v > hi {
 			in.fail(s, "size %s = %d is negative or out of the %s range", name, v, s.DType)
 		}
-		in.env[name] = value{i: v}
+		in.bind1(name, value{i: v})
 	}
 	for _, s := range f.Sizes {
 		if _, ok := sizes[s.Name]; !ok {
@@ -157,12 +201,13 @@ func (in *interp) stmt(s Stmt) {
 	case *For:
 		in.stmt0 = s
 		lo, ext := in.eval(s.Min).i, in.eval(s.Extent).i
-		name := s.Var.Name
+		at := len(in.env)
+		in.bind1(s.Var.Name, value{})
 		for i := lo; i < lo+ext; i++ {
-			in.env[name] = value{i: i}
+			in.env[at].v = value{i: i}
 			in.stmt(s.Body)
 		}
-		delete(in.env, name)
+		in.env = in.env[:at]
 	case *ScheduleBlock:
 		in.blockStmt(s)
 	case *Store:
@@ -185,11 +230,19 @@ func (in *interp) stmt(s Stmt) {
 			}
 		}
 		for _, name := range allocated {
+			t := in.bufs[name]
+			in.live -= product(t.shape) * int64(max(t.buf.DType.Bytes(), 1))
 			delete(in.bufs, name)
 		}
 	case *Alloc:
 		in.stmt0 = s
 		shape := in.shape(s.Buffer)
+		bytes := product(shape) * int64(max(s.Buffer.DType.Bytes(), 1))
+		if limit := maxLive(); in.live+bytes > limit {
+			in.fail(s, "allocating %s (%s) would bring the interpreter's own buffers to %s, more than its limit of %s (half this machine's memory)",
+				s.Buffer.Name, sysmem.Bytes(bytes), sysmem.Bytes(in.live+bytes), sysmem.Bytes(limit))
+		}
+		in.live += bytes
 		in.bufs[s.Buffer.Name] = &tensor{buf: s.Buffer, shape: shape, data: poisoned(s.Buffer.DType, product(shape))}
 		if in.block != nil {
 			if in.block.own == nil {
@@ -221,8 +274,9 @@ func (in *interp) blockStmt(b *ScheduleBlock) {
 			first = false
 		}
 	}
+	base := len(in.env)
 	for i, it := range b.Iters {
-		in.env[it.Var.Name] = vals[i]
+		in.bind1(it.Var.Name, vals[i])
 	}
 	outer := in.block
 	in.block = &blockInstance{b: b, reads: in.regions(b.Reads), writes: in.regions(b.Writes)}
@@ -231,9 +285,7 @@ func (in *interp) blockStmt(b *ScheduleBlock) {
 	}
 	in.stmt(b.Body)
 	in.block = outer
-	for _, it := range b.Iters {
-		delete(in.env, it.Var.Name)
-	}
+	in.env = in.env[:base]
 }
 
 // regions evaluates a block's regions at the current iteration values.
@@ -313,7 +365,7 @@ func (in *interp) eval(e Expr) value {
 	case *Const:
 		return constValue(e)
 	case *Var:
-		v, ok := in.env[e.Name]
+		v, ok := in.lookup(e.Name)
 		if !ok {
 			in.fail(e, "variable %s has no value here", e.Name)
 		}

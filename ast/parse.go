@@ -926,6 +926,11 @@ func (p *parser) number(neg bool, pos Pos) Expr {
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			p.failAt(t.pos, "malformed number %s", text)
 		}
+		if overflows(dt, v) {
+			// Infinity is written inf (with its suffix), never by
+			// accident.
+			p.failAt(t.pos, "float constant %s%s out of the %s range", sign(neg), text, dt)
+		}
 		if neg {
 			v = -v
 		}
@@ -933,6 +938,19 @@ func (p *parser) number(neg bool, pos Pos) Expr {
 	}
 	p.pos[c] = pos
 	return c
+}
+
+// overflows reports whether v, finite or not, rounds to infinity in dt.
+func overflows(dt DType, v float64) bool {
+	switch dt {
+	case Float32:
+		return math.IsInf(float64(float32(v)), 0)
+	case Float16:
+		return Float16Bits(v)&0x7fff == 0x7c00
+	case BFloat16:
+		return BFloat16Bits(v)&0x7fff == 0x7f80
+	}
+	return math.IsInf(v, 0)
 }
 
 func sign(neg bool) string {

@@ -235,13 +235,13 @@ func TestSimplifyProperty(t *testing.T) {
 		}
 		bound := a.Bound(e)
 		for k := 0; k < 20; k++ {
-			in := &interp{env: map[string]value{}}
+			in := &interp{}
 			for _, v := range vars {
 				iv, ok := bounds[v.Name]
 				if !ok {
 					iv = Interval{-30, 30}
 				}
-				in.env[v.Name] = value{i: iv.Min + int64(r.IntN(int(iv.Max-iv.Min+1)))}
+				in.bind1(v.Name, value{i: iv.Min + int64(r.IntN(int(iv.Max-iv.Min+1)))})
 			}
 			var want, got value
 			if err := catch(func() { want = in.eval(e) }); err != nil {
@@ -323,7 +323,7 @@ func TestSimplifyNoNewOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Simplify(e)
-	in := &interp{env: map[string]value{"i": {i: -1 << 30}, "j": {i: 1<<31 - 1}, "k": {i: -1}}}
+	in := &interp{env: []binding{{"i", value{i: -1 << 30}}, {"j", value{i: 1<<31 - 1}}, {"k", value{i: -1}}}}
 	if got, want := in.eval(s).i, in.eval(e).i; got != want {
 		t.Errorf("Simplify(%s) = %s gives %d, want %d", e, s, got, want)
 	}
@@ -417,7 +417,7 @@ func TestSymbolicRangesProperty(t *testing.T) {
 			for I := int64(0); I < N; I++ {
 				for J := I; J < N; J++ {
 					for K := int64(0); K <= J; K++ {
-						in := &interp{env: map[string]value{"N": {i: N}, "i": {i: I}, "j": {i: J}, "k": {i: K}}}
+						in := &interp{env: []binding{{"N", value{i: N}}, {"i", value{i: I}}, {"j", value{i: J}}, {"k", value{i: K}}}}
 						if in.eval(cmp).i != c.Int {
 							t.Fatalf("%s decided %v but is %v at N=%d i=%d j=%d k=%d", cmp, c.Int, in.eval(cmp).i, N, I, J, K)
 						}

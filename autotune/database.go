@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +24,16 @@ import (
 // Record is one measured candidate: which workload, on which target, the
 // trace that schedules it (decisions included), and what running it gave.
 type Record struct {
-	Workload string          `json:"workload"` // structural hash of the unscheduled function (ast.Hash)
-	Name     string          `json:"name"`     // the function's name, for people
-	Target   string          `json:"target"`   // the target's key (triple, CPU, features, threads)
-	Trace    *schedule.Trace `json:"trace"`
+	Workload string `json:"workload"` // structural hash of the unscheduled function (ast.Hash)
+	Name     string `json:"name"`     // the task's name, for people
+	// Sizes are the values of the function's symbolic sizes it was
+	// measured at (a function without any has none: its shape is part of
+	// Workload); Shape says the same for people ("512x512x512").
+	Sizes   map[string]int64 `json:"sizes,omitempty"`
+	Shape   string           `json:"shape,omitempty"`
+	Target  string           `json:"target"`            // the target's key (triple, CPU, features, threads)
+	Machine string           `json:"machine,omitempty"` // the host name of the machine that measured it
+	Trace   *schedule.Trace  `json:"trace"`
 	// Seconds are the measured run times; Median and Spread (the
 	// interquartile range over the median) summarize them.
 	Seconds []float64 `json:"seconds,omitempty"`
@@ -153,32 +162,94 @@ func readRecords(r io.Reader) ([]*Record, int, error) {
 	}
 }
 
-// Best returns the fastest correct record of a workload on a target (of
-// those eligible: see eligible), or nil when there is none.
-func (db *Database) Best(workload, target string) (*Record, error) {
+// Best returns the fastest correct record of a workload at sizes on a
+// target (of those eligible: see eligible), or nil when there is none.
+func (db *Database) Best(workload string, sizes map[string]int64, target string) (*Record, error) {
 	recs, _, err := db.Load()
 	if err != nil {
 		return nil, err
 	}
-	return best(recs, workload, target), nil
+	var b *Record
+	for _, r := range eligible(recs, workload, target) {
+		if sameSizes(r.Sizes, sizes) && (b == nil || r.Median < b.Median) {
+			b = r
+		}
+	}
+	return b, nil
 }
 
-// BestFor returns the fastest correct record of f on a target (of those
-// eligible: see eligible) that still replays on f, with the function it
-// builds; nil when there is none. A record made by another version of
-// loom may not replay (a rule's decisions no longer fit): the next
-// fastest is taken, and when none replays the error says why the fastest
-// did not.
-func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, error) {
+// BestFor returns the fastest correct record of f at sizes on a target
+// (of those eligible: see eligible) that still replays on f, with the
+// function it builds; nil when there is none. Records measured at other
+// values of f's symbolic sizes do not count: their times say nothing of
+// these sizes (see BestAnySize). A record made by another version of loom
+// may not replay (a rule's decisions no longer fit): the next fastest is
+// taken, and when none replays the error says why the fastest did not.
+func (db *Database) BestFor(f *ast.Func, sizes map[string]int64, target string) (*Record, *ast.Func, error) {
 	recs, _, err := db.Load()
 	if err != nil {
 		return nil, nil, err
 	}
-	ok := eligible(recs, ast.Hash(f).String(), target)
+	var ok []*Record
+	for _, r := range eligible(recs, ast.Hash(f).String(), target) {
+		if sameSizes(r.Sizes, sizes) {
+			ok = append(ok, r)
+		}
+	}
 	slices.SortStableFunc(ok, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
+	return firstReplaying(f, ok, false)
+}
+
+// BestAnySize is BestFor for when no record at these sizes will do: it
+// also takes records of f at other sizes, and records of the task called
+// name (another shape of the same computation, a different function),
+// those at the sizes asked first, then by speed, and returns the first
+// whose trace replays on f. The record's times were measured at its own
+// sizes (Record.Sizes, Record.Shape): time the function again.
+func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64, target string) (*Record, *ast.Func, error) {
+	recs, _, err := db.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	hash := ast.Hash(f).String()
+	ok := eligible(recs, hash, target)
+	workloads := map[string]bool{}
+	for _, r := range recs {
+		if r.Name == name && r.Workload != hash && r.Target == target {
+			workloads[r.Workload] = true
+		}
+	}
+	for w := range workloads {
+		ok = append(ok, eligible(recs, w, target)...)
+	}
+	exact := func(r *Record) int {
+		if r.Workload == hash && sameSizes(r.Sizes, sizes) {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(ok, func(a, b *Record) int {
+		return cmp.Or(cmp.Compare(exact(a), exact(b)), cmp.Compare(a.Median, b.Median))
+	})
+	return firstReplaying(f, ok, true)
+}
+
+// firstReplaying returns the first of recs (sorted fastest first) whose
+// trace replays on f; with anyWorkload, a record of another function
+// replays its trace as it is.
+func firstReplaying(f *ast.Func, recs []*Record, anyWorkload bool) (*Record, *ast.Func, error) {
 	var first error
-	for _, r := range ok {
-		g, err := r.Apply(f)
+	for _, r := range recs {
+		var g *ast.Func
+		var err error
+		if anyWorkload {
+			var s *schedule.Schedule
+			if s, err = Replay(f, r.Trace); err == nil {
+				g = s.Func()
+			}
+		} else {
+			g, err = r.Apply(f)
+		}
 		if err == nil {
 			return r, g, nil
 		}
@@ -189,6 +260,8 @@ func (db *Database) BestFor(f *ast.Func, target string) (*Record, *ast.Func, err
 	return nil, nil, first
 }
 
+// best returns the fastest eligible record of a workload on a target in
+// recs, nil when there is none.
 func best(recs []*Record, workload, target string) *Record {
 	var b *Record
 	for _, r := range eligible(recs, workload, target) {
@@ -197,6 +270,58 @@ func best(recs []*Record, workload, target string) *Record {
 		}
 	}
 	return b
+}
+
+// sameSizes reports whether two sets of size values are the same (no
+// sizes and an empty map are the same).
+func sameSizes(a, b map[string]int64) bool {
+	return maps.Equal(a, b) || len(a) == 0 && len(b) == 0
+}
+
+// Holdings describes what the database holds for the task called name:
+// one line per shape (or sizes) and target, with the number of correct
+// records and the best time. A user asking for a record that is not there
+// learns what is.
+func (db *Database) Holdings(name string) ([]string, error) {
+	recs, _, err := db.Load()
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ shape, target string }
+	count := map[key]int{}
+	fastest := map[key]float64{}
+	for _, r := range recs {
+		if r.Name != name || !r.OK() {
+			continue
+		}
+		shape := r.Shape
+		if shape == "" {
+			shape = formatSizes(r.Sizes)
+		}
+		if shape == "" {
+			shape = "workload " + r.Workload[:min(len(r.Workload), 12)]
+		}
+		k := key{shape, r.Target}
+		if count[k] == 0 || r.Median < fastest[k] {
+			fastest[k] = r.Median
+		}
+		count[k]++
+	}
+	var lines []string
+	for k, n := range count {
+		lines = append(lines, fmt.Sprintf("%s on %s: %d records, best %.3f ms", k.shape, k.target, n, fastest[k]*1e3))
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// formatSizes prints sizes as "S=16,T=8", by name.
+func formatSizes(sizes map[string]int64) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(sizes)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, sizes[name]))
+	}
+	return strings.Join(parts, ",")
 }
 
 // eligible returns the correct records of a workload on a target that

@@ -57,11 +57,11 @@ func TestDatabaseTruncated(t *testing.T) {
 			t.Fatalf("cut at %d: the append after a truncated line was lost (%d records)", cut, len(recs))
 		}
 	}
-	b, err := db.Best("w", "t")
+	b, err := db.Best("w", nil, "t")
 	if err != nil || b == nil || b.Median != 0.5 {
 		t.Fatalf("best = %+v, %v", b, err)
 	}
-	if b, _ := db.Best("w", "other target"); b != nil {
+	if b, _ := db.Best("w", nil, "other target"); b != nil {
 		t.Error("best found a record of another target")
 	}
 }
@@ -120,13 +120,13 @@ func TestBestForSkipsRecordsThatNoLongerReplay(t *testing.T) {
 	if err := db.Append(stale); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.BestFor(f, "t"); err == nil || !strings.Contains(err.Error(), "does not replay") {
+	if _, _, err := db.BestFor(f, nil, "t"); err == nil || !strings.Contains(err.Error(), "does not replay") {
 		t.Fatalf("only a stale record: err %v, want one saying it does not replay", err)
 	}
 	if err := db.Append(rec(h, 0.002)); err != nil {
 		t.Fatal(err)
 	}
-	r, g, err := db.BestFor(f, "t")
+	r, g, err := db.BestFor(f, nil, "t")
 	if err != nil || r == nil || r.Median != 0.002 || g == nil {
 		t.Fatalf("BestFor = %v, %v, %v; want the record of 0.002 s", r, g, err)
 	}
@@ -159,5 +159,57 @@ func TestBestAcrossRuns(t *testing.T) {
 	)
 	if b := best(recs, "w", "t"); b == nil || b.Run != "C" || b.Trial != 2 {
 		t.Errorf("best %+v, want run C's trial 2: its trial 1 failed confirmation, and no record of C was confirmed correct", b)
+	}
+}
+
+// TestRecordsKeepTheirSizes: records of a function with symbolic sizes
+// carry the sizes they were measured at; BestFor matches them exactly (a
+// record at S=16 is not the best at S=128), BestAnySize takes one of
+// another size only when asked, the sizes asked first, and Holdings
+// lists what the database has.
+func TestRecordsKeepTheirSizes(t *testing.T) {
+	f := workload.Chain(2, 3, 16).Func
+	h := ast.Hash(f).String()
+	at := func(s1 int64, seconds float64) *Record {
+		r := rec(h, seconds)
+		r.Name, r.Sizes, r.Shape = "chain", map[string]int64{"S1": s1, "S2": 3}, fmt.Sprintf("%dx3x16", s1)
+		return r
+	}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*Record{at(16, 0.001), at(128, 0.05)} {
+		if err := db.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, _, err := db.BestFor(f, map[string]int64{"S1": 128, "S2": 3}, "t")
+	if err != nil || r == nil || r.Median != 0.05 {
+		t.Fatalf("BestFor at S1=128 = %+v, %v; want the record measured at S1=128", r, err)
+	}
+	if r, _, err := db.BestFor(f, map[string]int64{"S1": 64, "S2": 3}, "t"); r != nil || err != nil {
+		t.Fatalf("BestFor at S1=64 = %+v, %v; want none", r, err)
+	}
+	r, _, err = db.BestAnySize(f, "chain", map[string]int64{"S1": 64, "S2": 3}, "t")
+	if err != nil || r == nil || r.Median != 0.001 {
+		t.Fatalf("BestAnySize at S1=64 = %+v, %v; want the fastest of another size", r, err)
+	}
+	r, _, err = db.BestAnySize(f, "chain", map[string]int64{"S1": 128, "S2": 3}, "t")
+	if err != nil || r == nil || r.Median != 0.05 {
+		t.Fatalf("BestAnySize at S1=128 = %+v, %v; want the record at these sizes first", r, err)
+	}
+	have, err := db.Holdings("chain")
+	if err != nil || len(have) != 2 || !strings.HasPrefix(have[0], "128x3x16 on t: 1 records") || !strings.HasPrefix(have[1], "16x3x16 on t") {
+		t.Fatalf("Holdings = %q, %v", have, err)
+	}
+	// A record of the old format (no sizes) of a symbolic function is not
+	// taken for any sizes.
+	old := rec(h, 0.0001)
+	if err := db.Append(old); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := db.BestFor(f, map[string]int64{"S1": 128, "S2": 3}, "t"); r == nil || r.Median != 0.05 {
+		t.Fatalf("a record without sizes was taken: %+v", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/loom-go/loom/ast"
@@ -284,7 +285,7 @@ func (r *ProcessRunner) work(ctx context.Context, req workRequest) (*workRespons
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, fmt.Errorf("timed out after %v", timeout)
 	case runErr != nil:
-		return nil, fmt.Errorf("worker failed (%v)%s", runErr, tail(stderr.String()))
+		return nil, fmt.Errorf("worker failed (%s)%s", exitReason(runErr), tail(stderr.String()))
 	}
 	var resp workResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
@@ -296,10 +297,52 @@ func (r *ProcessRunner) work(ctx context.Context, req workRequest) (*workRespons
 	return &resp, nil
 }
 
+// exitReason says how a worker ended: the signal that killed it, by
+// name, or its exit status.
+func exitReason(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %s (%s)", signalName(ws.Signal()), ws.Signal())
+		}
+	}
+	return err.Error()
+}
+
+// signalName is the conventional name of a signal: SIGSEGV, SIGKILL.
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL", syscall.SIGFPE: "SIGFPE",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM",
+	}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// tail is what of a failed worker's stderr goes into its record.
 func tail(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return ""
+	}
+	// A fault in the kernel (a signal the Go runtime reports before its
+	// goroutine and register dump): the signal, its address and what the
+	// runtime said, not the registers.
+	var fault []string
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "fatal error:") || strings.HasPrefix(line, "[signal ") ||
+			strings.HasPrefix(line, "SIG") && strings.Contains(line, ":") && !strings.HasPrefix(line, "SIGQUIT") {
+			fault = append(fault, line)
+		}
+		if len(fault) == 3 {
+			break
+		}
+	}
+	if len(fault) > 0 && !strings.Contains(s, "panic: ") {
+		return ": " + strings.Join(fault, "; ")
 	}
 	// A Go panic: its message, and the frame that panicked.
 	if i := strings.Index(s, "panic: "); i >= 0 {

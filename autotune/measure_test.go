@@ -54,7 +54,7 @@ func mustParse(t *testing.T, src string) *ast.Func {
 	return f
 }
 
-// TestRunnerIsolation: a correct candidate is timed; one that crashes,
+// TestRunnerIsolation: a correct candidate is timed; one that crashes (recorded with its signal),
 // one that hangs and one that computes a wrong result are each recorded
 // as failed with the reason, and the runner carries on.
 func TestRunnerIsolation(t *testing.T) {
@@ -89,7 +89,7 @@ func TestRunnerIsolation(t *testing.T) {
 	if runs[0].Err != nil || len(runs[0].Seconds) != 3 || runs[0].Seconds[0] <= 0 {
 		t.Errorf("good candidate: %+v", runs[0])
 	}
-	for i, want := range map[int]string{1: "wrong result", 2: "worker failed", 3: "timed out"} {
+	for i, want := range map[int]string{1: "wrong result", 2: "SIGSEGV", 3: "timed out"} {
 		if runs[i].Err == nil || !strings.Contains(runs[i].Err.Error(), want) {
 			t.Errorf("candidate %d: %v, want an error containing %q", i, runs[i].Err, want)
 		}
@@ -148,5 +148,21 @@ func TestCUDAMeasure(t *testing.T) {
 	}
 	if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
 		t.Errorf("on the GPU: %+v", run)
+	}
+}
+
+// TestWorkerFailureReason: a worker killed by a fault in the kernel is
+// recorded with its signal and the runtime's line about it, not the
+// register dump that ends its stderr.
+func TestWorkerFailureReason(t *testing.T) {
+	stderr := "SIGSEGV: segmentation violation\nPC=0x7f3a1c2d4010 m=0 sigcode=1 addr=0x7f3b00000000\nsignal arrived during cgo execution\n\ngoroutine 1 gp=0xc000002380 m=0 mp=0x9c3a40 [syscall]:\nruntime.cgocall(...)\n" +
+		strings.Repeat("rax    0x0\nrbx    0x7ffd\n", 40)
+	got := tail(stderr)
+	if !strings.Contains(got, "SIGSEGV: segmentation violation") || strings.Contains(got, "rax") {
+		t.Errorf("tail = %q", got)
+	}
+	panicked := "panic: index out of range [3] with length 3\n\ngoroutine 1 [running]:\nmain.f()\n"
+	if got := tail(panicked); !strings.Contains(got, "panic: index out of range") {
+		t.Errorf("tail of a panic = %q", got)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -15,16 +17,70 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/sysmem"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
 // Task is one function to tune.
 type Task struct {
-	Name   string
-	Func   *ast.Func
-	Sizes  map[string]int64 // values of its symbolic sizes for measurement
-	Target string           // the target's key, as records store it
+	Name  string
+	Func  *ast.Func
+	Sizes map[string]int64 // values of its symbolic sizes for measurement
+	// Shape describes the sizes for people ("512x512x512"), kept in the
+	// records; optional.
+	Shape  string
+	Target string // the target's key, as records store it
 	Space  *Space
+}
+
+// Check returns an error when the task cannot be measured: a function
+// that does not verify, a symbolic size without a value (or a value for
+// none), a negative size, a buffer larger than the interpreter's limit, or
+// arguments (with the reference's copy) larger than the memory available.
+func (t *Task) Check() error {
+	if t.Func == nil {
+		return fmt.Errorf("task %s has no function", t.Name)
+	}
+	if err := ast.Verify(t.Func); err != nil {
+		return fmt.Errorf("task %s: %v", t.Name, err)
+	}
+	for name, v := range t.Sizes {
+		if t.Func.Size(name) == nil {
+			return fmt.Errorf("task %s: %s is not a symbolic size of %s", t.Name, name, t.Func.Name)
+		}
+		if v <= 0 || v > math.MaxInt32 {
+			return fmt.Errorf("task %s: size %s = %d: want 1 to %d", t.Name, name, v, math.MaxInt32)
+		}
+	}
+	for _, s := range t.Func.Sizes {
+		if _, ok := t.Sizes[s.Name]; !ok {
+			return fmt.Errorf("task %s: no value for size %s", t.Name, s.Name)
+		}
+	}
+	c := workload.Case{Name: t.Name, Func: t.Func, Sizes: t.Sizes}
+	for _, p := range t.Func.Params {
+		if _, err := ast.DataSize(p, t.Sizes); err != nil {
+			return fmt.Errorf("task %s: %v", t.Name, err)
+		}
+	}
+	// The arguments, the reference's outputs and a candidate's run.
+	return sysmem.Check("task "+t.Name, 3*c.Bytes())
+}
+
+// record starts the record of one trial of the task.
+func (t *Task) record(trace *schedule.Trace, opts Options, run string, trial int) *Record {
+	return &Record{
+		Workload: ast.Hash(t.Func).String(), Name: t.Name, Sizes: maps.Clone(t.Sizes), Shape: t.Shape,
+		Target: t.Target, Machine: hostname(), Trace: trace,
+		Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: trial,
+	}
+}
+
+// hostname names this machine in records, "" when it cannot be told.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 // Candidate is one schedule of a task.
@@ -135,6 +191,9 @@ type Result struct {
 // are kept (and in opts.DB). With opts.Confirm the leaders are then
 // measured again (confirm).
 func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*Result, error) {
+	if err := task.Check(); err != nil {
+		return nil, err
+	}
 	opts.defaults()
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6c6f6f6d))
 	start := time.Now()
@@ -148,7 +207,9 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 	trialOf := map[string]*Record{} // a measured candidate's record, by hash
 	best := math.Inf(1)
 	failed := 0
-	run := fmt.Sprintf("%s seed=%d", start.UTC().Format(time.RFC3339), opts.Seed)
+	// Two tunes started in the same second with the same seed are two
+	// runs: the process id and the nanoseconds tell them apart.
+	run := fmt.Sprintf("%s seed=%d pid=%d", start.UTC().Format(time.RFC3339Nano), opts.Seed, os.Getpid())
 	for len(res.Records) < opts.Trials {
 		if ctx.Err() != nil {
 			break
@@ -195,7 +256,8 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			if len(res.Records) >= opts.Trials {
 				break
 			}
-			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: ie.Trace, Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: len(res.Records) + 1, Error: "internal: " + firstLine(ie.Err.Error())}
+			rec := task.record(ie.Trace, opts, run, len(res.Records)+1)
+			rec.Error = "internal: " + firstLine(ie.Err.Error())
 			failed++
 			if opts.DB != nil {
 				if err := opts.DB.Append(rec); err != nil {
@@ -225,7 +287,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		var ys []float64
 		for i, c := range batch {
 			seen[c.Hash] = true
-			rec := &Record{Workload: ast.Hash(task.Func).String(), Name: task.Name, Target: task.Target, Trace: c.Sched.Trace(), Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: len(res.Records) + 1}
+			rec := task.record(c.Sched.Trace(), opts, run, len(res.Records)+1)
 			switch {
 			case builds[i].Err != nil:
 				rec.Error = "build: " + builds[i].Err.Error()

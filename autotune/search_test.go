@@ -114,7 +114,7 @@ func TestTuneDeterministic(t *testing.T) {
 	if err != nil || skipped != 0 || len(recs) != trials {
 		t.Fatalf("database: %d records, %d skipped, %v", len(recs), skipped, err)
 	}
-	if best, _ := db.Best(a.Best.Workload, "fake"); best == nil || best.Median != a.Best.Median {
+	if best, _ := db.Best(a.Best.Workload, nil, "fake"); best == nil || best.Median != a.Best.Median {
 		t.Errorf("database best %v, search best %v", best, a.Best)
 	}
 }
@@ -182,7 +182,7 @@ func TestTuneConfirm(t *testing.T) {
 	if res.Best != res.Confirmed[0] || res.Best.Median <= luckiest.Median {
 		t.Errorf("best: trial %d at %g; the luckiest first measurement: trial %d at %g", res.Best.Trial, res.Best.Median, luckiest.Trial, luckiest.Median)
 	}
-	if best, _ := db.Best(res.Best.Workload, "fake"); best == nil || best.Trial != res.Best.Trial || best.Confirmed == 0 {
+	if best, _ := db.Best(res.Best.Workload, nil, "fake"); best == nil || best.Trial != res.Best.Trial || best.Confirmed == 0 {
 		t.Errorf("the database's best: %+v, want the confirmed trial %d", best, res.Best.Trial)
 	}
 	recs, _, _ := db.Load()

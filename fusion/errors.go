@@ -3,6 +3,8 @@ package fusion
 import (
 	"errors"
 	"fmt"
+
+	"github.com/loom-go/loom/ast"
 )
 
 // ErrGraph is wrapped by every error about a bad graph: malformed JSON, an
@@ -29,9 +31,9 @@ func (e *GraphError) Error() string {
 		where += "(" + e.Node + ")"
 	}
 	if where == "" {
-		return "fusion: " + e.Msg
+		return ast.ClipWords("fusion: " + e.Msg)
 	}
-	return "fusion: " + where + ": " + e.Msg
+	return ast.ClipWords("fusion: " + where + ": " + e.Msg)
 }
 
 func (e *GraphError) Unwrap() error { return ErrGraph }

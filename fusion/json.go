@@ -157,15 +157,24 @@ func ParseDim(s string) (Dim, error) {
 // returns it; any problem is a *GraphError (wrapping ErrGraph) that names
 // the node or field. It never panics, whatever the input.
 func ReadJSON(r io.Reader) (*Graph, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(r, maxJSON+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxJSON {
+		return nil, &GraphError{Msg: fmt.Sprintf("the graph is larger than %d MiB, the limit", maxJSON>>20)}
 	}
 	return ParseJSON(data)
 }
 
+// maxJSON bounds the size of a graph file ReadJSON reads.
+const maxJSON = 64 << 20
+
 // ParseJSON is ReadJSON on bytes.
 func ParseJSON(data []byte) (*Graph, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &GraphError{Msg: "the input is empty; want a JSON graph (see the package documentation)"}
+	}
 	var jg jsonGraph
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // pass is one graph-to-graph step. run reports whether it changed g; it
@@ -39,6 +40,16 @@ type Options struct {
 	DumpTo io.Writer
 }
 
+// DumpNames lists what Options.Dump may name: the passes in order, then
+// "fuse" (the groups) and "all".
+func DumpNames() []string {
+	var names []string
+	for _, p := range pipeline {
+		names = append(names, p.name)
+	}
+	return append(names, "fuse", "all")
+}
+
 func (o *Options) dump(name string, text func() string) {
 	if o.DumpTo != nil && (slices.Contains(o.Dump, name) || slices.Contains(o.Dump, "all")) {
 		fmt.Fprintf(o.DumpTo, "=== after %s ===\n%s", name, text())
@@ -48,6 +59,11 @@ func (o *Options) dump(name string, text func() string) {
 // Compile runs the pipeline on a copy of g, fuses its nodes into groups
 // and lowers each group to one kernel.
 func Compile(g *Graph, opts Options) (*Plan, error) {
+	for _, name := range opts.Dump {
+		if !slices.Contains(DumpNames(), name) {
+			return nil, fmt.Errorf("fusion: no pass %q to dump after (have %s)", name, strings.Join(DumpNames(), ", "))
+		}
+	}
 	g = g.Clone()
 	if err := Infer(g); err != nil {
 		return nil, err

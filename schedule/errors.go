@@ -38,7 +38,7 @@ type Error struct {
 
 // Error returns "schedule: primitive: reason".
 func (e *Error) Error() string {
-	return fmt.Sprintf("schedule: %s: %s", e.Primitive, e.Reason)
+	return ast.ClipWords(fmt.Sprintf("schedule: %s: %s", e.Primitive, e.Reason))
 }
 
 // Unwrap returns the sentinel the error belongs to.
@@ -62,7 +62,7 @@ func Explain(err error) string {
 	if !ok || e.Func == nil {
 		return err.Error() + "\n"
 	}
-	return err.Error() + "\n" + ast.Mark(e.Func, e.At...)
+	return err.Error() + "\n" + ast.ClipWords(ast.Mark(e.Func, e.At...))
 }
 
 func illegal(prim string, f *ast.Func, at []ast.Node, format string, args ...any) *Error {

@@ -7,6 +7,10 @@ import (
 	"github.com/loom-go/loom/ast"
 )
 
+// maxSplitFactors bounds the loops one split makes: far beyond any
+// tiling, and few enough that the nest stays cheap to analyze.
+const maxSplitFactors = 32
+
 // Split replaces loop l by a nest of len(factors) loops, outermost first,
 // whose extents are the factors. At most one factor may be -1: it is
 // inferred as the extent divided by the other factors, rounded up. When the
@@ -15,7 +19,7 @@ import (
 // predicate that skips the tail, so nothing runs out of bounds.
 //
 // The loop must be serial; change its kind after splitting. Split returns
-// the new loops, outermost first.
+// the new loops, outermost first. A loop splits into at most 32 loops.
 func (s *Schedule) Split(l Loop, factors ...int) ([]Loop, error) {
 	vals := make([]int64, len(factors))
 	args := make([]Arg, len(factors))
@@ -59,6 +63,9 @@ func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 	if len(factors) < 2 {
 		return nil, badArg(prim, s.f, at, "split needs at least two factors, got %d", len(factors))
 	}
+	if len(factors) > maxSplitFactors {
+		return nil, badArg(prim, s.f, at, "split takes at most %d factors, got %d", maxSplitFactors, len(factors))
+	}
 	t := loop.Extent.Type()
 	inferred := -1
 	known := int64(1)
@@ -82,8 +89,11 @@ func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 	for i, f := range factors {
 		exts[i] = ast.IntConst(t, f)
 	}
-	if inferred >= 0 {
-		// ceil(extent / known)
+	if c, ok := ast.ConstIntValue(extent); ok && inferred >= 0 {
+		// ceil(extent / known), in 64 bits: extent + known - 1 may not
+		// fit the loop's type.
+		exts[inferred] = ast.IntConst(t, (c+known-1)/known)
+	} else if inferred >= 0 {
 		exts[inferred] = ast.Simplify(ast.FloorDiv(ast.Add(extent, ast.IntConst(t, known-1)), ast.IntConst(t, known)))
 	}
 	// The product of the new extents, and whether it is exactly the extent.
@@ -94,7 +104,13 @@ func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 	total = ast.Simplify(total)
 	exact := ast.Equal(total, extent)
 	if c, ok := ast.ConstIntValue(extent); ok {
-		p, _ := ast.ConstIntValue(total)
+		// The product in 64 bits (it may pass the loop type's range by
+		// the rounding up of an inferred factor).
+		p := int64(1)
+		for _, e := range exts {
+			v, _ := ast.ConstIntValue(e)
+			p *= v
+		}
 		if p < c {
 			return nil, badArg(prim, s.f, at, "the factors cover %d iterations of the %d of loop %s", p, c, loop.Var.Name)
 		}

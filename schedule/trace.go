@@ -3,6 +3,7 @@ package schedule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -145,9 +146,33 @@ func ParseTrace(data []byte) (*Trace, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("schedule: trace: %w", err)
+		return nil, fmt.Errorf("schedule: trace%s: %w", jsonPlace(data, err), err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("schedule: trace: trailing data after the trace")
 	}
 	return &t, nil
+}
+
+// jsonPlace returns " at LINE:COLUMN" for a JSON error that tells its
+// offset in data, else "".
+func jsonPlace(data []byte, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 {
+		return ""
+	}
+	before := data[:min(int(off), len(data))]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf(" at %d:%d", line, col)
 }
 
 // instKind describes how an instruction replays and prints as Go.

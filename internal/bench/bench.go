@@ -10,74 +10,116 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/hand"
+	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
-// Workload is a benchmark: a function at benchmark sizes and how much
-// work it does.
+// Workload is a benchmark: a function with named sizes, and how much work
+// it does at given sizes.
 type Workload struct {
 	Name string
-	// Sized tells whether -size applies (the matrix multiplies); the
-	// others have fixed shapes.
-	Sized       bool
-	DefaultSize int
-	Case        func(size int) workload.Case
-	Shape       func(size int) string
-	// Flops is the standard operation count (0 for the bandwidth-bound
+	// Dims are its sizes, as -size NAME=VALUE names them, with their
+	// defaults (the benchmark sizes).
+	Dims []Dim
+	// Square tells that -size N sets every dimension (the matrix
+	// multiplies: M = N = K).
+	Square bool
+	build  func(d Sizes) (workload.Case, error)
+	shape  func(d Sizes) string
+	// flops is the standard operation count (nil for the bandwidth-bound
 	// workloads, whose speed is in bytes).
-	Flops func(size int) float64
+	flops func(d Sizes) float64
 	// Hand is the hand-written CPU schedule.
 	Hand func(s *schedule.Schedule, c hand.Config) error
 }
 
+// Dim is one named size of a workload.
+type Dim struct {
+	Name    string
+	Default int
+	About   string
+}
+
+// Sizes gives a value to each dimension of a workload, by name.
+type Sizes map[string]int
+
 // Workloads lists the benchmarks, as named on the command line.
 var Workloads = []Workload{
 	{
-		Name: "gemm", Sized: true, DefaultSize: 1024,
-		Case:  func(n int) workload.Case { return workload.Matmul(n, n, n) },
-		Shape: func(n int) string { return fmt.Sprintf("%dx%dx%d", n, n, n) },
-		Flops: func(n int) float64 { return 2 * float64(n) * float64(n) * float64(n) },
+		Name: "gemm", Square: true,
+		Dims:  mnk,
+		build: func(d Sizes) (workload.Case, error) { return workload.NewMatmul(d["M"], d["N"], d["K"]) },
+		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["M"], d["N"], d["K"]) },
+		flops: func(d Sizes) float64 { return 2 * float64(d["M"]) * float64(d["N"]) * float64(d["K"]) },
 		Hand:  hand.Gemm,
 	},
 	{
-		Name: "gemm_bias_relu", Sized: true, DefaultSize: 1024,
-		Case:  func(n int) workload.Case { return workload.MatmulBiasReLU(n, n, n) },
-		Shape: func(n int) string { return fmt.Sprintf("%dx%dx%d", n, n, n) },
-		Flops: func(n int) float64 { return 2 * float64(n) * float64(n) * float64(n) },
+		Name: "gemm_bias_relu", Square: true,
+		Dims:  mnk,
+		build: func(d Sizes) (workload.Case, error) { return workload.NewMatmulBiasReLU(d["M"], d["N"], d["K"]) },
+		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["M"], d["N"], d["K"]) },
+		flops: func(d Sizes) float64 { return 2 * float64(d["M"]) * float64(d["N"]) * float64(d["K"]) },
 		Hand:  hand.GemmBiasReLU,
 	},
 	{
 		Name:  "rmsnorm",
-		Case:  func(int) workload.Case { return workload.RMSNorm(16384, 768) },
-		Shape: func(int) string { return "16384x768" },
+		Dims:  rowsCols(16384, 768),
+		build: func(d Sizes) (workload.Case, error) { return workload.NewRMSNorm(d["R"], d["D"]) },
+		shape: func(d Sizes) string { return fmt.Sprintf("%dx%d", d["R"], d["D"]) },
 		Hand:  hand.RMSNorm,
 	},
 	{
 		Name:  "softmax",
-		Case:  func(int) workload.Case { return workload.Softmax(8192, 1024) },
-		Shape: func(int) string { return "8192x1024" },
+		Dims:  rowsCols(8192, 1024),
+		build: func(d Sizes) (workload.Case, error) { return workload.NewSoftmax(d["R"], d["D"]) },
+		shape: func(d Sizes) string { return fmt.Sprintf("%dx%d", d["R"], d["D"]) },
 		Hand:  hand.Softmax,
 	},
 	{
-		Name:  "chain",
-		Case:  func(int) workload.Case { return workload.Chain(64, 128, 1024) },
-		Shape: func(int) string { return "64x128x1024" },
+		Name: "chain",
+		Dims: []Dim{
+			{"S1", 64, "the first symbolic dimension"},
+			{"S2", 128, "the second symbolic dimension"},
+			{"D", 1024, "the reduced (last) dimension, a constant of the function"},
+		},
+		build: func(d Sizes) (workload.Case, error) { return workload.NewChain(d["S1"], d["S2"], d["D"]) },
+		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["S1"], d["S2"], d["D"]) },
 		Hand:  hand.Chain,
 	},
 	{
-		Name:  "conv2d",
-		Case:  func(int) workload.Case { return workload.Conv2D(1, 64, 56, 56, 64) },
-		Shape: func(int) string { return "1x64x56x56,64x64x3x3" },
-		Flops: func(int) float64 { return 2 * 1 * 64 * 64 * 9 * 56 * 56 },
-		Hand:  hand.Conv2D,
+		Name: "conv2d",
+		Dims: []Dim{
+			{"B", 1, "batch"},
+			{"C", 64, "input channels"},
+			{"H", 56, "height"},
+			{"W", 56, "width"},
+			{"K", 64, "output channels (3x3 filters, padding 1, stride 1)"},
+		},
+		build: func(d Sizes) (workload.Case, error) {
+			return workload.NewConv2D(d["B"], d["C"], d["H"], d["W"], d["K"])
+		},
+		shape: func(d Sizes) string {
+			return fmt.Sprintf("%dx%dx%dx%d,%dx%dx3x3", d["B"], d["C"], d["H"], d["W"], d["K"], d["C"])
+		},
+		flops: func(d Sizes) float64 {
+			return 2 * float64(d["B"]) * float64(d["K"]) * float64(d["C"]) * 9 * float64(d["H"]) * float64(d["W"])
+		},
+		Hand: hand.Conv2D,
 	},
+}
+
+var mnk = []Dim{{"M", 1024, "rows of A and C"}, {"N", 1024, "columns of B and C"}, {"K", 1024, "the reduced dimension"}}
+
+func rowsCols(r, d int) []Dim {
+	return []Dim{{"R", r, "rows"}, {"D", d, "the row length, reduced"}}
 }
 
 // Lookup returns the workload called name.
@@ -92,19 +134,116 @@ func Lookup(name string) (*Workload, error) {
 		names = append(names, w.Name)
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("unknown workload %q (have %v)", name, names)
+	return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(names, ", "))
+}
+
+// Defaults returns the workload's benchmark sizes.
+func (w *Workload) Defaults() Sizes {
+	d := Sizes{}
+	for _, dim := range w.Dims {
+		d[dim.Name] = dim.Default
+	}
+	return d
+}
+
+// DimsHelp describes the dimensions for -h: "M=1024 (rows of A and C), ...".
+func (w *Workload) DimsHelp() string {
+	var parts []string
+	for _, d := range w.Dims {
+		parts = append(parts, fmt.Sprintf("%s=%d (%s)", d.Name, d.Default, d.About))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Sizes returns the workload's sizes from the command line: all the
+// defaults, with square (if not 0) setting every dimension of a Square
+// workload and named setting the ones it names. Values must be positive
+// and fit an int32.
+func (w *Workload) Sizes(square int64, named map[string]int64) (Sizes, error) {
+	d := w.Defaults()
+	if square != 0 {
+		if !w.Square {
+			return nil, fmt.Errorf("workload %s takes named sizes, -size %s", w.Name, w.example())
+		}
+		if err := setDim(d, w, "N", square); err != nil {
+			return nil, err
+		}
+		for name := range d {
+			d[name] = int(square)
+		}
+	}
+	names := make([]string, 0, len(named))
+	for name := range named {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := d[name]; !ok {
+			return nil, fmt.Errorf("workload %s has no size %s (it has %s)", w.Name, name, w.DimsHelp())
+		}
+		if err := setDim(d, w, name, named[name]); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func setDim(d Sizes, w *Workload, name string, v int64) error {
+	if v <= 0 || v > math.MaxInt32 {
+		return fmt.Errorf("workload %s: size %s = %d: want 1 to %d", w.Name, name, v, int64(math.MaxInt32))
+	}
+	d[name] = int(v)
+	return nil
+}
+
+// example is the -size flag that sets the defaults, "R=8192,D=1024".
+func (w *Workload) example() string {
+	var parts []string
+	for _, d := range w.Dims {
+		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, d.Default))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Case builds the workload at sizes d, refusing sizes whose buffers (with
+// the reference's copy and the kernel's run) do not fit in the memory
+// available.
+func (w *Workload) Case(d Sizes) (workload.Case, error) {
+	c, err := w.build(d)
+	if err != nil {
+		return workload.Case{}, fmt.Errorf("workload %s at %s: %v", w.Name, w.shape(d), err)
+	}
+	if err := sysmem.Check(fmt.Sprintf("workload %s at %s", w.Name, w.shape(d)), 3*c.Bytes()); err != nil {
+		return workload.Case{}, err
+	}
+	return c, nil
+}
+
+// Shape prints sizes d the way the benchmark lines show them.
+func (w *Workload) Shape(d Sizes) string { return w.shape(d) }
+
+// Flops is the operation count at sizes d, 0 for a workload whose speed is
+// in bytes.
+func (w *Workload) Flops(d Sizes) float64 {
+	if w.flops == nil {
+		return 0
+	}
+	return w.flops(d)
 }
 
 // Options of one benchmark run.
 type Options struct {
 	Workload string
-	Size     int    // 0: the workload's default
+	Sizes    Sizes  // absent dimensions: the defaults
+	Size     int    // M = N = K of a Square workload, if not 0
 	Threads  int    // 0: one per core
 	Schedule string // "hand", "tuned", "trace" or "none"
-	// Tuned returns the scheduled function for an unscheduled one, for
+	// Tuned returns the scheduled function for the workload's case (the
+	// unscheduled function at its sizes; name and shape are the
+	// workload's, as records name them), for
 	// Schedule "tuned" (the best record of a tuning database) and "trace"
 	// (a trace from a file).
-	Tuned func(f *ast.Func) (*ast.Func, error)
+	Tuned func(name, shape string, c workload.Case) (*ast.Func, error)
 	// Cold builds the kernel in an empty cache, so that compile_ms is the
 	// whole build.
 	Cold bool
@@ -133,14 +272,22 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := o.Size
-	if size == 0 {
-		size = w.DefaultSize
+	named := map[string]int64{}
+	for name, v := range o.Sizes {
+		named[name] = int64(v)
 	}
-	if !w.Sized {
-		size = 0
+	d, err := w.Sizes(int64(o.Size), named)
+	if err != nil {
+		return nil, err
 	}
-	c := w.Case(size)
+	c, err := w.Case(d)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	if w.Square {
+		size = d["N"]
+	}
 	threads := o.Threads
 	if threads == 0 {
 		threads = runtimeThreads()
@@ -157,7 +304,7 @@ func Run(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := w.Hand(s, hand.Config{Size: size, Threads: threads, VectorBits: opts.VectorBits}); err != nil {
+		if err := w.Hand(s, hand.Config{Threads: threads, VectorBits: opts.VectorBits}); err != nil {
 			return nil, fmt.Errorf("hand schedule of %s: %s", w.Name, schedule.Explain(err))
 		}
 		f = s.Func()
@@ -165,7 +312,7 @@ func Run(o Options) (*Result, error) {
 		if o.Tuned == nil {
 			return nil, fmt.Errorf("schedule %s needs a tuning database or a trace", o.Schedule)
 		}
-		if f, err = o.Tuned(c.Func); err != nil {
+		if f, err = o.Tuned(w.Name, w.Shape(d), c); err != nil {
 			return nil, err
 		}
 	case "none":
@@ -214,12 +361,12 @@ func Run(o Options) (*Result, error) {
 	}
 	ms := best.Seconds() * 1e3
 	r := &Result{
-		Workload: w.Name, Size: size, Shape: w.Shape(size), Threads: threads, Schedule: o.Schedule,
+		Workload: w.Name, Size: size, Shape: w.Shape(d), Threads: threads, Schedule: o.Schedule,
 		Ms: ms, GBps: float64(Traffic(c)) / best.Seconds() / 1e9,
 		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr,
 	}
-	if w.Flops != nil {
-		g := w.Flops(size) / best.Seconds() / 1e9
+	if w.flops != nil {
+		g := w.Flops(d) / best.Seconds() / 1e9
 		r.GFlops = &g
 	}
 	if maxErr > workload.Tolerance(ast.Float32)*10 {

@@ -6,7 +6,6 @@ package hand
 
 // Config is what a schedule may depend on.
 type Config struct {
-	Size       int // M = N = K of the matrix multiplies
 	Threads    int
 	VectorBits int // SIMD register width of the target
 }

@@ -7,6 +7,15 @@ import "github.com/loom-go/loom/ast"
 // P is X padded with zeros. The padding is its own stage; its loads clamp
 // their indices so that the (eagerly evaluated) select never reads outside X.
 func Conv2D(batch, channels, height, width, filters int) Case {
+	return must(NewConv2D(batch, channels, height, width, filters))
+}
+
+// NewConv2D is Conv2D with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewConv2D(batch, channels, height, width, filters int) (Case, error) {
+	if err := checkDims("batch", batch, "channels", channels, "height", height, "width", width, "filters", filters); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("conv2d")
 	X := b.Placeholder("X", ast.Float32, ast.Shape(batch, channels, height, width)...)
 	W := b.Placeholder("W", ast.Float32, ast.Shape(filters, channels, 3, 3)...)
@@ -26,9 +35,13 @@ func Conv2D(batch, channels, height, width, filters int) Case {
 	Y := b.Sum("Y", ast.Shape(batch, filters, height, width), []*ast.Var{c, r, s}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(P.At(i[0], c, ast.Add(i[2], r), ast.Add(i[3], s)), W.At(i[1], c, r, s))
 	}).AxisNames("n", "k", "h", "w")
-	return Case{
+	f, err := b.Build(Y)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "conv2d",
-		Func: must(b.Build(Y)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			x, w, y := args["X"].([]float32), args["W"].([]float32), args["Y"].([]float32)
 			at := func(n, c, h, ww int) float32 {
@@ -55,5 +68,5 @@ func Conv2D(batch, channels, height, width, filters int) Case {
 				}
 			}
 		},
-	}
+	})
 }

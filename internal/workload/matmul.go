@@ -3,7 +3,14 @@ package workload
 import "github.com/loom-go/loom/ast"
 
 // Matmul is C[m, n] = sum over k of A[m, k] * B[k, n], in float32.
-func Matmul(m, n, k int) Case {
+func Matmul(m, n, k int) Case { return must(NewMatmul(m, n, k)) }
+
+// NewMatmul is Matmul with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewMatmul(m, n, k int) (Case, error) {
+	if err := checkDims("m", m, "n", n, "k", k); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("matmul")
 	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
 	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
@@ -11,14 +18,18 @@ func Matmul(m, n, k int) Case {
 	C := b.Sum("C", ast.Shape(m, n), []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
 	})
-	return Case{
+	f, err := b.Build(C)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "matmul",
-		Func: must(b.Build(C)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			a, bb, c := args["A"].([]float32), args["B"].([]float32), args["C"].([]float32)
 			matmulRef(a, bb, c, m, n, k)
 		},
-	}
+	})
 }
 
 // matmulRef sums each C[i, j] over k in increasing order, like the
@@ -41,7 +52,14 @@ func matmulRef(a, b, c []float32, m, n, k int) {
 }
 
 // MatmulBiasReLU is D = max(A·B + bias, 0), with bias broadcast along rows.
-func MatmulBiasReLU(m, n, k int) Case {
+func MatmulBiasReLU(m, n, k int) Case { return must(NewMatmulBiasReLU(m, n, k)) }
+
+// NewMatmulBiasReLU is MatmulBiasReLU with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewMatmulBiasReLU(m, n, k int) (Case, error) {
+	if err := checkDims("m", m, "n", n, "k", k); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("matmul_bias_relu")
 	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
 	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
@@ -53,9 +71,13 @@ func MatmulBiasReLU(m, n, k int) Case {
 	D := b.Compute("D", ast.Shape(m, n), func(i []ast.Expr) ast.Expr {
 		return ast.Max(ast.Add(C.At(i...), bias.At(i[1])), ast.F32(0))
 	})
-	return Case{
+	f, err := b.Build(D)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "matmul_bias_relu",
-		Func: must(b.Build(D)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			a, bb, bi, d := args["A"].([]float32), args["B"].([]float32), args["bias"].([]float32), args["D"].([]float32)
 			c := make([]float32, m*n)
@@ -66,18 +88,29 @@ func MatmulBiasReLU(m, n, k int) Case {
 				}
 			}
 		},
-	}
+	})
 }
 
 // RowSum is Y[i] = sum over k of X[i, k], in float32.
-func RowSum(rows, cols int) Case {
+func RowSum(rows, cols int) Case { return must(NewRowSum(rows, cols)) }
+
+// NewRowSum is RowSum with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewRowSum(rows, cols int) (Case, error) {
+	if err := checkDims("rows", rows, "cols", cols); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("rowsum")
 	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
 	k := b.ReduceAxis("k", ast.I32(int32(cols)))
 	Y := b.Sum("Y", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
-	return Case{
+	f, err := b.Build(Y)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "rowsum",
-		Func: must(b.Build(Y)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			x, y := args["X"].([]float32), args["Y"].([]float32)
 			for i := 0; i < rows; i++ {
@@ -88,5 +121,5 @@ func RowSum(rows, cols int) Case {
 				y[i] = acc
 			}
 		},
-	}
+	})
 }

@@ -8,7 +8,14 @@ import (
 
 // Softmax is the row softmax of X[rows, cols], with the row maximum
 // subtracted before exponentiation.
-func Softmax(rows, cols int) Case {
+func Softmax(rows, cols int) Case { return must(NewSoftmax(rows, cols)) }
+
+// NewSoftmax is Softmax with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewSoftmax(rows, cols int) (Case, error) {
+	if err := checkDims("rows", rows, "cols", cols); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("softmax")
 	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
 	k := b.ReduceAxis("k", ast.I32(int32(cols)))
@@ -20,9 +27,13 @@ func Softmax(rows, cols int) Case {
 	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
 		return ast.Div(E.At(i...), S.At(i[0]))
 	})
-	return Case{
+	f, err := b.Build(Y)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "softmax",
-		Func: must(b.Build(Y)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			x, y := args["X"].([]float32), args["Y"].([]float32)
 			for i := 0; i < rows; i++ {
@@ -44,11 +55,18 @@ func Softmax(rows, cols int) Case {
 				}
 			}
 		},
-	}
+	})
 }
 
 // RMSNorm is Y[i, j] = X[i, j] * rsqrt(mean over j of X[i, j]² + 1e-6) * W[j].
-func RMSNorm(rows, cols int) Case {
+func RMSNorm(rows, cols int) Case { return must(NewRMSNorm(rows, cols)) }
+
+// NewRMSNorm is RMSNorm with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewRMSNorm(rows, cols int) (Case, error) {
+	if err := checkDims("rows", rows, "cols", cols); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("rmsnorm")
 	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
 	W := b.Placeholder("W", ast.Float32, ast.Shape(cols)...)
@@ -62,9 +80,13 @@ func RMSNorm(rows, cols int) Case {
 	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
 		return ast.Mul(ast.Mul(X.At(i...), R.At(i[0])), W.At(i[1]))
 	})
-	return Case{
+	f, err := b.Build(Y)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "rmsnorm",
-		Func: must(b.Build(Y)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			x, w, y := args["X"].([]float32), args["W"].([]float32), args["Y"].([]float32)
 			for i := 0; i < rows; i++ {
@@ -80,12 +102,19 @@ func RMSNorm(rows, cols int) Case {
 				}
 			}
 		},
-	}
+	})
 }
 
 // LayerNorm normalizes each row of X[rows, cols] to zero mean and unit
 // variance (with epsilon 1e-5), then scales by G and shifts by B.
-func LayerNorm(rows, cols int) Case {
+func LayerNorm(rows, cols int) Case { return must(NewLayerNorm(rows, cols)) }
+
+// NewLayerNorm is LayerNorm with its sizes checked: an error, not a panic, for sizes
+// that are not positive or that make a buffer too large.
+func NewLayerNorm(rows, cols int) (Case, error) {
+	if err := checkDims("rows", rows, "cols", cols); err != nil {
+		return Case{}, err
+	}
 	b := ast.NewBuilder("layernorm")
 	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
 	G := b.Placeholder("G", ast.Float32, ast.Shape(cols)...)
@@ -102,9 +131,13 @@ func LayerNorm(rows, cols int) Case {
 		inv := ast.Rsqrt(ast.Add(Var.At(i[0]), ast.F32(1e-5)))
 		return ast.Add(ast.Mul(ast.Mul(D.At(i...), inv), G.At(i[1])), B.At(i[1]))
 	})
-	return Case{
+	f, err := b.Build(Y)
+	if err != nil {
+		return Case{}, err
+	}
+	return checked(Case{
 		Name: "layernorm",
-		Func: must(b.Build(Y)),
+		Func: f,
 		Ref: func(args map[string]any) {
 			x, g, bb, y := args["X"].([]float32), args["G"].([]float32), args["B"].([]float32), args["Y"].([]float32)
 			for i := 0; i < rows; i++ {
@@ -128,5 +161,5 @@ func LayerNorm(rows, cols int) Case {
 				}
 			}
 		},
-	}
+	})
 }

@@ -11,6 +11,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -124,11 +125,64 @@ func All() []Case {
 	}
 }
 
-func must(f *ast.Func, err error) *ast.Func {
+// must is for the constructors' callers with constant sizes (tests and
+// examples): sizes from users go through the New constructors.
+func must(c Case, err error) Case {
 	if err != nil {
 		panic(err)
 	}
-	return f
+	return c
+}
+
+// maxDim is the largest size of one dimension: shapes are int32.
+const maxDim = math.MaxInt32
+
+// checkDims checks sizes given as name, value pairs: each must be
+// positive and fit an int32.
+func checkDims(pairs ...any) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, v := pairs[i].(string), pairs[i+1].(int)
+		if v <= 0 || v > maxDim {
+			return fmt.Errorf("size %s = %d: want 1 to %d", name, v, maxDim)
+		}
+	}
+	return nil
+}
+
+// checkSymbols checks values of symbolic sizes given as name, value
+// pairs: each must be 0 (an empty run) or more and fit an int32.
+func checkSymbols(pairs ...any) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, v := pairs[i].(string), pairs[i+1].(int)
+		if v < 0 || v > maxDim {
+			return fmt.Errorf("size %s = %d: want 0 to %d", name, v, maxDim)
+		}
+	}
+	return nil
+}
+
+// checked returns c, or an error when one of its buffers is larger than
+// the interpreter (and the tests' references) can hold.
+func checked(c Case) (Case, error) {
+	for _, p := range c.Func.Params {
+		if _, err := ast.DataSize(p, c.Sizes); err != nil {
+			return Case{}, fmt.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Bytes returns the bytes of c's buffer parameters, the memory one set of
+// its arguments takes.
+func (c Case) Bytes() int64 {
+	var total int64
+	for _, p := range c.Func.Params {
+		n, err := ast.DataSize(p, c.Sizes)
+		if err == nil {
+			total += n * int64(max(p.DType.Bytes(), 1))
+		}
+	}
+	return total
 }
 
 // parallelRows runs row(i) for i in [0, n) on all cores.

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -25,10 +27,12 @@ from a file (-trace: JSON as records store it, or the text form loom tune
 prints, for trying an edited schedule), or none.
 -json prints the lines ../shared/peers prints, for side-by-side figures.`, stderr)
 	name := fs.String("workload", "gemm", "workload: "+workloadNames()+", or all")
-	size := fs.Int("size", 0, "M = N = K of gemm and gemm_bias_relu (default 1024)")
-	threads := fs.Int("threads", 1, "threads for parallel loops (0: one per core)")
+	var size sizeValue
+	fs.Var(&size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
+	threads := fs.Int("threads", 0, "threads for parallel loops (0: one per core, as loom tune)")
 	sched := fs.String("schedule", "hand", "schedule: hand (built in), tuned (the tuning database's best) or none")
 	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
+	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
@@ -39,13 +43,20 @@ prints, for trying an edited schedule), or none.
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	rf := recordFlags{db: *dbPath, threads: *threads}
-	tuned := func(f *ast.Func) (*ast.Func, error) {
-		r, err := rf.best(f)
+	if !noArgs(fs, stderr) || !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "vector-bits", *vbits, 0) {
+		return 2
+	}
+	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize}
+	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {
+		r, err := rf.best(&job{Name: name, Shape: shape, Case: c})
 		if err != nil {
 			return nil, err
 		}
-		return r.Apply(f)
+		s, err := autotune.Replay(c.Func, r.Trace)
+		if err != nil {
+			return nil, err
+		}
+		return s.Func(), nil
 	}
 	if *tracePath != "" {
 		trace, err := readTrace(*tracePath)
@@ -54,8 +65,8 @@ prints, for trying an edited schedule), or none.
 			return 1
 		}
 		*sched = "trace"
-		tuned = func(f *ast.Func) (*ast.Func, error) {
-			s, err := autotune.Replay(f, trace)
+		tuned = func(_, _ string, c workload.Case) (*ast.Func, error) {
+			s, err := autotune.Replay(c.Func, trace)
 			if err != nil {
 				return nil, fmt.Errorf("%s", schedule.Explain(err))
 			}
@@ -64,6 +75,12 @@ prints, for trying an edited schedule), or none.
 	}
 	names := []string{*name}
 	if *name == "all" {
+		for sym := range size.symbols {
+			if !slices.ContainsFunc(bench.Workloads, func(w bench.Workload) bool { _, ok := w.Defaults()[sym]; return ok }) {
+				fmt.Fprintf(stderr, "loom bench: no workload has a size %s\n", sym)
+				return 2
+			}
+		}
 		names = nil
 		for _, w := range bench.Workloads {
 			names = append(names, w.Name)
@@ -79,7 +96,27 @@ prints, for trying an edited schedule), or none.
 	}
 	status := 0
 	for _, n := range names {
-		r, err := bench.Run(bench.Options{Workload: n, Size: *size, Threads: *threads, Schedule: *sched, Tuned: tuned, Cold: *cold, LLVM: opts})
+		w, err := bench.Lookup(n)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom bench: %v\n", err)
+			return 2
+		}
+		square, sizes := int(size.n), bench.Sizes{}
+		for name, v := range size.symbols {
+			sizes[name] = int(v)
+		}
+		if *name == "all" {
+			// The sizes apply to the workloads that have them.
+			if !w.Square {
+				square = 0
+			}
+			for name := range sizes {
+				if _, ok := w.Defaults()[name]; !ok {
+					delete(sizes, name)
+				}
+			}
+		}
+		r, err := bench.Run(bench.Options{Workload: n, Size: square, Sizes: sizes, Threads: *threads, Schedule: *sched, Tuned: tuned, Cold: *cold, LLVM: opts})
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
 			status = 1

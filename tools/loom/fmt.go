@@ -17,8 +17,7 @@ func runFmt(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
+		return wrongArgs(fs, stderr, "at least one FILE")
 	}
 	code := 0
 	for _, path := range fs.Args() {
@@ -43,7 +42,7 @@ func runFmt(args []string, stdout, stderr io.Writer) int {
 
 // parseFile reads and parses a .loom file; errors carry the file name.
 func parseFile(path string) (*ast.Func, error) {
-	src, err := os.ReadFile(path)
+	src, err := readInput(path)
 	if err != nil {
 		return nil, err
 	}
@@ -52,4 +51,36 @@ func parseFile(path string) (*ast.Func, error) {
 		pe.Filename = path
 	}
 	return f, err
+}
+
+// maxInput is the largest input file loom reads (a .loom function, a
+// graph, a trace): far beyond any real one, and small enough that reading
+// it cannot exhaust the machine.
+const maxInput = 64 << 20
+
+// readInput reads a file given on the command line ("-" is the standard
+// input), refusing one larger than maxInput before it is all read.
+func readInput(path string) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = os.Stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory", path)
+		}
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("%s is larger than %d MiB, the limit of an input file", path, maxInput>>20)
+	}
+	return data, nil
 }

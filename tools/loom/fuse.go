@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"strings"
 
 	"github.com/loom-go/loom/fusion"
@@ -21,7 +21,7 @@ graph passes and fusion, and prints the kernels, the buffers between them
 and each kernel's function. With a value for every symbol it also prints
 the memory plan and checks the fused kernels against one kernel per
 operator on random inputs.`, stderr)
-	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: decompose,fold,simplify,cse,dce,fuse or all)")
+	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: "+strings.Join(fusion.DumpNames(), ",")+")")
 	noFuse := fs.Bool("nofuse", false, "one kernel per operator")
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable)")
@@ -29,16 +29,14 @@ operator on random inputs.`, stderr)
 		return code
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+		return wrongArgs(fs, stderr, "one GRAPH.json")
 	}
-	f, err := os.Open(fs.Arg(0))
+	data, err := readInput(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	defer f.Close()
-	g, err := fusion.ReadJSON(f)
+	g, err := fusion.ParseJSON(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
 		return 1
@@ -46,6 +44,12 @@ operator on random inputs.`, stderr)
 	opts := fusion.Options{NoFuse: *noFuse, DumpTo: stdout}
 	if *dump != "" {
 		opts.Dump = strings.Split(*dump, ",")
+		for _, name := range opts.Dump {
+			if !slices.Contains(fusion.DumpNames(), name) {
+				fmt.Fprintf(stderr, "loom fuse: -dump %s: no such pass (have %s)\n", name, strings.Join(fusion.DumpNames(), ", "))
+				return 2
+			}
+		}
 	}
 	p, err := fusion.Compile(g, opts)
 	if err != nil {

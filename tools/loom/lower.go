@@ -41,8 +41,11 @@ decision takes effect; the schedule printed is the one applied.`, stderr)
 			}
 		} else {
 			var r *autotune.Record
-			if r, err = rf.best(f); err == nil {
-				s, err = r.Schedule(f)
+			if r, err = rf.best(j); err == nil {
+				s, err = autotune.Replay(f, r.Trace)
+				if err == nil && !sameRecordSizes(r, j) {
+					fmt.Fprintf(stderr, "loom lower: %s: no record at %s; using the best of %s (-any-size)\n", j.Name, j.Shape, recordShape(r))
+				}
 			}
 		}
 		if err != nil {

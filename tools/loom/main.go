@@ -58,6 +58,15 @@ func main() {
 
 // loom runs the command line args and returns the exit code.
 func loom(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		// loom help CMD is loom CMD -h.
+		if _, ok := commands[args[1]]; ok {
+			return loom([]string{args[1], "-h"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "loom help: unknown command %q\n", args[1])
+		usage(stderr)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -75,7 +84,7 @@ func loom(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: loom <command> [arguments]\n\ncommands:")
+	fmt.Fprintln(w, "usage: loom <command> [arguments]\n\nloom help <command> (or loom <command> -h) explains a command and its flags.\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)

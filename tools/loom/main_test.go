@@ -279,8 +279,24 @@ func TestTunedCommands(t *testing.T) {
 		t.Fatalf("plot wrote %q, %v", data, err)
 	}
 	// Another size has no records: a clear error, exit 1.
-	if code, _, errs := runLoom(t, "replay", "-workload", "gemm", "-size", "32", "-threads", "1", "-db", db); code != 1 || !strings.Contains(errs, "no successful record") {
+	// Another size has no records: a clear error that names the
+	// workload as the user did and says what the database has, exit 1;
+	// with -any-size the record of 48 is taken, and said to be.
+	if code, _, errs := runLoom(t, "replay", "-workload", "gemm", "-size", "32", "-threads", "1", "-db", db); code != 1 ||
+		!strings.Contains(errs, "gemm at 32x32x32 has no successful record") || !strings.Contains(errs, "48x48x48 on ") {
 		t.Errorf("replay without records: exit %d, %s", code, errs)
+	}
+	if code, out, errs := runLoom(t, "replay", "-workload", "gemm", "-size", "32", "-threads", "1", "-db", db, "-any-size"); code != 0 ||
+		!strings.Contains(out, "No record of gemm at 32x32x32: this is the best of 48x48x48") {
+		t.Errorf("replay -any-size: exit %d, %s\n%s", code, errs, out)
+	}
+	// bench and tune agree on the thread count by default (all cores):
+	// records tuned with the default are what bench -schedule tuned finds.
+	if code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "24", "-trials", "2", "-confirm", "0", "-db", db, "-q"); code != 0 {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runLoom(t, "bench", "-workload", "gemm", "-size", "24", "-schedule", "tuned", "-db", db, "-json"); code != 0 || !strings.Contains(out, `"schedule":"tuned"`) {
+		t.Errorf("bench -schedule tuned with the defaults: exit %d: %s\n%s", code, errs, out)
 	}
 
 	// A graph: every fused kernel is tuned.

@@ -82,7 +82,7 @@ func curves(recs []*autotune.Record, workload, target string, j *job) []curve {
 	byRun := map[string][]*autotune.Record{}
 	var names []string
 	for _, r := range recs {
-		if r.Workload != workload || r.Target != target || r.Confirmed > 0 {
+		if r.Workload != workload || r.Target != target || r.Confirmed > 0 || !sameRecordSizes(r, j) {
 			continue // a confirmation re-measures a trial: not a trial of its own
 		}
 		name := r.Run

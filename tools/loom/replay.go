@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -30,15 +31,18 @@ it rebuilds exactly the function loom lower prints and loom bench
 	}
 	status := 0
 	for _, j := range jobs {
-		r, err := rf.best(j.Case.Func)
+		r, err := rf.best(j)
 		var s *schedule.Schedule
 		if err == nil {
-			s, err = r.Schedule(j.Case.Func)
+			s, err = autotune.Replay(j.Case.Func, r.Trace)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loom replay: %s: %s\n", j.Name, schedule.Explain(err))
 			status = 1
 			continue
+		}
+		if !sameRecordSizes(r, j) {
+			fmt.Fprintf(stdout, "// No record of %s at %s: this is the best of %s (-any-size); its time is of those sizes, not these.\n", j.Name, j.Shape, recordShape(r))
 		}
 		fmt.Fprintf(stdout, "// Schedule of %s (%s, workload %.12s) on %s:\n// %.3f ms (%s) median of %d runs, measured %s by %s, run %q trial %d.\n"+
 			"// Given sch, a new schedule of the function, apply(sch) rebuilds the tuned function (structural hash %.12s).\n%s",

@@ -54,7 +54,10 @@ func TestReplayRebuildsTuned(t *testing.T) {
 	var program strings.Builder
 	var table strings.Builder
 	for _, w := range bench.Workloads {
-		c := w.Case(w.DefaultSize)
+		c, err := w.Case(w.Defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
 		task := &autotune.Task{
 			Name: w.Name, Func: c.Func, Sizes: c.Sizes, Target: key,
 			// 512-bit vectors and two threads, whatever this machine
@@ -140,7 +143,11 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		sch, err := schedule.New(wl.Case(wl.DefaultSize).Func)
+		c, err := wl.Case(wl.Defaults())
+		if err != nil {
+			panic(err)
+		}
+		sch, err := schedule.New(c.Func)
 		if err != nil {
 			panic(err)
 		}

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -17,15 +19,17 @@ type sizeFlags map[string]int64
 func (s sizeFlags) String() string { return fmt.Sprint(map[string]int64(s)) }
 
 func (s sizeFlags) Set(v string) error {
-	name, val, ok := strings.Cut(v, "=")
-	if !ok {
-		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	for _, part := range strings.Split(v, ",") {
+		name, val, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", part)
+		}
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			return fmt.Errorf("size %s: want a whole number from 0 to %d, got %q", name, math.MaxInt32, val)
+		}
+		s[name] = n
 	}
-	n, err := strconv.ParseInt(val, 10, 64)
-	if err != nil {
-		return fmt.Errorf("size %s: %v", name, err)
-	}
-	s[name] = n
 	return nil
 }
 
@@ -40,12 +44,27 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+		return wrongArgs(fs, stderr, "one FILE")
 	}
 	f, err := parseFile(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	// The arguments are checked against the memory available before one
+	// is allocated (the interpreter keeps its own buffers under its
+	// limit).
+	var need int64
+	for _, p := range f.Params {
+		n, err := ast.DataSize(p, sizes)
+		if err != nil {
+			fmt.Fprintln(stderr, ast.Explain(f, err))
+			return 1
+		}
+		need += n * int64(max(p.DType.Bytes(), 1))
+	}
+	if err := sysmem.Check("the arguments of "+f.Name, need); err != nil {
+		fmt.Fprintf(stderr, "loom run: %v\n", err)
 		return 1
 	}
 	rng := rand.New(rand.NewPCG(*seed, 0))
@@ -71,37 +90,47 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 
 // summary returns the element count, sum and first elements of data.
 func summary(data any) string {
-	var vals []float64
+	var n int
+	var sum float64
+	var head []float64
+	add := func(v float64) {
+		if n < 4 {
+			head = append(head, v)
+		}
+		n++
+		sum += v
+	}
 	switch d := data.(type) {
 	case []float32:
 		for _, v := range d {
-			vals = append(vals, float64(v))
+			add(float64(v))
 		}
 	case []float64:
-		vals = d
+		for _, v := range d {
+			add(v)
+		}
 	case []int32:
 		for _, v := range d {
-			vals = append(vals, float64(v))
+			add(float64(v))
 		}
 	case []int64:
 		for _, v := range d {
-			vals = append(vals, float64(v))
+			add(float64(v))
 		}
 	case []bool:
 		for _, v := range d {
 			if v {
-				vals = append(vals, 1)
+				add(1)
 			} else {
-				vals = append(vals, 0)
+				add(0)
 			}
 		}
 	default:
 		return fmt.Sprintf("%T", data)
 	}
-	var sum float64
-	for _, v := range vals {
-		sum += v
+	first := make([]string, len(head))
+	for i, v := range head {
+		first[i] = strconv.FormatFloat(v, 'g', 6, 64)
 	}
-	head := vals[:min(len(vals), 4)]
-	return fmt.Sprintf("%d elements, sum %.6g, first %v", len(vals), sum, head)
+	return fmt.Sprintf("%d elements, sum %.6g, first [%s]", n, sum, strings.Join(first, " "))
 }

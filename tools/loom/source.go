@@ -1,14 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/bench"
@@ -28,22 +30,58 @@ func newFlags(name, usageLine, about string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args; when it returns false the command returns
-// code: 0 after -h, 2 for a bad flag.
+// code: 0 after -h (the help printed), 2 for a bad flag (one line saying
+// which, not the whole help).
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(out)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		help()
 		return 0, false
 	case err != nil:
+		fmt.Fprintf(out, "loom %s: %v (see loom %s -h)\n", fs.Name(), err, fs.Name())
 		return 2, false
 	}
 	return 0, true
 }
 
-// sizeValue is -size: a problem size N for a built-in workload, or
-// NAME=VALUE for a symbol of a graph (repeatable).
+// noArgs reports whether the command was given no positional arguments,
+// and says so on stderr when it was: flags after a positional argument
+// are not parsed, so an extra word is an error, never ignored.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
+	if fs.NArg() == 0 {
+		return true
+	}
+	fmt.Fprintf(stderr, "loom %s: unexpected argument %q (flags go before arguments; see loom %s -h)\n", fs.Name(), fs.Arg(0), fs.Name())
+	return false
+}
+
+// wrongArgs says that the command takes want as its arguments and
+// returns the exit code of a usage error.
+func wrongArgs(fs *flag.FlagSet, stderr io.Writer, want string) int {
+	fmt.Fprintf(stderr, "loom %s: want %s as arguments, got %d (see loom %s -h)\n", fs.Name(), want, fs.NArg(), fs.Name())
+	return 2
+}
+
+// atLeast checks that a numeric flag's value is at least min.
+func atLeast[T int | int64 | uint64 | time.Duration](fs *flag.FlagSet, stderr io.Writer, name string, v, min T) bool {
+	if v >= min {
+		return true
+	}
+	fmt.Fprintf(stderr, "loom %s: -%s %v: want at least %v\n", fs.Name(), name, v, min)
+	return false
+}
+
+// sizeValue is -size: N for every dimension of a square workload (the
+// matrix multiplies), or NAME=VALUE for a named dimension of a workload or
+// a symbol of a graph (repeatable, or comma-separated: R=256,D=1024).
 type sizeValue struct {
-	n       int
+	n       int64
 	symbols sizeFlags
 }
 
@@ -61,9 +99,9 @@ func (s *sizeValue) Set(v string) error {
 		}
 		return s.symbols.Set(v)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("want a positive size N or NAME=VALUE, got %q", v)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt32 {
+		return fmt.Errorf("want a size N from 1 to %d, or NAME=VALUE", math.MaxInt32)
 	}
 	s.n = n
 	return nil
@@ -80,7 +118,7 @@ type source struct {
 func (src *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&src.workload, "workload", "gemm", "a built-in workload: "+workloadNames())
 	fs.StringVar(&src.graph, "graph", "", "a JSON operator graph (see fusion/doc.go): act on each of its fused kernels instead of -workload")
-	fs.Var(&src.size, "size", "N, the size of a sized workload (gemm: M = N = K; 0 or absent: its default), or NAME=VALUE for a symbol of -graph (repeatable)")
+	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 }
 
 // parse parses a command's flags and returns the jobs they name; when ok
@@ -89,6 +127,9 @@ func (src *source) register(fs *flag.FlagSet) {
 func (src *source) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (jobs []*job, code int, ok bool) {
 	if code, ok := parseFlags(fs, args); !ok {
 		return nil, code, false
+	}
+	if !noArgs(fs, stderr) {
+		return nil, 2, false
 	}
 	jobs, err := src.jobs()
 	if err != nil {
@@ -133,33 +174,41 @@ func (src *source) jobs() ([]*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(src.size.symbols) > 0 {
-			return nil, fmt.Errorf("-size NAME=VALUE is for -graph; workload %s takes -size N", w.Name)
+		d, err := w.Sizes(src.size.n, src.size.symbols)
+		if err != nil {
+			return nil, err
 		}
-		n := src.size.n
-		if n == 0 || !w.Sized {
-			n = w.DefaultSize
+		c, err := w.Case(d)
+		if err != nil {
+			return nil, err
 		}
-		c := w.Case(n)
-		j := &job{Name: w.Name, Shape: w.Shape(n), Case: c}
-		if w.Flops != nil {
-			j.Flops = w.Flops(n)
-		}
-		return []*job{j}, nil
+		return []*job{{Name: w.Name, Shape: w.Shape(d), Case: c, Flops: w.Flops(d)}}, nil
 	}
-	f, err := os.Open(src.graph)
+	if src.size.n != 0 {
+		return nil, fmt.Errorf("-graph takes its symbols' values as -size NAME=VALUE, not -size %d", src.size.n)
+	}
+	data, err := readInput(src.graph)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	g, err := fusion.ReadJSON(f)
+	g, err := fusion.ReadJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", src.graph, err)
 	}
 	var missing []string
+	symbols := map[string]bool{}
 	for _, s := range g.Symbols() {
+		symbols[s] = true
 		if _, ok := src.size.symbols[s]; !ok {
 			missing = append(missing, s)
+		}
+	}
+	for name, v := range src.size.symbols {
+		if !symbols[name] {
+			return nil, fmt.Errorf("%s has no symbol %s (it has %s)", src.graph, name, strings.Join(g.Symbols(), ", "))
+		}
+		if v <= 0 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("-size %s=%d: want 1 to %d", name, v, math.MaxInt32)
 		}
 	}
 	if len(missing) > 0 {
@@ -183,4 +232,13 @@ func (src *source) jobs() ([]*job, error) {
 		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: workload.Case{Name: k.Name, Func: k.Func, Sizes: sizes}})
 	}
 	return out, nil
+}
+
+func workloadDims() string {
+	var lines []string
+	for i := range bench.Workloads {
+		w := &bench.Workloads[i]
+		lines = append(lines, fmt.Sprintf("    %s: %s", w.Name, w.DimsHelp()))
+	}
+	return strings.Join(lines, "\n")
 }

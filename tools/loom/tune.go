@@ -82,6 +82,10 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	if !ok {
 		return code
 	}
+	if !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "trials", *trials, 1) ||
+		!atLeast(fs, stderr, "confirm", *confirm, 0) || !atLeast(fs, stderr, "timeout", *timeout, time.Millisecond) {
+		return 2
+	}
 	if *validate {
 		// Every schedule of this process: the candidates, their mutants,
 		// the records replayed. The workers only build and run the
@@ -228,7 +232,7 @@ type tuner struct {
 // function.
 func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, error) {
 	task := &autotune.Task{
-		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes,
+		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes, Shape: j.Shape,
 		Target: t.targetKey,
 		Space:  &autotune.Space{Rules: t.rules, Target: t.target},
 	}
@@ -256,7 +260,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		return nil, nil, fmt.Errorf("no candidate ran correctly; BUG: loom's own checks rejected %d of them, the first (trial %d): %s\nits trace, up to the rejected step:\n%s", len(res.Internal), r.Trial, r.Error, r.Trace)
 	}
 	if res == nil || res.Best == nil {
-		return nil, nil, fmt.Errorf("no candidate ran correctly")
+		return nil, nil, noneRan(res)
 	}
 	best, err := res.Best.Apply(j.Case.Func)
 	if err != nil {
@@ -281,6 +285,38 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
 	}
 	return sum, best, nil
+}
+
+// noneRan says why no candidate ran correctly: how many were tried and
+// the distinct reasons of the first failures.
+func noneRan(res *autotune.Result) error {
+	if res == nil || len(res.Records) == 0 {
+		return fmt.Errorf("no candidate was measured")
+	}
+	var reasons []string
+	seen := map[string]bool{}
+	for _, r := range res.Records {
+		reason := firstLine(r.Error)
+		if reason == "" || seen[reason] {
+			continue
+		}
+		seen[reason] = true
+		if len(reasons) == 3 {
+			reasons = append(reasons, "...")
+			break
+		}
+		reasons = append(reasons, reason)
+	}
+	return fmt.Errorf("none of the %d candidates ran correctly; the reasons:\n  %s", len(res.Records), strings.Join(reasons, "\n  "))
+}
+
+// firstLine is s up to its first newline, cut to 300 bytes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
 }
 
 func workloadNames() string {

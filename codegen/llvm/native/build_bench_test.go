@@ -19,7 +19,7 @@ func gemmModule(b testing.TB) *llvm.Module {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := hand.Gemm(s, hand.Config{Size: 1024, Threads: 1, VectorBits: llvm.Host().VectorBits()}); err != nil {
+	if err := hand.Gemm(s, hand.Config{Threads: 1, VectorBits: llvm.Host().VectorBits()}); err != nil {
 		b.Fatal(err)
 	}
 	m, err := llvm.Lower(s.Func(), llvm.Options{})
