@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"runtime"
 	"strings"
 
