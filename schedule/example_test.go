@@ -3,9 +3,26 @@ package schedule_test
 import (
 	"fmt"
 
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
+
+// matmul builds C[i, j] = sum over k of A[i, k] * B[k, j] for n×n float32
+// matrices, the function the examples schedule.
+func matmul(n int) *ast.Func {
+	b := ast.NewBuilder("matmul")
+	A := b.Placeholder("A", ast.Float32, ast.Shape(n, n)...)
+	B := b.Placeholder("B", ast.Float32, ast.Shape(n, n)...)
+	k := b.ReduceAxis("k", ast.I32(int32(n)))
+	C := b.Sum("C", ast.Shape(n, n), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(A.At(i[0], k), B.At(k, i[1]))
+	})
+	f, err := b.Build(C)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
 
 // Schedule a 64×64×64 matrix multiply for a CPU the way a performance
 // engineer would: tile i, j and k; accumulate each 8×16 tile of C in a
@@ -13,7 +30,7 @@ import (
 // tile before its reduction loop; vectorize the innermost j, unroll the
 // inner k, run the outermost tile loop on all cores.
 func Example_cpu() {
-	f := workload.Matmul(64, 64, 64).Func
+	f := matmul(64)
 	sch, err := schedule.New(f)
 	if err != nil {
 		fmt.Println(err)
@@ -97,7 +114,7 @@ func Example_cpu() {
 // thread block needs are staged in shared memory, fetched cooperatively by
 // the block's threads.
 func Example_gpu() {
-	f := workload.Matmul(64, 64, 64).Func
+	f := matmul(64)
 	sch, err := schedule.New(f)
 	if err != nil {
 		fmt.Println(err)
@@ -201,8 +218,17 @@ func Example_gpu() {
 // 256 into 32 independent partial sums, one per thread, and a final sum of
 // the partials; the partial loop is then bound to threads.
 func Example_rfactor() {
-	b := workload.RowSum(4, 256).Func
-	sch, err := schedule.New(b)
+	// Y[i] = sum over k of X[i, k], X of 4×256.
+	b := ast.NewBuilder("rowsum")
+	X := b.Placeholder("X", ast.Float32, ast.Shape(4, 256)...)
+	r := b.ReduceAxis("k", ast.I32(256))
+	Y := b.Sum("Y", ast.Shape(4), []*ast.Var{r}, func(i []ast.Expr) ast.Expr { return X.At(i[0], r) })
+	f, err := b.Build(Y)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sch, err := schedule.New(f)
 	if err != nil {
 		fmt.Println(err)
 		return

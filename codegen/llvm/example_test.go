@@ -3,13 +3,29 @@ package llvm_test
 import (
 	"fmt"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/internal/workload"
 )
 
-// Lower the symbolic chain and print the C declarations of its kernel.
+// Lower a chain of element-wise operations and a row sum over X[S1, S2,
+// 16], with S1 and S2 symbolic, and print the C declarations of its
+// kernel.
 func ExampleModule_Header() {
-	m, err := llvm.Lower(workload.Chain(1, 1, 16).Func, llvm.Options{Symbol: "chain16"})
+	b := ast.NewBuilder("chain")
+	S1, S2, N := b.Size("S1"), b.Size("S2"), ast.I32(16)
+	X := b.Placeholder("X", ast.Float32, S1, S2, N)
+	A := b.Compute("A", ast.Shape(S1, S2, N), func(i []ast.Expr) ast.Expr { return ast.Mul(X.At(i...), ast.F32(2)) })
+	B := b.Compute("B", ast.Shape(S1, S2, N), func(i []ast.Expr) ast.Expr { return ast.Add(A.At(i...), ast.F32(1)) })
+	r := b.ReduceAxis("rk", N)
+	C := b.Sum("C", ast.Shape(S1, S2), []*ast.Var{r}, func(i []ast.Expr) ast.Expr { return B.At(i[0], i[1], r) })
+	D := b.Compute("D", ast.Shape(S1, S2), func(i []ast.Expr) ast.Expr { return ast.Mul(C.At(i...), ast.F32(2)) })
+	E := b.Compute("E", ast.Shape(S1, S2, N), func(i []ast.Expr) ast.Expr { return D.At(i[0], i[1]) })
+	F := b.Compute("F", ast.Shape(S1, S2, N), func(i []ast.Expr) ast.Expr { return ast.Add(E.At(i...), ast.F32(1)) })
+	f, err := b.Build(F)
+	if err != nil {
+		panic(err)
+	}
+	m, err := llvm.Lower(f, llvm.Options{Symbol: "chain16"})
 	if err != nil {
 		panic(err)
 	}

@@ -1,8 +1,8 @@
 // Package bench runs loom's benchmark workloads: it builds a workload,
 // schedules it, compiles it with the LLVM code generator, checks the
-// kernel's result, and times it the way ../shared/peers times the
-// reference libraries (best per-call time over repeated samples), so that
-// the figures can be set side by side.
+// kernel's result, and times it the way reference libraries are timed
+// when loom is compared with them (best per-call time over repeated
+// samples), so that the figures can be set side by side.
 package bench
 
 import (
@@ -252,7 +252,7 @@ type Options struct {
 }
 
 // Result is one benchmark's line of output, in the field names and units
-// of ../shared/peers.
+// of the comparison with reference libraries (see the README).
 type Result struct {
 	Workload  string   `json:"workload"`
 	Size      int      `json:"size"`

@@ -25,7 +25,8 @@ schedule is the hand-written one, the best record of the tuning database
 for this machine and thread count (tuned: run loom tune first), a trace
 from a file (-trace: JSON as records store it, or the text form loom tune
 prints, for trying an edited schedule), or none.
--json prints the lines ../shared/peers prints, for side-by-side figures.`, stderr)
+-json prints one JSON object per workload: workload, size, shape, threads,
+schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, stderr)
 	name := fs.String("workload", "gemm", "workload: "+workloadNames()+", or all")
 	var size sizeValue
 	fs.Var(&size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
