@@ -13,7 +13,7 @@ import (
 // runLower prints a function before and after a schedule: a trace file,
 // or the best tuning record.
 func runLower(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("lower", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-trace FILE | -db FILE] [flags]",
+	fs := newFlags("lower", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [-trace FILE | -db FILE] [flags]",
 		`Prints the function before and after a schedule: the trace in -trace (JSON,
 as records store it, or the text form traces print in), or else the best
 record of the tuning database for this machine. The trace is replayed up to

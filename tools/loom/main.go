@@ -9,8 +9,10 @@
 //	                          interpret a .loom function on random inputs
 //	loom fuse [-dump PASSES] [-nofuse] [-size S=V]... GRAPH.json
 //	                          fuse an operator graph into kernels and print the plan
-//	loom tune (-workload W [-size N] | -graph G.json -size S=V...) [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
+//	loom tune (-workload W [-size N] | -graph G.json -size S=V... | -func F.loom -size S=V...) [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
 //	                          search schedules, keep the records, write the best kernels
+//	loom build (-workload W | -graph G.json | -func F.loom) [-schedule auto|tuned|hand|none | -trace FILE] -out DIR [-name NAME]
+//	                          compile a function with a schedule, ready to link into a C program
 //	loom bench -workload W [-size N] [-threads T] [-schedule hand|tuned|none] [-json]
 //	                          compile, check and time a built-in workload
 //	loom lower ... [-trace FILE]
@@ -40,6 +42,7 @@ type command struct {
 
 var commands = map[string]command{
 	"bench":   {"compile, check and time a built-in workload", runBench},
+	"build":   {"compile a function with a schedule (a trace, the best record, the hand-written one) into a directory a C program links", runBuild},
 	"example": {"build, print and interpret an example function", runExample},
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
 	"fuse":    {"fuse a JSON operator graph into kernels and print the plan", runFuse},

@@ -320,3 +320,108 @@ func TestTunedCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildLinksWithC: loom build writes a directory a C program links
+// against with nothing else (the kernel's object, its header, loom's
+// runtime), under the name asked for; the program's result is right.
+func TestBuildLinksWithC(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		if cc, err = exec.LookPath("gcc"); err != nil {
+			t.Skip("no C compiler")
+		}
+	}
+	dir := t.TempDir()
+	code, out, errs := runLoom(t, "build", "-workload", "gemm", "-size", "16", "-schedule", "hand", "-out", dir, "-name", "mygemm")
+	if code != 0 || !strings.Contains(out, "schedule: the hand-written one") {
+		t.Fatalf("build: exit %d: %s\n%s", code, errs, out)
+	}
+	header, err := os.ReadFile(filepath.Join(dir, "mygemm.h"))
+	if err != nil || !strings.Contains(string(header), "cc -O2 -pthread -I. your_program.c mygemm.o loomrt.c -lm") {
+		t.Fatalf("the header does not show how to link: %v\n%s", err, header)
+	}
+	prog := `#include <stdio.h>
+#include "mygemm.h"
+int main(void) {
+	float a[256], b[256], c[256];
+	for (int i = 0; i < 256; i++) { a[i] = 1; b[i] = i % 16; }
+	if (mygemm(a, b, c) != 0) return 1;
+	printf("%g %g\n", c[0], c[255]);
+	return 0;
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The exact line the header shows.
+	build := exec.Command(cc, "-O2", "-pthread", "-I.", "main.c", "mygemm.o", "loomrt.c", "-lm", "-o", "prog")
+	build.Dir = dir
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("linking a C program: %v\n%s", err, msg)
+	}
+	run := exec.Command(filepath.Join(dir, "prog"))
+	run.Env = append(os.Environ(), "LOOM_NUM_THREADS=2")
+	got, err := run.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(got)) != "0 240" {
+		t.Fatalf("the program printed %q (%v), want \"0 240\"", got, err)
+	}
+	// -schedule hand is for the built-in workloads only; an unknown
+	// schedule and a missing -out are usage errors.
+	if code, _, errs := runLoom(t, "build", "-workload", "gemm", "-size", "16", "-schedule", "fast", "-out", dir); code != 2 || !strings.Contains(errs, `unknown -schedule "fast"`) {
+		t.Errorf("-schedule fast: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runLoom(t, "build", "-workload", "gemm", "-size", "16"); code != 2 || !strings.Contains(errs, "-out DIR is required") {
+		t.Errorf("no -out: exit %d, %s", code, errs)
+	}
+}
+
+// TestTuneFunc tunes a function of the user's own, from a .loom file, at
+// the sizes given, and writes it out under the name asked for.
+func TestTuneFunc(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "scale.loom")
+	src := `func scale[N: int32](X: float32[N, 64], Y: float32[N, 64]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, N) {
+      serial for (j, 0, 64) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, N), vj = spatial(0, 64))
+          reads(X[vi, vj])
+          writes(Y[vi, vj])
+          Y[vi, vj] = X[vi, vj] * 3.0f
+        }
+      }
+    }
+  }
+}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "db.jsonl")
+	code, out, errs := runLoom(t, "tune", "-func", path, "-size", "N=32", "-trials", "3", "-confirm", "0", "-threads", "1", "-db", db, "-out", dir, "-name", "triple", "-q", "-json")
+	if code != 0 {
+		t.Fatalf("tune -func: exit %d: %s\n%s", code, errs, out)
+	}
+	if !strings.Contains(out, `"kernel":"scale"`) || !strings.Contains(out, `"shape":"N=32"`) || !strings.Contains(out, "triple.o") {
+		t.Errorf("summary: %s", out)
+	}
+	data, _ := os.ReadFile(db)
+	if !strings.Contains(string(data), `"sizes":{"N":32}`) {
+		t.Errorf("the records do not carry their sizes:\n%.500s", data)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune", "-func", path}, "give every symbolic size a value: -size N=N"},
+		{[]string{"tune", "-func", path, "-size", "N=4,M=2"}, "has no symbolic size M"},
+		{[]string{"tune", "-func", path, "-graph", "g.json", "-size", "N=4"}, "-func and -graph name two sources"},
+		{[]string{"lower", "-func", filepath.Join(dir, "missing.loom")}, "no such file"},
+	} {
+		if code, _, errs := runLoom(t, c.args...); code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("loom %v: exit %d, %s; want %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 // runPlot draws the tuning curves of a function: best-so-far speed
 // against trial number, one line per tuning run, as an SVG file.
 func runPlot(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("plot", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-db FILE] [-threads T] [-o FILE.svg]",
+	fs := newFlags("plot", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [-db FILE] [-threads T] [-o FILE.svg]",
 		`Draws the tuning curve of every run recorded for the function on this
 machine: the best speed found so far against the trial number (GFLOP/s for
 workloads that count operations, else GB/s), one line per run, as an SVG

@@ -12,7 +12,7 @@ import (
 // runReplay applies the best tuning record of a function and prints its
 // schedule as Go code.
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("replay", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [-db FILE] [-threads T]",
+	fs := newFlags("replay", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [-db FILE] [-threads T]",
 		`Finds the best record of the tuning database for the function on this
 machine, replays its trace (checking that it still applies), and prints the
 schedule as a Go function over loom's schedule API, with the record's

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -112,12 +114,14 @@ func (s *sizeValue) Set(v string) error {
 type source struct {
 	workload string
 	graph    string
+	fn       string
 	size     sizeValue
 }
 
 func (src *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&src.workload, "workload", "gemm", "a built-in workload: "+workloadNames())
 	fs.StringVar(&src.graph, "graph", "", "a JSON operator graph (see fusion/doc.go): act on each of its fused kernels instead of -workload")
+	fs.StringVar(&src.fn, "func", "", "a function of your own in loom's text form (a .loom file, see loom fmt): act on it instead of -workload, with -size NAME=VALUE for each of its symbolic sizes")
 	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 }
 
@@ -169,6 +173,12 @@ func (j *job) speed(seconds float64) string {
 }
 
 func (src *source) jobs() ([]*job, error) {
+	if src.fn != "" {
+		if src.graph != "" {
+			return nil, fmt.Errorf("-func and -graph name two sources; give one")
+		}
+		return src.funcJob()
+	}
 	if src.graph == "" {
 		w, err := bench.Lookup(src.workload)
 		if err != nil {
@@ -241,4 +251,63 @@ func workloadDims() string {
 		lines = append(lines, fmt.Sprintf("    %s: %s", w.Name, w.DimsHelp()))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// funcJob is the job of -func: a function parsed from a .loom file, at the
+// sizes -size gives its symbols.
+func (src *source) funcJob() ([]*job, error) {
+	if src.size.n != 0 {
+		return nil, fmt.Errorf("-func takes its symbols' values as -size NAME=VALUE, not -size %d", src.size.n)
+	}
+	f, err := parseFile(src.fn)
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	var missing, dims []string
+	for _, s := range f.Sizes {
+		v, ok := src.size.symbols[s.Name]
+		if !ok {
+			missing = append(missing, s.Name)
+			continue
+		}
+		sizes[s.Name] = v
+		dims = append(dims, fmt.Sprintf("%s=%d", s.Name, v))
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: give every symbolic size a value: -size %s=N", src.fn, strings.Join(missing, "=N -size "))
+	}
+	for name := range src.size.symbols {
+		if f.Size(name) == nil {
+			return nil, fmt.Errorf("%s: function %s has no symbolic size %s", src.fn, f.Name, name)
+		}
+	}
+	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
+	for _, p := range f.Params {
+		if _, err := ast.DataSize(p, sizes); err != nil {
+			return nil, fmt.Errorf("%s: %v", src.fn, err)
+		}
+	}
+	if err := sysmem.Check("function "+f.Name, 3*c.Bytes()); err != nil {
+		return nil, err
+	}
+	shape := strings.Join(dims, ",")
+	if shape == "" {
+		shape = paramShapes(f)
+	}
+	return []*job{{Name: f.Name, Shape: shape, Case: c}}, nil
+}
+
+// paramShapes describes a function without symbolic sizes by its
+// parameters' shapes: "A[64,64] B[64,64] C[64,64]".
+func paramShapes(f *ast.Func) string {
+	var parts []string
+	for _, p := range f.Params {
+		var dims []string
+		for _, d := range p.Shape {
+			dims = append(dims, ast.Print(d))
+		}
+		parts = append(parts, p.Name+"["+strings.Join(dims, ",")+"]")
+	}
+	return strings.Join(parts, " ")
 }

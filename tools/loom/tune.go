@@ -52,7 +52,7 @@ type tuneSummary struct {
 // process; it appends the records to the database and writes the best
 // kernels out.
 func runTune(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("tune", "(-workload W [-size N] | -graph GRAPH.json -size NAME=VALUE...) [flags]",
+	fs := newFlags("tune", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [flags]",
 		`Searches schedules of a function with the autotuner: candidates from the
 search rules, evolved by mutation and chosen by a cost model, each built and
 run in a worker process of its own (a crashing or hanging one is recorded as
@@ -71,7 +71,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	trials := fs.Int("trials", 64, "candidates to measure (per kernel)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same search")
 	dbPath := fs.String("db", "", "the tuning database, JSON lines (default: tuning.jsonl in loom's cache directory)")
-	out := fs.String("out", "", "write each best kernel into this directory as NAME.ll, NAME.o and NAME.h")
+	out := fs.String("out", "", "write each best kernel into this directory, ready to link into a C program: NAME.o, NAME.h (its comment shows the cc line), NAME.ll and loomrt.c, loom's runtime")
+	symbol := fs.String("name", "", "with -out, the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
 	confirm := fs.Int("confirm", 6, "after the search, measure the `K` fastest candidates again, side by side in two rounds, and keep the fastest of those (a busy machine makes single measurements lucky or not; 0: off)")
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
 	asJSON := fs.Bool("json", false, "print one JSON summary per kernel instead of text")
@@ -147,7 +148,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		t.arch = dev.Arch()
 	}
 	status := 0
-	for _, j := range jobs {
+	names := outNames(jobs, *symbol)
+	for ji, j := range jobs {
 		if ctx.Err() != nil {
 			break
 		}
@@ -179,7 +181,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			if dev != nil {
 				write = writeCUDAKernel(dev.Arch())
 			}
-			if sum.Files, err = write(*out, j.Name, best); err != nil {
+			if sum.Files, err = write(*out, names[ji], best); err != nil {
 				return fail(err)
 			}
 		}
@@ -344,26 +346,70 @@ func progressBar(w io.Writer, p autotune.Progress, j *job) {
 	fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
 }
 
-// writeKernel writes a function's LLVM IR, object file and C header.
+// writeKernel writes a function's kernel into dir as a self-contained
+// result: NAME.ll (the LLVM IR), NAME.o (the object file), NAME.h (the C
+// header, whose comment shows the cc line that links it) and loomrt.c
+// (loom's runtime, which runs the parallel loops). The kernel's C symbol
+// is name.
 func writeKernel(dir, name string, f *ast.Func) ([]string, error) {
-	m, err := llvm.Lower(f, llvm.Options{})
+	m, err := llvm.Lower(f, llvm.Options{Symbol: name})
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ll, obj, h := filepath.Join(dir, name+".ll"), filepath.Join(dir, name+".o"), filepath.Join(dir, name+".h")
+	ll, obj, h, rt := filepath.Join(dir, name+".ll"), filepath.Join(dir, name+".o"), filepath.Join(dir, name+".h"), filepath.Join(dir, "loomrt.c")
 	if err := os.WriteFile(ll, []byte(m.String()), 0o644); err != nil {
 		return nil, err
 	}
 	if err := native.WriteObject(m, obj); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(h, []byte(m.Header()), 0o644); err != nil {
+	header := m.Header()
+	usage := fmt.Sprintf("/*\n * Build a program that calls %s with the files of this directory:\n *\n *   cc -O2 -pthread -I. your_program.c %s.o loomrt.c -lm\n *\n * (loomrt.c is loom's runtime: the thread pool of the parallel loops;\n * LOOM_NUM_THREADS sets its size, all cores by default.)\n */\n", name, name)
+	if i := strings.Index(header, "\n"); i >= 0 {
+		header = header[:i+1] + usage + header[i+1:]
+	}
+	if err := os.WriteFile(h, []byte(header), 0o644); err != nil {
 		return nil, err
 	}
-	return []string{ll, obj, h}, nil
+	if err := os.WriteFile(rt, native.RuntimeSource(), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{ll, obj, h, rt}, nil
+}
+
+// symbolName makes a C identifier of a kernel's name.
+func symbolName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "kernel"
+	}
+	return string(b)
+}
+
+// outNames returns the file and symbol name of each job's kernel: -name
+// for a single kernel (NAME_0, NAME_1, ... for the kernels of a graph),
+// else the job's name, as the user typed it (gemm, not matmul).
+func outNames(jobs []*job, name string) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		switch {
+		case name == "":
+			out[i] = symbolName(j.Name)
+		case len(jobs) == 1:
+			out[i] = name
+		default:
+			out[i] = fmt.Sprintf("%s_%d", name, i)
+		}
+	}
+	return out
 }
 
 // writeCUDAKernel returns a writer of a function's CUDA C source (the

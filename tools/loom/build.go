@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/hand"
+	"github.com/loom-go/loom/schedule"
+)
+
+// runBuild compiles functions with a schedule chosen without tuning, into
+// a directory a C program links against (like Halide's
+// compile_to_static_library).
+func runBuild(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("build", "(-workload W | -graph GRAPH.json | -func FILE.loom) [-size ...] [-schedule auto|tuned|hand|none | -trace FILE] -out DIR [-name NAME]",
+		`Compiles a function with a schedule, without tuning, into DIR: NAME.o, NAME.h
+(its comment shows the cc line that links it), NAME.ll and loomrt.c, loom's
+runtime; a C program needs nothing else. The schedule is a trace from a file
+(-trace: JSON as records store it, or the text form loom tune prints), the
+best record of the tuning database (tuned), the hand-written schedule of a
+built-in workload (hand), none, or auto: the best record if there is one,
+else the hand-written schedule, else none. It says which it used.`, stderr)
+	var src source
+	src.register(fs)
+	var rf recordFlags
+	rf.register(fs)
+	sched := fs.String("schedule", "auto", "auto, tuned, hand or none")
+	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
+	out := fs.String("out", "", "the directory to write the kernels into (required)")
+	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
+	jobs, code, ok := src.parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if !atLeast(fs, stderr, "threads", rf.threads, 0) {
+		return 2
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "loom build: -out DIR is required (see loom build -h)")
+		return 2
+	}
+	switch *sched {
+	case "auto", "tuned", "hand", "none":
+	default:
+		fmt.Fprintf(stderr, "loom build: unknown -schedule %q (have auto, tuned, hand, none)\n", *sched)
+		return 2
+	}
+	var trace *schedule.Trace
+	if *tracePath != "" {
+		var err error
+		if trace, err = readTrace(*tracePath); err != nil {
+			fmt.Fprintf(stderr, "loom build: %v\n", err)
+			return 1
+		}
+	}
+	names := outNames(jobs, *symbol)
+	status := 0
+	for i, j := range jobs {
+		f, used, err := buildSchedule(j, src, *sched, trace, &rf)
+		if err == nil {
+			var files []string
+			if files, err = writeKernel(*out, names[i], f); err == nil {
+				fmt.Fprintf(stdout, "%s %s (schedule: %s): %s\n", j.Name, j.Shape, used, strings.Join(files, ", "))
+				continue
+			}
+		}
+		fmt.Fprintf(stderr, "loom build: %s: %s\n", j.Name, schedule.Explain(err))
+		status = 1
+	}
+	return status
+}
+
+// buildSchedule returns the job's function scheduled as asked, and what
+// it used.
+func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, rf *recordFlags) (*ast.Func, string, error) {
+	f := j.Case.Func
+	if trace != nil {
+		s, err := autotune.Replay(f, trace)
+		if err != nil {
+			return nil, "", err
+		}
+		return s.Func(), "the trace", nil
+	}
+	if sched == "tuned" || sched == "auto" {
+		r, err := rf.best(j)
+		switch {
+		case err == nil:
+			s, err := autotune.Replay(f, r.Trace)
+			if err != nil {
+				return nil, "", err
+			}
+			return s.Func(), fmt.Sprintf("the best record, %.3f ms on %s", r.Median*1e3, r.Target), nil
+		case sched == "tuned":
+			return nil, "", err
+		}
+	}
+	w, _ := bench.Lookup(src.workload)
+	if (sched == "hand" || sched == "auto") && src.graph == "" && src.fn == "" && w != nil {
+		s, err := schedule.New(f)
+		if err != nil {
+			return nil, "", err
+		}
+		threads := rf.threads
+		if threads == 0 {
+			threads = runtime.NumCPU()
+		}
+		if err := w.Hand(s, hand.Config{Threads: threads, VectorBits: llvm.Host().VectorBits()}); err != nil {
+			return nil, "", err
+		}
+		return s.Func(), "the hand-written one", nil
+	}
+	if sched == "hand" {
+		return nil, "", fmt.Errorf("only the built-in workloads have a hand-written schedule")
+	}
+	return f, "none", nil
+}
