@@ -93,6 +93,11 @@ func reduceDomain(n *Node) string {
 // It returns the groups in an order that respects their dependences.
 func fuse(g *Graph) []*group {
 	groupOf := map[*Node]*group{}
+	gone := map[*group]bool{} // merged into another
+	pos := make(map[*Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		pos[n] = i
+	}
 	var groups []*group
 	for _, n := range g.Nodes {
 		grp := &group{nodes: []*Node{n}, kind: ops[n.Op].kind}
@@ -115,14 +120,14 @@ func fuse(g *Graph) []*group {
 			if pg == cg || !canFuse(pg, cg, p, n) || createsCycle(pg, cg, groupOf) {
 				continue
 			}
-			merged := merge(pg, cg, g)
-			for _, m := range merged.nodes {
-				groupOf[m] = merged
+			into, from := merge(pg, cg, pos)
+			for _, m := range from.nodes {
+				groupOf[m] = into
 			}
-			groups = slices.DeleteFunc(groups, func(x *group) bool { return x == pg || x == cg })
-			groups = append(groups, merged)
+			gone[from] = true
 		}
 	}
+	groups = slices.DeleteFunc(groups, func(x *group) bool { return gone[x] })
 	// Order the groups by their first node; dependences between groups
 	// follow graph order, since no merge creates a cycle.
 	return orderGroups(groups, groupOf, g)
@@ -238,18 +243,35 @@ func createsCycle(pg, cg *group, groupOf map[*Node]*group) bool {
 	return false
 }
 
-// merge returns the union of two groups, its nodes in graph order.
-func merge(a, b *group, g *Graph) *group {
-	m := &group{kind: max(a.kind, b.kind), domain: a.domain}
-	if m.domain == "" {
-		m.domain = b.domain
+// merge makes one group of a and b: the larger takes the nodes of the
+// smaller, kept in graph order (pos), and is returned first, with the
+// one it took them from. It costs the size of the two groups, or of the
+// smaller one where its nodes all come after the larger's (a chain), so
+// that fusing a graph stays near-linear in its size.
+func merge(a, b *group, pos map[*Node]int) (into, from *group) {
+	into, from = a, b
+	if len(b.nodes) > len(a.nodes) {
+		into, from = b, a
 	}
-	for _, n := range g.Nodes {
-		if slices.Contains(a.nodes, n) || slices.Contains(b.nodes, n) {
-			m.nodes = append(m.nodes, n)
+	into.kind = max(a.kind, b.kind)
+	if into.domain == "" {
+		into.domain = from.domain
+	}
+	if pos[into.nodes[len(into.nodes)-1]] < pos[from.nodes[0]] {
+		into.nodes = append(into.nodes, from.nodes...)
+		return into, from
+	}
+	nodes := make([]*Node, 0, len(a.nodes)+len(b.nodes))
+	x, y := into.nodes, from.nodes
+	for len(x) > 0 && len(y) > 0 {
+		if pos[x[0]] < pos[y[0]] {
+			nodes, x = append(nodes, x[0]), x[1:]
+		} else {
+			nodes, y = append(nodes, y[0]), y[1:]
 		}
 	}
-	return m
+	into.nodes = append(append(nodes, x...), y...)
+	return into, from
 }
 
 // orderGroups sorts groups topologically, ties broken by first node.

@@ -559,6 +559,21 @@ func alignSeq(s *schedule.Schedule, stmts []ast.Stmt) {
 		}
 		head := names[k]
 		heads = append(heads, head)
+		// The whole run of consecutive loops at once: one legality
+		// check, not one per pair (a fan of n outputs aligns in one step).
+		end := k + 1
+		for end < len(names) && names[end] != "" {
+			end++
+		}
+		if end-k > 2 {
+			if loops, ok := getLoops(s, names[k:end]); ok {
+				if _, err := s.Align(loops...); err == nil {
+					k = end - 1
+					continue
+				}
+			}
+		}
+		// Refused: pair by pair, as far as each goes.
 		for k+1 < len(names) && names[k+1] != "" {
 			a, err1 := s.GetLoop(head)
 			b, err2 := s.GetLoop(names[k+1])
@@ -576,6 +591,19 @@ func alignSeq(s *schedule.Schedule, stmts []ast.Stmt) {
 			alignSeq(s, stmtsOf(f.Body))
 		}
 	}
+}
+
+// getLoops returns the loops called names.
+func getLoops(s *schedule.Schedule, names []string) ([]schedule.Loop, bool) {
+	loops := make([]schedule.Loop, len(names))
+	for i, name := range names {
+		l, err := s.GetLoop(name)
+		if err != nil {
+			return nil, false
+		}
+		loops[i] = l
+	}
+	return loops, true
 }
 
 func findLoop(s ast.Stmt, name string) *ast.For {
