@@ -165,6 +165,11 @@ type Progress struct {
 	Failed        int
 	Best          float64 // seconds; +Inf before the first success
 	Elapsed       time.Duration
+	// Round is the confirmation round just measured (1 to Rounds) after
+	// the search, 0 during the search; Best is then the fastest of the
+	// leaders measured again so far, and after the last round the
+	// result's best (Result.Best).
+	Round, Rounds int
 }
 
 // Result is the outcome of a search.
@@ -330,7 +335,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		for _, p := range parents[:min(len(parents), opts.Confirm)] {
 			leaders = append(leaders, p.c)
 		}
-		if err := confirm(ctx, task, b, r, opts, leaders, trialOf, res); err != nil {
+		if err := confirm(ctx, task, b, r, opts, leaders, trialOf, res, start); err != nil {
 			return res, err
 		}
 	}
@@ -346,7 +351,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 // candidate's samples take: a candidate measured in a quiet moment can
 // lead the search on luck. Measured again side by side, the leaders are
 // compared in the same moments.
-func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options, leaders []*Candidate, trialOf map[string]*Record, res *Result) error {
+func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options, leaders []*Candidate, trialOf map[string]*Record, res *Result, start time.Time) error {
 	if len(leaders) == 0 {
 		return nil
 	}
@@ -392,6 +397,15 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 				g.seconds, g.median = runs[k].Seconds, m
 			}
 		}
+		if opts.Progress != nil && round < opts.ConfirmRounds-1 {
+			best := math.Inf(1)
+			for _, g := range got {
+				if g.err == nil && g.seconds != nil {
+					best = math.Min(best, g.median)
+				}
+			}
+			opts.Progress(progressOf(res, opts, best, start, round+1))
+		}
 	}
 	for i, c := range leaders {
 		trial := trialOf[c.Hash]
@@ -429,10 +443,30 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 	})
 	if len(res.Confirmed) > 0 && res.Confirmed[0].OK() {
 		res.Best = res.Confirmed[0]
-		return nil
+	} else {
+		res.Best = best(append(slices.Clone(res.Records), res.Confirmed...), res.Best.Workload, res.Best.Target)
 	}
-	res.Best = best(append(slices.Clone(res.Records), res.Confirmed...), res.Best.Workload, res.Best.Target)
+	if opts.Progress != nil {
+		// The last round: the best is the result's, as the caller will
+		// report it.
+		b := math.Inf(1)
+		if res.Best != nil {
+			b = res.Best.Median
+		}
+		opts.Progress(progressOf(res, opts, b, start, opts.ConfirmRounds))
+	}
 	return nil
+}
+
+// progressOf is the progress after a confirmation round.
+func progressOf(res *Result, opts Options, best float64, start time.Time, round int) Progress {
+	failed := 0
+	for _, r := range res.Records {
+		if !r.OK() {
+			failed++
+		}
+	}
+	return Progress{Trials: len(res.Records), Total: opts.Trials, Failed: failed, Best: best, Elapsed: time.Since(start), Round: round, Rounds: opts.ConfirmRounds}
 }
 
 // Summarize returns the median and the interquartile range over it.

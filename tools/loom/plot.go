@@ -61,9 +61,13 @@ reached.`, stderr)
 			return 1
 		}
 		for _, c := range runs {
-			final := c.best[len(c.best)-1]
+			final := c.final()
 			at := sort.SearchFloat64s(c.best, 0.9*final) + 1
-			fmt.Fprintf(stdout, "%s run %s: %d trials, best %.1f %s, 90%% of it at trial %d\n", j.Name, c.name, len(c.best), final, unit, at)
+			how := ""
+			if c.confirmed > 0 {
+				how = fmt.Sprintf(" (confirmed; the first measurements' best was %.1f)", c.best[len(c.best)-1])
+			}
+			fmt.Fprintf(stdout, "%s run %s: %d trials, best %.1f %s%s, 90%% of it at trial %d\n", j.Name, c.name, len(c.best), final, unit, how, min(at, len(c.best)))
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}
@@ -74,16 +78,36 @@ reached.`, stderr)
 type curve struct {
 	name string
 	best []float64 // non-decreasing
+	// confirmed is the speed of the run's best after it measured its
+	// leaders again (what loom tune reports and keeps), 0 if it did not.
+	confirmed float64
+}
+
+// final is the run's result: the confirmed best where there is one.
+func (c curve) final() float64 {
+	if c.confirmed > 0 {
+		return c.confirmed
+	}
+	return c.best[len(c.best)-1]
 }
 
 // curves groups the records of a workload on a target by run, in trial
 // order, and turns them into best-so-far speeds.
 func curves(recs []*autotune.Record, workload, target string, j *job) []curve {
 	byRun := map[string][]*autotune.Record{}
+	confirmed := map[string]float64{}
 	var names []string
 	for _, r := range recs {
-		if r.Workload != workload || r.Target != target || r.Confirmed > 0 || !sameRecordSizes(r, j) {
-			continue // a confirmation re-measures a trial: not a trial of its own
+		if r.Workload != workload || r.Target != target || !sameRecordSizes(r, j) {
+			continue
+		}
+		if r.Confirmed > 0 {
+			// A confirmation re-measures a trial: not a trial of its
+			// own, but the figure the run's result stands on.
+			if r.OK() {
+				confirmed[r.Run] = math.Max(confirmed[r.Run], j.rate(r.Median))
+			}
+			continue
 		}
 		name := r.Run
 		if name == "" {
@@ -98,7 +122,7 @@ func curves(recs []*autotune.Record, workload, target string, j *job) []curve {
 	for _, name := range names {
 		rs := byRun[name]
 		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Trial < rs[b].Trial })
-		c := curve{name: name}
+		c := curve{name: name, confirmed: confirmed[name]}
 		best := 0.0
 		for _, r := range rs {
 			if r.OK() {
@@ -118,7 +142,7 @@ func drawCurves(title, unit string, runs []curve) string {
 	maxX, maxY := 1, 0.0
 	for _, c := range runs {
 		maxX = max(maxX, len(c.best))
-		maxY = math.Max(maxY, c.best[len(c.best)-1])
+		maxY = math.Max(maxY, math.Max(c.best[len(c.best)-1], c.confirmed))
 	}
 	if maxY <= 0 {
 		maxY = 1
@@ -150,7 +174,13 @@ func drawCurves(title, unit string, runs []curve) string {
 		}
 		color := colors[i%len(colors)]
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), color)
-		fmt.Fprintf(&b, `<text x="%g" y="%g" fill="%s">%s</text>`+"\n", left+10, top+16+16*float64(i), color, html.EscapeString(c.name))
+		label := c.name
+		if c.confirmed > 0 {
+			// The leaders measured again: where the run ends.
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"/>`+"\n", x(float64(len(c.best))), y(c.confirmed), color)
+			label += fmt.Sprintf(" (dot: confirmed best, %.1f %s)", c.confirmed, unit)
+		}
+		fmt.Fprintf(&b, `<text x="%g" y="%g" fill="%s">%s</text>`+"\n", left+10, top+16+16*float64(i), color, html.EscapeString(label))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -16,6 +16,7 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -129,6 +130,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -209,4 +211,73 @@ func (hashRunner) Run(_ context.Context, _ *autotune.Task, cands []*autotune.Can
 		out[i].Seconds = []float64{1e-3 * (1 + float64(h.Sum32()%1000)/1000)}
 	}
 	return out
+}
+
+// startFastest times the unscheduled function (Candidate.Hash empty, as
+// tune measures the start) faster than every candidate of the search.
+type startFastest struct{}
+
+func (startFastest) Run(_ context.Context, _ *autotune.Task, cands []*autotune.Candidate, _ []autotune.BuildResult) []autotune.RunResult {
+	out := make([]autotune.RunResult, len(cands))
+	for i, c := range cands {
+		out[i].Seconds = []float64{2e-3}
+		if c.Hash == "" {
+			out[i].Seconds = []float64{1e-3}
+		}
+	}
+	return out
+}
+
+// TestTuneKeepsAFasterStart: when no candidate beats the function as
+// written, tune keeps (and would write out) the function as written and
+// says so, never a slower kernel; and the progress bar's last best is
+// the figure tune reports.
+func TestTuneKeepsAFasterStart(t *testing.T) {
+	c := workload.Matmul(16, 16, 16)
+	j := &job{Name: "gemm", Shape: "16x16x16", Case: c, Flops: 2 * 16 * 16 * 16}
+	var bar strings.Builder
+	tu := &tuner{
+		threads: 1, builder: nopBuilder{}, runner: startFastest{},
+		opts:      autotune.Options{Trials: 4, Population: 4, Batch: 4, Seed: 1, Confirm: 2},
+		rules:     autotune.DefaultRules(),
+		target:    autotune.Target{VectorLanes: 8, Threads: 1},
+		targetKey: "test",
+	}
+	tu.opts.Progress = func(p autotune.Progress) { progressBar(&bar, p, j) }
+	sum, best, err := tu.tune(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.KeptStart || best != c.Func || sum.BestMs != 1 || sum.Speedup != 1 {
+		t.Errorf("kept_start %v, best_ms %v, speedup %v, the function kept is the start: %v", sum.KeptStart, sum.BestMs, sum.Speedup, best == c.Func)
+	}
+	if !strings.Contains(bar.String(), "confirming the leaders: round 2/2") {
+		t.Errorf("the progress bar does not show the confirmation rounds:\n%s", bar.String())
+	}
+}
+
+// TestProgressAgreesWithResult: after the confirmation rounds the
+// progress bar's best is the best tune reports.
+func TestProgressAgreesWithResult(t *testing.T) {
+	c := workload.Matmul(16, 16, 16)
+	j := &job{Name: "gemm", Shape: "16x16x16", Case: c, Flops: 2 * 16 * 16 * 16}
+	var last autotune.Progress
+	tu := &tuner{
+		threads: 1, builder: nopBuilder{}, runner: hashRunner{},
+		opts:      autotune.Options{Trials: 6, Population: 6, Batch: 3, Seed: 1, Confirm: 3},
+		rules:     autotune.DefaultRules(),
+		target:    autotune.Target{VectorLanes: 8, Threads: 1},
+		targetKey: "test",
+	}
+	tu.opts.Progress = func(p autotune.Progress) { last = p }
+	sum, _, err := tu.tune(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.KeptStart {
+		t.Skip("the start was fastest")
+	}
+	if last.Round == 0 || last.Best*1e3 != sum.BestMs {
+		t.Errorf("the last progress (round %d) shows %g ms; tune reports %g ms", last.Round, last.Best*1e3, sum.BestMs)
+	}
 }

@@ -27,24 +27,28 @@ const version = "loom-dev"
 
 // tuneSummary is what tune reports of one kernel (-json prints it).
 type tuneSummary struct {
-	Kernel   string   `json:"kernel"`
-	Shape    string   `json:"shape"`
-	Threads  int      `json:"threads,omitempty"`
-	GPU      string   `json:"gpu,omitempty"` // the GPU's architecture, when tuned for one
-	Trials   int      `json:"trials"`
-	Failed   int      `json:"failed"`
-	Internal int      `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
-	BestMs   float64  `json:"best_ms"`
-	Best     string   `json:"best"`
-	StartMs  float64  `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
-	Start    string   `json:"start,omitempty"`
-	Speedup  float64  `json:"speedup,omitempty"`
-	Seconds  float64  `json:"seconds"`
-	Database string   `json:"db"`
-	Files    []string `json:"files,omitempty"`
-	Trace    string   `json:"trace"`
+	Kernel   string  `json:"kernel"`
+	Shape    string  `json:"shape"`
+	Threads  int     `json:"threads,omitempty"`
+	GPU      string  `json:"gpu,omitempty"` // the GPU's architecture, when tuned for one
+	Trials   int     `json:"trials"`
+	Failed   int     `json:"failed"`
+	Internal int     `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
+	BestMs   float64 `json:"best_ms"`
+	Best     string  `json:"best"`
+	StartMs  float64 `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
+	Start    string  `json:"start,omitempty"`
+	Speedup  float64 `json:"speedup,omitempty"`
+	// KeptStart: no candidate beat the starting schedule, which is kept
+	// (and written with -out) instead.
+	KeptStart bool     `json:"kept_start,omitempty"`
+	Seconds   float64  `json:"seconds"`
+	Database  string   `json:"db"`
+	Files     []string `json:"files,omitempty"`
+	Trace     string   `json:"trace"`
 
-	internal []*autotune.Record // the Internal trials' records
+	internal     []*autotune.Record // the Internal trials' records
+	searchBestMs float64            // the search's best, even when the start is kept
 }
 
 // runTune searches schedules of a built-in workload or of every fused
@@ -197,6 +201,15 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if sum.Internal > 0 {
 			internal = fmt.Sprintf(", %d of them rejected by loom's own checks", sum.Internal)
 		}
+		if sum.KeptStart {
+			fmt.Fprintf(stdout, "%s %s, %s: no candidate of %d trials (%d failed%s) beat the starting schedule, %.3f ms (%s); keeping it (the fastest candidate took %.3f ms)\n",
+				sum.Kernel, sum.Shape, on, sum.Trials, sum.Failed, internal, sum.StartMs, sum.Start, sum.searchBestMs)
+			fmt.Fprintf(stdout, "records appended to %s\n", sum.Database)
+			if len(sum.Files) > 0 {
+				fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(sum.Files, ", "))
+			}
+			continue
+		}
 		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {
 			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
@@ -268,6 +281,13 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	keptStart := false
+	if !math.IsInf(baseSeconds, 0) && res.Best.Median >= baseSeconds {
+		// Nothing the search found beats the function as written: keep
+		// that, and say so (a slower kernel is never written out as the
+		// result).
+		best, keptStart = j.Case.Func, true
+	}
 	failed := 0
 	for _, r := range res.Records {
 		if !r.OK() {
@@ -285,6 +305,12 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	}
 	if !math.IsInf(baseSeconds, 0) {
 		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
+	}
+	sum.searchBestMs = sum.BestMs
+	if keptStart {
+		sum.KeptStart = true
+		sum.BestMs, sum.Best, sum.Speedup = sum.StartMs, sum.Start, 1
+		sum.Trace = ""
 	}
 	return sum, best, nil
 }
@@ -342,6 +368,12 @@ func progressBar(w io.Writer, p autotune.Progress, j *job) {
 	eta := time.Duration(0)
 	if p.Trials > 0 {
 		eta = time.Duration(float64(p.Elapsed) * float64(p.Total-p.Trials) / float64(p.Trials))
+	}
+	if p.Round > 0 {
+		// After the search: the leaders measured again; the best is
+		// theirs, and after the last round the one tune reports.
+		fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, confirming the leaders: round %d/%d, best %s, elapsed %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, p.Round, p.Rounds, best, p.Elapsed.Round(time.Second))
+		return
 	}
 	fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
 }
