@@ -243,8 +243,9 @@ func firstReplaying(f *ast.Func, recs []*Record, anyWorkload bool) (*Record, *as
 		var g *ast.Func
 		var err error
 		if anyWorkload {
+			// Recorded at other sizes: its tilings are fitted to these.
 			var s *schedule.Schedule
-			if s, err = Replay(f, r.Trace); err == nil {
+			if s, err = Replay(f, r.Trace, schedule.AdaptDecisions()); err == nil {
 				g = s.Func()
 			}
 		} else {
@@ -383,8 +384,8 @@ func (r *Record) Schedule(f *ast.Func) (*schedule.Schedule, error) {
 // same trace; for a trace edited by hand (another decision) or made by a
 // loom that did not record the steps after the rules, the schedule the
 // search would build of it.
-func Replay(f *ast.Func, t *schedule.Trace) (*schedule.Schedule, error) {
-	s, err := schedule.Replay(f, t.WithoutPostproc(), nil)
+func Replay(f *ast.Func, t *schedule.Trace, opts ...schedule.Option) (*schedule.Schedule, error) {
+	s, err := schedule.Replay(f, t.WithoutPostproc(), nil, opts...)
 	if err != nil {
 		return nil, err
 	}

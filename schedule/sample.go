@@ -53,7 +53,9 @@ func (s *Schedule) samplePerfectTile(l Loop, n, maxInnermost int, decision []int
 		return nil, badArg(prim, s.f, nodes(loop), "cannot tile an extent of %d into %d factors", extent, n)
 	}
 	if decision != nil {
-		if err := checkPerfectTile(decision, extent, n, maxInnermost); err != nil {
+		if err := checkPerfectTile(decision, extent, n, maxInnermost); err != nil && s.replaying && s.adapt && len(decision) == n {
+			decision = fitTile(decision, extent, maxInnermost)
+		} else if err != nil {
 			return nil, badArg(prim, s.f, nodes(loop), "decision %v: %v", decision, err)
 		}
 	} else {
@@ -67,6 +69,36 @@ func (s *Schedule) samplePerfectTile(l Loop, n, maxInnermost int, decision []int
 	}
 	s.record(Inst{Kind: prim, Args: []Arg{Ref(l.rv), IntArg(int64(n)), IntArg(int64(maxInnermost))}, Outputs: rvs, Decision: slices.Clone(decision)})
 	return out, nil
+}
+
+// fitTile returns the perfect tiling of extent nearest to d: from the
+// innermost factor out, each the divisor of what is left closest to d's
+// (the innermost at most maxInnermost, when set), the outermost the rest.
+func fitTile(d []int64, extent int64, maxInnermost int) []int64 {
+	out := make([]int64, len(d))
+	left := extent
+	for i := len(d) - 1; i > 0; i-- {
+		best := int64(1)
+		consider := func(q int64) {
+			if i == len(d)-1 && maxInnermost > 0 && q > int64(maxInnermost) {
+				return
+			}
+			// Nearest, the smaller on a tie.
+			if e, b := abs64(q-d[i]), abs64(best-d[i]); e < b || e == b && q < best {
+				best = q
+			}
+		}
+		for q := int64(1); q*q <= left; q++ {
+			if left%q == 0 {
+				consider(q)
+				consider(left / q)
+			}
+		}
+		out[i] = best
+		left /= best
+	}
+	out[0] = left
+	return out
 }
 
 func checkPerfectTile(d []int64, extent int64, n, maxInnermost int) error {

@@ -34,6 +34,7 @@ type Schedule struct {
 	replayOutputs  []string
 	replayDecision []int64
 	replaying      bool
+	adapt          bool // a replayed tiling that does not fit is fitted (AdaptDecisions)
 }
 
 // Block is a handle to a schedule block. Handles name their block, so one
@@ -83,6 +84,14 @@ type Option func(*Schedule)
 // schedule with the same seed and the same calls makes the same choices.
 func WithSeed(seed uint64) Option {
 	return func(s *Schedule) { s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
+}
+
+// AdaptDecisions makes a replay fit a perfect-tile decision that does not
+// fit its loop (a trace recorded at other sizes) to the nearest one that
+// does, innermost factor first, instead of refusing it. The schedule is
+// then not the recorded one: its trace holds the fitted decisions.
+func AdaptDecisions() Option {
+	return func(s *Schedule) { s.adapt = true }
 }
 
 // WithValidation turns the translation validator (package validate) on

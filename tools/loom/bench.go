@@ -53,7 +53,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		if err != nil {
 			return nil, err
 		}
-		s, err := autotune.Replay(c.Func, r.Trace)
+		s, err := replayRecord(r, &job{Name: name, Shape: shape, Case: c})
 		if err != nil {
 			return nil, err
 		}

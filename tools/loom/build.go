@@ -91,7 +91,7 @@ func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, rf *
 		r, err := rf.best(j)
 		switch {
 		case err == nil:
-			s, err := autotune.Replay(f, r.Trace)
+			s, err := replayRecord(r, j)
 			if err != nil {
 				return nil, "", err
 			}

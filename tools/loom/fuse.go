@@ -1,35 +1,89 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/workload"
 )
+
+// checkBudget is how many block instances the default check interprets
+// (the fused plan and one kernel per operator together): seconds of the
+// interpreter's time.
+const checkBudget = 5_000_000
+
+// fuseKernel is one line of loom fuse -json: a kernel of the plan.
+type fuseKernel struct {
+	Kernel  string   `json:"kernel"`
+	Kind    string   `json:"kind"`
+	Nodes   []string `json:"nodes"`
+	Inputs  []string `json:"inputs"`
+	Outputs []string `json:"outputs"`
+	Func    string   `json:"func"` // the function, in loom's text form
+}
+
+// fuseMemory is the memory plan's line.
+type fuseMemory struct {
+	Memory string `json:"memory"` // the plan, as text
+	Peak   int64  `json:"peak_bytes"`
+	Naive  int64  `json:"naive_bytes"`
+}
+
+// fuseCheck is one output's check against one kernel per operator.
+type fuseCheck struct {
+	Check     string           `json:"check"`
+	MaxRelErr float64          `json:"max_rel_err"`
+	Sizes     map[string]int64 `json:"sizes,omitempty"` // the sizes it was checked at
+	OK        bool             `json:"ok"`
+}
+
+// fuseSkipped says why there was no check.
+type fuseSkipped struct {
+	Skipped string `json:"check_skipped"`
+}
 
 // runFuse reads a JSON graph, runs the graph passes and fusion, and
 // prints the plan: kernels, buffers and their functions. With -size for
 // every symbol it also prints the memory plan and checks the fused
 // kernels against one kernel per operator on random inputs.
 func runFuse(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("fuse", "[-dump PASSES] [-nofuse] [-size NAME=VALUE]... GRAPH.json", `Reads an operator graph in loom's JSON format (fusion/doc.go), runs the
+	fs := newFlags("fuse", "[-dump PASSES] [-nofuse] [-size NAME=VALUE]... [-check auto|full|off] [-json] GRAPH.json", `Reads an operator graph in loom's JSON format (fusion/doc.go), runs the
 graph passes and fusion, and prints the kernels, the buffers between them
 and each kernel's function. With a value for every symbol it also prints
 the memory plan and checks the fused kernels against one kernel per
-operator on random inputs.`, stderr)
+operator with the interpreter, on random inputs.
+
+The check interprets both plans, which at a real layer's sizes takes
+minutes: by default (-check auto) it runs at the sizes given when that is
+cheap, else at smaller values of the graph's symbols, else not at all, and
+says which; -check full runs it at the sizes given, whatever it costs.
+-json prints one JSON object per line: each kernel, the memory plan and
+each check.`, stderr)
 	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: "+strings.Join(fusion.DumpNames(), ",")+")")
 	noFuse := fs.Bool("nofuse", false, "one kernel per operator")
 	sizes := sizeFlags{}
-	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable)")
+	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable, or comma-separated)")
+	check := fs.String("check", "auto", "the check against one kernel per operator: auto, full or off")
+	asJSON := fs.Bool("json", false, "print one JSON object per line instead of text")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
 		return wrongArgs(fs, stderr, "one GRAPH.json")
+	}
+	switch *check {
+	case "auto", "full", "off":
+	default:
+		fmt.Fprintf(stderr, "loom fuse: unknown -check %q (have auto, full, off)\n", *check)
+		return 2
 	}
 	data, err := readInput(fs.Arg(0))
 	if err != nil {
@@ -50,13 +104,23 @@ operator on random inputs.`, stderr)
 				return 2
 			}
 		}
+		if *asJSON {
+			opts.DumpTo = stderr // stdout holds JSON lines only
+		}
 	}
 	p, err := fusion.Compile(g, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprint(stdout, p)
+	enc := json.NewEncoder(stdout)
+	if *asJSON {
+		for _, k := range p.Kernels {
+			enc.Encode(fuseKernel{Kernel: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes, Inputs: k.Inputs, Outputs: k.Outputs, Func: ast.Print(k.Func)})
+		}
+	} else {
+		fmt.Fprint(stdout, p)
+	}
 	if len(sizes) == 0 && len(g.Symbols()) > 0 {
 		return 0
 	}
@@ -65,16 +129,35 @@ operator on random inputs.`, stderr)
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "\nmemory plan:\n%s", mem)
+	if *asJSON {
+		enc.Encode(fuseMemory{Memory: mem.String(), Peak: mem.Peak, Naive: mem.Naive})
+	} else {
+		fmt.Fprintf(stdout, "\nmemory plan:\n%s", mem)
+	}
+	if *check == "off" {
+		return 0
+	}
 	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	at, note := checkSizes(p, ref, sizes, *check == "full")
+	if at == nil {
+		if *asJSON {
+			enc.Encode(fuseSkipped{note})
+		} else {
+			fmt.Fprintf(stdout, "check skipped: %s\n", note)
+		}
+		return 0
+	}
+	if note != "" && !*asJSON {
+		fmt.Fprintf(stdout, "check at %s\n", note)
+	}
 	r := rand.New(rand.NewPCG(1, 1))
 	in := map[string]any{}
 	for _, x := range g.Inputs {
-		d, err := fusion.NewData(x, sizes)
+		d, err := fusion.NewData(x, at)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
@@ -86,22 +169,108 @@ operator on random inputs.`, stderr)
 		}
 		in[x.Name] = d
 	}
-	got, err := p.Interpret(sizes, in)
+	got, err := p.Interpret(at, in)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	want, err := ref.Interpret(sizes, in)
+	want, err := ref.Interpret(at, in)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	status := 0
 	for _, t := range g.Outputs {
 		e := workload.MaxRelErr(got[t.Name], want[t.Name])
+		ok := e <= 1e-5
+		if !ok {
+			status = 1
+		}
+		if *asJSON {
+			c := fuseCheck{Check: t.Name, MaxRelErr: e, OK: ok}
+			if len(at) > 0 {
+				c.Sizes = at
+			}
+			enc.Encode(c)
+			continue
+		}
 		fmt.Fprintf(stdout, "check %s: max relative error %.3g against one kernel per operator\n", t.Name, e)
-		if e > 1e-5 {
-			return 1
+	}
+	return status
+}
+
+// checkSizes chooses the sizes the check runs at: the ones given when
+// full is set or interpreting both plans there stays within checkBudget
+// block instances; else the graph's symbols halved until it does (and a
+// note saying so); else none (nil, and a note saying why).
+func checkSizes(p, ref *fusion.Plan, sizes map[string]int64, full bool) (map[string]int64, string) {
+	cost := func(at map[string]int64) float64 { return planInstances(p, at) + planInstances(ref, at) }
+	if full || cost(sizes) <= checkBudget {
+		return sizes, ""
+	}
+	at := maps.Clone(sizes)
+	for cost(at) > checkBudget {
+		shrunk := false
+		for name, v := range at {
+			if v > 1 {
+				at[name], shrunk = max(v/2, 1), true
+			}
+		}
+		if !shrunk {
+			return nil, fmt.Sprintf("interpreting the plans takes about %.3g block instances at these sizes, more than the default check's %d (-check full runs it)", cost(sizes), checkBudget)
 		}
 	}
-	return 0
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(at)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, at[name]))
+	}
+	sort.Strings(parts)
+	return at, fmt.Sprintf("%s, smaller than the sizes given (-check full checks at those)", strings.Join(parts, ","))
+}
+
+// planInstances estimates the block instances interpreting a plan runs.
+func planInstances(p *fusion.Plan, sizes map[string]int64) float64 {
+	total := 0.0
+	for _, k := range p.Kernels {
+		total += instances(k.Func, sizes)
+	}
+	return total
+}
+
+// instances estimates the block instances of f at sizes: for each block
+// the product of its loops' extents (an extent that depends on an outer
+// loop counts as 16).
+func instances(f *ast.Func, sizes map[string]int64) float64 {
+	subst := map[string]ast.Expr{}
+	for k, v := range sizes {
+		subst[k] = ast.I64(v)
+	}
+	extent := func(e ast.Expr) float64 {
+		if v, ok := ast.ConstIntValue(ast.Simplify(ast.Substitute(e, subst))); ok {
+			return float64(max(v, 0))
+		}
+		return 16
+	}
+	total := 0.0
+	var walk func(n ast.Stmt, iters float64)
+	walk = func(n ast.Stmt, iters float64) {
+		switch s := n.(type) {
+		case *ast.For:
+			walk(s.Body, iters*extent(s.Extent))
+		case *ast.Seq:
+			for _, st := range s.Stmts {
+				walk(st, iters)
+			}
+		case *ast.IfThenElse:
+			walk(s.Then, iters)
+			if s.Else != nil {
+				walk(s.Else, iters)
+			}
+		case *ast.ScheduleBlock:
+			total += iters
+			walk(s.Body, iters)
+		}
+	}
+	walk(f.Body, 1)
+	return total
 }

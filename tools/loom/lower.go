@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,7 @@ decision takes effect; the schedule printed is the one applied.`, stderr)
 	var rf recordFlags
 	rf.register(fs)
 	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
+	asJSON := fs.Bool("json", false, "print one JSON object per function: kernel, shape, before, schedule, after (texts)")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
@@ -42,7 +44,7 @@ decision takes effect; the schedule printed is the one applied.`, stderr)
 		} else {
 			var r *autotune.Record
 			if r, err = rf.best(j); err == nil {
-				s, err = autotune.Replay(f, r.Trace)
+				s, err = replayRecord(r, j)
 				if err == nil && !sameRecordSizes(r, j) {
 					fmt.Fprintf(stderr, "loom lower: %s: no record at %s; using the best of %s (-any-size)\n", j.Name, j.Shape, recordShape(r))
 				}
@@ -53,9 +55,22 @@ decision takes effect; the schedule printed is the one applied.`, stderr)
 			status = 1
 			continue
 		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(lowered{Kernel: j.Name, Shape: j.Shape, Before: ast.Print(f), Schedule: s.Trace().String(), After: ast.Print(s.Func())})
+			continue
+		}
 		fmt.Fprintf(stdout, "// %s before:\n%s\n// schedule:\n%s\n// %s after:\n%s", j.Name, ast.Print(f), indent(s.Trace().String()), j.Name, ast.Print(s.Func()))
 	}
 	return status
+}
+
+// lowered is loom lower -json's line.
+type lowered struct {
+	Kernel   string `json:"kernel"`
+	Shape    string `json:"shape"`
+	Before   string `json:"before"`   // the function, in loom's text form
+	Schedule string `json:"schedule"` // the trace, in its text form
+	After    string `json:"after"`
 }
 
 // indent prefixes every line with "//   ".

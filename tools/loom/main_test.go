@@ -279,6 +279,17 @@ func TestTunedCommands(t *testing.T) {
 		t.Fatalf("plot wrote %q, %v", data, err)
 	}
 	// Another size has no records: a clear error, exit 1.
+	// -json: one JSON object per line, with the fields documented.
+	for _, c := range []struct {
+		args []string
+		keys []string
+	}{
+		{[]string{"lower", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db, "-json"}, []string{"kernel", "shape", "before", "schedule", "after"}},
+		{[]string{"replay", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db, "-json"}, []string{"kernel", "record_shape", "same_sizes", "target", "ms", "go"}},
+		{[]string{"plot", "-workload", "gemm", "-size", "48", "-threads", "1", "-db", db, "-o", svg, "-json"}, []string{"kernel", "run", "trials", "best", "unit", "confirmed", "svg"}},
+	} {
+		checkJSONLines(t, c.keys, c.args...)
+	}
 	// Another size has no records: a clear error that names the
 	// workload as the user did and says what the database has, exit 1;
 	// with -any-size the record of 48 is taken, and said to be.
@@ -423,5 +434,63 @@ func TestTuneFunc(t *testing.T) {
 		if code, _, errs := runLoom(t, c.args...); code == 0 || !strings.Contains(errs, c.want) {
 			t.Errorf("loom %v: exit %d, %s; want %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// checkJSONLines runs loom and checks that stdout is one or more JSON
+// objects, one per line, each with the keys.
+func checkJSONLines(t *testing.T, keys []string, args ...string) []map[string]any {
+	t.Helper()
+	code, out, errs := runLoom(t, args...)
+	if code != 0 {
+		t.Fatalf("loom %v: exit %d: %s", args, code, errs)
+	}
+	var objs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("loom %v: a line is not a JSON object (%v):\n%.300s", args, err, line)
+		}
+		objs = append(objs, obj)
+	}
+	for _, k := range keys {
+		found := false
+		for _, obj := range objs {
+			_, ok := obj[k]
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("loom %v: no line has %q:\n%.1000s", args, k, out)
+		}
+	}
+	return objs
+}
+
+// TestFuseJSONAndCheck: fuse -json prints the kernels, the memory plan
+// and the checks as JSON lines; the default check of a large graph runs
+// at smaller symbol values and says so; -check off skips it; run -json
+// prints one object per buffer.
+func TestFuseJSONAndCheck(t *testing.T) {
+	graph := "../../testdata/fusion/mlp.json"
+	objs := checkJSONLines(t, []string{"kernel", "kind", "func", "memory", "peak_bytes", "check", "max_rel_err", "ok"}, "fuse", "-json", "-size", "T=8", graph)
+	if last := objs[len(objs)-1]; last["ok"] != true {
+		t.Errorf("the check failed: %v", last)
+	}
+	code, out, errs := runLoom(t, "fuse", "-size", "T=1000000", graph)
+	if code != 0 || !strings.Contains(out, "smaller than the sizes given (-check full checks at those)") || !strings.Contains(out, "check Out: max relative error 0") {
+		t.Errorf("fuse at T=1000000: exit %d, %s\n%.3000s", code, errs, out)
+	}
+	if code, out, _ := runLoom(t, "fuse", "-size", "T=1000000", "-check", "off", graph); code != 0 || strings.Contains(out, "check Out") {
+		t.Errorf("-check off: exit %d\n%.2000s", code, out)
+	}
+	if code, _, errs := runLoom(t, "fuse", "-check", "some", graph); code != 2 || !strings.Contains(errs, `unknown -check "some"`) {
+		t.Errorf("-check some: exit %d, %s", code, errs)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "axpy.loom")
+	os.WriteFile(path, []byte("func axpy[N: int32](X: float32[N], Y: float32[N]) { serial for (i, 0, N) { Y[i] = 2.0f * X[i] + Y[i] } }"), 0o644)
+	objs = checkJSONLines(t, []string{"buffer", "elements", "sum", "first"}, "run", "-json", "-size", "N=5", path)
+	if len(objs) != 2 || objs[0]["buffer"] != "X" || objs[0]["elements"] != 5.0 {
+		t.Errorf("run -json: %v", objs)
 	}
 }

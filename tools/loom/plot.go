@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -28,6 +29,7 @@ reached.`, stderr)
 	var rf recordFlags
 	rf.register(fs)
 	out := fs.String("o", "tuning.svg", "the SVG file to write (with -graph, one per kernel: NAME.svg in the same directory)")
+	asJSON := fs.Bool("json", false, "print one JSON object per tuning run: kernel, shape, run, trials, best, unit, confirmed, trial_at_90pct, svg")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
@@ -67,11 +69,30 @@ reached.`, stderr)
 			if c.confirmed > 0 {
 				how = fmt.Sprintf(" (confirmed; the first measurements' best was %.1f)", c.best[len(c.best)-1])
 			}
+			if *asJSON {
+				json.NewEncoder(stdout).Encode(plotted{Kernel: j.Name, Shape: j.Shape, Run: c.name, Trials: len(c.best), Best: final, Unit: unit, Confirmed: c.confirmed > 0, At90: min(at, len(c.best)), SVG: path})
+				continue
+			}
 			fmt.Fprintf(stdout, "%s run %s: %d trials, best %.1f %s%s, 90%% of it at trial %d\n", j.Name, c.name, len(c.best), final, unit, how, min(at, len(c.best)))
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", path)
+		if !*asJSON {
+			fmt.Fprintf(stdout, "wrote %s\n", path)
+		}
 	}
 	return status
+}
+
+// plotted is loom plot -json's line: one run's curve.
+type plotted struct {
+	Kernel    string  `json:"kernel"`
+	Shape     string  `json:"shape"`
+	Run       string  `json:"run"`
+	Trials    int     `json:"trials"`
+	Best      float64 `json:"best"` // in unit; the confirmed best where the run confirmed
+	Unit      string  `json:"unit"`
+	Confirmed bool    `json:"confirmed"`
+	At90      int     `json:"trial_at_90pct"` // the first trial at 90% of the best
+	SVG       string  `json:"svg"`            // the file the curves were drawn in
 }
 
 // curve is one run's best-so-far speed after each trial.

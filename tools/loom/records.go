@@ -84,6 +84,15 @@ func (rf *recordFlags) best(j *job) (*autotune.Record, error) {
 	return nil, fmt.Errorf("%s; it has:\n  %s\n%s", msg, strings.Join(have, "\n  "), hint)
 }
 
+// replayRecord replays a record's schedule on the job's function; a
+// record of other sizes (-any-size) has its tilings fitted to these.
+func replayRecord(r *autotune.Record, j *job) (*schedule.Schedule, error) {
+	if sameRecordSizes(r, j) {
+		return autotune.Replay(j.Case.Func, r.Trace)
+	}
+	return autotune.Replay(j.Case.Func, r.Trace, schedule.AdaptDecisions())
+}
+
 // recordShape describes the sizes a record was measured at.
 func recordShape(r *autotune.Record) string {
 	switch {

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -25,6 +26,7 @@ it rebuilds exactly the function loom lower prints and loom bench
 	src.register(fs)
 	var rf recordFlags
 	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object per function: the record's facts and the Go code")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
@@ -34,11 +36,20 @@ it rebuilds exactly the function loom lower prints and loom bench
 		r, err := rf.best(j)
 		var s *schedule.Schedule
 		if err == nil {
-			s, err = autotune.Replay(j.Case.Func, r.Trace)
+			s, err = replayRecord(r, j)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loom replay: %s: %s\n", j.Name, schedule.Explain(err))
 			status = 1
+			continue
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(replayed{
+				Kernel: j.Name, Shape: j.Shape, RecordShape: recordShape(r), SameSizes: sameRecordSizes(r, j),
+				Target: r.Target, Ms: r.Median * 1e3, Speed: j.speed(r.Median), Runs: len(r.Seconds),
+				Measured: r.Time.Format(time.RFC3339), Version: r.Version, Run: r.Run, Trial: r.Trial,
+				Hash: ast.Hash(s.Func()).String(), Go: s.Trace().Go(),
+			})
 			continue
 		}
 		if !sameRecordSizes(r, j) {
@@ -50,4 +61,22 @@ it rebuilds exactly the function loom lower prints and loom bench
 			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, ast.Hash(s.Func()).String(), s.Trace().Go())
 	}
 	return status
+}
+
+// replayed is loom replay -json's line.
+type replayed struct {
+	Kernel      string  `json:"kernel"`
+	Shape       string  `json:"shape"`
+	RecordShape string  `json:"record_shape"` // the sizes the record was measured at
+	SameSizes   bool    `json:"same_sizes"`   // false: a record of another size (-any-size)
+	Target      string  `json:"target"`
+	Ms          float64 `json:"ms"`
+	Speed       string  `json:"speed"`
+	Runs        int     `json:"runs"`
+	Measured    string  `json:"measured"`
+	Version     string  `json:"version"`
+	Run         string  `json:"run"`
+	Trial       int     `json:"trial"`
+	Hash        string  `json:"hash"` // of the function the schedule builds
+	Go          string  `json:"go"`   // the schedule as Go code
 }

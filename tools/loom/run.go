@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -40,6 +41,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "value of a symbolic size, as NAME=VALUE (repeatable)")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs")
+	asJSON := fs.Bool("json", false, "print one JSON object per buffer: buffer, elements, sum, first")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -83,22 +85,40 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, p := range f.Params {
-		fmt.Fprintf(stdout, "%s: %s\n", p.Name, summary(data[p.Name]))
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(summarize(p.Name, p.DType, data[p.Name]))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", p.Name, summarize(p.Name, p.DType, data[p.Name]))
 	}
 	return 0
 }
 
-// summary returns the element count, sum and first elements of data.
-func summary(data any) string {
-	var n int
-	var sum float64
-	var head []float64
+// bufferSummary is what loom run prints of a buffer.
+type bufferSummary struct {
+	Buffer   string    `json:"buffer"`
+	Elements int       `json:"elements"`
+	Sum      float64   `json:"sum"`
+	First    []float64 `json:"first"` // up to 4
+}
+
+func (b bufferSummary) String() string {
+	first := make([]string, len(b.First))
+	for i, v := range b.First {
+		first[i] = strconv.FormatFloat(v, 'g', 6, 64)
+	}
+	return fmt.Sprintf("%d elements, sum %.6g, first [%s]", b.Elements, b.Sum, strings.Join(first, " "))
+}
+
+// summarize returns the element count, sum and first elements of data.
+func summarize(name string, t ast.DType, data any) bufferSummary {
+	out := bufferSummary{Buffer: name, First: []float64{}}
 	add := func(v float64) {
-		if n < 4 {
-			head = append(head, v)
+		if out.Elements < 4 {
+			out.First = append(out.First, v)
 		}
-		n++
-		sum += v
+		out.Elements++
+		out.Sum += v
 	}
 	switch d := data.(type) {
 	case []float32:
@@ -125,12 +145,14 @@ func summary(data any) string {
 				add(0)
 			}
 		}
-	default:
-		return fmt.Sprintf("%T", data)
+	case []uint16:
+		value := ast.Float16Value
+		if t == ast.BFloat16 {
+			value = ast.BFloat16Value
+		}
+		for _, v := range d {
+			add(value(v))
+		}
 	}
-	first := make([]string, len(head))
-	for i, v := range head {
-		first[i] = strconv.FormatFloat(v, 'g', 6, 64)
-	}
-	return fmt.Sprintf("%d elements, sum %.6g, first [%s]", n, sum, strings.Join(first, " "))
+	return out
 }
