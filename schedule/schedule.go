@@ -35,6 +35,7 @@ type Schedule struct {
 	replayDecision []int64
 	replaying      bool
 	adapt          bool // a replayed tiling that does not fit is fitted (AdaptDecisions)
+	onStep         func(Inst, *ast.Func)
 }
 
 // Block is a handle to a schedule block. Handles name their block, so one
@@ -92,6 +93,14 @@ func WithSeed(seed uint64) Option {
 // then not the recorded one: its trace holds the fitted decisions.
 func AdaptDecisions() Option {
 	return func(s *Schedule) { s.adapt = true }
+}
+
+// OnStep calls step after each instruction the schedule records (each
+// primitive applied, each sampling decision, each handle taken) with the
+// function as it then is: every stage of a schedule, for a user who wants
+// to see them (loom lower -stages).
+func OnStep(step func(in Inst, f *ast.Func)) Option {
+	return func(s *Schedule) { s.onStep = step }
 }
 
 // WithValidation turns the translation validator (package validate) on
@@ -286,7 +295,12 @@ func (s *Schedule) Blocks() []Block {
 }
 
 // record appends an instruction to the trace.
-func (s *Schedule) record(in Inst) { s.trace.Insts = append(s.trace.Insts, in) }
+func (s *Schedule) record(in Inst) {
+	s.trace.Insts = append(s.trace.Insts, in)
+	if s.onStep != nil {
+		s.onStep(in, s.f)
+	}
+}
 
 // commit installs a new function after checking it is well formed. An
 // ill-formed result is a bug in a primitive, reported as an error rather

@@ -402,22 +402,30 @@ func goArg(a Arg) string {
 func (t *Trace) String() string {
 	var b strings.Builder
 	for _, in := range t.Insts {
-		if len(in.Outputs) > 0 {
-			b.WriteString(strings.Join(in.Outputs, ", ") + " = ")
-		}
-		args := make([]string, len(in.Args))
-		for i, a := range in.Args {
-			args[i] = textArg(a)
-		}
-		b.WriteString(in.Kind + "(" + strings.Join(args, ", ") + ")")
-		if in.Decision != nil {
-			ds := make([]string, len(in.Decision))
-			for i, d := range in.Decision {
-				ds[i] = strconv.FormatInt(d, 10)
-			}
-			b.WriteString(" decision=[" + strings.Join(ds, ", ") + "]")
-		}
+		b.WriteString(in.String())
 		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// String returns the instruction in the text form of traces (one line of
+// Trace.String).
+func (in Inst) String() string {
+	var b strings.Builder
+	if len(in.Outputs) > 0 {
+		b.WriteString(strings.Join(in.Outputs, ", ") + " = ")
+	}
+	args := make([]string, len(in.Args))
+	for i, a := range in.Args {
+		args[i] = textArg(a)
+	}
+	b.WriteString(in.Kind + "(" + strings.Join(args, ", ") + ")")
+	if in.Decision != nil {
+		ds := make([]string, len(in.Decision))
+		for i, d := range in.Decision {
+			ds[i] = strconv.FormatInt(d, 10)
+		}
+		b.WriteString(" decision=[" + strings.Join(ds, ", ") + "]")
 	}
 	return b.String()
 }

@@ -494,3 +494,44 @@ func TestFuseJSONAndCheck(t *testing.T) {
 		t.Errorf("run -json: %v", objs)
 	}
 }
+
+// TestLowerStages: lower -stages prints the function after each step
+// that changed it and the code generator's remarks (a vectorized loop
+// that runs as scalar code, and why); -emit prints the IR loom writes,
+// the optimized IR and the assembly.
+func TestLowerStages(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.trace")
+	os.WriteFile(trace, []byte(`b0 = get_block("C")
+l0, l1, l2 = get_loops(b0)
+l3, l4 = split(l1, [-1, 16])
+vectorize(l4)
+l5, l6 = split(l0, [-1, 4])
+vectorize(l6)
+`), 0o644)
+	code, out, errs := runLoom(t, "lower", "-workload", "gemm", "-size", "32", "-trace", trace, "-stages")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"// stage 1: after l3, l4 = split(l1, [-1, 16])",
+		"// stage 4: after vectorize(l6)",
+		"vectorized loop j_1 runs as a scalar loop inside vectorized loop lanes: only one loop of a nest can be vectorized",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lower -stages lacks %q:\n%.3000s", want, out)
+		}
+	}
+	if strings.Contains(out, "after get_block") {
+		t.Errorf("a step that changed nothing is printed as a stage:\n%.2000s", out)
+	}
+	for emit, want := range map[string]string{"ll": "define i32 @matmul(", "opt": "local_unnamed_addr", "asm": "matmul:"} {
+		code, out, errs := runLoom(t, "lower", "-workload", "gemm", "-size", "32", "-trace", trace, "-emit", emit)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("-emit %s: exit %d, %s; want %q in:\n%.1500s", emit, code, errs, want, out)
+		}
+	}
+	if code, _, errs := runLoom(t, "lower", "-workload", "gemm", "-size", "32", "-trace", trace, "-emit", "obj"); code != 2 || !strings.Contains(errs, `unknown -emit "obj"`) {
+		t.Errorf("-emit obj: exit %d, %s", code, errs)
+	}
+}

@@ -86,11 +86,11 @@ func (rf *recordFlags) best(j *job) (*autotune.Record, error) {
 
 // replayRecord replays a record's schedule on the job's function; a
 // record of other sizes (-any-size) has its tilings fitted to these.
-func replayRecord(r *autotune.Record, j *job) (*schedule.Schedule, error) {
-	if sameRecordSizes(r, j) {
-		return autotune.Replay(j.Case.Func, r.Trace)
+func replayRecord(r *autotune.Record, j *job, opts ...schedule.Option) (*schedule.Schedule, error) {
+	if !sameRecordSizes(r, j) {
+		opts = append(opts, schedule.AdaptDecisions())
 	}
-	return autotune.Replay(j.Case.Func, r.Trace, schedule.AdaptDecisions())
+	return autotune.Replay(j.Case.Func, r.Trace, opts...)
 }
 
 // recordShape describes the sizes a record was measured at.

@@ -230,3 +230,43 @@ func (t targetArgs) args() []string {
 	}
 	return a
 }
+
+// Emit returns what the build makes of a module at one stage, as text:
+// "opt" is the LLVM IR after opt -O3, "asm" the assembly llc writes from
+// it, with the flags of the real build (the target, and loop unrolling
+// left to loom unless the module asks LLVM for it). It is for reading
+// the code, as Halide's HL_DEBUG_CODEGEN or a compiler's -S.
+func Emit(m *llvm.Module, stage string) (string, error) {
+	if stage != "opt" && stage != "asm" {
+		return "", fmt.Errorf("codegen/llvm/native: no stage %q to emit (have opt, asm)", stage)
+	}
+	tc, err := FindToolchain()
+	if err != nil {
+		return "", err
+	}
+	timeout := tc.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	t := buildArgs(m)
+	ir := m.String()
+	run := func(tool, path string, args []string, in string) (string, error) {
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Stdin = strings.NewReader(in)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			return "", irError(tool, err, stderr.String(), ir)
+		}
+		return out.String(), nil
+	}
+	optArgs := append(append(append([]string{"-O3", "-S"}, t.OptFlags...), t.args()...), "-", "-o", "-")
+	optimized, err := run("opt", tc.Opt, optArgs, ir)
+	if err != nil || stage == "opt" {
+		return optimized, err
+	}
+	llcArgs := append(append([]string{"-O3", "-relocation-model=pic"}, t.args()...), "-", "-o", "-")
+	return run("llc", tc.LLC, llcArgs, optimized)
+}
