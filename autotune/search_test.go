@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/internal/workload"
@@ -203,5 +204,43 @@ func TestTuneCancel(t *testing.T) {
 	}})
 	if !errors.Is(err, context.Canceled) || measured == 0 || len(res.Records) != measured {
 		t.Fatalf("err %v, %d records; want context.Canceled after the %d measured when it was cancelled", err, len(res.Records), measured)
+	}
+}
+
+// TestRunIDsDiffer: two tunes with the same seed, started at once, are two
+// runs: their records do not share a run id (a plot would merge them).
+func TestRunIDsDiffer(t *testing.T) {
+	opts := Options{Trials: 2, Population: 2, Batch: 2, Seed: 7}
+	a, err := Tune(context.Background(), newTask(), fakeBuilder{}, fakeRunner{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Tune(context.Background(), newTask(), fakeBuilder{}, fakeRunner{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Records[0].Run == b.Records[0].Run {
+		t.Errorf("both runs are %q", a.Records[0].Run)
+	}
+}
+
+// TestTaskCheck: a task that cannot be measured is refused before the
+// search, saying why.
+func TestTaskCheck(t *testing.T) {
+	c := workload.Chain(2, 2, 16)
+	for _, tc := range []struct {
+		sizes map[string]int64
+		want  string
+	}{
+		{map[string]int64{"S1": 2}, "no value for size S2"},
+		{map[string]int64{"S1": 2, "S2": -1}, "size S2 = -1"},
+		{map[string]int64{"S1": 2, "S2": 2, "Q": 1}, "Q is not a symbolic size"},
+		{map[string]int64{"S1": 1 << 30, "S2": 1 << 30}, "larger than"},
+	} {
+		task := &Task{Name: "chain", Func: c.Func, Sizes: tc.sizes, Target: "fake", Space: &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 8, Threads: 1}}}
+		_, err := Tune(context.Background(), task, fakeBuilder{}, fakeRunner{}, Options{Trials: 1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sizes %v: %v, want %q", tc.sizes, err, tc.want)
+		}
 	}
 }
