@@ -535,3 +535,13 @@ vectorize(l6)
 		t.Errorf("-emit obj: exit %d, %s", code, errs)
 	}
 }
+
+// TestTuneSaysWhyNoneRan: when every candidate fails, tune says why (the
+// first failures' reasons), not only that none ran.
+func TestTuneSaysWhyNoneRan(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db.jsonl")
+	code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "64", "-trials", "2", "-confirm", "0", "-timeout", "1ms", "-db", db, "-q")
+	if code != 1 || !strings.Contains(errs, "none of the 2 candidates ran correctly; the reasons:") || !strings.Contains(errs, "timed out after 1ms") {
+		t.Errorf("exit %d, stderr:\n%s", code, errs)
+	}
+}
