@@ -143,7 +143,7 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
 	}
-	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {
+	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, false); err != nil {
 		return err
 	}
 	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {

@@ -124,9 +124,15 @@ func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at 
 // reverse_compute_at), if the block is not pure and now runs some instance
 // more than once: the regions of two iterations of its new loop overlap,
 // and running an update or a reduction again changes what it computes.
-func checkRunsOnce(prim string, f, g *ast.Func, name string, at []ast.Node) error {
+//
+// A consumer moved by reverse_compute_at must run each instance once even
+// when it is pure: it computes what one iteration produced, and an
+// instance run again ran before in an iteration that had not produced its
+// input yet (the produced part is not a box of its variables), reading
+// what is not written.
+func checkRunsOnce(prim string, f, g *ast.Func, name string, at []ast.Node, consumer bool) error {
 	blk, _, ok := findBlock(g, name)
-	if !ok || blk.IsPure() {
+	if !ok || blk.IsPure() && !consumer {
 		return nil
 	}
 	p, err := poly.Extract(g)
@@ -138,6 +144,9 @@ func checkRunsOnce(prim string, f, g *ast.Func, name string, at []ast.Node) erro
 		return nil
 	}
 	if iters, again := in.Repeat(); again {
+		if blk.IsPure() {
+			return illegal(prim, f, at, "at its new place block %s would run instance %s more than once, the earlier runs before their input is produced: what one iteration produces is not a box of the block's iteration variables", name, poly.IterString(blk, iters))
+		}
 		return illegal(prim, f, at, "block %s reads what it writes (or reduces), and at its new place it would run instance %s more than once: the regions of different iterations overlap", name, poly.IterString(blk, iters))
 	}
 	return nil

@@ -111,7 +111,7 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
 	}
-	if err := checkRunsOnce(prim, s.f, g, blk.Name, here); err != nil {
+	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, true); err != nil {
 		return err
 	}
 	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {
