@@ -347,6 +347,13 @@ func darkSlack(a, b Int) Int { return a.Sub(IntOf(1)).Mul(b.Sub(IntOf(1))) }
 func (sv *solver) solveInequalities(s *system) ([]Int, bool) {
 	k, exact := s.chooseVariable()
 	lower, upper, rest := s.bounds(k)
+	// A shadow has a row per pair of bounds: on a system that has grown
+	// large it alone would pass the budget (and memory) before the next
+	// system is counted, so it is counted before it is made.
+	if sv.work += int64(len(lower)*len(upper)+len(rest)) * int64(s.n); sv.work > maxSolveWork {
+		sv.exhausted = true
+		return nil, false
+	}
 	reduced := func(extra []row) *system {
 		t := &system{n: s.n - 1}
 		for _, r := range rest {

@@ -2,6 +2,7 @@ package poly
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -246,5 +247,31 @@ func TestOmegaBudget(t *testing.T) {
 	}
 	if x != nil && !s.satisfied(x) {
 		t.Fatalf("sample %v does not satisfy the system", x)
+	}
+}
+
+// TestOmegaShadowBudget: a system whose next Fourier-Motzkin shadow would
+// have millions of rows (thousands of lower and upper bounds of one
+// variable) is answered at once, cautiously, instead of building the
+// shadow (the long run met one that took 24 GiB).
+func TestOmegaShadowBudget(t *testing.T) {
+	const n = 3000
+	s := &system{n: 3}
+	for i := 1; i <= n; i++ {
+		// 7x + i*y + z >= -i and -7x - i*y - z >= -i*2: bounds on every variable
+		// without unit coefficients, so the shadow is not exact.
+		s.ineqs = append(s.ineqs, row{IntOf(int64(i)), IntOf(7), IntOf(int64(i)), IntOf(1)})
+		s.ineqs = append(s.ineqs, row{IntOf(int64(2 * i)), IntOf(-7), IntOf(int64(-i)), IntOf(-1)})
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, ok := s.sample()
+	runtime.ReadMemStats(&after)
+	if !ok {
+		t.Fatal("an undecided system must count as non-empty")
+	}
+	// The shadow would be 9 million rows, about a gigabyte.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Errorf("deciding it allocated %d MiB", alloc>>20)
 	}
 }
