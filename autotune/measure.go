@@ -189,7 +189,7 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 	if _, err := r.work(ctx, req); err != nil {
 		return "", err
 	}
-	if iterations(task.Func, task.Sizes) <= interpretLimit {
+	if Iterations(task.Func, task.Sizes) <= interpretLimit {
 		if err := checkAgainstInterpreter(task, path); err != nil {
 			return "", err
 		}
@@ -202,8 +202,10 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 // a reference (about a second).
 const interpretLimit = 2e6
 
-// iterations counts the block instances f runs.
-func iterations(f *ast.Func, sizes map[string]int64) float64 {
+// Iterations estimates the block instances f runs at sizes: for each
+// block the product of its loops' extents (an extent that depends on an
+// outer loop counts as 16). It is what interpreting f costs.
+func Iterations(f *ast.Func, sizes map[string]int64) float64 {
 	total := 0.0
 	eachBlock(f, func(_ *ast.ScheduleBlock, loops []*ast.For) {
 		n := 1.0

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/workload"
 )
@@ -232,45 +233,7 @@ func checkSizes(p, ref *fusion.Plan, sizes map[string]int64, full bool) (map[str
 func planInstances(p *fusion.Plan, sizes map[string]int64) float64 {
 	total := 0.0
 	for _, k := range p.Kernels {
-		total += instances(k.Func, sizes)
+		total += autotune.Iterations(k.Func, sizes)
 	}
-	return total
-}
-
-// instances estimates the block instances of f at sizes: for each block
-// the product of its loops' extents (an extent that depends on an outer
-// loop counts as 16).
-func instances(f *ast.Func, sizes map[string]int64) float64 {
-	subst := map[string]ast.Expr{}
-	for k, v := range sizes {
-		subst[k] = ast.I64(v)
-	}
-	extent := func(e ast.Expr) float64 {
-		if v, ok := ast.ConstIntValue(ast.Simplify(ast.Substitute(e, subst))); ok {
-			return float64(max(v, 0))
-		}
-		return 16
-	}
-	total := 0.0
-	var walk func(n ast.Stmt, iters float64)
-	walk = func(n ast.Stmt, iters float64) {
-		switch s := n.(type) {
-		case *ast.For:
-			walk(s.Body, iters*extent(s.Extent))
-		case *ast.Seq:
-			for _, st := range s.Stmts {
-				walk(st, iters)
-			}
-		case *ast.IfThenElse:
-			walk(s.Then, iters)
-			if s.Else != nil {
-				walk(s.Else, iters)
-			}
-		case *ast.ScheduleBlock:
-			total += iters
-			walk(s.Body, iters)
-		}
-	}
-	walk(f.Body, 1)
 	return total
 }

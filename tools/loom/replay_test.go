@@ -233,16 +233,9 @@ func (startFastest) Run(_ context.Context, _ *autotune.Task, cands []*autotune.C
 // says so, never a slower kernel; and the progress bar's last best is
 // the figure tune reports.
 func TestTuneKeepsAFasterStart(t *testing.T) {
-	c := workload.Matmul(16, 16, 16)
-	j := &job{Name: "gemm", Shape: "16x16x16", Case: c, Flops: 2 * 16 * 16 * 16}
+	j, tu := smallTune(startFastest{}, 4, 2)
+	c := j.Case
 	var bar strings.Builder
-	tu := &tuner{
-		threads: 1, builder: nopBuilder{}, runner: startFastest{},
-		opts:      autotune.Options{Trials: 4, Population: 4, Batch: 4, Seed: 1, Confirm: 2},
-		rules:     autotune.DefaultRules(),
-		target:    autotune.Target{VectorLanes: 8, Threads: 1},
-		targetKey: "test",
-	}
 	tu.opts.Progress = func(p autotune.Progress) { progressBar(&bar, p, j) }
 	sum, best, err := tu.tune(context.Background(), j)
 	if err != nil {
@@ -259,16 +252,8 @@ func TestTuneKeepsAFasterStart(t *testing.T) {
 // TestProgressAgreesWithResult: after the confirmation rounds the
 // progress bar's best is the best tune reports.
 func TestProgressAgreesWithResult(t *testing.T) {
-	c := workload.Matmul(16, 16, 16)
-	j := &job{Name: "gemm", Shape: "16x16x16", Case: c, Flops: 2 * 16 * 16 * 16}
+	j, tu := smallTune(hashRunner{}, 6, 3)
 	var last autotune.Progress
-	tu := &tuner{
-		threads: 1, builder: nopBuilder{}, runner: hashRunner{},
-		opts:      autotune.Options{Trials: 6, Population: 6, Batch: 3, Seed: 1, Confirm: 3},
-		rules:     autotune.DefaultRules(),
-		target:    autotune.Target{VectorLanes: 8, Threads: 1},
-		targetKey: "test",
-	}
 	tu.opts.Progress = func(p autotune.Progress) { last = p }
 	sum, _, err := tu.tune(context.Background(), j)
 	if err != nil {
@@ -279,5 +264,18 @@ func TestProgressAgreesWithResult(t *testing.T) {
 	}
 	if last.Round == 0 || last.Best*1e3 != sum.BestMs {
 		t.Errorf("the last progress (round %d) shows %g ms; tune reports %g ms", last.Round, last.Best*1e3, sum.BestMs)
+	}
+}
+
+// smallTune is a tuner of a 16³ gemm with a stand-in runner: trials
+// candidates, the confirm fastest measured again.
+func smallTune(r autotune.Runner, trials, confirm int) (*job, *tuner) {
+	c := workload.Matmul(16, 16, 16)
+	return &job{Name: "gemm", Shape: "16x16x16", Case: c, Flops: 2 * 16 * 16 * 16}, &tuner{
+		threads: 1, builder: nopBuilder{}, runner: r,
+		opts:      autotune.Options{Trials: trials, Population: trials, Batch: trials / 2, Seed: 1, Confirm: confirm},
+		rules:     autotune.DefaultRules(),
+		target:    autotune.Target{VectorLanes: 8, Threads: 1},
+		targetKey: "test",
 	}
 }
