@@ -87,7 +87,7 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{[]string{"fmt"}, 2, "usage: loom fmt"},
+		{[]string{"fmt"}, 2, "loom fmt: want at least one FILE as arguments, got 0"},
 		{[]string{"fmt", broken}, 1, "broken.loom:3:1: expected an expression"},
 		{[]string{"fmt", filepath.Join(dir, "missing.loom")}, 1, "no such file"},
 		{[]string{"run", bad}, 1, "out-of-bounds store to A[4]"},
@@ -187,6 +187,11 @@ func TestBench(t *testing.T) {
 	if e, _ := r["max_rel_err"].(float64); e > 1e-4 {
 		t.Errorf("max_rel_err %g", e)
 	}
+	// Every workload takes its sizes by name.
+	code, out, errs = runLoom(t, "bench", "-workload", "softmax", "-size", "R=64,D=128", "-threads", "1", "-json")
+	if code != 0 || !strings.Contains(out, `"shape":"64x128"`) {
+		t.Errorf("bench softmax at R=64,D=128: exit %d, %s\n%s", code, errs, out)
+	}
 	if code, _, errs := runLoom(t, "bench", "-workload", "nope"); code == 0 || !strings.Contains(errs, "unknown workload") {
 		t.Errorf("an unknown workload: exit %d, %s", code, errs)
 	}
@@ -243,8 +248,8 @@ func TestTune(t *testing.T) {
 	if n, c := strings.Count(string(data), "\n"), strings.Count(string(data), `"confirmed":2`); n != 14 || c != 6 {
 		t.Errorf("%d records in the database, %d confirmed; want 8 trials and 6 confirmed", n, c)
 	}
-	for _, ext := range []string{".ll", ".o", ".h"} {
-		if _, err := os.Stat(filepath.Join(dir, "gemm"+ext)); err != nil {
+	for _, file := range []string{"gemm.ll", "gemm.o", "gemm.h", "loomrt.c"} {
+		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -328,6 +333,9 @@ func TestTunedCommands(t *testing.T) {
 		}
 		if code, _, errs := runLoom(t, name, "-h"); code != 0 || !strings.Contains(errs, "usage: loom "+name) {
 			t.Errorf("%s -h: exit %d, %s", name, code, errs)
+		}
+		if code, _, errs := runLoom(t, "help", name); code != 0 || !strings.Contains(errs, "usage: loom "+name) {
+			t.Errorf("help %s: exit %d, %s", name, code, errs)
 		}
 	}
 }

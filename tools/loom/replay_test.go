@@ -130,7 +130,6 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/bench"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
