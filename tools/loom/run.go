@@ -65,7 +65,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 		need += n * int64(max(p.DType.Bytes(), 1))
 	}
-	if err := sysmem.Check("the arguments of "+f.Name, need); err != nil {
+	if err := sysmem.Check("the arguments of "+f.Name+" (twice their size, with room for the interpreter)", 2*need); err != nil {
 		fmt.Fprintf(stderr, "loom run: %v\n", err)
 		return 1
 	}
