@@ -88,7 +88,7 @@ var Workloads = []Workload{
 		Dims: []Dim{
 			{"S1", 64, "the first symbolic dimension"},
 			{"S2", 128, "the second symbolic dimension"},
-			{"D", 1024, "the reduced (last) dimension, a constant of the function"},
+			{"D", 1024, "the reduced last dimension, a constant of the function"},
 		},
 		build: func(d Sizes) (workload.Case, error) { return workload.NewChain(d["S1"], d["S2"], d["D"]) },
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["S1"], d["S2"], d["D"]) },
@@ -101,7 +101,7 @@ var Workloads = []Workload{
 			{"C", 64, "input channels"},
 			{"H", 56, "height"},
 			{"W", 56, "width"},
-			{"K", 64, "output channels (3x3 filters, padding 1, stride 1)"},
+			{"K", 64, "output channels; 3x3 filters, padding 1, stride 1"},
 		},
 		build: func(d Sizes) (workload.Case, error) {
 			return workload.NewConv2D(d["B"], d["C"], d["H"], d["W"], d["K"])

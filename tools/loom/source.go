@@ -122,7 +122,7 @@ func (src *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&src.workload, "workload", "gemm", "a built-in workload: "+workloadNames())
 	fs.StringVar(&src.graph, "graph", "", "a JSON operator graph (see fusion/doc.go): act on each of its fused kernels instead of -workload")
 	fs.StringVar(&src.fn, "func", "", "a function of your own in loom's text form (a .loom file, see loom fmt): act on it instead of -workload, with -size NAME=VALUE for each of its symbolic sizes")
-	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
+	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph or -func (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 }
 
 // parse parses a command's flags and returns the jobs they name; when ok
