@@ -305,7 +305,7 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		if err := w.Hand(s, hand.Config{Threads: threads, VectorBits: opts.VectorBits}); err != nil {
-			return nil, fmt.Errorf("hand schedule of %s: %s", w.Name, schedule.Explain(err))
+			return nil, fmt.Errorf("the hand-written schedule of %s, written for sizes like its defaults (%s), does not apply at %s (try -schedule none, or tune it): %s", w.Name, w.example(), w.Shape(d), schedule.Explain(err))
 		}
 		f = s.Func()
 	case "tuned", "trace":
