@@ -110,10 +110,15 @@ func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, rf *
 		if threads == 0 {
 			threads = runtime.NumCPU()
 		}
-		if err := w.Hand(s, hand.Config{Threads: threads, VectorBits: llvm.Host().VectorBits()}); err != nil {
+		err = w.Hand(s, hand.Config{Threads: threads, VectorBits: llvm.Host().VectorBits()})
+		switch {
+		case err == nil:
+			return s.Func(), "the hand-written one", nil
+		case sched == "hand":
 			return nil, "", err
 		}
-		return s.Func(), "the hand-written one", nil
+		// auto: the hand-written schedule does not fit these sizes.
+		return f, "none; the hand-written one does not apply at these sizes", nil
 	}
 	if sched == "hand" {
 		return nil, "", fmt.Errorf("only the built-in workloads have a hand-written schedule")
