@@ -24,6 +24,21 @@ func findBlock(f *ast.Func, name string) (*ast.ScheduleBlock, place, bool) {
 	return found, at, found != nil
 }
 
+// blockPlaces returns the place of every block of f, by name, in one walk
+// (findBlock for each block would walk f once per block).
+func blockPlaces(f *ast.Func) map[string]place {
+	at := map[string]place{}
+	walkPlaces(f.Body, nil, func(s ast.Stmt, p place) bool {
+		if b, ok := s.(*ast.ScheduleBlock); ok {
+			if _, seen := at[b.Name]; !seen {
+				at[b.Name] = p
+			}
+		}
+		return true
+	})
+	return at
+}
+
 // findLoop returns the loop whose variable is named name and its place.
 func findLoop(f *ast.Func, name string) (*ast.For, place, bool) {
 	var found *ast.For

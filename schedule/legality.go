@@ -60,9 +60,10 @@ func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func
 // iteration vector more than once (a recomputed producer, a skewed nest).
 func unchangedLoops(f, g *ast.Func) map[string][]string {
 	keep := map[string][]string{}
+	olds, news := blockPlaces(f), blockPlaces(g)
 	for _, b := range g.Blocks() {
-		_, newAt, _ := findBlock(g, b.Name)
-		_, oldAt, ok := findBlock(f, b.Name)
+		newAt := news[b.Name]
+		oldAt, ok := olds[b.Name]
 		if !ok {
 			continue
 		}
