@@ -239,7 +239,11 @@ func (src *source) jobs() ([]*job, error) {
 		for _, s := range k.Func.Sizes {
 			dims = append(dims, fmt.Sprintf("%s=%d", s.Name, sizes[s.Name]))
 		}
-		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: workload.Case{Name: k.Name, Func: k.Func, Sizes: sizes}})
+		c := workload.Case{Name: k.Name, Func: k.Func, Sizes: sizes}
+		if err := checkCase(c); err != nil {
+			return nil, fmt.Errorf("%s: kernel %s at %s: %v", src.graph, k.Name, strings.Join(dims, ","), err)
+		}
+		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: c})
 	}
 	return out, nil
 }
@@ -283,19 +287,26 @@ func (src *source) funcJob() ([]*job, error) {
 		}
 	}
 	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
-	for _, p := range f.Params {
-		if _, err := ast.DataSize(p, sizes); err != nil {
-			return nil, fmt.Errorf("%s: %v", src.fn, err)
-		}
-	}
-	if err := sysmem.Check("function "+f.Name, 3*c.Bytes()); err != nil {
-		return nil, err
+	if err := checkCase(c); err != nil {
+		return nil, fmt.Errorf("%s: %v", src.fn, err)
 	}
 	shape := strings.Join(dims, ",")
 	if shape == "" {
 		shape = paramShapes(f)
 	}
 	return []*job{{Name: f.Name, Shape: shape, Case: c}}, nil
+}
+
+// checkCase refuses a function at sizes whose buffers the interpreter
+// cannot hold, or whose arguments (with the reference's copy and a
+// candidate's run) do not fit in the memory available.
+func checkCase(c workload.Case) error {
+	for _, p := range c.Func.Params {
+		if _, err := ast.DataSize(p, c.Sizes); err != nil {
+			return err
+		}
+	}
+	return sysmem.Check("function "+c.Func.Name, 3*c.Bytes())
 }
 
 // paramShapes describes a function without symbolic sizes by its
