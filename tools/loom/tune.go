@@ -114,6 +114,13 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	default:
 		return fail(fmt.Errorf("unknown -target %q (have cpu, cuda)", *target))
 	}
+	if *out != "" {
+		// Before the search, not after it: a directory that cannot be
+		// made would throw the search's result away.
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fail(fmt.Errorf("-out: %v", err))
+		}
+	}
 	nt := *threads
 	if nt <= 0 {
 		nt = runtime.NumCPU()
