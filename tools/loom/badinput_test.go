@@ -75,6 +75,7 @@ ls = split(l0, [`+strings.Repeat("1, ", 1999)+`-1])
 		{args: []string{"bench", "-threads", "-1"}, want: "-threads -1: want at least 0"},
 		{args: []string{"tune", "-bogus"}, want: "flag provided but not defined: -bogus"},
 		{args: []string{"tune", "-workload", "gemm", "extra"}, want: `unexpected argument "extra"`},
+		{args: []string{"tune", "-workload", "gemm", "-size", "8", "-out", empty}, want: "-out: mkdir"},
 		{args: []string{"lower", "-workload", "nope"}, want: `unknown workload "nope"`},
 		{args: []string{"fuse", "-dump", "bogus", graph}, want: "-dump bogus: no such pass"},
 		{args: []string{"fuse"}, want: "want one GRAPH.json as arguments"},
