@@ -7,7 +7,7 @@ GO ?= go
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
 test: tools check
-	$(GO) test ./...
+	$(GO) test -timeout 30m ./...
 
 # tools installs what the tests need besides Go: clang-14, which compiles
 # the generated CUDA to PTX on machines without a GPU, and g++ (C++20),
