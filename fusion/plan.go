@@ -205,11 +205,44 @@ func NewData(t *Tensor, sizes map[string]int64) (any, error) {
 	return ast.NewData(ast.NewBuffer(t.Name, t.DType, ast.I64(v)), nil)
 }
 
+// Bytes returns the bytes of every buffer of the plan at sizes (inputs,
+// constants, intermediates and outputs, each allocated whole): what
+// executing it without reuse takes.
+func (p *Plan) Bytes(sizes map[string]int64) (int64, error) {
+	if err := p.checkSizes(sizes); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, b := range p.Buffers {
+		n, err := b.Tensor.Shape.Elems()
+		if err != nil {
+			return 0, err
+		}
+		v, err := n.Eval(sizes)
+		if err != nil {
+			return 0, err
+		}
+		bytes, ok := mul64(max(v, 0), int64(max(b.Tensor.DType.Bytes(), 1)))
+		if !ok || total+bytes < total {
+			return 0, errDimOverflow
+		}
+		total += bytes
+	}
+	return total, nil
+}
+
 // Interpret runs the plan's kernels one after the other with the
 // interpreter of package ast: the reference every compiled plan is
 // checked against. inputs holds one Go slice per graph input (see
 // ast.GoType); the result holds the outputs.
 func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[string]any, error) {
+	return p.Execute(sizes, inputs, ast.Interpret)
+}
+
+// Execute runs the plan's kernels one after the other with run (the
+// interpreter, as Interpret does, or compiled kernels), which gets each
+// kernel's function, its sizes and its buffers' data by name.
+func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f *ast.Func, sizes map[string]int64, args map[string]any) error) (map[string]any, error) {
 	if err := p.checkSizes(sizes); err != nil {
 		return nil, err
 	}
@@ -242,7 +275,7 @@ func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[str
 		for _, s := range k.Func.Sizes {
 			ks[s.Name] = sizes[s.Name]
 		}
-		if err := ast.Interpret(k.Func, ks, args); err != nil {
+		if err := run(k.Func, ks, args); err != nil {
 			return nil, fmt.Errorf("fusion: kernel %s: %w", k.Name, err)
 		}
 	}

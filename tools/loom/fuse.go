@@ -12,7 +12,10 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -43,6 +46,7 @@ type fuseCheck struct {
 	Check     string           `json:"check"`
 	MaxRelErr float64          `json:"max_rel_err"`
 	Sizes     map[string]int64 `json:"sizes,omitempty"` // the sizes it was checked at
+	With      string           `json:"with"`            // "interpreter" or "compiled"
 	OK        bool             `json:"ok"`
 }
 
@@ -63,9 +67,10 @@ the memory plan and checks the fused kernels against one kernel per
 operator with the interpreter, on random inputs.
 
 The check interprets both plans, which at a real layer's sizes takes
-minutes: by default (-check auto) it runs at the sizes given when that is
-cheap, else at smaller values of the graph's symbols, else not at all, and
-says which; -check full runs it at the sizes given, whatever it costs.
+minutes: by default (-check auto) it interprets at the sizes given when
+that is cheap, else at smaller values of the graph's symbols, else (a layer
+of fixed shape) runs both plans compiled with LLVM at the sizes given, and
+says which; -check full interprets at the sizes given, whatever it costs.
 -json prints one JSON object per line: each kernel, the memory plan and
 each check.`, stderr)
 	dump := fs.String("dump", "", "print the graph after these passes (comma-separated: "+strings.Join(fusion.DumpNames(), ",")+")")
@@ -144,13 +149,25 @@ each check.`, stderr)
 		return 1
 	}
 	at, note := checkSizes(p, ref, sizes, *check == "full")
+	runKernel, with := ast.Interpret, "interpreter"
 	if at == nil {
-		if *asJSON {
-			enc.Encode(fuseSkipped{note})
-		} else {
-			fmt.Fprintf(stdout, "check skipped: %s\n", note)
+		// Too much to interpret even at smaller sizes (a layer of fixed
+		// shape): both plans compiled, at the sizes given.
+		at, runKernel, with = sizes, runCompiled, "compiled"
+		note = "the sizes given with compiled kernels: " + note
+		need, err := p.Bytes(at)
+		if err == nil {
+			refBytes, _ := ref.Bytes(at)
+			err = sysmem.Check("checking the plan", need+refBytes)
 		}
-		return 0
+		if err != nil {
+			if *asJSON {
+				enc.Encode(fuseSkipped{err.Error()})
+			} else {
+				fmt.Fprintf(stdout, "check skipped: %v\n", err)
+			}
+			return 0
+		}
 	}
 	if note != "" && !*asJSON {
 		fmt.Fprintf(stdout, "check at %s\n", note)
@@ -170,12 +187,12 @@ each check.`, stderr)
 		}
 		in[x.Name] = d
 	}
-	got, err := p.Interpret(at, in)
+	got, err := p.Execute(at, in, runKernel)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	want, err := ref.Interpret(at, in)
+	want, err := ref.Execute(at, in, runKernel)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -188,7 +205,7 @@ each check.`, stderr)
 			status = 1
 		}
 		if *asJSON {
-			c := fuseCheck{Check: t.Name, MaxRelErr: e, OK: ok}
+			c := fuseCheck{Check: t.Name, MaxRelErr: e, With: with, OK: ok}
 			if len(at) > 0 {
 				c.Sizes = at
 			}
@@ -218,7 +235,7 @@ func checkSizes(p, ref *fusion.Plan, sizes map[string]int64, full bool) (map[str
 			}
 		}
 		if !shrunk {
-			return nil, fmt.Sprintf("interpreting the plans takes about %.3g block instances at these sizes, more than the default check's %d (-check full runs it)", cost(sizes), checkBudget)
+			return nil, fmt.Sprintf("interpreting the plans would take about %.3g block instances, more than the default check's %d (-check full interprets them)", cost(sizes), checkBudget)
 		}
 	}
 	var parts []string
@@ -227,6 +244,16 @@ func checkSizes(p, ref *fusion.Plan, sizes map[string]int64, full bool) (map[str
 	}
 	sort.Strings(parts)
 	return at, fmt.Sprintf("%s, smaller than the sizes given (-check full checks at those)", strings.Join(parts, ","))
+}
+
+// runCompiled runs a kernel compiled with LLVM, for checks too large to
+// interpret.
+func runCompiled(f *ast.Func, sizes map[string]int64, args map[string]any) error {
+	k, err := native.Compile(f, llvm.Options{})
+	if err != nil {
+		return err
+	}
+	return k.Run(sizes, args)
 }
 
 // planInstances estimates the block instances interpreting a plan runs.

@@ -488,6 +488,15 @@ func TestFuseJSONAndCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "smaller than the sizes given (-check full checks at those)") || !strings.Contains(out, "check Out: max relative error 0") {
 		t.Errorf("fuse at T=1000000: exit %d, %s\n%.3000s", code, errs, out)
 	}
+	// A layer of fixed shape too large to interpret is checked compiled.
+	layer := filepath.Join(t.TempDir(), "layer.json")
+	os.WriteFile(layer, []byte(`{"name": "layer", "inputs": [{"name": "X", "dtype": "float32", "shape": [196, 256]}, {"name": "W", "dtype": "float32", "shape": [256, 1024]}, {"name": "B", "dtype": "float32", "shape": [1024]}],
+		"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "H"}, {"op": "add", "inputs": ["H", "B"], "output": "HB"}, {"op": "relu", "inputs": ["HB"], "output": "Y"}],
+		"outputs": ["Y"]}`), 0o644)
+	objs = checkJSONLines(t, []string{"check", "with"}, "fuse", "-json", layer)
+	if last := objs[len(objs)-1]; last["with"] != "compiled" || last["ok"] != true {
+		t.Errorf("the layer's check: %v", last)
+	}
 	if code, out, _ := runLoom(t, "fuse", "-size", "T=1000000", "-check", "off", graph); code != 0 || strings.Contains(out, "check Out") {
 		t.Errorf("-check off: exit %d\n%.2000s", code, out)
 	}
