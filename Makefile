@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test ./ast -run '^$$' -fuzz '^FuzzParseExpr$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./poly -run '^$$' -fuzz '^FuzzParseSet$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzParseTraceText$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzParseTrace$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzSchedule$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./codegen/llvm -run '^$$' -fuzz '^FuzzLower$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzGraph$$' -fuzztime $(FUZZTIME)

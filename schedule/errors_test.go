@@ -286,3 +286,31 @@ func TestReplayOutputCount(t *testing.T) {
 		t.Errorf("a matching trace: %v", err)
 	}
 }
+
+// FuzzParseTrace feeds arbitrary bytes to the JSON trace reader (what
+// records store, what loom bench -trace reads) and replays what it
+// accepts: neither may panic, and an error must say where when it can.
+//
+//	go test ./schedule -run '^$' -fuzz FuzzParseTrace -fuzztime 1m
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{
+		`{"insts":[{"kind":"get_block","args":[{"str":"C"}],"outputs":["b0"]}]}`,
+		`{"insts":[{"kind":"get_loop","args":[{"str":"i"}],"outputs":["l0"]},{"kind":"split","args":[{"rv":"l0"},{"list":[{"int":2},{"int":-1}]}],"outputs":["l1","l2"]}]}`,
+		`{"insts": [`, "{\n  \"insts\": 7\n}", `{}`, `{"insts":[]} {}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	fn := workload.Matmul(8, 8, 8).Func
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ParseTrace(data)
+		if err != nil {
+			return
+		}
+		s, err := Replay(fn, tr, nil)
+		if err == nil {
+			if err := ast.Verify(s.Func()); err != nil {
+				t.Fatalf("replay produced an ill-formed function: %v", err)
+			}
+		}
+	})
+}
