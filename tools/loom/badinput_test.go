@@ -64,6 +64,7 @@ ls = split(l0, [`+strings.Repeat("1, ", 1999)+`-1])
 		{args: []string{"tune", "-graph", graph, "-size", "T=8,Q=3"}, want: "has no symbol Q"},
 		{args: []string{"tune", "-graph", graph, "-size", "T=2147483647"}, want: "kernel mlp_0 at T=2147483647: ast: interpret: buffer X is larger than"},
 		{args: []string{"tune", "-graph", graph, "-size", "64"}, want: "-graph takes its symbols' values as -size NAME=VALUE"},
+		{args: []string{"tune", "-workload", "gemm", "-graph", graph, "-size", "T=4"}, want: "-workload and -graph name two sources; give one"},
 		{args: []string{"run", "-size", "N=-5", bigFunc}, want: "want a whole number from 0 to 2147483647"},
 		{args: []string{"run", "-size", "N=2000000000", bigFunc}, want: "larger than 1073741824 elements", multi: true},
 		// Flags: unknown or out-of-range values are errors.

@@ -135,6 +135,14 @@ func (src *source) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (job
 	if !noArgs(fs, stderr) {
 		return nil, 2, false
 	}
+	if src.graph != "" || src.fn != "" {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "workload" })
+		if set {
+			fmt.Fprintf(stderr, "loom %s: -workload and %s name two sources; give one\n", fs.Name(), map[bool]string{true: "-graph", false: "-func"}[src.graph != ""])
+			return nil, 2, false
+		}
+	}
 	jobs, err := src.jobs()
 	if err != nil {
 		fmt.Fprintf(stderr, "loom %s: %v\n", fs.Name(), err)
