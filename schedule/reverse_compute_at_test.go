@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -55,5 +56,44 @@ func TestReverseComputeAtUnderFusedLoop(t *testing.T) {
 	k20, _ := s2.GetLoop("k_0")
 	if err := s2.ReverseComputeAt(d2, k20); errors.Is(err, ErrInternal) || err == nil {
 		t.Errorf("with the validator on: %v, want the primitive's refusal", err)
+	}
+}
+
+// TestReverseComputeInlinePredicated is the long run's finding in
+// predicate_tri: T writes only the triangle i + j < N; inlined into the
+// cache block that reads X, its store ran over the whole square and
+// overwrote the rest of T. A predicated block is not inlined.
+func TestReverseComputeInlinePredicated(t *testing.T) {
+	f, err := ast.Parse(`func predicate_tri[N: int32](X: float32[N, N], T: float32[N, N], Out: float32[N, N]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, N) {
+      serial for (j, 0, N) {
+        ScheduleBlock(T) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, N), vj = spatial(0, N))
+          predicate(i + j < N)
+          reads(X[vi, vj])
+          writes(T[vi, vj])
+          T[vi, vj] = X[vi, vj] * 3.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(f, WithValidation(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := s.GetBlock("T")
+	if _, err := s.CacheRead(blk, "X", "local"); err != nil {
+		t.Fatal(Explain(err))
+	}
+	blk, _ = s.GetBlock("T")
+	err = s.ReverseComputeInline(blk)
+	if !errors.Is(err, ErrIllegal) || !strings.Contains(err.Error(), "has a predicate") {
+		t.Fatalf("reverse_compute_inline of the predicated block: %v, want a refusal", err)
 	}
 }

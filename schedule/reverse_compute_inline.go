@@ -28,6 +28,11 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 		return illegal(prim, s.f, here, "block %s is a reduction; only element-wise blocks can be inlined", blk.Name)
 	case st == nil:
 		return illegal(prim, s.f, here, "the body of block %s is not a single store", blk.Name)
+	case blk.Predicate != nil:
+		// Found by the long run: the producer's nest runs the whole
+		// domain, so the inlined store would write what the predicate
+		// kept the block from writing.
+		return illegal(prim, s.f, here, "block %s has a predicate: it writes only part of its domain, and inlined into its producer it would write all of it", blk.Name)
 	}
 	// The produced buffer: the one b reads that a single other block writes.
 	var buf *ast.Buffer
