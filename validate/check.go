@@ -48,7 +48,10 @@ func check(pf, pg *poly.Program, stats *Stats) error {
 	if err := v.order(); err != nil {
 		return err
 	}
-	return v.bounds()
+	if err := v.bounds(); err != nil {
+		return err
+	}
+	return v.outputs()
 }
 
 // instances asks the first question: a kept block runs the same iteration

@@ -8,7 +8,7 @@
 // silently wrong kernel.
 //
 // [Check] compares the two functions block by block (blocks are matched by
-// name) and asks three questions:
+// name) and asks four questions:
 //
 //   - Instances: a block kept by the step runs the same instances
 //     (iteration vectors) as before, each exactly once. Only a pure block
@@ -24,11 +24,19 @@
 //     must follow every read and write it followed before.
 //   - Bounds: every load and store of the new function stays inside its
 //     buffer, at every instance that reaches it.
+//   - Outputs: every argument of the function is written at the same
+//     cells, whichever blocks write them now: a store inlined into another
+//     block must not write cells a predicate kept it from, and none may be
+//     left unwritten. The one exception is a copy back from a cache that a
+//     copy from the argument filled first (cache_write of a block that
+//     writes part of its box): it writes the other cells with their own
+//     values.
 //
 // Blocks the step adds (caches, the init of a decomposed reduction, the
 // partial sums of rfactor) or removes (inlined blocks), and blocks whose
-// iteration variables it changes, are outside the first two questions;
-// the interpreter checks them in the tests. A function the model cannot
+// iteration variables it changes, are outside the first two questions
+// (the fourth still sees what they write); the interpreter checks them in
+// the tests. A function the model cannot
 // hold (a non-affine binding or bound it must approximate) makes Check
 // answer ErrUnsupported rather than guess.
 package validate
