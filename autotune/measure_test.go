@@ -96,6 +96,38 @@ func TestRunnerIsolation(t *testing.T) {
 	}
 }
 
+// TestLongReductionInAnotherOrder: a column sum of 4096 floats taken in
+// another order differs from the reference by more than the fixed
+// tolerance, by rounding alone; the error bound of the reduction accepts
+// it, and still rejects a sum with one term missing.
+func TestLongReductionInAnotherOrder(t *testing.T) {
+	b, r := testRunner(t)
+	const src = `func colsum(X: float32[4096, 256], Y: float32[256]) {
+  serial for (j, 0, 256) {
+    Y[j] = 0.0f
+    serial for (i, FIRST, 4096) { Y[j] = Y[j] + X[ROW, j] }
+  }
+}`
+	variant := func(first, row string) *ast.Func {
+		return mustParse(t, strings.NewReplacer("FIRST", first, "ROW", row).Replace(src))
+	}
+	task := &Task{Name: "colsum", Func: variant("0", "i")}
+	cands := []*Candidate{{Func: variant("0", "4095 - i")}, {Func: variant("1", "i")}}
+	builds := b.Build(context.Background(), task, cands)
+	for i, br := range builds {
+		if br.Err != nil {
+			t.Fatalf("candidate %d: build: %v", i, br.Err)
+		}
+	}
+	runs := r.Run(context.Background(), task, cands, builds)
+	if runs[0].Err != nil {
+		t.Errorf("the sum in reverse order: %v", runs[0].Err)
+	}
+	if runs[1].Err == nil || !strings.Contains(runs[1].Err.Error(), "error bound") {
+		t.Errorf("the sum without its first term: %v, want a wrong result beyond the error bound", runs[1].Err)
+	}
+}
+
 // TestCUDAMeasure: the GPU builder lowers candidates (refusing, with the
 // CUDA writer's reason, one that binds no loop to threads). On a machine
 // without CUDA the GPU runner's workers answer each candidate with CUDA's
