@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Builder describes a computation in the style of tensor expressions
@@ -413,15 +414,51 @@ func RegionsOf(loads []*Load) []Region {
 			}
 			distinct = append(distinct, l)
 		}
-		if r, ok := hullRegion(buf, distinct); ok {
-			rs = append(rs, r)
-			continue
+		if !slices.ContainsFunc(distinct, dataDependent) {
+			if r, ok := hullRegion(buf, distinct); ok {
+				rs = append(rs, r)
+				continue
+			}
 		}
 		for _, l := range distinct {
-			rs = append(rs, pointRegion(buf, l.Indices))
+			rs = append(rs, loadRegion(buf, l.Indices))
 		}
 	}
 	return rs
+}
+
+// dataDependent reports whether an index of l loads from a buffer (a
+// gather): which element it reads is known only when it runs.
+func dataDependent(l *Load) bool {
+	for _, e := range l.Indices {
+		if containsLoad(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsLoad(e Expr) bool {
+	found := false
+	Inspect(e, func(n Node) bool {
+		_, isLoad := n.(*Load)
+		found = found || isLoad
+		return !found
+	})
+	return found
+}
+
+// loadRegion is the region of one load: its point, except along the
+// dimensions whose index loads from a buffer, where it is the whole
+// extent.
+func loadRegion(buf *Buffer, indices []Expr) Region {
+	r := pointRegion(buf, indices)
+	for d, e := range indices {
+		if containsLoad(e) {
+			r.Ranges[d] = Range{Min: Zero(buf.Shape[d].Type()), Extent: buf.Shape[d]}
+		}
+	}
+	return r
 }
 
 // hullRegion merges loads whose indices differ, dimension by dimension, only

@@ -74,11 +74,17 @@ type Attrs struct {
 	Starts    []int64   `json:"starts,omitempty"`    // slice
 	Ends      []int64   `json:"ends,omitempty"`      // slice
 	Steps     []int64   `json:"steps,omitempty"`     // slice
-	Strides   []int64   `json:"strides,omitempty"`   // conv2d
-	Pads      []int64   `json:"pads,omitempty"`      // conv2d: top, left, bottom, right
-	Dilations []int64   `json:"dilations,omitempty"` // conv2d
-	DType     string    `json:"dtype,omitempty"`     // cast
-	Epsilon   *float64  `json:"epsilon,omitempty"`   // layernorm, rms_norm
+	Strides   []int64   `json:"strides,omitempty"`   // convolutions, pooling
+	Pads      []int64   `json:"pads,omitempty"`      // convolutions, pooling, pad: the begins of every axis, then the ends
+	Dilations []int64   `json:"dilations,omitempty"` // convolutions, max_pool2d
+	Groups    *int64    `json:"groups,omitempty"`    // convolutions
+	// KernelShape is a pooling window's taps along each spatial axis.
+	KernelShape     []int64  `json:"kernel_shape,omitempty"`
+	CountIncludePad bool     `json:"count_include_pad,omitempty"` // avg_pool2d: divide by the whole window
+	Value           *float64 `json:"value,omitempty"`             // pad: the border's value (0)
+	DType           string   `json:"dtype,omitempty"`             // cast
+	Epsilon         *float64 `json:"epsilon,omitempty"`           // layernorm, rms_norm, batch_norm
+	Approximate     string   `json:"approximate,omitempty"`       // gelu: "tanh" for the tanh form
 }
 
 // clone returns a deep copy of a.
@@ -87,6 +93,15 @@ func (a Attrs) clone() Attrs {
 	b.Axes, b.Perm, b.Shape = slices.Clone(a.Axes), slices.Clone(a.Perm), slices.Clone(a.Shape)
 	b.Starts, b.Ends, b.Steps = slices.Clone(a.Starts), slices.Clone(a.Ends), slices.Clone(a.Steps)
 	b.Strides, b.Pads, b.Dilations = slices.Clone(a.Strides), slices.Clone(a.Pads), slices.Clone(a.Dilations)
+	b.KernelShape = slices.Clone(a.KernelShape)
+	if a.Groups != nil {
+		v := *a.Groups
+		b.Groups = &v
+	}
+	if a.Value != nil {
+		v := *a.Value
+		b.Value = &v
+	}
 	if a.Axis != nil {
 		v := *a.Axis
 		b.Axis = &v

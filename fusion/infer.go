@@ -213,11 +213,11 @@ func (u *unifier) node(i int, n *Node) error {
 		if info.float && !in.DType.IsFloat() {
 			return nodeErr(i, n, fmt.Sprintf("inputs[%d]", j), "%s needs floating-point inputs, %s is %s", n.Op, in.Name, in.DType)
 		}
-		if in.DType == ast.Bool && n.Op != "cast" && n.Op != "identity" && info.kind != Injective {
+		if in.DType == ast.Bool && n.Op != "cast" && n.Op != "identity" && info.kind != Injective && !(n.Op == "where" && j == 0) {
 			return nodeErr(i, n, fmt.Sprintf("inputs[%d]", j), "%s does not take bool input %s", n.Op, in.Name)
 		}
-		if j > 0 && in.DType != n.Inputs[0].DType && n.Op != "layernorm" && n.Op != "rms_norm" {
-			return nodeErr(i, n, "inputs", "%s mixes dtypes: %s is %s but %s is %s", n.Op, n.Inputs[0].Name, n.Inputs[0].DType, in.Name, in.DType)
+		if err := mixedDTypes(i, n, j); err != nil {
+			return err
 		}
 	}
 	c := &inferCtx{u: u, i: i, n: n, ins: ins}
@@ -231,6 +231,31 @@ func (u *unifier) node(i int, n *Node) error {
 		}
 	}
 	n.Output.Shape, n.Output.DType = shape, dt
+	return nil
+}
+
+// mixedDTypes checks input j's dtype against the others of n: the same
+// for most operators; gather's indices are integers, where's condition is
+// a bool and its branches agree, and the norms take their own weights.
+func mixedDTypes(i int, n *Node, j int) error {
+	in := n.Inputs[j]
+	switch n.Op {
+	case "layernorm", "rms_norm":
+		return nil
+	case "gather":
+		if j == 1 && !in.DType.IsInt() {
+			return nodeErr(i, n, "inputs[1]", "gather needs integer indices, %s is %s", in.Name, in.DType)
+		}
+		return nil
+	case "where":
+		if j == 2 && in.DType != n.Inputs[1].DType {
+			return nodeErr(i, n, "inputs", "where mixes dtypes: %s is %s but %s is %s", n.Inputs[1].Name, n.Inputs[1].DType, in.Name, in.DType)
+		}
+		return nil
+	}
+	if j > 0 && in.DType != n.Inputs[0].DType {
+		return nodeErr(i, n, "inputs", "%s mixes dtypes: %s is %s but %s is %s", n.Op, n.Inputs[0].Name, n.Inputs[0].DType, in.Name, in.DType)
+	}
 	return nil
 }
 
@@ -355,6 +380,8 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 	case "add", "sub", "mul", "div", "max", "min", "pow":
 		s, err := c.broadcast(ins[0], ins[1])
 		return s, dt, err
+	case "silu", "softplus":
+		return ins[0], dt, nil
 	case "broadcast_to":
 		target, err := c.attrShape()
 		if err != nil {
@@ -427,8 +454,32 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 	case "matmul":
 		s, err := c.matmul()
 		return s, dt, err
-	case "conv2d":
-		s, err := c.conv2d()
+	case "conv1d", "conv2d", "conv3d":
+		s, err := c.conv()
+		return s, dt, err
+	case "max_pool2d", "avg_pool2d":
+		s, err := c.pool()
+		return s, dt, err
+	case "pad":
+		s, err := c.pad()
+		return s, dt, err
+	case "gather":
+		s, err := c.gather()
+		return s, dt, err
+	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal":
+		s, err := c.broadcast(ins[0], ins[1])
+		return s, ast.Bool, err
+	case "where":
+		if n.Inputs[0].DType != ast.Bool {
+			return nil, 0, c.errf("inputs[0]", "where needs a bool condition, %s is %s", n.Inputs[0].Name, n.Inputs[0].DType)
+		}
+		s, err := c.broadcast(ins[0], ins[1])
+		if err == nil {
+			s, err = c.broadcast(s, ins[2])
+		}
+		return s, n.Inputs[1].DType, err
+	case "batch_norm":
+		s, err := c.batchNorm()
 		return s, dt, err
 	case "softmax":
 		if len(ins[0]) == 0 {
@@ -467,6 +518,10 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 		}
 		s, err := c.u.canonShape(ins[0])
 		return s, dt, err
+	case "gelu":
+		if a.Approximate != "" && a.Approximate != "none" && a.Approximate != "tanh" {
+			return nil, 0, c.errf("attrs.approximate", "gelu's approximate is \"none\" or \"tanh\", got %q", a.Approximate)
+		}
 	}
 	// Element-wise unary.
 	return ins[0], dt, nil
@@ -650,77 +705,6 @@ func (c *inferCtx) matmul() (Shape, error) {
 	}
 	out := append(batch, a[len(a)-2], b[len(b)-1])
 	return c.u.canonShape(out)
-}
-
-// convGeometry is conv2d's attributes with their defaults.
-type convGeometry struct {
-	strides, dilations [2]int64
-	pads               [4]int64 // top, left, bottom, right
-}
-
-func (c *inferCtx) convAttrs() (convGeometry, error) {
-	a := c.n.Attrs
-	g := convGeometry{strides: [2]int64{1, 1}, dilations: [2]int64{1, 1}}
-	for _, f := range []struct {
-		name string
-		v    []int64
-		dst  []int64
-		lo   int64
-	}{{"strides", a.Strides, g.strides[:], 1}, {"dilations", a.Dilations, g.dilations[:], 1}, {"pads", a.Pads, g.pads[:], 0}} {
-		if f.v == nil {
-			continue
-		}
-		if len(f.v) != len(f.dst) {
-			return g, c.errf("attrs."+f.name, "%s needs %d entries, got %d", f.name, len(f.dst), len(f.v))
-		}
-		for k, x := range f.v {
-			if x < f.lo || x > 1<<20 {
-				return g, c.errf("attrs."+f.name, "%s[%d] = %d is out of range", f.name, k, x)
-			}
-		}
-		copy(f.dst, f.v)
-	}
-	return g, nil
-}
-
-func (c *inferCtx) conv2d() (Shape, error) {
-	x, w := c.ins[0], c.ins[1]
-	if len(x) != 4 || len(w) != 4 {
-		return nil, c.errf("inputs", "conv2d needs NCHW input and FCKhKw weights, got %s and %s", x, w)
-	}
-	if err := c.unifyDims(x[1], w[1], x, w, "inputs[1]"); err != nil {
-		return nil, err
-	}
-	g, err := c.convAttrs()
-	if err != nil {
-		return nil, err
-	}
-	out := Shape{x[0], w[0], Dim{}, Dim{}}
-	for k := 0; k < 2; k++ {
-		kd, ok := w[2+k].IsConst()
-		if !ok {
-			return nil, c.errf("inputs[1]", "conv2d needs a constant kernel size, got %s", w)
-		}
-		// (in + pads - dilation*(k-1) - 1) / stride + 1
-		num, err := x[2+k].Add(Const(g.pads[k] + g.pads[k+2] - g.dilations[k]*(kd-1) - 1))
-		if err != nil {
-			return nil, c.errf("inputs[0]", "%v", err)
-		}
-		if g.strides[k] == 1 {
-			out[2+k], err = num.Add(Const(1))
-		} else if v, ok := num.IsConst(); ok {
-			out[2+k] = Const(floorDiv(v, g.strides[k]) + 1)
-		} else {
-			return nil, c.errf("attrs.strides", "a stride of %d needs constant spatial sizes, got %s", g.strides[k], x)
-		}
-		if err != nil {
-			return nil, c.errf("inputs[0]", "%v", err)
-		}
-		if v, ok := out[2+k].IsConst(); ok && v < 1 {
-			return nil, c.errf("inputs[1]", "the kernel %s is larger than the padded input %s", w, x)
-		}
-	}
-	return out, nil
 }
 
 func floorDiv(a, b int64) int64 {

@@ -138,10 +138,13 @@ func (l *lowerer) node(n *Node, mat bool) error {
 	case Reduce:
 		return l.reduce(n)
 	case Anchor:
-		if n.Op == "matmul" {
+		switch n.Op {
+		case "matmul":
 			return l.matmul(n)
+		case "max_pool2d", "avg_pool2d":
+			return l.pool(n)
 		}
-		return l.conv2d(n)
+		return l.conv(n)
 	}
 	g, err := l.trivial(n)
 	if err != nil {
@@ -233,6 +236,36 @@ func (l *lowerer) trivial(n *Node) (gen, error) {
 		}, nil
 	case "reshape":
 		return l.reshape(n), nil
+	case "pad":
+		return l.pad(n), nil
+	case "gather":
+		return l.gather(n), nil
+	case "silu":
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { v := x(i); return ast.Mul(v, ast.NewCall(ast.IntrinsicSigmoid, v)) }, nil
+	case "softplus":
+		// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which neither
+		// overflows nor loses the small values.
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr {
+			v := x(i)
+			e := ast.NewCall(ast.IntrinsicExp, ast.Mul(ast.NewCall(ast.IntrinsicAbs, v), ast.ConstOf(t, -1)))
+			return ast.Add(ast.Max(v, ast.Zero(t)), ast.NewCall(ast.IntrinsicLog, ast.Add(ast.One(t), e)))
+		}, nil
+	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal":
+		a, b := in(0), in(1)
+		cmp := map[string]func(x, y ast.Expr) ast.Expr{
+			"equal":         func(x, y ast.Expr) ast.Expr { return ast.EQ(x, y) },
+			"not_equal":     func(x, y ast.Expr) ast.Expr { return ast.NE(x, y) },
+			"less":          func(x, y ast.Expr) ast.Expr { return ast.LT(x, y) },
+			"less_equal":    func(x, y ast.Expr) ast.Expr { return ast.LE(x, y) },
+			"greater":       func(x, y ast.Expr) ast.Expr { return ast.GT(x, y) },
+			"greater_equal": func(x, y ast.Expr) ast.Expr { return ast.GE(x, y) },
+		}[n.Op]
+		return func(i []ast.Expr) ast.Expr { return cmp(a(i), b(i)) }, nil
+	case "where":
+		c, a, b := in(0), in(1), in(2)
+		return func(i []ast.Expr) ast.Expr { return ast.NewSelect(c(i), a(i), b(i)) }, nil
 	case "slice":
 		return l.slice(n)
 	case "concat":
@@ -451,58 +484,6 @@ func (l *lowerer) matmul(n *Node) error {
 		ia := append(broadcastIdx(a.Shape[:len(a.Shape)-2], batch, i[:nb]), i[nb], k)
 		ib := append(broadcastIdx(b.Shape[:len(b.Shape)-2], batch, i[:nb]), k, i[nb+1])
 		return ast.Mul(ga(ia), gb(ib))
-	})
-	l.store(t, x)
-	return nil
-}
-
-// conv2d lowers an NCHW convolution; padding becomes a padded copy of the
-// input in the same kernel.
-func (l *lowerer) conv2d(n *Node) error {
-	xin, w, t := n.Inputs[0], n.Inputs[1], n.Output
-	c := &inferCtx{n: n}
-	geo, err := c.convAttrs()
-	if err != nil {
-		return err
-	}
-	gx, gw := l.val[xin], l.val[w]
-	dt := t.DType
-	if geo.pads != [4]int64{} {
-		pt, pl := geo.pads[0], geo.pads[1]
-		ph, _ := xin.Shape[2].Add(Const(pt + geo.pads[2]))
-		pw, _ := xin.Shape[3].Add(Const(pl + geo.pads[3]))
-		H, W := l.dim(xin.Shape[2]), l.dim(xin.Shape[3])
-		inner := gx
-		p := l.b.Compute(l.fresh(t.Name+"_pad"), l.shape(Shape{xin.Shape[0], xin.Shape[1], ph, pw}), func(i []ast.Expr) ast.Expr {
-			h, wd := ast.Sub(i[2], ast.I32(int32(pt))), ast.Sub(i[3], ast.I32(int32(pl)))
-			in := ast.And(ast.And(ast.GE(h, ast.I32(0)), ast.LT(h, H)), ast.And(ast.GE(wd, ast.I32(0)), ast.LT(wd, W)))
-			clamp := func(e, hi ast.Expr) ast.Expr { return ast.Min(ast.Max(e, ast.I32(0)), ast.Sub(hi, ast.I32(1))) }
-			return ast.NewSelect(in, inner([]ast.Expr{i[0], i[1], clamp(h, H), clamp(wd, W)}), ast.Zero(dt))
-		})
-		var names []string
-		for d := 0; d < 4; d++ {
-			names = append(names, l.fresh(axisLetter(d)+"_"+p.Buffer.Name))
-		}
-		p.AxisNames(names...)
-		gx = func(i []ast.Expr) ast.Expr { return p.At(i...) }
-	}
-	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(w.Shape[1]))
-	rh := l.b.ReduceAxis(l.fresh("rh_"+t.Name), l.dim(w.Shape[2]))
-	rw := l.b.ReduceAxis(l.fresh("rw_"+t.Name), l.dim(w.Shape[3]))
-	x := l.b.Sum(t.Name, l.shape(t.Shape), []*ast.Var{rc, rh, rw}, func(i []ast.Expr) ast.Expr {
-		at := func(o ast.Expr, r *ast.Var, stride, dil int64) ast.Expr {
-			e := o
-			if stride != 1 {
-				e = ast.Mul(e, ast.I32(int32(stride)))
-			}
-			var rr ast.Expr = r
-			if dil != 1 {
-				rr = ast.Mul(rr, ast.I32(int32(dil)))
-			}
-			return ast.Add(e, rr)
-		}
-		xv := gx([]ast.Expr{i[0], rc, at(i[2], rh, geo.strides[0], geo.dilations[0]), at(i[3], rw, geo.strides[1], geo.dilations[1])})
-		return ast.Mul(xv, gw([]ast.Expr{i[1], rc, rh, rw}))
 	})
 	l.store(t, x)
 	return nil

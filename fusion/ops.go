@@ -52,6 +52,8 @@ var ops = map[string]opInfo{
 	"erf":      {kind: Elementwise, min: 1, max: 1, float: true},
 	"cast":     {kind: Elementwise, min: 1, max: 1, attrs: []string{"dtype"}},
 	"identity": {kind: Elementwise, min: 1, max: 1},
+	"silu":     {kind: Elementwise, min: 1, max: 1, float: true},
+	"softplus": {kind: Elementwise, min: 1, max: 1, float: true},
 	// Element-wise binary.
 	"add": {kind: Elementwise, min: 2, max: 2},
 	"sub": {kind: Elementwise, min: 2, max: 2},
@@ -60,12 +62,22 @@ var ops = map[string]opInfo{
 	"max": {kind: Elementwise, min: 2, max: 2},
 	"min": {kind: Elementwise, min: 2, max: 2},
 	"pow": {kind: Elementwise, min: 2, max: 2, float: true},
+	// Comparisons (bool results) and where(condition, a, b).
+	"equal":         {kind: Elementwise, min: 2, max: 2},
+	"not_equal":     {kind: Elementwise, min: 2, max: 2},
+	"less":          {kind: Elementwise, min: 2, max: 2},
+	"less_equal":    {kind: Elementwise, min: 2, max: 2},
+	"greater":       {kind: Elementwise, min: 2, max: 2},
+	"greater_equal": {kind: Elementwise, min: 2, max: 2},
+	"where":         {kind: Elementwise, min: 3, max: 3},
 	// Injective.
 	"broadcast_to": {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},
 	"reshape":      {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},
 	"transpose":    {kind: Injective, min: 1, max: 1, attrs: []string{"perm"}},
 	"slice":        {kind: Injective, min: 1, max: 1, attrs: []string{"axes", "starts", "ends", "steps"}},
 	"concat":       {kind: Injective, min: 1, max: 64, attrs: []string{"axis"}},
+	"pad":          {kind: Injective, min: 1, max: 1, attrs: []string{"pads", "value"}},
+	"gather":       {kind: Injective, min: 2, max: 2, attrs: []string{"axis"}},
 	// Reductions.
 	"reduce_sum":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	"reduce_mean": {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}, float: true},
@@ -73,12 +85,19 @@ var ops = map[string]opInfo{
 	"reduce_min":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	// Anchors.
 	"matmul": {kind: Anchor, min: 2, max: 2},
-	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations"}},
+	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
+	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
+	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
+	// Pooling: a window reduction per output element, an anchor like
+	// the convolutions it follows.
+	"max_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "dilations"}},
+	"avg_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "count_include_pad"}, float: true},
 	// Composites, decomposed by the decompose pass.
-	"softmax":   {kind: Composite, min: 1, max: 1, attrs: []string{"axis"}, float: true},
-	"layernorm": {kind: Composite, min: 1, max: 3, attrs: []string{"axis", "epsilon"}, float: true},
-	"rms_norm":  {kind: Composite, min: 1, max: 2, attrs: []string{"epsilon"}, float: true},
-	"gelu":      {kind: Composite, min: 1, max: 1, float: true},
+	"softmax":    {kind: Composite, min: 1, max: 1, attrs: []string{"axis"}, float: true},
+	"layernorm":  {kind: Composite, min: 1, max: 3, attrs: []string{"axis", "epsilon"}, float: true},
+	"rms_norm":   {kind: Composite, min: 1, max: 2, attrs: []string{"epsilon"}, float: true},
+	"gelu":       {kind: Composite, min: 1, max: 1, attrs: []string{"approximate"}, float: true},
+	"batch_norm": {kind: Composite, min: 5, max: 5, attrs: []string{"epsilon"}, float: true},
 }
 
 // KindOf returns the kind of the operator op.

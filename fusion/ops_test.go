@@ -7,13 +7,16 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
 )
 
-// tensor is a float64 reference tensor.
+// tensor is a float64 reference tensor; dtype, when set, is the type the
+// graph declares it with (integer indices).
 type tensor struct {
 	shape []int
 	data  []float64
+	dtype string
 }
 
 func elems(shape []int) int {
@@ -209,6 +212,151 @@ func TestOperatorSemantics(t *testing.T) {
 			}
 			return s
 		})})
+	// Grouped and depthwise convolutions, conv1d and conv3d.
+	conv := func(x, w tensor, groups int, strides, pads, dil []int) tensor {
+		s := len(x.shape) - 2
+		F, cg := w.shape[0], w.shape[1]
+		out := []int{x.shape[0], F}
+		for d := 0; d < s; d++ {
+			out = append(out, (x.shape[2+d]+pads[d]+pads[s+d]-dil[d]*(w.shape[2+d]-1)-1)/strides[d]+1)
+		}
+		return build(out, func(i []int) float64 {
+			sum := 0.0
+			g := i[1] / (F / groups)
+			each(w.shape[1:], func(r []int) {
+				xi := []int{i[0], g*cg + r[0]}
+				for d := 0; d < s; d++ {
+					p := i[2+d]*strides[d] + r[1+d]*dil[d] - pads[d]
+					if p < 0 || p >= x.shape[2+d] {
+						return
+					}
+					xi = append(xi, p)
+				}
+				sum += x.at(xi) * w.at(append([]int{i[1]}, r...))
+			})
+			return sum
+		})
+	}
+	for _, c := range []struct {
+		name                 string
+		op                   string
+		x, w                 tensor
+		groups               int
+		strides, pads, dilat []int
+	}{
+		{"conv2d grouped", "conv2d", rnd(2, 4, 5, 6), rnd(6, 2, 3, 3), 2, []int{1, 2}, []int{1, 0, 1, 1}, []int{1, 1}},
+		{"conv2d depthwise", "conv2d", rnd(1, 3, 7, 7), rnd(6, 1, 3, 3), 3, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}},
+		{"conv2d 1x1", "conv2d", rnd(1, 5, 4, 4), rnd(3, 5, 1, 1), 1, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}},
+		{"conv1d", "conv1d", rnd(2, 3, 9), rnd(4, 3, 3), 1, []int{2}, []int{1, 2}, []int{2}},
+		{"conv1d depthwise", "conv1d", rnd(1, 4, 8), rnd(4, 1, 5), 4, []int{1}, []int{2, 2}, []int{1}},
+		{"conv3d", "conv3d", rnd(1, 2, 4, 5, 3), rnd(3, 2, 2, 3, 2), 1, []int{1, 2, 1}, []int{0, 1, 1, 1, 0, 0}, []int{1, 1, 2}},
+	} {
+		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
+			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},
+			want:  conv(c.x, c.w, c.groups, c.strides, c.pads, c.dilat)})
+	}
+	// Pooling.
+	pool := func(x tensor, max bool, k, strides, pads, dil []int, includePad bool) tensor {
+		out := []int{x.shape[0], x.shape[1]}
+		for d := 0; d < 2; d++ {
+			out = append(out, (x.shape[2+d]+pads[d]+pads[2+d]-dil[d]*(k[d]-1)-1)/strides[d]+1)
+		}
+		return build(out, func(i []int) float64 {
+			acc, n := 0.0, 0
+			if max {
+				acc = math.Inf(-1)
+			}
+			each(k, func(r []int) {
+				h, w := i[2]*strides[0]+r[0]*dil[0]-pads[0], i[3]*strides[1]+r[1]*dil[1]-pads[1]
+				if h < 0 || h >= x.shape[2] || w < 0 || w >= x.shape[3] {
+					if includePad {
+						n++
+					}
+					return
+				}
+				n++
+				v := x.at([]int{i[0], i[1], h, w})
+				if max {
+					acc = math.Max(acc, v)
+				} else {
+					acc += v
+				}
+			})
+			if max {
+				return acc
+			}
+			return acc / float64(n)
+		})
+	}
+	px := rnd(2, 3, 7, 6)
+	cases = append(cases,
+		testCase{name: "max_pool2d", op: "max_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}},
+			want: pool(px, true, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, false)},
+		testCase{name: "max_pool2d dilated", op: "max_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{2, 3}, "dilations": []int{2, 1}, "pads": []int{0, 1, 1, 0}},
+			want: pool(px, true, []int{2, 3}, []int{1, 1}, []int{0, 1, 1, 0}, []int{2, 1}, false)},
+		testCase{name: "avg_pool2d", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 2}, "strides": []int{2, 1}, "pads": []int{1, 1, 1, 0}},
+			want: pool(px, false, []int{3, 2}, []int{2, 1}, []int{1, 1, 1, 0}, []int{1, 1}, false)},
+		testCase{name: "avg_pool2d count_include_pad", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}, "count_include_pad": true},
+			want: pool(px, false, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, true)},
+		testCase{name: "avg_pool2d global", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{7, 6}},
+			want: pool(px, false, []int{7, 6}, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, false)},
+	)
+	// pad, gather, comparisons and where, batch_norm, silu, softplus and
+	// the tanh form of gelu.
+	padded := build([]int{2 + 1, 3 + 2, 4 + 1}, func(i []int) float64 {
+		a, b, c := i[0]-1, i[1]-0, i[2]-1
+		if a < 0 || a >= 2 || b < 0 || b >= 3 || c < 0 || c >= 4 {
+			return 2.5
+		}
+		return x.at([]int{a, b, c})
+	})
+	cases = append(cases, testCase{name: "pad", op: "pad", ins: []tensor{x}, attrs: map[string]any{"pads": []int{1, 0, 1, 0, 2, 0}, "value": 2.5}, want: padded})
+	emb := rnd(5, 3)
+	ids := tensor{shape: []int{2, 2}, data: []float64{4, 0, -1, 2}, dtype: "int64"}
+	cases = append(cases,
+		testCase{name: "gather", op: "gather", ins: []tensor{emb, ids},
+			want: build([]int{2, 2, 3}, func(i []int) float64 {
+				j := int(ids.at(i[:2]))
+				if j < 0 {
+					j += 5
+				}
+				return emb.at([]int{j, i[2]})
+			})},
+		testCase{name: "gather axis 1", op: "gather", ins: []tensor{x, tensor{shape: []int{2}, data: []float64{3, 1}, dtype: "int32"}}, attrs: map[string]any{"axis": -1},
+			want: build([]int{2, 3, 2}, func(i []int) float64 { return x.at([]int{i[0], i[1], []int{3, 1}[i[2]]}) })},
+	)
+	ca, cb := rnd(2, 3, 4), rnd(3, 1)
+	cb.data[1] = ca.at([]int{0, 1, 2}) // one tie
+	cmps := map[string]func(a, b float64) bool{
+		"equal": func(a, b float64) bool { return a == b }, "not_equal": func(a, b float64) bool { return a != b },
+		"less": func(a, b float64) bool { return a < b }, "less_equal": func(a, b float64) bool { return a <= b },
+		"greater": func(a, b float64) bool { return a > b }, "greater_equal": func(a, b float64) bool { return a >= b },
+	}
+	out3 := []int{2, 3, 4}
+	for op, f := range cmps {
+		cases = append(cases, testCase{name: op, op: op, ins: []tensor{ca, cb}, want: build(out3, func(i []int) float64 {
+			if f(bcast(ca, out3, i), bcast(cb, out3, i)) {
+				return 1
+			}
+			return 0
+		})})
+	}
+	bx, bs, bb, bm, bv := rnd(2, 3, 2, 2), rnd(3), rnd(3), rnd(3), pos(rnd(3))
+	cases = append(cases, testCase{name: "batch_norm", op: "batch_norm", ins: []tensor{bx, bs, bb, bm, bv}, attrs: map[string]any{"epsilon": 1e-3},
+		want: build(bx.shape, func(i []int) float64 {
+			c := i[1]
+			return (bx.at(i)-bm.data[c])/math.Sqrt(bv.data[c]+1e-3)*bs.data[c] + bb.data[c]
+		})})
+	sx := rnd(3, 5)
+	sx.data[0], sx.data[1] = 40, -40 // softplus must neither overflow nor lose these
+	cases = append(cases,
+		testCase{name: "silu", op: "silu", ins: []tensor{sx}, want: build(sx.shape, func(i []int) float64 { v := sx.at(i); return v / (1 + math.Exp(-v)) })},
+		testCase{name: "softplus", op: "softplus", ins: []tensor{sx}, want: build(sx.shape, func(i []int) float64 { v := sx.at(i); return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) })},
+		testCase{name: "gelu tanh", op: "gelu", ins: []tensor{sx}, attrs: map[string]any{"approximate": "tanh"}, want: build(sx.shape, func(i []int) float64 {
+			v := sx.at(i)
+			return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+		})},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.op == "broadcast_to" {
@@ -241,9 +389,28 @@ func runOp(t *testing.T, op string, attrs map[string]any, ins []tensor) []float6
 	data := map[string]any{}
 	for k, in := range ins {
 		name := fmt.Sprintf("X%d", k)
-		inputs = append(inputs, jt{name, "float64", in.shape})
+		dt := in.dtype
+		if dt == "" {
+			dt = "float64"
+		}
+		inputs = append(inputs, jt{name, dt, in.shape})
 		names = append(names, name)
-		data[name] = in.data
+		switch dt {
+		case "int32":
+			v := make([]int32, len(in.data))
+			for i, x := range in.data {
+				v[i] = int32(x)
+			}
+			data[name] = v
+		case "int64":
+			v := make([]int64, len(in.data))
+			for i, x := range in.data {
+				v[i] = int64(x)
+			}
+			data[name] = v
+		default:
+			data[name] = in.data
+		}
 	}
 	src, _ := json.Marshal(map[string]any{
 		"name": "op", "inputs": inputs, "outputs": []string{"Y"},
@@ -261,5 +428,5 @@ func runOp(t *testing.T, op string, attrs map[string]any, ins []tensor) []float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out["Y"].([]float64)
+	return ast.Float64s(ast.Float64, out["Y"]) // bools as 0 and 1
 }

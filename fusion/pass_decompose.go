@@ -9,6 +9,8 @@ import "math"
 //	layernorm(x, g, b) = (x - mean) * rsqrt(mean((x - mean)²) + eps) * g + b
 //	rms_norm(x, w)    = x * rsqrt(mean(x²) + eps) * w
 //	gelu(x)           = x * 0.5 * (1 + erf(x / √2))
+//	gelu(x), tanh form = x * 0.5 * (1 + tanh(√(2/π) (x + 0.044715 x³)))
+//	batch_norm(x, s, b, m, v) = (x - m) * (rsqrt(v + eps) * s) + b, per channel
 //
 // Reductions keep their dims, so the results broadcast back over x. The
 // composite's output tensor stays, computed by the last primitive.
@@ -101,9 +103,31 @@ func (g *Graph) expand(n *Node) []*Node {
 	case "gelu":
 		half := g.scalar(base+"_half", *x, 0.5)
 		one := g.scalar(base+"_one", *x, 1)
-		invSqrt2 := g.scalar(base+"_rsqrt2", *x, 1/math.Sqrt2)
-		erf := add("erf", "erf", Attrs{}, add("scaled", "mul", Attrs{}, x, invSqrt2))
-		last = &Node{Op: "mul", Inputs: []*Tensor{add("half", "mul", Attrs{}, x, half), add("erf1", "add", Attrs{}, erf, one)}}
+		var curve *Tensor
+		if n.Attrs.Approximate == "tanh" {
+			c := g.scalar(base+"_c", *x, 0.044715)
+			k := g.scalar(base+"_k", *x, math.Sqrt(2/math.Pi))
+			cube := add("cube", "mul", Attrs{}, add("sq", "mul", Attrs{}, x, x), x)
+			inner := add("inner", "add", Attrs{}, x, add("cubic", "mul", Attrs{}, cube, c))
+			curve = add("tanh", "tanh", Attrs{}, add("scaled", "mul", Attrs{}, inner, k))
+		} else {
+			invSqrt2 := g.scalar(base+"_rsqrt2", *x, 1/math.Sqrt2)
+			curve = add("erf", "erf", Attrs{}, add("scaled", "mul", Attrs{}, x, invSqrt2))
+		}
+		last = &Node{Op: "mul", Inputs: []*Tensor{add("half", "mul", Attrs{}, x, half), add("erf1", "add", Attrs{}, curve, one)}}
+	case "batch_norm":
+		// The per-channel parameters, [C], broadcast over x as [C, 1...].
+		shape := []JSONDim{{Dim: x.Shape[1]}}
+		for k := 2; k < r; k++ {
+			shape = append(shape, JSONDim{Dim: Const(1)})
+		}
+		ch := func(j int) *Tensor {
+			return add(bnInputs[j]+"_c", "reshape", Attrs{Shape: shape}, n.Inputs[j])
+		}
+		rs := add("rstd", "rsqrt", Attrs{}, add("var_eps", "add", Attrs{}, ch(4), eps(1e-5)))
+		scale := add("scale", "mul", Attrs{}, rs, ch(1))
+		norm := add("norm", "mul", Attrs{}, add("centered", "sub", Attrs{}, x, ch(3)), scale)
+		last = &Node{Op: "add", Inputs: []*Tensor{norm, ch(2)}}
 	}
 	last.Output = y
 	y.Producer = last

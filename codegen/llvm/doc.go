@@ -28,7 +28,10 @@
 // are at the start of their domains, then its body; its predicate guards
 // it. Index arithmetic (the expressions over loop variables and sizes:
 // indices, bindings, bounds) is 64-bit and never wraps; arithmetic on data
-// keeps its type and wraps as the interpreter does. Each loop kind has its
+// keeps its type and wraps as the interpreter does. An index that loads
+// from a buffer (a gather's, whose value only the data knows) is clamped
+// into its dimension: an index out of range reads the nearest element,
+// where the interpreter reports the access as an error. Each loop kind has its
 // lowering:
 //
 //   - serial: a counted loop; GPU-bound loops run serially too;

@@ -37,6 +37,9 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
 	for d, x := range indices {
+		if dataDependent(x) {
+			x = clampIndex(x, buf.ast.Shape[d])
+		}
 		idx := e.index(x)
 		if buf.origin != nil {
 			idx = e.intBinary(nil, ast.OpSub, idx, uniform(buf.origin[d]), true)
@@ -45,6 +48,30 @@ func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 		off = e.intBinary(nil, ast.OpAdd, off, term, true)
 	}
 	return off
+}
+
+// dataDependent reports whether index x loads from a buffer (a gather's
+// index), so that only the data says whether it is in bounds.
+func dataDependent(x ast.Expr) bool {
+	found := false
+	ast.Inspect(x, func(n ast.Node) bool {
+		_, isLoad := n.(*ast.Load)
+		found = found || isLoad
+		return !found
+	})
+	return found
+}
+
+// clampIndex clamps a data-dependent index into [0, extent): compiled
+// code reads the nearest element for an index out of range (a gather's
+// bad token id), where the interpreter reports an error, instead of
+// reading memory outside the buffer.
+func clampIndex(x, extent ast.Expr) ast.Expr {
+	t := x.Type()
+	if extent.Type() != t {
+		extent = ast.NewCast(t, extent)
+	}
+	return ast.Min(ast.Max(x, ast.Zero(t)), ast.Sub(extent, ast.One(t)))
 }
 
 // elemPtr returns the address of element off (uniform, or a ramp's lane

@@ -1,0 +1,234 @@
+package fusion
+
+import (
+	"math"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// The lowering of the neural-network operators: convolutions, pooling,
+// pad and gather.
+
+// padGen reads x as if padded: begins[k] elements of value before axis k
+// and ends[k] after. The load's index is clamped into x, so that the
+// border never reads outside it, whichever way a select is evaluated.
+func (l *lowerer) padGen(x gen, shape Shape, begins, ends []int64, value ast.Expr) gen {
+	return func(i []ast.Expr) ast.Expr {
+		var in ast.Expr
+		src := make([]ast.Expr, len(i))
+		for k := range i {
+			src[k] = i[k]
+			if begins[k] == 0 && ends[k] == 0 {
+				continue
+			}
+			ext := l.dim(shape[k])
+			h := ast.Sub(i[k], ast.I32(int32(begins[k])))
+			inside := ast.And(ast.GE(h, ast.I32(0)), ast.LT(h, ext))
+			if in == nil {
+				in = inside
+			} else {
+				in = ast.And(in, inside)
+			}
+			src[k] = ast.Min(ast.Max(h, ast.I32(0)), ast.Sub(ext, ast.I32(1)))
+		}
+		if in == nil {
+			return x(i)
+		}
+		return ast.NewSelect(in, x(src), value)
+	}
+}
+
+// padded returns a generator of t padded by pads (the begins of its
+// spatial axes, then the ends) with value: a buffer of its own, computed
+// in the same kernel, or t itself when nothing is padded.
+func (l *lowerer) padded(t *Tensor, pads []int64, value ast.Expr, name string) gen {
+	s := len(pads) / 2
+	begins, ends := make([]int64, len(t.Shape)), make([]int64, len(t.Shape))
+	shape := make(Shape, len(t.Shape))
+	copy(shape, t.Shape)
+	any := false
+	for d := 0; d < s; d++ {
+		k := len(t.Shape) - s + d
+		begins[k], ends[k] = pads[d], pads[s+d]
+		shape[k], _ = shape[k].Add(Const(pads[d] + pads[s+d]))
+		any = any || pads[d] != 0 || pads[s+d] != 0
+	}
+	if !any {
+		return l.val[t]
+	}
+	g := l.padGen(l.val[t], t.Shape, begins, ends, value)
+	p := l.b.Compute(l.fresh(name+"_pad"), l.shape(shape), g)
+	var names []string
+	for d := range shape {
+		names = append(names, l.fresh(axisLetter(d)+"_"+p.Buffer.Name))
+	}
+	p.AxisNames(names...)
+	return func(i []ast.Expr) ast.Expr { return p.At(i...) }
+}
+
+// tap is the input index of output index o at window tap r.
+func tap(o ast.Expr, r *ast.Var, stride, dilation int64) ast.Expr {
+	e := o
+	if stride != 1 {
+		e = ast.Mul(e, ast.I32(int32(stride)))
+	}
+	var rr ast.Expr = r
+	if dilation != 1 {
+		rr = ast.Mul(rr, ast.I32(int32(dilation)))
+	}
+	return ast.Add(e, rr)
+}
+
+// windowAxes names the reduce axes of a window over s spatial axes: rw;
+// rh, rw; rd, rh, rw.
+func windowAxes(s int) []string { return []string{"rd", "rh", "rw"}[3-s:] }
+
+// conv lowers conv1d, conv2d and conv3d; padding becomes a padded copy of
+// the input in the same kernel. In a grouped convolution, filter f reads
+// the channels of its group, f / (F/groups).
+func (l *lowerer) conv(n *Node) error {
+	xin, w, t := n.Inputs[0], n.Inputs[1], n.Output
+	s := spatialRank(n.Op)
+	geo, err := (&inferCtx{n: n}).windowAttrs(s)
+	if err != nil {
+		return err
+	}
+	gx := l.padded(xin, geo.pads, ast.Zero(t.DType), t.Name)
+	gw := l.val[w]
+	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(w.Shape[1]))
+	axes := []*ast.Var{rc}
+	var rk []*ast.Var
+	for d, name := range windowAxes(s) {
+		r := l.b.ReduceAxis(l.fresh(name+"_"+t.Name), l.dim(w.Shape[2+d]))
+		rk = append(rk, r)
+		axes = append(axes, r)
+	}
+	var perGroup int64 // filters per group
+	if geo.groups > 1 {
+		f, _ := w.Shape[0].IsConst()
+		perGroup = f / geo.groups
+	}
+	x := l.b.Sum(t.Name, l.shape(t.Shape), axes, func(i []ast.Expr) ast.Expr {
+		var ch ast.Expr = rc
+		if geo.groups > 1 {
+			ch = ast.Add(ast.Mul(ast.FloorDiv(i[1], ast.I32(int32(perGroup))), l.dim(w.Shape[1])), rc)
+		}
+		xi := []ast.Expr{i[0], ch}
+		wi := []ast.Expr{i[1], rc}
+		for d, r := range rk {
+			xi = append(xi, tap(i[2+d], r, geo.strides[d], geo.dilations[d]))
+			wi = append(wi, r)
+		}
+		return ast.Mul(gx(xi), gw(wi))
+	})
+	l.store(t, x)
+	return nil
+}
+
+// pool lowers max_pool2d (the border counts as -inf) and avg_pool2d (a
+// sum, then a division by the taps inside the input, or by the whole
+// window with count_include_pad).
+func (l *lowerer) pool(n *Node) error {
+	xin, t := n.Inputs[0], n.Output
+	geo, err := (&inferCtx{n: n}).windowAttrs(2)
+	if err != nil {
+		return err
+	}
+	k := n.Attrs.KernelShape
+	dt := t.DType
+	isMax := n.Op == "max_pool2d"
+	fill := ast.Expr(ast.Zero(dt))
+	if isMax {
+		fill = lowestValue(dt)
+	}
+	gx := l.padded(xin, geo.pads, fill, t.Name)
+	var rk []*ast.Var
+	for d, name := range windowAxes(2) {
+		rk = append(rk, l.b.ReduceAxis(l.fresh(name+"_"+t.Name), ast.I32(int32(k[d]))))
+	}
+	fn := func(i []ast.Expr) ast.Expr {
+		return gx([]ast.Expr{i[0], i[1], tap(i[2], rk[0], geo.strides[0], geo.dilations[0]), tap(i[3], rk[1], geo.strides[1], geo.dilations[1])})
+	}
+	shape := l.shape(t.Shape)
+	if isMax {
+		l.store(t, l.b.Max(t.Name, shape, rk, fn))
+		return nil
+	}
+	sum := l.b.Sum(l.fresh(t.Name+"_sum"), shape, rk, fn)
+	var names []string
+	for d := range t.Shape {
+		names = append(names, l.fresh(axisLetter(d)+"_"+sum.Buffer.Name))
+	}
+	sum.AxisNames(names...)
+	x := l.b.Compute(t.Name, shape, func(i []ast.Expr) ast.Expr {
+		var count ast.Expr = ast.I32(int32(k[0] * k[1]))
+		if !n.Attrs.CountIncludePad {
+			count = nil
+			for d := 0; d < 2; d++ {
+				// The taps of [o*s - pb, o*s - pb + k) inside [0, in).
+				lo := ast.Sub(ast.Mul(i[2+d], ast.I32(int32(geo.strides[d]))), ast.I32(int32(geo.pads[d])))
+				in := l.dim(xin.Shape[2+d])
+				c := ast.Sub(ast.Min(ast.Add(lo, ast.I32(int32(k[d]))), in), ast.Max(lo, ast.I32(0)))
+				if count == nil {
+					count = c
+				} else {
+					count = ast.Mul(count, c)
+				}
+			}
+		}
+		return ast.Div(sum.At(i...), ast.NewCast(dt, count))
+	})
+	l.store(t, x)
+	return nil
+}
+
+// lowestValue is what a max starts from: -inf, or an integer type's least
+// value.
+func lowestValue(t ast.DType) ast.Expr {
+	switch t {
+	case ast.Int32:
+		return ast.IntConst(t, math.MinInt32)
+	case ast.Int64:
+		return ast.IntConst(t, math.MinInt64)
+	}
+	return ast.FloatConst(t, math.Inf(-1))
+}
+
+// pad lowers pad inline: the border holds value (0 when absent).
+func (l *lowerer) pad(n *Node) gen {
+	src, t := n.Inputs[0], n.Output
+	r := len(src.Shape)
+	v := 0.0
+	if n.Attrs.Value != nil {
+		v = *n.Attrs.Value
+	}
+	return l.padGen(l.val[src], src.Shape, n.Attrs.Pads[:r], n.Attrs.Pads[r:], ast.ConstOf(t.DType, v))
+}
+
+// gather lowers gather(data, indices) inline: out[pre, j..., post] =
+// data[pre, indices[j...], post]. A negative index counts from the end, as
+// in numpy; one out of range is an error in the interpreter (an access
+// outside data), and compiled code clamps it into range (see package
+// codegen/llvm).
+func (l *lowerer) gather(n *Node) gen {
+	data, idx := n.Inputs[0], n.Inputs[1]
+	ax := 0
+	if n.Attrs.Axis != nil {
+		ax = *n.Attrs.Axis
+		if ax < 0 {
+			ax += len(data.Shape)
+		}
+	}
+	gd, gi := l.val[data], l.val[idx]
+	ni := len(idx.Shape)
+	return func(i []ast.Expr) ast.Expr {
+		j := gi(i[ax : ax+ni])
+		if j.Type() != ast.Int32 {
+			j = ast.NewCast(ast.Int32, j)
+		}
+		ext := l.dim(data.Shape[ax])
+		j = ast.NewSelect(ast.LT(j, ast.I32(0)), ast.Add(j, ext), j)
+		src := append(append(append([]ast.Expr{}, i[:ax]...), j), i[ax+ni:]...)
+		return gd(src)
+	}
+}
