@@ -28,7 +28,7 @@ type lowerer struct {
 // graph's caller) are the parameters, in that order, after the sizes.
 // Producers are inlined into their one consumer when that does not
 // repeat their work; the others become blocks of their own, and the loop
-// nests are then aligned (see align).
+// nests of all but an anchor's kernel are then aligned (see align).
 func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node) (*ast.Func, []*Tensor, []*Tensor, error) {
 	l := &lowerer{g: g, grp: grp, b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}}
 	for _, t := range allTensors(g) {
@@ -66,7 +66,15 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fusion: lowering kernel %s: %w", name, err)
 	}
-	return align(ast.SimplifyFunc(f)), params, out, nil
+	f = ast.SimplifyFunc(f)
+	if grp.kind == Anchor {
+		// An anchor's epilogue stays a nest of its own after the anchor:
+		// the tiling rules tile the anchor's nest alone and move the
+		// epilogue under the tile they choose (reverse_compute_at), which
+		// they cannot do once it shares the anchor's loops.
+		return f, params, out, nil
+	}
+	return align(f), params, out, nil
 }
 
 // materialize decides whether n's output gets a buffer: outputs of the
