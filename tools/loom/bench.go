@@ -36,6 +36,9 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (null: no oneDNN harness yet), tune_s")
+	cases := fs.String("cases", "", "with -suite, only the cases whose name matches this regular expression")
+	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
 	vbits := fs.Int("vector-bits", 0, "SIMD width in bits (0: the host's)")
@@ -46,6 +49,12 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	}
 	if !noArgs(fs, stderr) || !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "vector-bits", *vbits, 0) {
 		return 2
+	}
+	if *suiteDir != "" {
+		if !atLeast(fs, stderr, "trials", *trials, 1) {
+			return 2
+		}
+		return runSuite(*suiteDir, *cases, *threads, *trials, *dbPath, stdout, stderr)
 	}
 	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {

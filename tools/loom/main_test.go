@@ -562,3 +562,41 @@ func TestTuneSaysWhyNoneRan(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// TestBenchSuite: loom bench -suite tunes every graph of a directory
+// (those -cases selects) and prints one JSON line per case with its time,
+// its kernels' and how many distinct schedules the trials were.
+func TestBenchSuite(t *testing.T) {
+	dir := t.TempDir()
+	graph := `{"name": "small", "inputs": [{"name": "X", "dtype": "float32", "shape": [16, 32]}],
+  "nodes": [{"op": "softmax", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`
+	for _, name := range []string{"small_softmax", "skipped"} {
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(graph), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runLoom(t, "bench", "-suite", dir, "-cases", "^small", "-trials", "3", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1 (one case selected):\n%s", len(lines), out)
+	}
+	var line struct {
+		Case     string    `json:"case"`
+		Kernels  int       `json:"kernels"`
+		Distinct int       `json:"distinct"`
+		LoomMs   float64   `json:"loom_ms"`
+		KernelMs []float64 `json:"kernel_ms"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.Case != "small_softmax" || line.Kernels != 1 || len(line.KernelMs) != 1 || line.LoomMs <= 0 || line.Distinct < 1 {
+		t.Errorf("line: %s", lines[0])
+	}
+	if code, _, errs := runLoom(t, "bench", "-suite", t.TempDir()); code != 1 || !strings.Contains(errs, "no graph files") {
+		t.Errorf("an empty suite: exit %d: %s", code, errs)
+	}
+}

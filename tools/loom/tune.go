@@ -33,6 +33,7 @@ type tuneSummary struct {
 	GPU      string  `json:"gpu,omitempty"` // the GPU's architecture, when tuned for one
 	Trials   int     `json:"trials"`
 	Failed   int     `json:"failed"`
+	Distinct int     `json:"distinct"`           // distinct schedules among the trials
 	Internal int     `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
 	BestMs   float64 `json:"best_ms"`
 	Best     string  `json:"best"`
@@ -121,38 +122,14 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			return fail(fmt.Errorf("-out: %v", err))
 		}
 	}
-	nt := *threads
-	if nt <= 0 {
-		nt = runtime.NumCPU()
-	}
-	cache, err := native.DefaultCache()
-	if err != nil {
-		return fail(err)
-	}
-	if *dbPath == "" {
-		*dbPath = defaultDB(cache)
-	}
-	db, err := autotune.OpenDatabase(*dbPath)
-	if err != nil {
-		return fail(err)
-	}
-	exe, err := os.Executable()
+	t, err := newCPUTuner(*threads, *trials, *seed, dbPath, *confirm, *timeout)
 	if err != nil {
 		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: *timeout}
-	t := &tuner{
-		threads:   nt,
-		builder:   &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
-		runner:    runner,
-		opts:      autotune.Options{Trials: *trials, Seed: *seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: *confirm},
-		rules:     autotune.DefaultRules(),
-		target:    autotune.HostTarget(nt),
-		targetKey: autotune.TargetKey(llvm.Host(), nt),
-	}
 	if dev != nil {
+		runner := t.runner.(*autotune.ProcessRunner)
 		runner.Target = "cuda"
 		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
 		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATarget(), autotune.CUDATargetKey(dev.Arch())
@@ -235,6 +212,41 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	return status
 }
 
+// newCPUTuner is the tuner of loom tune for this machine's CPU: threads
+// (0: one per core), trials and seed of the search, the database at
+// *dbPath (which it sets to the default when empty), confirmation rounds
+// and the per-candidate timeout.
+func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, timeout time.Duration) (*tuner, error) {
+	nt := threads
+	if nt <= 0 {
+		nt = runtime.NumCPU()
+	}
+	cache, err := native.DefaultCache()
+	if err != nil {
+		return nil, err
+	}
+	if *dbPath == "" {
+		*dbPath = defaultDB(cache)
+	}
+	db, err := autotune.OpenDatabase(*dbPath)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return &tuner{
+		threads:   nt,
+		builder:   &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
+		runner:    &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: timeout},
+		opts:      autotune.Options{Trials: trials, Seed: seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: confirm},
+		rules:     autotune.DefaultRules(),
+		target:    autotune.HostTarget(nt),
+		targetKey: autotune.TargetKey(llvm.Host(), nt),
+	}, nil
+}
+
 // defaultDB is the tuning database in loom's cache directory.
 func defaultDB(cache *native.Cache) string { return filepath.Join(cache.Dir, "tuning.jsonl") }
 
@@ -296,13 +308,17 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		best, keptStart = j.Case.Func, true
 	}
 	failed := 0
+	distinct := map[string]bool{}
 	for _, r := range res.Records {
 		if !r.OK() {
 			failed++
 		}
+		if r.Trace != nil {
+			distinct[r.Trace.String()] = true
+		}
 	}
 	sum := &tuneSummary{
-		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, GPU: t.arch, Trials: len(res.Records), Failed: failed,
+		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, GPU: t.arch, Trials: len(res.Records), Failed: failed, Distinct: len(distinct),
 		Internal: len(res.Internal), internal: res.Internal,
 		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
 		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),

@@ -1,0 +1,230 @@
+package suite
+
+import "fmt"
+
+// conv is one convolution kernel: input [1, cin, h, w], cout filters of
+// k x k at stride, padded to keep the size (k/2), in groups; its bias, a
+// residual added when residual, and act: "relu", "relu6" or "".
+func conv(cin, h, w, cout, k, stride, groups int, act string, residual bool) *graph {
+	name := fmt.Sprintf("conv%dx%d_%dto%d_%dx%d_s%d", k, k, cin, cout, h, w, stride)
+	if groups > 1 {
+		name = fmt.Sprintf("dwconv%dx%d_%d_%dx%d_s%d", k, k, cin, h, w, stride)
+	}
+	if act != "" {
+		name += "_" + act
+	}
+	if residual {
+		name += "_residual"
+	}
+	g := newGraph(name)
+	x := g.input("X", 1, cin, h, w)
+	wt := g.input("W", cout, cin/groups, k, k)
+	b := g.input("Bias", cout, 1, 1)
+	attrs := map[string]any{"strides": []int{stride, stride}, "pads": []int{k / 2, k / 2, k / 2, k / 2}}
+	if groups > 1 {
+		attrs["groups"] = groups
+	}
+	y := g.op("add", nil, g.op("conv2d", attrs, x, wt), b)
+	if residual {
+		ho, wo := (h+2*(k/2)-k)/stride+1, (w+2*(k/2)-k)/stride+1
+		y = g.op("add", nil, y, g.input("R", 1, cout, ho, wo))
+	}
+	switch act {
+	case "relu":
+		y = g.op("relu", nil, y)
+	case "relu6":
+		y = g.op("min", nil, g.op("max", nil, y, g.scalar(0)), g.scalar(6))
+	}
+	return g.out(y)
+}
+
+// matmul is [m, k] x [k, n] with a bias, an activation ("relu", "gelu",
+// "gelu_tanh" or "") and a residual [m, n] added when residual.
+func matmul(m, k, n int, act string, residual bool) *graph {
+	name := fmt.Sprintf("matmul_%dx%dx%d_bias", m, k, n)
+	if act != "" {
+		name += "_" + act
+	}
+	if residual {
+		name += "_residual"
+	}
+	g := newGraph(name)
+	y := g.op("add", nil, g.op("matmul", nil, g.input("A", m, k), g.input("B", k, n)), g.input("Bias", n))
+	switch act {
+	case "relu":
+		y = g.op("relu", nil, y)
+	case "gelu":
+		y = g.op("gelu", nil, y)
+	case "gelu_tanh":
+		y = g.op("gelu", map[string]any{"approximate": "tanh"}, y)
+	}
+	if residual {
+		y = g.op("add", nil, y, g.input("R", m, n))
+	}
+	return g.out(y)
+}
+
+// attention is softmax(Q K^T / sqrt(d) + mask) V for heads of [m, d]
+// queries over l keys; causal adds a mask of -inf above the diagonal
+// (the queries are the last m of the l positions).
+func attention(heads, m, l, d int, causal bool) *graph {
+	name := fmt.Sprintf("attention_%dx%dx%dx%d", heads, m, l, d)
+	if causal {
+		name += "_causal"
+	}
+	g := newGraph(name)
+	q, kt, v := g.input("Q", heads, m, d), g.input("Kt", heads, d, l), g.input("V", heads, l, d)
+	s := g.op("mul", nil, g.op("matmul", nil, q, kt), g.scalar(1/sqrt(float64(d))))
+	if causal {
+		s = g.op("add", nil, s, g.input("Mask", m, l))
+	}
+	p := g.op("softmax", nil, s)
+	return g.out(g.op("matmul", nil, p, v))
+}
+
+func sqrt(x float64) float64 {
+	r := x
+	for range 40 {
+		r = (r + x/r) / 2
+	}
+	return r
+}
+
+// layernorm is layernorm(x + r) with a scale and a shift over rows of n.
+func layernorm(m, n int, residual bool) *graph {
+	name := fmt.Sprintf("layernorm_%dx%d", m, n)
+	if residual {
+		name = fmt.Sprintf("add_layernorm_%dx%d", m, n)
+	}
+	g := newGraph(name)
+	x := g.input("X", m, n)
+	if residual {
+		x = g.op("add", nil, x, g.input("R", m, n))
+	}
+	return g.out(g.op("layernorm", map[string]any{"epsilon": 1e-5}, x, g.input("Gamma", n), g.input("Beta", n)))
+}
+
+// splitHeads is the data movement of multi-head attention: [m, 3*h*d]
+// reshaped to [m, 3, h, d] and transposed to [3, h, m, d].
+func splitHeads(m, h, d int) *graph {
+	g := newGraph(fmt.Sprintf("split_heads_%dx%dx%d", m, h, d))
+	r := g.op("reshape", map[string]any{"shape": []int{m, 3, h, d}}, g.input("X", m, 3*h*d))
+	return g.out(g.op("transpose", map[string]any{"perm": []int{1, 2, 0, 3}}, r))
+}
+
+// mergeHeads is [h, m, d] back to [m, h*d].
+func mergeHeads(m, h, d int) *graph {
+	g := newGraph(fmt.Sprintf("merge_heads_%dx%dx%d", m, h, d))
+	t := g.op("transpose", map[string]any{"perm": []int{1, 0, 2}}, g.input("X", h, m, d))
+	return g.out(g.op("reshape", map[string]any{"shape": []int{m, h * d}}, t))
+}
+
+// embedding gathers m rows of a vocab x n table by token id and adds the
+// positions' rows.
+func embedding(vocab, m, n int) *graph {
+	g := newGraph(fmt.Sprintf("embedding_%dx%d_%d", vocab, n, m))
+	tok := g.op("gather", nil, g.input("Wte", vocab, n), g.ids("Ids", m))
+	return g.out(g.op("add", nil, tok, g.input("Wpe", m, n)))
+}
+
+func resnet50() []*graph {
+	out := []*graph{conv(3, 224, 224, 64, 7, 2, 1, "relu", false)}
+	g := newGraph("maxpool3x3_64_112x112_s2")
+	out = append(out, g.out(g.op("max_pool2d", map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}}, g.input("X", 1, 64, 112, 112))))
+	// The bottleneck stages: width, blocks, input size; the first block
+	// of stages 2 to 4 strides in its 3x3 convolution (ResNet v1.5).
+	in := 64
+	for i, st := range []struct{ width, size int }{{64, 56}, {128, 28}, {256, 14}, {512, 7}} {
+		stride, inSize := 1, st.size
+		if i > 0 {
+			stride, inSize = 2, st.size*2
+		}
+		outC := 4 * st.width
+		// First block: 1x1 reduce at the input size, 3x3 (strided), 1x1
+		// expand with the projected shortcut added.
+		out = append(out,
+			conv(in, inSize, inSize, st.width, 1, 1, 1, "relu", false),
+			conv(st.width, inSize, inSize, st.width, 3, stride, 1, "relu", false),
+			conv(st.width, st.size, st.size, outC, 1, 1, 1, "relu", true),
+			conv(in, inSize, inSize, outC, 1, stride, 1, "", false), // the shortcut's projection
+			// The other blocks.
+			conv(outC, st.size, st.size, st.width, 1, 1, 1, "relu", false),
+			conv(st.width, st.size, st.size, st.width, 3, 1, 1, "relu", false))
+		in = outC
+	}
+	g = newGraph("avgpool7x7_2048")
+	out = append(out, g.out(g.op("avg_pool2d", map[string]any{"kernel_shape": []int{7, 7}}, g.input("X", 1, 2048, 7, 7))))
+	return append(out, matmul(1, 2048, 1000, "", false))
+}
+
+func mobilenetV2() []*graph {
+	out := []*graph{conv(3, 224, 224, 32, 3, 2, 1, "relu6", false)}
+	in, size := 32, 112
+	for _, st := range []struct{ t, c, n, s int }{
+		{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1},
+	} {
+		for i := 0; i < min(st.n, 2); i++ { // the third and later blocks repeat the second
+			stride := 1
+			if i == 0 {
+				stride = st.s
+			}
+			hidden := in * st.t
+			if st.t != 1 {
+				out = append(out, conv(in, size, size, hidden, 1, 1, 1, "relu6", false))
+			}
+			out = append(out, conv(hidden, size, size, hidden, 3, stride, hidden, "relu6", false))
+			size /= stride
+			out = append(out, conv(hidden, size, size, st.c, 1, 1, 1, "", i > 0))
+			in = st.c
+		}
+	}
+	out = append(out, conv(320, 7, 7, 1280, 1, 1, 1, "relu6", false))
+	g := newGraph("avgpool7x7_1280")
+	out = append(out, g.out(g.op("avg_pool2d", map[string]any{"kernel_shape": []int{7, 7}}, g.input("X", 1, 1280, 7, 7))))
+	return append(out, matmul(1, 1280, 1000, "", false))
+}
+
+func bert() []*graph {
+	const s, h, heads, d, ffn = 128, 768, 12, 64, 3072
+	return []*graph{
+		embedding(30522, s, h),
+		layernorm(s, h, false),
+		matmul(s, h, 3*h, "", false),
+		splitHeads(s, heads, d),
+		attention(heads, s, s, d, false),
+		mergeHeads(s, heads, d),
+		matmul(s, h, h, "", true),
+		layernorm(s, h, true),
+		matmul(s, h, ffn, "gelu", false),
+		matmul(s, ffn, h, "", true),
+	}
+}
+
+func gpt2Decode() []*graph {
+	const h, heads, d, ffn, cache, vocab = 768, 12, 64, 3072, 512, 50257
+	return []*graph{
+		embedding(vocab, 1, h),
+		layernorm(1, h, false),
+		matmul(1, h, 3*h, "", false),
+		attention(heads, 1, cache, d, false),
+		matmul(1, h, h, "", true),
+		matmul(1, h, ffn, "gelu_tanh", false),
+		matmul(1, ffn, h, "", true),
+		matmul(1, h, vocab, "", false),
+	}
+}
+
+func gpt2Prefill() []*graph {
+	const s, h, heads, d, ffn = 512, 768, 12, 64, 3072
+	return []*graph{
+		embedding(50257, s, h),
+		layernorm(s, h, false),
+		matmul(s, h, 3*h, "", false),
+		splitHeads(s, heads, d),
+		attention(heads, s, s, d, true),
+		mergeHeads(s, heads, d),
+		matmul(s, h, h, "", true),
+		matmul(s, h, ffn, "gelu_tanh", false),
+		matmul(s, ffn, h, "", true),
+	}
+}
