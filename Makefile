@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example
+.PHONY: test check tools fuzz example onednn suite
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
@@ -40,7 +40,30 @@ fuzz:
 	$(GO) test ./schedule -run '^$$' -fuzz '^FuzzSchedule$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./codegen/llvm -run '^$$' -fuzz '^FuzzLower$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzGraph$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzShapes$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:
 	$(GO) run ./tools/loom example
+
+# onednn builds oneDNN's side of the benchmark suite (tools/onednn), with
+# Debian's oneDNN 2.6 (libdnnl-dev), installed when missing.
+ONEDNN_BIN ?= bin/onednn_suite
+onednn: $(ONEDNN_BIN)
+$(ONEDNN_BIN): tools/onednn/suite.cpp
+	@[ -f /usr/include/oneapi/dnnl/dnnl.hpp ] && command -v g++ >/dev/null 2>&1 || { \
+		echo "installing libdnnl-dev and g++ for oneDNN's side of the suite"; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq libdnnl-dev g++ >/dev/null; }
+	@mkdir -p $(dir $@)
+	g++ -O2 -std=c++17 -o $@ $< -ldnnl
+
+# suite tunes every case of the benchmark suite (testdata/suite: ResNet-50,
+# MobileNetV2, BERT-base, GPT-2 small) with TRIALS trials per kernel on
+# THREADS threads and prints one JSON line per case, loom against oneDNN
+# measured in the same run. CASES selects cases by a regular expression.
+TRIALS ?= 64
+THREADS ?= 1
+CASES ?= .
+suite: onednn
+	$(GO) run ./tools/loom bench -suite testdata/suite -cases '$(CASES)' -trials $(TRIALS) -threads $(THREADS) -onednn $(ONEDNN_BIN)

@@ -17,6 +17,7 @@ func conv(cin, h, w, cout, k, stride, groups int, act string, residual bool) *gr
 		name += "_residual"
 	}
 	g := newGraph(name)
+	g.spec = fmt.Sprintf("conv 1 %d %d %d %d %d %d %d %d %d %s %d", cin, h, w, cout, k, k, stride, k/2, groups, orNone(act), b2i(residual))
 	x := g.input("X", 1, cin, h, w)
 	wt := g.input("W", cout, cin/groups, k, k)
 	b := g.input("Bias", cout, 1, 1)
@@ -49,6 +50,7 @@ func matmul(m, k, n int, act string, residual bool) *graph {
 		name += "_residual"
 	}
 	g := newGraph(name)
+	g.spec = fmt.Sprintf("matmul %d %d %d %s %d", m, k, n, orNone(act), b2i(residual))
 	y := g.op("add", nil, g.op("matmul", nil, g.input("A", m, k), g.input("B", k, n)), g.input("Bias", n))
 	switch act {
 	case "relu":
@@ -73,6 +75,7 @@ func attention(heads, m, l, d int, causal bool) *graph {
 		name += "_causal"
 	}
 	g := newGraph(name)
+	g.spec = fmt.Sprintf("attention %d %d %d %d %d", heads, m, l, d, b2i(causal))
 	q, kt, v := g.input("Q", heads, m, d), g.input("Kt", heads, d, l), g.input("V", heads, l, d)
 	s := g.op("mul", nil, g.op("matmul", nil, q, kt), g.scalar(1/sqrt(float64(d))))
 	if causal {
@@ -80,6 +83,20 @@ func attention(heads, m, l, d int, causal bool) *graph {
 	}
 	p := g.op("softmax", nil, s)
 	return g.out(g.op("matmul", nil, p, v))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func sqrt(x float64) float64 {
@@ -97,6 +114,7 @@ func layernorm(m, n int, residual bool) *graph {
 		name = fmt.Sprintf("add_layernorm_%dx%d", m, n)
 	}
 	g := newGraph(name)
+	g.spec = fmt.Sprintf("layernorm %d %d %d", m, n, b2i(residual))
 	x := g.input("X", m, n)
 	if residual {
 		x = g.op("add", nil, x, g.input("R", m, n))
@@ -108,6 +126,8 @@ func layernorm(m, n int, residual bool) *graph {
 // reshaped to [m, 3, h, d] and transposed to [3, h, m, d].
 func splitHeads(m, h, d int) *graph {
 	g := newGraph(fmt.Sprintf("split_heads_%dx%dx%d", m, h, d))
+	// [m, 3, h, d] into the layout of [3, h, m, d].
+	g.spec = fmt.Sprintf("reorder %d 3 %d %d %d %d %d 1", m, h, d, d, h*m*d, m*d)
 	r := g.op("reshape", map[string]any{"shape": []int{m, 3, h, d}}, g.input("X", m, 3*h*d))
 	return g.out(g.op("transpose", map[string]any{"perm": []int{1, 2, 0, 3}}, r))
 }
@@ -115,6 +135,8 @@ func splitHeads(m, h, d int) *graph {
 // mergeHeads is [h, m, d] back to [m, h*d].
 func mergeHeads(m, h, d int) *graph {
 	g := newGraph(fmt.Sprintf("merge_heads_%dx%dx%d", m, h, d))
+	// [h, m, d] (and a unit axis) into the layout of [m, h, d].
+	g.spec = fmt.Sprintf("reorder 1 %d %d %d %d %d %d 1", h, m, d, h*m*d, d, h*d)
 	t := g.op("transpose", map[string]any{"perm": []int{1, 0, 2}}, g.input("X", h, m, d))
 	return g.out(g.op("reshape", map[string]any{"shape": []int{m, h * d}}, t))
 }
@@ -130,6 +152,7 @@ func embedding(vocab, m, n int) *graph {
 func resnet50() []*graph {
 	out := []*graph{conv(3, 224, 224, 64, 7, 2, 1, "relu", false)}
 	g := newGraph("maxpool3x3_64_112x112_s2")
+	g.spec = "pool max 1 64 112 112 3 2 1 1 1 1"
 	out = append(out, g.out(g.op("max_pool2d", map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}}, g.input("X", 1, 64, 112, 112))))
 	// The bottleneck stages: width, blocks, input size; the first block
 	// of stages 2 to 4 strides in its 3x3 convolution (ResNet v1.5).
@@ -153,6 +176,7 @@ func resnet50() []*graph {
 		in = outC
 	}
 	g = newGraph("avgpool7x7_2048")
+	g.spec = "pool avg 1 2048 7 7 7 1 0 0 0 0"
 	out = append(out, g.out(g.op("avg_pool2d", map[string]any{"kernel_shape": []int{7, 7}}, g.input("X", 1, 2048, 7, 7))))
 	return append(out, matmul(1, 2048, 1000, "", false))
 }
@@ -180,6 +204,7 @@ func mobilenetV2() []*graph {
 	}
 	out = append(out, conv(320, 7, 7, 1280, 1, 1, 1, "relu6", false))
 	g := newGraph("avgpool7x7_1280")
+	g.spec = "pool avg 1 1280 7 7 7 1 0 0 0 0"
 	out = append(out, g.out(g.op("avg_pool2d", map[string]any{"kernel_shape": []int{7, 7}}, g.input("X", 1, 1280, 7, 7))))
 	return append(out, matmul(1, 1280, 1000, "", false))
 }

@@ -22,6 +22,10 @@ type Case struct {
 	Model string
 	Name  string // unique across the suite: model_kernel
 	Graph []byte
+	// OneDNN is the case for oneDNN's side (tools/onednn/suite.cpp): its
+	// kind and dimensions on one line, "" where oneDNN has no primitive
+	// for it (a gather).
+	OneDNN string
 }
 
 // Cases returns the whole suite, in model order.
@@ -44,13 +48,14 @@ func Cases() []Case {
 			if err != nil {
 				panic(err)
 			}
-			out = append(out, Case{Model: m.name, Name: g.name, Graph: append(data, '\n')})
+			out = append(out, Case{Model: m.name, Name: g.name, Graph: append(data, '\n'), OneDNN: g.spec})
 		}
 	}
 	return out
 }
 
-// Write saves every case as DIR/NAME.json.
+// Write saves every case as DIR/NAME.json, and its oneDNN line as
+// DIR/NAME.onednn where it has one.
 func Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -58,6 +63,11 @@ func Write(dir string) error {
 	for _, c := range Cases() {
 		if err := os.WriteFile(filepath.Join(dir, c.Name+".json"), c.Graph, 0o644); err != nil {
 			return err
+		}
+		if c.OneDNN != "" {
+			if err := os.WriteFile(filepath.Join(dir, c.Name+".onednn"), []byte(c.OneDNN+"\n"), 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -71,6 +81,7 @@ type graph struct {
 	nodes     []node
 	outputs   []string
 	n         int
+	spec      string // the oneDNN line (see Case.OneDNN)
 }
 
 type tensor struct {

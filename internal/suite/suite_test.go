@@ -35,6 +35,10 @@ func TestCasesCompile(t *testing.T) {
 			if data, err := os.ReadFile(filepath.Join(dir, c.Name+".json")); err != nil || string(data) != string(c.Graph) {
 				t.Errorf("%s.json is missing or stale: regenerate the suite", c.Name)
 			}
+			data, err := os.ReadFile(filepath.Join(dir, c.Name+".onednn"))
+			if c.OneDNN != "" && (err != nil || string(data) != c.OneDNN+"\n") || c.OneDNN == "" && err == nil {
+				t.Errorf("%s.onednn is missing or stale: regenerate the suite", c.Name)
+			}
 		})
 	}
 }

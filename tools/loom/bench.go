@@ -36,9 +36,10 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (null: no oneDNN harness yet), tune_s")
+	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (with -onednn), tune_s")
 	cases := fs.String("cases", "", "with -suite, only the cases whose name matches this regular expression")
 	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
+	onednn := fs.String("onednn", "", "with -suite, oneDNN's side of each case: the program `BIN` (make onednn builds it from tools/onednn/suite.cpp), run on the same inputs, its result checked against loom's")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
 	vbits := fs.Int("vector-bits", 0, "SIMD width in bits (0: the host's)")
@@ -54,7 +55,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		if !atLeast(fs, stderr, "trials", *trials, 1) {
 			return 2
 		}
-		return runSuite(*suiteDir, *cases, *threads, *trials, *dbPath, stdout, stderr)
+		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, stdout, stderr)
 	}
 	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {

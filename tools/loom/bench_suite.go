@@ -1,17 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
 )
 
 // suiteLine is what loom bench -suite prints per case: one JSON line.
@@ -24,8 +35,9 @@ type suiteLine struct {
 	Distinct int       `json:"distinct"`
 	LoomMs   float64   `json:"loom_ms"` // the sum of the kernels' best medians
 	KernelMs []float64 `json:"kernel_ms"`
-	// OneDNNMs is the same computation's time with oneDNN, measured in
-	// the same run; null until a oneDNN harness is given (-onednn).
+	// OneDNNMs is the same computation's time with oneDNN (plain
+	// layouts), measured in the same run by the harness -onednn names;
+	// null without it, or where oneDNN has no primitive for the case.
 	OneDNNMs *float64 `json:"onednn_ms"`
 	Ratio    *float64 `json:"ratio"` // onednn_ms / loom_ms: above 1 is faster than oneDNN
 	TuneS    float64  `json:"tune_s"`
@@ -34,7 +46,7 @@ type suiteLine struct {
 
 // runSuite tunes every graph of dir (whose file name matches the cases
 // pattern) and prints one JSON line per case.
-func runSuite(dir, cases string, threads, trials int, dbPath string, stdout, stderr io.Writer) int {
+func runSuite(dir, cases, onednn string, threads, trials int, dbPath string, stdout, stderr io.Writer) int {
 	re, err := regexp.Compile(cases)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: -cases: %v\n", err)
@@ -63,6 +75,16 @@ func runSuite(dir, cases string, threads, trials int, dbPath string, stdout, std
 			return 130
 		}
 		line := suiteCase(ctx, t, file, name)
+		if onednn != "" && line.Error == "" {
+			ms, ok, err := oneDNNCase(onednn, file, t.threads)
+			switch {
+			case err != nil:
+				line.Error = "onednn: " + err.Error()
+			case ok:
+				ratio := ms / line.LoomMs
+				line.OneDNNMs, line.Ratio = &ms, &ratio
+			}
+		}
 		if line.Error != "" {
 			status = 1
 		}
@@ -97,4 +119,107 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 	}
 	line.TuneS = time.Since(begin).Seconds()
 	return line
+}
+
+// oneDNNCase runs the case's oneDNN side (tools/onednn/suite.cpp, built
+// as bin) on inputs it shares with loom, checks its result against loom's
+// (the graph's kernels as written, compiled) and returns its time. ok is
+// false where the case has no oneDNN line (NAME.onednn).
+func oneDNNCase(bin, file string, threads int) (ms float64, ok bool, err error) {
+	spec, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".onednn")
+	if err != nil {
+		return 0, false, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false, err
+	}
+	g, err := fusion.ReadJSON(bytes.NewReader(data))
+	if err != nil {
+		return 0, false, err
+	}
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		return 0, false, err
+	}
+	dir, err := os.MkdirTemp("", "loom-onednn-")
+	if err != nil {
+		return 0, false, err
+	}
+	defer os.RemoveAll(dir)
+	r := rand.New(rand.NewPCG(1, 2))
+	inputs := map[string]any{}
+	for _, x := range g.Inputs {
+		d, err := fusion.NewData(x, nil)
+		if err != nil {
+			return 0, false, err
+		}
+		f, isFloat := d.([]float32)
+		if !isFloat {
+			return 0, false, fmt.Errorf("input %s is %s: the oneDNN side takes float32 inputs", x.Name, x.DType)
+		}
+		for i := range f {
+			f[i] = r.Float32()*2 - 1
+		}
+		inputs[x.Name] = d
+		if err := os.WriteFile(filepath.Join(dir, x.Name+".bin"), floatBytes(f), 0o644); err != nil {
+			return 0, false, err
+		}
+	}
+	cmd := exec.Command(bin, append([]string{dir}, strings.Fields(string(spec))...)...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("OMP_NUM_THREADS=%d", threads))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %v: %s", bin, err, strings.TrimSpace(stderr.String()))
+	}
+	var res struct {
+		Ms float64 `json:"ms"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, false, fmt.Errorf("%s printed %q: %v", bin, out, err)
+	}
+	// The check: loom's kernels as written, compiled, on the same inputs.
+	cache, err := native.DefaultCache()
+	if err != nil {
+		return 0, false, err
+	}
+	want, err := p.Execute(nil, inputs, func(f *ast.Func, sizes map[string]int64, args map[string]any) error {
+		k, err := cache.Compile(f, llvm.Options{})
+		if err != nil {
+			return err
+		}
+		return k.Run(sizes, args)
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "out.bin"))
+	if err != nil {
+		return 0, false, err
+	}
+	name := g.Outputs[0].Name
+	w, _ := want[name].([]float32)
+	gotF := bytesFloat(got)
+	if e := workload.MaxRelErr(gotF, w); e > 1e-3 {
+		return 0, false, fmt.Errorf("oneDNN's result differs from loom's by %g (max relative error; tolerance 1e-3)", e)
+	}
+	return res.Ms, true, nil
+}
+
+func floatBytes(f []float32) []byte {
+	out := make([]byte, 4*len(f))
+	for i, v := range f {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+	}
+	return out
+}
+
+func bytesFloat(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
 }

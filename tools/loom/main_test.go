@@ -600,3 +600,40 @@ func TestBenchSuite(t *testing.T) {
 		t.Errorf("an empty suite: exit %d: %s", code, errs)
 	}
 }
+
+// TestBenchSuiteOneDNN: with -onednn, each case also runs on oneDNN (the
+// suite's harness, built from tools/onednn where oneDNN is installed), on
+// the same inputs, its result checked against loom's.
+func TestBenchSuiteOneDNN(t *testing.T) {
+	if _, err := os.Stat("/usr/include/oneapi/dnnl/dnnl.hpp"); err != nil {
+		t.Skip("oneDNN is not installed (make onednn installs it)")
+	}
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("no g++")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "onednn_suite")
+	if out, err := exec.Command("g++", "-O2", "-std=c++17", "-o", bin, "../onednn/suite.cpp", "-ldnnl").CombinedOutput(); err != nil {
+		t.Fatalf("building the harness: %v\n%s", err, out)
+	}
+	graph := `{"name": "mm", "inputs": [{"name": "A", "dtype": "float32", "shape": [8, 16]}, {"name": "B", "dtype": "float32", "shape": [16, 24]},
+  {"name": "Bias", "dtype": "float32", "shape": [24]}, {"name": "R", "dtype": "float32", "shape": [8, 24]}],
+  "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "C"}, {"op": "add", "inputs": ["C", "Bias"], "output": "CB"},
+    {"op": "relu", "inputs": ["CB"], "output": "CR"}, {"op": "add", "inputs": ["CR", "R"], "output": "Y"}], "outputs": ["Y"]}`
+	os.WriteFile(filepath.Join(dir, "mm.json"), []byte(graph), 0o644)
+	os.WriteFile(filepath.Join(dir, "mm.onednn"), []byte("matmul 8 16 24 relu 1\n"), 0o644)
+	// The same case with a spec that computes something else: caught.
+	os.WriteFile(filepath.Join(dir, "wrong.json"), []byte(graph), 0o644)
+	os.WriteFile(filepath.Join(dir, "wrong.onednn"), []byte("matmul 8 16 24 none 1\n"), 0o644)
+	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "2", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"), "-onednn", bin)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 2 {
+		t.Fatalf("exit %d (want 1: one case is wrong), %d lines: %s\n%s", code, len(lines), out, errs)
+	}
+	if !strings.Contains(lines[0], `"onednn_ms":0.`) || !strings.Contains(lines[0], `"ratio":`) {
+		t.Errorf("the matmul case: %s", lines[0])
+	}
+	if !strings.Contains(lines[1], "oneDNN's result differs from loom's") {
+		t.Errorf("the wrong case: %s", lines[1])
+	}
+}

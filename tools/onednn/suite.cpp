@@ -1,0 +1,273 @@
+// suite.cpp: oneDNN's side of loom's benchmark suite (loom bench -suite).
+//
+//   onednn_suite DIR SPEC...
+//
+// runs one case of the suite with oneDNN 2.6 (plain layouts; a
+// convolution's weights reordered once, before timing, to the layout
+// oneDNN prefers, as a framework does) on the inputs loom wrote to
+// DIR/NAME.bin (raw float32 or int32, row-major), writes the result to
+// DIR/out.bin and prints one JSON line: {"ms": best per-call time,
+// "impl": the implementations oneDNN chose}. Where oneDNN has a
+// primitive with post-ops for the whole case, that is what runs;
+// otherwise the case is the sum of its primitives. SPEC is the case's
+// line (package internal/suite writes it beside the graph):
+//
+//   conv N C H W F KH KW STRIDE PAD GROUPS ACT RES    X W Bias [R]
+//   matmul M K N ACT RES                              A B Bias [R]
+//   layernorm M N RES                                 X [R] Gamma Beta
+//   pool max|avg N C H W K STRIDE PT PL PB PR         X
+//   attention H M L D CAUSAL                          Q Kt V [Mask]
+//   reorder D0 D1 D2 D3 S0 S1 S2 S3                   X (dims, output strides)
+//
+// ACT is none, relu, relu6, gelu or gelu_tanh; RES 1 adds R. Threads:
+// OMP_NUM_THREADS.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+using namespace dnnl;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+static std::string dir;
+
+static std::vector<float> load(const std::string &name, size_t n) {
+    std::vector<float> v(n);
+    std::string path = dir + "/" + name + ".bin";
+    FILE *f = fopen(path.c_str(), "rb");
+    if (!f || fread(v.data(), sizeof(float), n, f) != n) {
+        fprintf(stderr, "onednn_suite: cannot read %zu floats from %s\n", n, path.c_str());
+        exit(1);
+    }
+    fclose(f);
+    return v;
+}
+
+static void save(const std::vector<float> &v) {
+    std::string path = dir + "/out.bin";
+    FILE *f = fopen(path.c_str(), "wb");
+    if (!f || fwrite(v.data(), sizeof(float), v.size(), f) != v.size()) {
+        fprintf(stderr, "onednn_suite: cannot write %s\n", path.c_str());
+        exit(1);
+    }
+    fclose(f);
+}
+
+// best returns the best per-call time in ms of fn: one warm-up call, then
+// samples of reps calls (a sample lasting at least 20 ms), at least 5 and
+// up to 30 while they total less than 0.3 s.
+static double best(const std::function<void()> &fn) {
+    using clock = std::chrono::steady_clock;
+    fn();
+    int reps = 1;
+    for (;;) {
+        auto t0 = clock::now();
+        for (int i = 0; i < reps; i++) fn();
+        double s = std::chrono::duration<double>(clock::now() - t0).count();
+        if (s >= 0.02 || reps >= (1 << 20)) break;
+        reps *= 2;
+    }
+    double bestMs = 1e300, total = 0;
+    for (int n = 0; n < 30 && (n < 5 || total < 0.3); n++) {
+        auto t0 = clock::now();
+        for (int i = 0; i < reps; i++) fn();
+        double s = std::chrono::duration<double>(clock::now() - t0).count();
+        total += s;
+        bestMs = std::min(bestMs, s * 1e3 / reps);
+    }
+    return bestMs;
+}
+
+static void activation(post_ops &po, const std::string &act) {
+    if (act == "relu") po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    else if (act == "relu6") po.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 6.0f);
+    else if (act == "gelu") po.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    else if (act == "gelu_tanh") po.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    else if (act != "none") {
+        fprintf(stderr, "onednn_suite: unknown activation %s\n", act.c_str());
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: onednn_suite DIR SPEC...\n");
+        return 2;
+    }
+    dir = argv[1];
+    std::string kind = argv[2];
+    auto arg = [&](int i) { return i + 3 < argc ? atol(argv[i + 3]) : 0L; };
+    auto sarg = [&](int i) { return std::string(i + 3 < argc ? argv[i + 3] : ""); };
+    engine eng(engine::kind::cpu, 0);
+    stream s(eng);
+    std::string impl;
+    double ms = 0;
+    std::vector<float> out;
+    if (kind == "conv") {
+        long N = arg(0), C = arg(1), H = arg(2), W = arg(3), F = arg(4), KH = arg(5), KW = arg(6), S = arg(7), P = arg(8), G = arg(9);
+        std::string act = sarg(10);
+        bool res = arg(11) != 0;
+        long HO = (H + 2 * P - KH) / S + 1, WO = (W + 2 * P - KW) / S + 1;
+        auto x = load("X", N * C * H * W), w = load("W", F * (C / G) * KH * KW), b = load("Bias", F);
+        std::vector<float> r;
+        if (res) r = load("R", N * F * HO * WO);
+        out.assign(N * F * HO * WO, 0);
+        memory::dims wd = G > 1 ? memory::dims{G, F / G, C / G, KH, KW} : memory::dims{F, C, KH, KW};
+        memory::desc xd({N, C, H, W}, dt::f32, tag::nchw), yd({N, F, HO, WO}, dt::f32, tag::nchw), bd({F}, dt::f32, tag::x);
+        memory::desc wplain(wd, dt::f32, G > 1 ? tag::goihw : tag::oihw), wany(wd, dt::f32, tag::any);
+        post_ops po;
+        if (res) po.append_sum(1.0f);
+        activation(po, act);
+        primitive_attr attr;
+        attr.set_post_ops(po);
+        auto pd = convolution_forward::primitive_desc(
+            convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, xd, wany, bd, yd,
+                                      {S, S}, {P, P}, {P, P}),
+            attr, eng);
+        memory wm(pd.weights_desc(), eng);
+        memory wsrc(wplain, eng, w.data());
+        reorder(wsrc, wm).execute(s, wsrc, wm);
+        memory xm(xd, eng, x.data()), ym(yd, eng, out.data()), bm(bd, eng, b.data());
+        convolution_forward p(pd);
+        std::function<void()> run = [&] {
+            if (res) memcpy(out.data(), r.data(), r.size() * sizeof(float)); // the sum post-op adds to what is there
+            p.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
+            s.wait();
+        };
+        ms = best(run);
+        impl = pd.impl_info_str();
+    } else if (kind == "matmul") {
+        long M = arg(0), K = arg(1), N = arg(2);
+        std::string act = sarg(3);
+        bool res = arg(4) != 0;
+        auto a = load("A", M * K), b = load("B", K * N), bias = load("Bias", N);
+        std::vector<float> r;
+        if (res) r = load("R", M * N);
+        out.assign(M * N, 0);
+        memory::desc ad({M, K}, dt::f32, tag::ab), bd({K, N}, dt::f32, tag::ab), cd({M, N}, dt::f32, tag::ab), biasd({1, N}, dt::f32, tag::ab);
+        post_ops po;
+        activation(po, act);
+        if (res) po.append_binary(algorithm::binary_add, cd);
+        primitive_attr attr;
+        attr.set_post_ops(po);
+        auto pd = matmul::primitive_desc(matmul::desc(ad, bd, biasd, cd), attr, eng);
+        memory am(ad, eng, a.data()), bm(bd, eng, b.data()), cm(cd, eng, out.data()), biasm(biasd, eng, bias.data());
+        memory rm(cd, eng, res ? r.data() : nullptr);
+        matmul p(pd);
+        std::function<void()> run = [&] {
+            std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}};
+            if (res) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(act == "none" ? 0 : 1) | DNNL_ARG_SRC_1] = rm;
+            p.execute(s, args);
+            s.wait();
+        };
+        ms = best(run);
+        impl = pd.impl_info_str();
+    } else if (kind == "layernorm") {
+        long M = arg(0), N = arg(1);
+        bool res = arg(2) != 0;
+        auto x = load("X", M * N), g = load("Gamma", N), bt = load("Beta", N);
+        std::vector<float> r, sum(M * N);
+        if (res) r = load("R", M * N);
+        out.assign(M * N, 0);
+        std::vector<float> ss(2 * N);
+        memcpy(ss.data(), g.data(), N * sizeof(float));
+        memcpy(ss.data() + N, bt.data(), N * sizeof(float));
+        memory::desc d({M, N}, dt::f32, tag::ab), ssd({2, N}, dt::f32, tag::nc);
+        auto pd = layer_normalization_forward::primitive_desc(
+            layer_normalization_forward::desc(prop_kind::forward_inference, d, 1e-5f, normalization_flags::use_scale_shift), eng);
+        memory xm(d, eng, res ? sum.data() : x.data()), ym(d, eng, out.data()), ssm(ssd, eng, ss.data());
+        memory am(d, eng, x.data()), rm(d, eng, res ? r.data() : nullptr);
+        layer_normalization_forward p(pd);
+        binary::primitive_desc addpd;
+        binary add;
+        if (res) {
+            addpd = binary::primitive_desc(binary::desc(algorithm::binary_add, d, d, d), eng);
+            add = binary(addpd);
+        }
+        std::function<void()> run = [&] {
+            if (res) add.execute(s, {{DNNL_ARG_SRC_0, am}, {DNNL_ARG_SRC_1, rm}, {DNNL_ARG_DST, xm}});
+            p.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_SCALE_SHIFT, ssm}, {DNNL_ARG_DST, ym}});
+            s.wait();
+        };
+        ms = best(run);
+        impl = pd.impl_info_str();
+    } else if (kind == "pool") {
+        bool isMax = sarg(0) == "max";
+        long N = arg(1), C = arg(2), H = arg(3), W = arg(4), K = arg(5), S = arg(6), PT = arg(7), PL = arg(8), PB = arg(9), PR = arg(10);
+        long HO = (H + PT + PB - K) / S + 1, WO = (W + PL + PR - K) / S + 1;
+        auto x = load("X", N * C * H * W);
+        out.assign(N * C * HO * WO, 0);
+        memory::desc xd({N, C, H, W}, dt::f32, tag::nchw), yd({N, C, HO, WO}, dt::f32, tag::nchw);
+        auto pd = pooling_forward::primitive_desc(
+            pooling_forward::desc(prop_kind::forward_inference, isMax ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding,
+                                  xd, yd, {S, S}, {K, K}, {PT, PL}, {PB, PR}),
+            eng);
+        memory xm(xd, eng, x.data()), ym(yd, eng, out.data());
+        pooling_forward p(pd);
+        ms = best([&] {
+            p.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+            s.wait();
+        });
+        impl = pd.impl_info_str();
+    } else if (kind == "attention") {
+        long H = arg(0), M = arg(1), L = arg(2), D = arg(3);
+        bool causal = arg(4) != 0;
+        auto q = load("Q", H * M * D), kt = load("Kt", H * D * L), v = load("V", H * L * D);
+        std::vector<float> mask, sc(H * M * L);
+        if (causal) mask = load("Mask", M * L);
+        out.assign(H * M * D, 0);
+        memory::desc qd({H, M, D}, dt::f32, tag::abc), ktd({H, D, L}, dt::f32, tag::abc), sd({H, M, L}, dt::f32, tag::abc),
+            vd({H, L, D}, dt::f32, tag::abc), od({H, M, D}, dt::f32, tag::abc), maskd({1, M, L}, dt::f32, tag::abc);
+        primitive_attr a1;
+        a1.set_output_scales(0, {1.0f / std::sqrt((float)D)});
+        if (causal) {
+            post_ops po;
+            po.append_binary(algorithm::binary_add, maskd);
+            a1.set_post_ops(po);
+        }
+        auto pd1 = matmul::primitive_desc(matmul::desc(qd, ktd, sd), a1, eng);
+        auto pd2 = softmax_forward::primitive_desc(softmax_forward::desc(prop_kind::forward_inference, sd, 2), eng);
+        auto pd3 = matmul::primitive_desc(matmul::desc(sd, vd, od), eng);
+        memory qm(qd, eng, q.data()), ktm(ktd, eng, kt.data()), sm(sd, eng, sc.data()), vm(vd, eng, v.data()), om(od, eng, out.data());
+        memory mm(maskd, eng, causal ? mask.data() : nullptr);
+        matmul p1(pd1), p3(pd3);
+        softmax_forward p2(pd2);
+        ms = best([&] {
+            std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}};
+            if (causal) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mm;
+            p1.execute(s, args);
+            p2.execute(s, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
+            p3.execute(s, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
+            s.wait();
+        });
+        impl = std::string(pd1.impl_info_str()) + " + " + pd2.impl_info_str() + " + " + pd3.impl_info_str();
+    } else if (kind == "reorder") {
+        memory::dims d = {arg(0), arg(1), arg(2), arg(3)}, st = {arg(4), arg(5), arg(6), arg(7)};
+        long n = d[0] * d[1] * d[2] * d[3];
+        auto x = load("X", n);
+        out.assign(n, 0);
+        memory::desc src(d, dt::f32, tag::abcd), dst(d, dt::f32, st);
+        memory xm(src, eng, x.data()), ym(dst, eng, out.data());
+        auto pd = reorder::primitive_desc(eng, src, eng, dst);
+        reorder p(pd);
+        ms = best([&] {
+            p.execute(s, xm, ym);
+            s.wait();
+        });
+        impl = pd.impl_info_str();
+    } else {
+        fprintf(stderr, "onednn_suite: unknown case kind %s\n", kind.c_str());
+        return 2;
+    }
+    save(out);
+    printf("{\"ms\": %.6f, \"impl\": \"%s\"}\n", ms, impl.c_str());
+    return 0;
+}
