@@ -44,6 +44,7 @@ func DefaultRules() []Rule {
 	return []Rule{
 		AutoInline{NoSelect: true},
 		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, MaxInnermostReduce: 256, WriteCache: []int64{1, 2}},
+		OuterReduction{MaxVectors: 4},
 		RandomComputeLocation{},
 		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}, HalfVectors: true},
 		VectorRFactor{MaxVectors: 4},

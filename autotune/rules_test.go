@@ -42,6 +42,37 @@ func TestRulesShapes(t *testing.T) {
 		rf := f.Block("MS_sum_rf")
 		return rf != nil && f.Block("MS_sum_rf_init") != nil && strings.Contains(text, "vectorized for")
 	})
+	colsum, err := ast.Parse(`func colsum[N: int32](X: float32[N, 64], Y: float32[64]) {
+  ScheduleBlock(root) {
+    serial for (j, 0, 64) {
+      serial for (i, 0, N) {
+        ScheduleBlock(Y) {
+          vj, vi = axis.bind(j, i)
+          axis.domain(vj = spatial(0, 64), vi = reduce(0, N))
+          reads(Y[vj], X[vi, vj])
+          writes(Y[vj])
+          init {
+            Y[vj] = 0.0f
+          }
+          Y[vj] = Y[vj] + X[vi, vj]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(workload.Case{Name: "colsum", Func: colsum}, 4, "reduces the outer axis with the kept axis vectorized innermost (no rfactor)", func(f *ast.Func, text string) bool {
+		vec := strings.Index(text, "vectorized for (j_1, ")
+		return vec > strings.Index(text, "for (i,") && f.Block("Y_rf") == nil && strings.Contains(text, "parallel for (j_0")
+	})
+	// A row's reduction is not one over outer axes: its kept axis is not
+	// the contiguous one.
+	s, err := sp.Sample(workload.RMSNorm(4, 64).Func, 1)
+	if err == nil && strings.Contains(s.Trace().String(), "reorder(") && !strings.Contains(ast.Print(s.Func()), "MS_sum_rf") {
+		t.Errorf("rmsnorm's row sum was treated as an outer reduction:\n%s", s.Trace())
+	}
 }
 
 // TestSampledKernelsMatchInterpreter: candidates of the default space,

@@ -1,0 +1,103 @@
+package autotune
+
+import (
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// OuterReduction vectorizes a reduction over outer axes (a column sum,
+// a mean over a batch: the reduced index is not the contiguous one)
+// across the axis it keeps: the innermost spatial loop, the one that
+// indexes the contiguous dimension of what the block reads, is split by
+// a sampled whole number of vectors up to MaxVectors, and that inner part
+// goes innermost, under the reduce loops. Each step of the reduction then
+// adds a contiguous vector of inputs to a vector of accumulators, with
+// no partial results to combine (VectorRFactor's way, for a row), and
+// ParallelVectorizeUnroll, applied after, vectorizes it and parallelizes
+// the outer part of the kept axis.
+type OuterReduction struct {
+	MaxVectors int
+}
+
+func (OuterReduction) Name() string { return "outer-reduction" }
+
+func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || reuses(bi) || len(bi.loops) < 2 || t.VectorLanes < 2 || t.GPU != nil {
+		return errSkip
+	}
+	last := len(bi.loops) - 1
+	if bi.roles[last] != roleReduce {
+		return errSkip
+	}
+	sp := -1
+	for i := last; i >= 0; i-- {
+		if bi.roles[i] == roleSpatial {
+			sp = i
+			break
+		}
+	}
+	if sp < 0 || !indexesContiguous(bi, bi.loops[sp]) {
+		return errSkip
+	}
+	n, ok := s.Extent(bi.loops[sp])
+	if !ok {
+		return errSkip
+	}
+	var chunks []int64
+	for v := 1; v <= max(r.MaxVectors, 1); v *= 2 {
+		if c := int64(v * t.VectorLanes); n%c == 0 {
+			chunks = append(chunks, c)
+		}
+	}
+	if len(chunks) == 0 {
+		return errSkip
+	}
+	chunk, err := sampleAmong(s, chunks)
+	if err != nil {
+		return err
+	}
+	parts, err := s.SplitBy(bi.loops[sp], []schedule.Value{{}, chunk})
+	if err != nil {
+		return internal(err)
+	}
+	order := append([]schedule.Loop{}, bi.loops[:sp]...)
+	order = append(order, parts[0])
+	order = append(order, bi.loops[sp+1:]...)
+	return internal(s.Reorder(append(order, parts[1])...))
+}
+
+// indexesContiguous reports whether loop l indexes, through a spatial
+// iteration variable, the last (contiguous) dimension of every buffer the
+// block reads besides its own output.
+func indexesContiguous(bi *blockInfo, l schedule.Loop) bool {
+	var iv *ast.IterVar
+	for _, it := range bi.blk.Iters {
+		if it.Kind == ast.Spatial && ast.Mentions(it.Binding, l.Name()) {
+			iv = it
+		}
+	}
+	if iv == nil {
+		return false
+	}
+	found := false
+	for _, r := range bi.blk.Reads {
+		if isWritten(bi.blk, r.Buffer) || len(r.Ranges) == 0 {
+			continue
+		}
+		if !ast.Mentions(r.Ranges[len(r.Ranges)-1].Min, iv.Var.Name) {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+func isWritten(b *ast.ScheduleBlock, buf *ast.Buffer) bool {
+	for _, w := range b.Writes {
+		if w.Buffer == buf {
+			return true
+		}
+	}
+	return false
+}
