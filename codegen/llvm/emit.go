@@ -19,6 +19,9 @@ type emitter struct {
 	m    *Module
 	f    *ast.Func
 	decl map[string]*ir.Func // declared or defined helpers by name
+	// unrollCopies is how many copies the unrolled loops around the
+	// statement being emitted make of it (0 outside any).
+	unrollCopies int64
 
 	// The function being built.
 	fn     *ir.Func
@@ -489,6 +492,13 @@ func (e *emitter) loopBody(l *ast.For) {
 // maxUnroll is the largest extent an unrolled loop is copied out for.
 const maxUnroll = 512
 
+// maxUnrolledNodes bounds the code an unrolled loop copies out: its
+// extent, times the copies the unrolled loops around it make already,
+// times the size of its body (AST nodes). Beyond it the loop runs as a
+// loop: nested unrolling multiplies, and 840 copies of a loop nest with
+// long index expressions took llc over two minutes.
+const maxUnrolledNodes = 1 << 15
+
 // unrolledLoop copies the body once per iteration of a loop of constant
 // extent, with the loop variable a constant in each copy.
 func (e *emitter) unrolledLoop(l *ast.For) bool {
@@ -502,8 +512,23 @@ func (e *emitter) unrolledLoop(l *ast.For) bool {
 		e.remark("unrolled loop %s runs as a loop: its extent %d is over %d", l.Var.Name, n, maxUnroll)
 		return false
 	}
+	copies := max(e.unrollCopies, 1) * n
+	if size := copies * nodeCount(l.Body); size > maxUnrolledNodes {
+		e.remark("unrolled loop %s runs as a loop: unrolled (%d copies of its body, with the unrolled loops around it), it would be %d AST nodes of code, over %d", l.Var.Name, copies, size, maxUnrolledNodes)
+		return false
+	}
+	saved := e.unrollCopies
+	e.unrollCopies = copies
 	for i := int64(0); i < n; i++ {
 		e.withVar(l.Var.Name, e.intBinary(nil, ast.OpAdd, lo, uniform(i64(i)), true), func() { e.loopBody(l) })
 	}
+	e.unrollCopies = saved
 	return true
+}
+
+// nodeCount is the number of AST nodes of s.
+func nodeCount(s ast.Stmt) int64 {
+	n := int64(0)
+	ast.Inspect(s, func(ast.Node) bool { n++; return true })
+	return n
 }

@@ -30,7 +30,8 @@ type Case struct {
 }
 
 // Args returns data for every buffer parameter of c.Func: inputs filled with
-// reproducible random values in [-1, 1) (from seed), outputs zeroed. Which
+// reproducible random values in [-1, 1) (from seed), integer indices of a
+// gather in the range of what they index, outputs zeroed. Which
 // parameters are inputs is told by the function: a parameter some block
 // writes is an output.
 func (c Case) Args(seed uint64) map[string]any {
@@ -42,6 +43,7 @@ func (c Case) Args(seed uint64) map[string]any {
 		}
 	}
 	args := map[string]any{}
+	bounds := indexBounds(c.Func, c.Sizes)
 	for _, p := range c.Func.Params {
 		data, err := ast.NewData(p, c.Sizes)
 		if err != nil {
@@ -49,10 +51,59 @@ func (c Case) Args(seed uint64) map[string]any {
 		}
 		if !written[p.Name] {
 			FillRandom(data, rng)
+			if n, ok := bounds[p.Name]; ok {
+				fillIndices(data, rng, n)
+			}
 		}
 		args[p.Name] = data
 	}
 	return args
+}
+
+// indexBounds returns, for each integer parameter of f whose values index
+// a buffer (a gather's indices), the smallest extent of a dimension they
+// index: data for it must lie in [0, extent), or the interpreter reports
+// the access out of bounds.
+func indexBounds(f *ast.Func, sizes map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	ast.Inspect(f.Body, func(n ast.Node) bool {
+		l, ok := n.(*ast.Load)
+		if !ok {
+			return true
+		}
+		for d, e := range l.Indices {
+			ast.Inspect(e, func(m ast.Node) bool {
+				inner, ok := m.(*ast.Load)
+				if !ok || f.Param(inner.Buffer.Name) == nil || !inner.Buffer.DType.IsInt() || d >= len(l.Buffer.Shape) {
+					return true
+				}
+				ext, err := ast.DataSize(&ast.Buffer{Name: "extent", DType: ast.Int32, Shape: []ast.Expr{l.Buffer.Shape[d]}}, sizes)
+				if err != nil || ext < 1 {
+					return true
+				}
+				if old, seen := out[inner.Buffer.Name]; !seen || ext < old {
+					out[inner.Buffer.Name] = ext
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return out
+}
+
+// fillIndices fills integer data with values in [0, n).
+func fillIndices(data any, rng *rand.Rand, n int64) {
+	switch d := data.(type) {
+	case []int32:
+		for i := range d {
+			d[i] = int32(rng.Int64N(n))
+		}
+	case []int64:
+		for i := range d {
+			d[i] = rng.Int64N(n)
+		}
+	}
 }
 
 // FillRandom fills a Go slice of any element type Interpret accepts with
