@@ -253,3 +253,26 @@ func gpt2Prefill() []*graph {
 		matmul(s, ffn, h, "", true),
 	}
 }
+
+// issue20 are the operators of issue 20's table: ordinary kernels outside
+// the built-in workloads that tuned loom kernels ran 1.2x to 100x slower
+// than oneDNN.
+func issue20() []*graph {
+	g := newGraph("transpose_4096x4096")
+	g.spec = "reorder 1 1 4096 4096 1 1 1 4096"
+	transpose := g.out(g.op("transpose", nil, g.input("X", 4096, 4096)))
+	g = newGraph("colsum_4096x4096")
+	colsum := g.out(g.op("reduce_sum", map[string]any{"axes": []int{0}}, g.input("X", 4096, 4096)))
+	g = newGraph("batch_matmul_16x512x64x512")
+	bmm := g.out(g.op("matmul", nil, g.input("A", 16, 512, 64), g.input("B", 16, 64, 512)))
+	return []*graph{
+		bmm,
+		matmul(512, 768, 3072, "gelu", false),
+		conv(128, 28, 28, 256, 3, 2, 1, "", false),
+		conv(256, 14, 14, 1024, 1, 1, 1, "", false),
+		layernorm(4096, 1024, false),
+		transpose,
+		attention(8, 256, 256, 64, false),
+		colsum,
+	}
+}

@@ -2,7 +2,7 @@
 // configuration, after fusion, of ResNet-50 and MobileNetV2 at batch 1
 // (224x224), BERT-base at sequence length 128, and GPT-2 small at one
 // decode step (M = 1 matmuls, a 512-token cache) and over a 512-token
-// prompt. Each case is a graph (see package fusion's JSON format) of one
+// prompt; and the cases of issue 20's table, where loom was found slow. Each case is a graph (see package fusion's JSON format) of one
 // fused kernel's worth of operators: a convolution with its bias,
 // activation and residual, a matmul with its epilogue, a normalization, an
 // attention's steps. [Write] saves them as graph JSON files, which is what
@@ -36,6 +36,7 @@ func Cases() []Case {
 		cases func() []*graph
 	}{
 		{"resnet50", resnet50}, {"mobilenetv2", mobilenetV2}, {"bert", bert}, {"gpt2_decode", gpt2Decode}, {"gpt2_prefill", gpt2Prefill},
+		{"issue20", issue20},
 	} {
 		seen := map[string]bool{}
 		for _, g := range m.cases() {
