@@ -77,19 +77,27 @@ func run(t *testing.T, f *ast.Func, sizes map[string]int64) map[string]any {
 	return args
 }
 
-// TestTwinComputesTheSameValues: the twin's outputs are the function's,
-// bit for bit, and its variances are finite and not negative.
-func TestTwinComputesTheSameValues(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		f     *ast.Func
-		sizes map[string]int64
-	}{
+type twinCase struct {
+	name  string
+	f     *ast.Func
+	sizes map[string]int64
+}
+
+// twinCases are functions the twin tests run: a long reduction, every
+// operation, and two normalizations.
+func twinCases(t *testing.T) []twinCase {
+	return []twinCase{
 		{"colsum", parse(t, colsum), map[string]int64{"N": 300, "M": 5}},
 		{"every op", parse(t, everyOp), map[string]int64{"N": 200}},
 		{"softmax", workload.Softmax(4, 100).Func, nil},
 		{"rmsnorm", workload.RMSNorm(4, 100).Func, nil},
-	} {
+	}
+}
+
+// TestTwinComputesTheSameValues: the twin's outputs are the function's,
+// bit for bit, and its variances are finite and not negative.
+func TestTwinComputesTheSameValues(t *testing.T) {
+	for _, c := range twinCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			g, shadows, err := errbound.Twin(c.f)
 			if err != nil {
@@ -328,15 +336,7 @@ func widen(f *ast.Func) *ast.Func {
 // the interpreter's values and variances (the autotuner runs it compiled,
 // on tasks too large to interpret).
 func TestTwinCompiles(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		f     *ast.Func
-		sizes map[string]int64
-	}{
-		{"colsum", parse(t, colsum), map[string]int64{"N": 300, "M": 5}},
-		{"every op", parse(t, everyOp), map[string]int64{"N": 200}},
-		{"softmax", workload.Softmax(4, 100).Func, nil},
-	} {
+	for _, c := range twinCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			g, shadows, err := errbound.Twin(c.f)
 			if err != nil {
