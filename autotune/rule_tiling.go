@@ -105,6 +105,12 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 				}
 				tile *= inner
 			}
+		case roleNone:
+			// A loop no iteration variable is bound to (a batch of one,
+			// a 1x1 kernel's window: the simplifier bound its variable
+			// to 0) does nothing to tile: it stays whole, outermost.
+			levels[0] = append(levels[0], l)
+			continue
 		default:
 			return errSkip
 		}
