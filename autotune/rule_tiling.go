@@ -224,13 +224,23 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 }
 
 // reuses reports whether some buffer the block reads is not indexed by
-// every iteration variable: its elements are read more than once.
+// every spatial iteration variable: its elements are read for more than
+// one output element (a matmul's, a convolution's), which tiling keeps in
+// cache. A value read for every step of a reduction (a row's mean, while
+// the row's variance is summed) is no such reuse, nor is a missing
+// variable of one value.
 func reuses(bi *blockInfo) bool {
 	for _, r := range bi.blk.Reads {
 		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
 			continue
 		}
 		for _, it := range bi.blk.Iters {
+			if it.Kind != ast.Spatial {
+				continue
+			}
+			if n, ok := ast.ConstIntValue(ast.Simplify(it.Dom.Extent)); ok && n == 1 {
+				continue
+			}
 			used := false
 			for _, rg := range r.Ranges {
 				if ast.Mentions(rg.Min, it.Var.Name) {

@@ -77,10 +77,45 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	return align(f), params, out, nil
 }
 
+// cheapOps are the element-wise operators whose recomputation costs less
+// than a round trip through memory.
+var cheapOps = map[string]bool{"add": true, "sub": true, "mul": true, "neg": true, "max": true, "min": true, "relu": true, "abs": true, "identity": true}
+
+// cheap reports whether n is one cheap operation on values already in
+// buffers (the group's inputs or materialized tensors): recomputing it
+// repeats no other work.
+func (l *lowerer) cheap(n *Node) bool {
+	if !cheapOps[n.Op] {
+		return false
+	}
+	for _, in := range n.Inputs {
+		if _, isConst := scalarConst(in); isConst || l.bufs[in] != nil {
+			continue
+		}
+		if in.Producer != nil && slices.Contains(l.grp.nodes, in.Producer) {
+			return false // an inlined expression of the group
+		}
+	}
+	return true
+}
+
+// anyBroadcasts reports whether a reader of t computes more elements than
+// t has (a broadcast), so that recomputing t there multiplies its work.
+func (l *lowerer) anyBroadcasts(t *Tensor, reads []*Node) bool {
+	for _, c := range reads {
+		need, err := c.Output.Shape.Elems()
+		if err != nil || !provablyLE(need, t.Shape) {
+			return true
+		}
+	}
+	return false
+}
+
 // materialize decides whether n's output gets a buffer: outputs of the
 // group, reductions and anchors do, and so does a value read by several
-// nodes of the group or by one that would evaluate it more often than it
-// has elements (a broadcast).
+// nodes of the group (unless it is cheap to compute again: see cheap) or
+// by one that would evaluate it more often than it has elements (a
+// broadcast).
 func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*Node) bool {
 	t := n.Output
 	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
@@ -96,6 +131,13 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 				}
 			}
 		}
+	}
+	if len(reads) > 1 && l.cheap(n) && !l.anyBroadcasts(t, reads) {
+		// One arithmetic operation on values in buffers (x - mean, read
+		// by the variance and by the result of a layernorm): computing
+		// it again where it is read costs less than writing and reading
+		// a buffer as large as the input.
+		return false
 	}
 	if len(reads) != 1 {
 		return true
