@@ -76,7 +76,7 @@ func (v *validator) outputs() error {
 // fills.
 func (v *validator) keptByCopy(g *poly.Instances, p *ast.Buffer) *poly.Set {
 	cache := copySource(g.Block)
-	if cache == nil || cache.Name == p.Name || isParamName(v.after.Func, cache.Name) {
+	if cache == nil || cache.Name == p.Name || v.after.Func.Param(cache.Name) != nil {
 		return nil
 	}
 	var fills []*poly.Instances
@@ -109,15 +109,6 @@ func copySource(b *ast.ScheduleBlock) *ast.Buffer {
 		}
 	}
 	return ld.Buffer
-}
-
-func isParamName(f *ast.Func, name string) bool {
-	for _, p := range f.Params {
-		if p.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func unionCells(a, b *poly.Set) *poly.Set {
