@@ -45,6 +45,7 @@ func DefaultRules() []Rule {
 		AutoInline{NoSelect: true},
 		MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64, MaxInnermostReduce: 256, WriteCache: []int64{1, 2}},
 		OuterReduction{MaxVectors: 4},
+		TransposeTiling{MaxTile: 64},
 		RandomComputeLocation{},
 		ParallelVectorizeUnroll{MaxUnroll: []int64{0, 16, 64}, HalfVectors: true},
 		VectorRFactor{MaxVectors: 4},

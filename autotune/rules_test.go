@@ -85,6 +85,19 @@ func TestRulesShapes(t *testing.T) {
 		b := f.Block("Y")
 		return b != nil && b.Annotations[tiledKey] != nil
 	})
+	// A transpose: both axes tiled, so that rows read and columns written
+	// stay in cache (untiled, 116 ms against oneDNN's 51 ms at 4096²).
+	g, err = fusion.ParseJSON([]byte(`{"name": "tr", "inputs": [{"name": "X", "dtype": "float32", "shape": [512, 256]}],
+  "nodes": [{"op": "transpose", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	has(workload.Case{Name: "transpose", Func: p.Kernels[0].Func}, 2, "tiles both axes", func(f *ast.Func, text string) bool {
+		return strings.Count(text, "for (") == 4 && strings.Contains(text, "vectorized for")
+	})
 	// A row's variance reads the row's mean at every step: that is no
 	// reuse to tile for (tiled, the layernorm ran 5x slower than
 	// oneDNN); the row sums go to vector lanes instead.
