@@ -431,14 +431,16 @@ func RegionsOf(loads []*Load) []Region {
 // gather): which element it reads is known only when it runs.
 func dataDependent(l *Load) bool {
 	for _, e := range l.Indices {
-		if containsLoad(e) {
+		if ContainsLoad(e) {
 			return true
 		}
 	}
 	return false
 }
 
-func containsLoad(e Expr) bool {
+// ContainsLoad reports whether e loads from a buffer: as an index, a
+// value only the data knows (a gather's).
+func ContainsLoad(e Expr) bool {
 	found := false
 	Inspect(e, func(n Node) bool {
 		_, isLoad := n.(*Load)
@@ -454,7 +456,7 @@ func containsLoad(e Expr) bool {
 func loadRegion(buf *Buffer, indices []Expr) Region {
 	r := pointRegion(buf, indices)
 	for d, e := range indices {
-		if containsLoad(e) {
+		if ContainsLoad(e) {
 			r.Ranges[d] = Range{Min: Zero(buf.Shape[d].Type()), Extent: buf.Shape[d]}
 		}
 	}

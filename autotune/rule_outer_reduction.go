@@ -71,13 +71,8 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 // iteration variable, the last (contiguous) dimension of every buffer the
 // block reads besides its own output.
 func indexesContiguous(bi *blockInfo, l schedule.Loop) bool {
-	var iv *ast.IterVar
-	for _, it := range bi.blk.Iters {
-		if it.Kind == ast.Spatial && ast.Mentions(it.Binding, l.Name()) {
-			iv = it
-		}
-	}
-	if iv == nil {
+	iv := iterOf(bi, l)
+	if iv == nil || iv.Kind != ast.Spatial {
 		return false
 	}
 	found := false

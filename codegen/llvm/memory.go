@@ -37,7 +37,7 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
 	for d, x := range indices {
-		if dataDependent(x) {
+		if ast.ContainsLoad(x) { // a gather's index: only the data says whether it is in bounds
 			x = clampIndex(x, buf.ast.Shape[d])
 		}
 		idx := e.index(x)
@@ -48,18 +48,6 @@ func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 		off = e.intBinary(nil, ast.OpAdd, off, term, true)
 	}
 	return off
-}
-
-// dataDependent reports whether index x loads from a buffer (a gather's
-// index), so that only the data says whether it is in bounds.
-func dataDependent(x ast.Expr) bool {
-	found := false
-	ast.Inspect(x, func(n ast.Node) bool {
-		_, isLoad := n.(*ast.Load)
-		found = found || isLoad
-		return !found
-	})
-	return found
 }
 
 // clampIndex clamps a data-dependent index into [0, extent): compiled
