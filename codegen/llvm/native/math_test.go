@@ -213,3 +213,84 @@ func TestMinMax(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat32MathDense checks loom's own float32 implementations on a
+// dense sample of each one's interesting range (every 251st float32,
+// both signs) in a vectorized loop, within 2 ulp of the exact result
+// (2.5 for sigmoid, whose e^-|x|, sum and quotient each round): the
+// sweep of TestMathIntrinsics is too coarse to find a polynomial's worst
+// point.
+func TestFloat32MathDense(t *testing.T) {
+	type check struct {
+		lo, hi float32
+		exact  func(float64) float64
+	}
+	checks := map[ast.Intrinsic]check{
+		ast.IntrinsicErf:     {1e-6, 6, math.Erf},
+		ast.IntrinsicExp:     {1e-6, 88, math.Exp},
+		ast.IntrinsicExp2:    {1e-6, 127, math.Exp2},
+		ast.IntrinsicLog:     {1e-30, 1e30, math.Log},
+		ast.IntrinsicTanh:    {1e-6, 10, math.Tanh},
+		ast.IntrinsicSigmoid: {1e-6, 80, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }},
+	}
+	step := uint32(251)
+	if testing.Short() {
+		step = 4001
+	}
+	for fn, c := range checks {
+		var xs []float32
+		for b := math.Float32bits(c.lo); b <= math.Float32bits(c.hi); b += step {
+			x := math.Float32frombits(b)
+			xs = append(xs, x)
+			if fn != ast.IntrinsicLog {
+				xs = append(xs, -x)
+			}
+		}
+		n := len(xs)
+		src := fmt.Sprintf(`func m(A: float32[%[1]d], R: float32[%[1]d]) {
+  ScheduleBlock(root) {
+    vectorized for (i, 0, %[1]d) {
+      ScheduleBlock(R) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, %[1]d))
+        reads(A[vi])
+        writes(R[vi])
+        R[vi] = %[2]s(A[vi])
+      }
+    }
+  }
+}`, n, fn)
+		f, err := ast.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := Compile(f, llvm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, n)
+		if err := k.Run(nil, map[string]any{"A": xs, "R": got}); err != nil {
+			t.Fatal(err)
+		}
+		worst, at := 0.0, float32(0)
+		for i, x := range xs {
+			exact := c.exact(float64(x))
+			w := float32(exact)
+			if w == 0 || math.IsInf(float64(w), 0) || math.Abs(exact) < 0x1p-126 {
+				continue
+			}
+			ulp := float64(math.Nextafter32(float32(math.Abs(exact)), float32(math.Inf(1))) - float32(math.Abs(exact)))
+			if e := math.Abs(float64(got[i])-exact) / ulp; e > worst {
+				worst, at = e, x
+			}
+		}
+		t.Logf("%s: %d values, worst %.2f ulp at %g", fn, n, worst, at)
+		bound := 2.0
+		if fn == ast.IntrinsicSigmoid {
+			bound = 2.5
+		}
+		if worst > bound {
+			t.Errorf("%s(%g) is %.2f ulp from the exact value", fn, at, worst)
+		}
+	}
+}
