@@ -13,7 +13,8 @@ import (
 //
 // In a vectorized loop an access takes the cheapest form its offset
 // allows: a scalar access when the offset is uniform, one contiguous
-// vector access when it is a ramp of stride 1, and a gather or scatter
+// vector access when it is a ramp of stride 1, a wide load and a shuffle
+// when a load's ramp has a small stride, and a gather or scatter
 // otherwise. When only some lanes are active (a tail, a predicate that
 // differs between lanes) vector accesses are masked, so that inactive
 // lanes touch no memory.
@@ -130,11 +131,59 @@ func (e *emitter) load(x *ast.Load) lanes {
 		}
 		f := e.intrinsic("llvm.masked.load."+mangle(vt)+"."+mangle(p.Type()), vt, p.Type(), types.I32, e.mask.Type(), vt)
 		return vector(e.fromMem(t, e.b.NewCall(f, p, i32(int64(t.Bytes())), e.mask, constant.NewUndef(vt))))
+	case off.isRamp() && off.stride > 1 && off.stride <= maxLoadStride:
+		return vector(e.fromMem(t, e.stridedLoad(buf, off)))
 	}
 	vt := types.NewVector(uint64(e.width), mt)
 	ptrs := e.lanePtrs(buf, off)
 	f := e.intrinsic("llvm.masked.gather."+mangle(vt)+"."+mangle(ptrs.Type()), vt, ptrs.Type(), types.I32, types.NewVector(uint64(e.width), types.I1), vt)
 	return vector(e.fromMem(t, e.b.NewCall(f, ptrs, i32(int64(t.Bytes())), e.activeMask(), constant.NewUndef(vt))))
+}
+
+// maxLoadStride is the largest stride of a ramp that a vectorized load
+// reads as one wide load and a shuffle rather than as a gather.
+const maxLoadStride = 4
+
+// stridedLoad reads the lanes of a ramp of small stride s (a convolution
+// of stride 2 along its vectorized output width, a pooling window): one
+// masked load of the s*W elements from lane 0's on, enabled up to the
+// last lane's element when every lane is active, else only the active
+// lanes' elements (so that nothing outside the buffer is touched), then a
+// shuffle that keeps every s-th. x86 does it in a few contiguous
+// loads and permutes where a gather of W lanes costs about W loads.
+func (e *emitter) stridedLoad(buf *buffer, off lanes) value.Value {
+	t := buf.ast.DType
+	s := int(off.stride)
+	wide := types.NewVector(uint64(s*e.width), memType(t))
+	p := e.b.NewBitCast(e.elemPtr(buf, off), types.NewPointer(wide))
+	var mask value.Value
+	if e.mask == nil {
+		bits := make([]constant.Constant, s*e.width)
+		for j := range bits { // up to the last lane's element: all in the buffer
+			bits[j] = constant.NewBool(j <= s*(e.width-1))
+		}
+		mask = constant.NewVector(types.NewVector(uint64(s*e.width), types.I1), bits...)
+	} else {
+		// Element j is read when it is lane j/s's and that lane is active.
+		spread := make([]constant.Constant, s*e.width)
+		for j := range spread {
+			spread[j] = i32(int64(j / s))
+		}
+		every := make([]constant.Constant, s*e.width)
+		for j := range every {
+			every[j] = constant.NewBool(j%s == 0)
+		}
+		mt := types.NewVector(uint64(s*e.width), types.I1)
+		lanesOn := e.b.NewShuffleVector(e.mask, constant.NewUndef(e.mask.Type()), constant.NewVector(types.NewVector(uint64(s*e.width), types.I32), spread...))
+		mask = e.b.NewAnd(lanesOn, constant.NewVector(mt, every...))
+	}
+	f := e.intrinsic("llvm.masked.load."+mangle(wide)+"."+mangle(p.Type()), wide, p.Type(), types.I32, mask.Type(), wide)
+	all := e.b.NewCall(f, p, i32(int64(t.Bytes())), mask, constant.NewUndef(wide))
+	keep := make([]constant.Constant, e.width)
+	for i := range keep {
+		keep[i] = i32(int64(i * s))
+	}
+	return e.b.NewShuffleVector(all, constant.NewUndef(wide), constant.NewVector(types.NewVector(uint64(e.width), types.I32), keep...))
 }
 
 func (e *emitter) store(s *ast.Store) {
