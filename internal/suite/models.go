@@ -262,8 +262,10 @@ func issue20() []*graph {
 	g.spec = "reorder 1 1 4096 4096 1 1 1 4096"
 	transpose := g.out(g.op("transpose", nil, g.input("X", 4096, 4096)))
 	g = newGraph("colsum_4096x4096")
+	g.spec = "reduce sum 1 1 4096 4096 1 1 1 4096"
 	colsum := g.out(g.op("reduce_sum", map[string]any{"axes": []int{0}}, g.input("X", 4096, 4096)))
 	g = newGraph("batch_matmul_16x512x64x512")
+	g.spec = "bmm 16 512 64 512"
 	bmm := g.out(g.op("matmul", nil, g.input("A", 16, 512, 64), g.input("B", 16, 64, 512)))
 	return []*graph{
 		bmm,

@@ -14,10 +14,12 @@
 //
 //   conv N C H W F KH KW STRIDE PAD GROUPS ACT RES    X W Bias [R]
 //   matmul M K N ACT RES                              A B Bias [R]
+//   bmm B M K N                                       A B (batched, no bias)
 //   layernorm M N RES                                 X [R] Gamma Beta
 //   pool max|avg N C H W K STRIDE PT PL PB PR         X
 //   attention H M L D CAUSAL                          Q Kt V [Mask]
 //   reorder D0 D1 D2 D3 S0 S1 S2 S3                   X (dims, output strides)
+//   reduce sum|max|mean D0 D1 D2 D3 R0 R1 R2 R3       X (dims, result dims: 1 where reduced)
 //
 // ACT is none, relu, relu6, gelu or gelu_tanh; RES 1 adds R. Threads:
 // OMP_NUM_THREADS.
@@ -169,6 +171,38 @@ int main(int argc, char **argv) {
             s.wait();
         };
         ms = best(run);
+        impl = pd.impl_info_str();
+    } else if (kind == "bmm") {
+        long B = arg(0), M = arg(1), K = arg(2), N = arg(3);
+        auto a = load("A", B * M * K), b = load("B", B * K * N);
+        out.assign(B * M * N, 0);
+        memory::desc ad({B, M, K}, dt::f32, tag::abc), bd({B, K, N}, dt::f32, tag::abc), cd({B, M, N}, dt::f32, tag::abc);
+        auto pd = matmul::primitive_desc(matmul::desc(ad, bd, cd), eng);
+        memory am(ad, eng, a.data()), bm(bd, eng, b.data()), cm(cd, eng, out.data());
+        matmul p(pd);
+        ms = best([&] {
+            p.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+            s.wait();
+        });
+        impl = pd.impl_info_str();
+    } else if (kind == "reduce") {
+        std::string op = sarg(0);
+        algorithm alg = op == "sum" ? algorithm::reduction_sum : op == "max" ? algorithm::reduction_max : algorithm::reduction_mean;
+        if (op != "sum" && op != "max" && op != "mean") {
+            fprintf(stderr, "onednn_suite: unknown reduction %s\n", op.c_str());
+            return 2;
+        }
+        memory::dims d = {arg(1), arg(2), arg(3), arg(4)}, r = {arg(5), arg(6), arg(7), arg(8)};
+        auto x = load("X", d[0] * d[1] * d[2] * d[3]);
+        out.assign(r[0] * r[1] * r[2] * r[3], 0);
+        memory::desc src(d, dt::f32, tag::abcd), dst(r, dt::f32, tag::abcd);
+        auto pd = reduction::primitive_desc(reduction::desc(alg, src, dst, 0.0f, 0.0f), eng);
+        memory xm(src, eng, x.data()), ym(dst, eng, out.data());
+        reduction p(pd);
+        ms = best([&] {
+            p.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+            s.wait();
+        });
         impl = pd.impl_info_str();
     } else if (kind == "layernorm") {
         long M = arg(0), N = arg(1);
