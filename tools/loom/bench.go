@@ -45,9 +45,16 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	vbits := fs.Int("vector-bits", 0, "SIMD width in bits (0: the host's)")
 	cpu := fs.String("mcpu", "", "target CPU, as llc -mcpu takes it (default: the host)")
 	attrs := fs.String("mattr", "", "target features, as llc -mattr takes them")
+	profile := profileFlag(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	stopProfile, err := profile()
+	if err != nil {
+		fmt.Fprintln(stderr, "loom bench:", err)
+		return 1
+	}
+	defer stopProfile()
 	if !noArgs(fs, stderr) || !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "vector-bits", *vbits, 0) {
 		return 2
 	}

@@ -195,6 +195,20 @@ func TestBench(t *testing.T) {
 	if code, _, errs := runLoom(t, "bench", "-workload", "nope"); code == 0 || !strings.Contains(errs, "unknown workload") {
 		t.Errorf("an unknown workload: exit %d, %s", code, errs)
 	}
+	// -cpuprofile writes a profile; a path that cannot be
+	// created is an error before any work.
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	if code, _, errs := runLoom(t, "bench", "-workload", "gemm", "-size", "32", "-threads", "1", "-cpuprofile", prof); code != 0 {
+		t.Fatalf("bench -cpuprofile: exit %d: %s", code, errs)
+	}
+	if data, err := os.ReadFile(prof); err != nil {
+		t.Error(err)
+	} else if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b { // a profile is gzipped
+		t.Errorf("-cpuprofile wrote no profile (%d bytes)", len(data))
+	}
+	if code, _, errs := runLoom(t, "bench", "-workload", "gemm", "-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p")); code != 1 || !strings.Contains(errs, "-cpuprofile") {
+		t.Errorf("an unwritable -cpuprofile: exit %d, %s", code, errs)
+	}
 }
 
 // TestFuse fuses a JSON graph, prints its plan and memory plan, and

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -329,4 +331,25 @@ func paramShapes(f *ast.Func) string {
 		parts = append(parts, p.Name+"["+strings.Join(dims, ",")+"]")
 	}
 	return strings.Join(parts, " ")
+}
+
+// profileFlag registers -cpuprofile on fs; the function it returns starts
+// the profile the flag asked for (none: nothing) and returns the one that
+// stops it and writes the file.
+func profileFlag(fs *flag.FlagSet) func() (stop func(), err error) {
+	path := fs.String("cpuprofile", "", "write a Go CPU profile of this process (candidates' sampling, checks, cost model; not the llc and worker processes) to `FILE`")
+	return func() (func(), error) {
+		if *path == "" {
+			return func() {}, nil
+		}
+		f, err := os.Create(*path)
+		if err != nil {
+			return nil, fmt.Errorf("-cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("-cpuprofile: %v", err)
+		}
+		return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	}
 }

@@ -84,10 +84,17 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	quiet := fs.Bool("q", false, "no progress bar")
 	target := fs.String("target", "cpu", "what the kernels run on: cpu (this machine's, through LLVM) or cuda (an NVIDIA GPU, with the GPU search rules)")
 	validate := fs.Bool("validate", false, "check every schedule step with the translation validator; a candidate it rejects (a bug of loom) is recorded as failed and reported")
+	profile := profileFlag(fs)
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
+	stopProfile, err := profile()
+	if err != nil {
+		fmt.Fprintln(stderr, "loom tune:", err)
+		return 1
+	}
+	defer stopProfile()
 	if !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "trials", *trials, 1) ||
 		!atLeast(fs, stderr, "confirm", *confirm, 0) || !atLeast(fs, stderr, "timeout", *timeout, time.Millisecond) {
 		return 2
