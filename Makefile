@@ -62,8 +62,11 @@ $(ONEDNN_BIN): tools/onednn/suite.cpp
 # MobileNetV2, BERT-base, GPT-2 small) with TRIALS trials per kernel on
 # THREADS threads and prints one JSON line per case, loom against oneDNN
 # measured in the same run. CASES selects cases by a regular expression.
+# The lines also go to RESULTS, and a case RESULTS has a line for (same
+# threads, trials and CPU) is not run again: an interrupted run resumes.
 TRIALS ?= 64
 THREADS ?= 1
 CASES ?= .
+RESULTS ?= bin/suite-$(THREADS)threads.jsonl
 suite: onednn
-	$(GO) run ./tools/loom bench -suite testdata/suite -cases '$(CASES)' -trials $(TRIALS) -threads $(THREADS) -onednn $(ONEDNN_BIN)
+	$(GO) run ./tools/loom bench -suite testdata/suite -cases '$(CASES)' -trials $(TRIALS) -threads $(THREADS) -onednn $(ONEDNN_BIN) -results $(RESULTS)

@@ -39,6 +39,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (with -onednn), tune_s")
 	cases := fs.String("cases", "", "with -suite, only the cases whose name matches this regular expression")
 	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
+	results := fs.String("results", "", "with -suite, append each case's line to `FILE` too, and skip the cases FILE has a good line for (same threads, trials and CPU): a long suite run resumes where it stopped")
 	onednn := fs.String("onednn", "", "with -suite, oneDNN's side of each case: the program `BIN` (make onednn builds it from tools/onednn/suite.cpp), run on the same inputs, its result checked against loom's")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
@@ -62,7 +63,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		if !atLeast(fs, stderr, "trials", *trials, 1) {
 			return 2
 		}
-		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, stdout, stderr)
+		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, *results, stdout, stderr)
 	}
 	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {

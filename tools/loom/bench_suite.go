@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,12 +43,80 @@ type suiteLine struct {
 	OneDNNMs *float64 `json:"onednn_ms"`
 	Ratio    *float64 `json:"ratio"` // onednn_ms / loom_ms: above 1 is faster than oneDNN
 	TuneS    float64  `json:"tune_s"`
+	CPU      string   `json:"cpu"` // the machine's CPU model, as /proc/cpuinfo names it
 	Error    string   `json:"error,omitempty"`
 }
 
+// sameRun reports whether l measured what a line for case name with these
+// settings on this CPU would, successfully: a suite run resumed with
+// -results skips it.
+func (l suiteLine) sameRun(name string, threads, trials int, cpu string) bool {
+	return l.Case == name && l.Threads == threads && l.Trials == trials && l.CPU == cpu && l.Error == ""
+}
+
+// readResults reads the suite lines of a -results file (none if it does
+// not exist yet). A line cut short by a killed run is skipped: that case
+// runs again.
+func readResults(path string) ([]suiteLine, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var lines []suiteLine
+	for _, text := range strings.Split(string(data), "\n") {
+		var l suiteLine
+		if strings.TrimSpace(text) == "" || json.Unmarshal([]byte(text), &l) != nil {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
+}
+
+// summarizeSuite writes the geometric mean of the ratios and the cases below
+// half of oneDNN's speed, per thread count, over the lines with a ratio.
+func summarizeSuite(w io.Writer, lines []suiteLine) {
+	byThreads := map[int][]suiteLine{}
+	var threads []int
+	for _, l := range lines {
+		if l.Ratio == nil || *l.Ratio <= 0 {
+			continue
+		}
+		if byThreads[l.Threads] == nil {
+			threads = append(threads, l.Threads)
+		}
+		byThreads[l.Threads] = append(byThreads[l.Threads], l)
+	}
+	sort.Ints(threads)
+	for _, t := range threads {
+		ls := byThreads[t]
+		sort.Slice(ls, func(i, j int) bool { return *ls[i].Ratio < *ls[j].Ratio })
+		logSum := 0.0
+		var below []string
+		for _, l := range ls {
+			logSum += math.Log(*l.Ratio)
+			if *l.Ratio < 0.5 {
+				below = append(below, fmt.Sprintf("%s %.2f", l.Case, *l.Ratio))
+			}
+		}
+		fmt.Fprintf(w, "loom bench -suite: %d threads: %d cases against oneDNN, geometric mean of oneDNN ms / loom ms %.3f, worst %s %.2f, best %s %.2f\n",
+			t, len(ls), math.Exp(logSum/float64(len(ls))), ls[0].Case, *ls[0].Ratio, ls[len(ls)-1].Case, *ls[len(ls)-1].Ratio)
+		if len(below) > 0 {
+			fmt.Fprintf(w, "  below 0.5: %s\n", strings.Join(below, ", "))
+		}
+	}
+}
+
 // runSuite tunes every graph of dir (whose file name matches the cases
-// pattern) and prints one JSON line per case.
-func runSuite(dir, cases, onednn string, threads, trials int, dbPath string, stdout, stderr io.Writer) int {
+// pattern) and prints one JSON line per case. With a results file it
+// appends each line there too (synced, so that a killed run loses at most
+// the case it was on), and a case that file already has a good line for,
+// at the same threads and trials on this CPU, is not run again: its line
+// is printed as it was. A summary of the ratios goes to stderr.
+func runSuite(dir, cases, onednn string, threads, trials int, dbPath, results string, stdout, stderr io.Writer) int {
 	re, err := regexp.Compile(cases)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: -cases: %v\n", err)
@@ -63,6 +133,22 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath string, std
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
+	cpu := native.HostCPU()
+	var done []suiteLine
+	var resultsFile *os.File
+	if results != "" {
+		if done, err = readResults(results); err != nil {
+			fmt.Fprintf(stderr, "loom bench: -results: %v\n", err)
+			return 1
+		}
+		if resultsFile, err = os.OpenFile(results, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+			fmt.Fprintf(stderr, "loom bench: -results: %v\n", err)
+			return 1
+		}
+		defer resultsFile.Close()
+	}
+	var printed []suiteLine
+	defer func() { summarizeSuite(stderr, printed) }()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	status := 0
@@ -74,7 +160,14 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath string, std
 		if ctx.Err() != nil {
 			return 130
 		}
+		if i := slices.IndexFunc(done, func(l suiteLine) bool { return l.sameRun(name, t.threads, trials, cpu) }); i >= 0 {
+			data, _ := json.Marshal(done[i])
+			fmt.Fprintln(stdout, string(data))
+			printed = append(printed, done[i])
+			continue
+		}
 		line := suiteCase(ctx, t, file, name)
+		line.CPU = cpu
 		if onednn != "" && line.Error == "" {
 			ms, ok, err := oneDNNCase(onednn, file, t.threads)
 			switch {
@@ -90,6 +183,16 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath string, std
 		}
 		data, _ := json.Marshal(line)
 		fmt.Fprintln(stdout, string(data))
+		printed = append(printed, line)
+		if resultsFile != nil && ctx.Err() == nil { // an interrupted case's line is partial
+			if _, err := resultsFile.Write(append(data, '\n')); err == nil {
+				err = resultsFile.Sync()
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "loom bench: -results: %v\n", err)
+				return 1
+			}
+		}
 	}
 	return status
 }

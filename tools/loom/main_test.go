@@ -613,6 +613,27 @@ func TestBenchSuite(t *testing.T) {
 	if code, _, errs := runLoom(t, "bench", "-suite", t.TempDir()); code != 1 || !strings.Contains(errs, "no graph files") {
 		t.Errorf("an empty suite: exit %d: %s", code, errs)
 	}
+	// -results keeps the lines; a second run skips the cases measured
+	// (printing their lines as they were), a line a killed run left
+	// half-written is run again.
+	results := filepath.Join(dir, "results.jsonl")
+	args := []string{"bench", "-suite", dir, "-trials", "2", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"), "-results", results}
+	code, first, errs := runLoom(t, args...)
+	if code != 0 || strings.Count(first, "\n") != 2 {
+		t.Fatalf("with -results: exit %d: %s\n%s", code, first, errs)
+	}
+	if data, _ := os.ReadFile(results); string(data) != first {
+		t.Errorf("the results file:\n%s\nwant what was printed:\n%s", data, first)
+	}
+	firstLines := strings.Split(strings.TrimSpace(first), "\n")
+	f, _ := os.OpenFile(results, os.O_WRONLY|os.O_TRUNC, 0)
+	f.WriteString(firstLines[0] + "\n" + firstLines[1][:len(firstLines[1])/2])
+	f.Close()
+	code, again, errs := runLoom(t, args...)
+	againLines := strings.Split(strings.TrimSpace(again), "\n")
+	if code != 0 || len(againLines) != 2 || againLines[0] != firstLines[0] || againLines[1] == firstLines[1] {
+		t.Errorf("resumed: exit %d, want the first case's line as it was and the second case run again:\n%s\nfirst run:\n%s", code, again, first)
+	}
 }
 
 // TestBenchSuiteOneDNN: with -onednn, each case also runs on oneDNN (the
@@ -649,5 +670,22 @@ func TestBenchSuiteOneDNN(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], "oneDNN's result differs from loom's") {
 		t.Errorf("the wrong case: %s", lines[1])
+	}
+	// The batched matmul and reduction kinds, checked the same way.
+	other := t.TempDir()
+	bmm := `{"name": "bmm", "inputs": [{"name": "A", "dtype": "float32", "shape": [3, 8, 16]}, {"name": "B", "dtype": "float32", "shape": [3, 16, 24]}],
+  "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "Y"}], "outputs": ["Y"]}`
+	colsum := `{"name": "colsum", "inputs": [{"name": "X", "dtype": "float32", "shape": [40, 24]}],
+  "nodes": [{"op": "reduce_sum", "inputs": ["X"], "output": "Y", "attrs": {"axes": [0]}}], "outputs": ["Y"]}`
+	os.WriteFile(filepath.Join(other, "bmm.json"), []byte(bmm), 0o644)
+	os.WriteFile(filepath.Join(other, "bmm.onednn"), []byte("bmm 3 8 16 24\n"), 0o644)
+	os.WriteFile(filepath.Join(other, "colsum.json"), []byte(colsum), 0o644)
+	os.WriteFile(filepath.Join(other, "colsum.onednn"), []byte("reduce sum 1 1 40 24 1 1 1 24\n"), 0o644)
+	code, out, errs = runLoom(t, "bench", "-suite", other, "-trials", "2", "-threads", "1", "-db", filepath.Join(other, "db.jsonl"), "-onednn", bin)
+	if code != 0 || strings.Count(out, `"ratio":`) != 2 {
+		t.Errorf("bmm and reduce: exit %d: %s\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "1 threads: 2 cases against oneDNN, geometric mean of oneDNN ms / loom ms") {
+		t.Errorf("no summary of the ratios on stderr: %s", errs)
 	}
 }

@@ -221,8 +221,22 @@ func hostKey(cpu string) string {
 	if cpu != "native" {
 		return ""
 	}
+	model, flags := hostCPU()
+	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + model + "|" + flags))
+	return hex.EncodeToString(sum[:8])
+}
+
+// HostCPU returns this machine's CPU model as /proc/cpuinfo names it
+// ("AMD EPYC 9R14"), or "" where it cannot be read.
+func HostCPU() string {
+	model, _ := hostCPU()
+	return model
+}
+
+// hostCPU returns the model name and the feature flags of the first CPU
+// in /proc/cpuinfo.
+func hostCPU() (model, flags string) {
 	data, _ := os.ReadFile("/proc/cpuinfo")
-	var model, flags string
 	for _, line := range strings.Split(string(data), "\n") {
 		k, v, _ := strings.Cut(line, ":")
 		switch strings.TrimSpace(k) {
@@ -236,8 +250,7 @@ func hostKey(cpu string) string {
 			}
 		}
 	}
-	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + model + "|" + flags))
-	return hex.EncodeToString(sum[:8])
+	return model, flags
 }
 
 // WriteObject compiles m into an object file at path, for linking ahead of
