@@ -87,7 +87,10 @@ func reduceDomain(n *Node) string {
 //   - two reduce groups fuse when their reductions share one domain (the
 //     same input shape and reduced axes: a reduce tree, as in layernorm);
 //   - an anchor (matmul, conv2d) takes element-wise consumers of its
-//     output's shape as an epilogue, and nothing else;
+//     output's shape as an epilogue, and trivial producers of what the
+//     epilogue reads besides (a batch norm's per-channel scale), never
+//     producers of its own inputs, which it would compute again for
+//     every reduction step;
 //   - no fusion may create a cycle between groups.
 //
 // It returns the groups in an order that respects their dependences.
@@ -137,7 +140,10 @@ func fuse(g *Graph) []*group {
 func canFuse(pg, cg *group, p, c *Node) bool {
 	switch {
 	case pg.kind == Elementwise && cg.kind == Anchor:
-		return false // it would be recomputed for every reduction step
+		// Into the anchor itself it would be recomputed for every
+		// reduction step; into its epilogue (a batch norm's per-channel
+		// scale) it is computed where a kernel of its own would.
+		return ops[c.Op].kind != Anchor
 	case pg.kind == Elementwise:
 		return true
 	case pg.kind == Reduce && cg.kind == Elementwise:
@@ -146,16 +152,25 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		return pg.domain == cg.domain
 	case pg.kind == Anchor && cg.kind == Elementwise:
 		k := ops[c.Op].kind
-		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && allElementwise(cg)
+		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && elementwiseFrom(cg, c)
 	}
 	return false
 }
 
-func allElementwise(grp *group) bool {
-	for _, n := range grp.nodes {
+// elementwiseFrom reports whether the nodes of grp that use c's output,
+// c included, are all element-wise: an anchor's epilogue computes its
+// output's elements where the tile leaves them. Nodes beside that path
+// (a reshape of a parameter the epilogue reads) may move data.
+func elementwiseFrom(grp *group, c *Node) bool {
+	derived := map[*Tensor]bool{}
+	for _, n := range grp.nodes { // graph order: producers first
+		if n != c && !slices.ContainsFunc(n.Inputs, func(t *Tensor) bool { return derived[t] }) {
+			continue
+		}
 		if ops[n.Op].kind != Elementwise {
 			return false
 		}
+		derived[n.Output] = true
 	}
 	return true
 }

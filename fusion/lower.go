@@ -85,15 +85,19 @@ var cheapOps = map[string]bool{"add": true, "sub": true, "mul": true, "neg": tru
 // buffers (the group's inputs or materialized tensors): recomputing it
 // repeats no other work.
 func (l *lowerer) cheap(n *Node) bool {
-	if !cheapOps[n.Op] {
-		return false
-	}
+	return cheapOps[n.Op] && l.readsBuffers(n)
+}
+
+// readsBuffers reports whether every input of n is in a buffer (the
+// group's inputs, materialized tensors) or a constant: no inlined
+// expression of the group.
+func (l *lowerer) readsBuffers(n *Node) bool {
 	for _, in := range n.Inputs {
 		if _, isConst := scalarConst(in); isConst || l.bufs[in] != nil {
 			continue
 		}
 		if in.Producer != nil && slices.Contains(l.grp.nodes, in.Producer) {
-			return false // an inlined expression of the group
+			return false
 		}
 	}
 	return true
@@ -120,6 +124,12 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	t := n.Output
 	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
 		return true
+	}
+	if ops[n.Op].kind == Injective && l.readsBuffers(n) {
+		// Data movement of values in buffers (a reshape of a parameter):
+		// where it is read it is a load at another index, never worth a
+		// copy.
+		return false
 	}
 	// Count reads, not readers: add(e, e) would compute e twice.
 	var reads []*Node
