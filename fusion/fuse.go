@@ -141,9 +141,10 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 	switch {
 	case pg.kind == Elementwise && cg.kind == Anchor:
 		// Into the anchor itself it would be recomputed for every
-		// reduction step; into its epilogue (a batch norm's per-channel
-		// scale) it is computed where a kernel of its own would.
-		return ops[c.Op].kind != Anchor
+		// reduction step; into its epilogue alone (a batch norm's
+		// per-channel scale) it is computed where a kernel of its own
+		// would.
+		return !readByAnchor(pg, cg)
 	case pg.kind == Elementwise:
 		return true
 	case pg.kind == Reduce && cg.kind == Elementwise:
@@ -152,19 +153,36 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		return pg.domain == cg.domain
 	case pg.kind == Anchor && cg.kind == Elementwise:
 		k := ops[c.Op].kind
-		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && elementwiseFrom(cg, c)
+		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && elementwiseFrom(cg, p.Output) && !readByAnchor(cg, pg)
 	}
 	return false
 }
 
-// elementwiseFrom reports whether the nodes of grp that use c's output,
-// c included, are all element-wise: an anchor's epilogue computes its
-// output's elements where the tile leaves them. Nodes beside that path
-// (a reshape of a parameter the epilogue reads) may move data.
-func elementwiseFrom(grp *group, c *Node) bool {
-	derived := map[*Tensor]bool{}
+// readByAnchor reports whether an anchor of grp reads a tensor that a node
+// of producers computes.
+func readByAnchor(producers, grp *group) bool {
+	for _, n := range grp.nodes {
+		if ops[n.Op].kind != Anchor {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if in.Producer != nil && slices.Contains(producers.nodes, in.Producer) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// elementwiseFrom reports whether the nodes of grp that use the anchor's
+// output, directly or through each other, are all element-wise: an
+// anchor's epilogue computes its output's elements where the tile leaves
+// them. Nodes beside that path (a reshape of a parameter the epilogue
+// reads) may move data.
+func elementwiseFrom(grp *group, anchorOut *Tensor) bool {
+	derived := map[*Tensor]bool{anchorOut: true}
 	for _, n := range grp.nodes { // graph order: producers first
-		if n != c && !slices.ContainsFunc(n.Inputs, func(t *Tensor) bool { return derived[t] }) {
+		if !slices.ContainsFunc(n.Inputs, func(t *Tensor) bool { return derived[t] }) {
 			continue
 		}
 		if ops[n.Op].kind != Elementwise {

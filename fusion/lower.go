@@ -53,7 +53,7 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 			params = append(params, t)
 		}
 	}
-	for _, n := range grp.nodes {
+	for _, n := range lowerOrder(grp) {
 		if err := l.node(n, l.materialize(n, out, consumers)); err != nil {
 			return nil, nil, nil, err
 		}
@@ -77,6 +77,27 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	return align(f), params, out, nil
 }
 
+// lowerOrder is the order of the group's blocks: graph order, except
+// that in an anchor's kernel what does not depend on the anchor (its
+// epilogue's parameters: a batch norm's scale) comes before it, so that
+// the epilogue, right after the anchor, can move into its tiles.
+func lowerOrder(grp *group) []*Node {
+	if grp.kind != Anchor {
+		return grp.nodes
+	}
+	after := map[*Tensor]bool{}
+	var before, rest []*Node
+	for _, n := range grp.nodes {
+		if ops[n.Op].kind == Anchor || slices.ContainsFunc(n.Inputs, func(t *Tensor) bool { return after[t] }) {
+			after[n.Output] = true
+			rest = append(rest, n)
+		} else {
+			before = append(before, n)
+		}
+	}
+	return append(before, rest...)
+}
+
 // cheapOps are the element-wise operators whose recomputation costs less
 // than a round trip through memory.
 var cheapOps = map[string]bool{"add": true, "sub": true, "mul": true, "neg": true, "max": true, "min": true, "relu": true, "abs": true, "identity": true}
@@ -87,6 +108,11 @@ var cheapOps = map[string]bool{"add": true, "sub": true, "mul": true, "neg": tru
 func (l *lowerer) cheap(n *Node) bool {
 	return cheapOps[n.Op] && l.readsBuffers(n)
 }
+
+// views are the operators whose element is one element of their input at
+// an index computed from the output's alone (no select, no clamp, no load
+// of an index).
+var views = map[string]bool{"reshape": true, "broadcast_to": true, "transpose": true, "slice": true}
 
 // readsBuffers reports whether every input of n is in a buffer (the
 // group's inputs, materialized tensors) or a constant: no inlined
@@ -125,12 +151,6 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
 		return true
 	}
-	if ops[n.Op].kind == Injective && l.readsBuffers(n) {
-		// Data movement of values in buffers (a reshape of a parameter):
-		// where it is read it is a load at another index, never worth a
-		// copy.
-		return false
-	}
 	// Count reads, not readers: add(e, e) would compute e twice.
 	var reads []*Node
 	for _, c := range consumers[t] {
@@ -141,6 +161,14 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 				}
 			}
 		}
+	}
+	if slices.ContainsFunc(reads, func(c *Node) bool { return ops[c.Op].kind == Anchor }) {
+		return true // inlined, it would be computed again at every reduction step
+	}
+	if views[n.Op] && l.readsBuffers(n) {
+		// A view of values in buffers (a reshape of a parameter): where
+		// it is read it is one load at another index, never worth a copy.
+		return false
 	}
 	if len(reads) > 1 && l.cheap(n) && !l.anyBroadcasts(t, reads) {
 		// One arithmetic operation on values in buffers (x - mean, read
