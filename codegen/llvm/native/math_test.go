@@ -279,9 +279,10 @@ func TestFloat32MathDense(t *testing.T) {
 			if w == 0 || math.IsInf(float64(w), 0) || math.Abs(exact) < 0x1p-126 {
 				continue
 			}
-			ulp := float64(math.Nextafter32(float32(math.Abs(exact)), float32(math.Inf(1))) - float32(math.Abs(exact)))
-			if e := math.Abs(float64(got[i])-exact) / ulp; e > worst {
-				worst, at = e, x
+			_, e := math.Frexp(exact) // the exact value's binade: |exact| in [2^(e-1), 2^e)
+			ulp := math.Ldexp(1, e-24)
+			if d := math.Abs(float64(got[i])-exact) / ulp; d > worst {
+				worst, at = d, x
 			}
 		}
 		t.Logf("%s: %d values, worst %.2f ulp at %g", fn, n, worst, at)
