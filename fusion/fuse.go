@@ -85,7 +85,9 @@ func reduceDomain(n *Node) string {
 //     consumer's output is no larger than the reduction's input, so the
 //     fused kernel does not repeat the reduction's work;
 //   - two reduce groups fuse when their reductions share one domain (the
-//     same input shape and reduced axes: a reduce tree, as in layernorm);
+//     same input shape and reduced axes: a reduce tree, as in layernorm),
+//     and so do two that read a common tensor without depending on each
+//     other (horizontal fusion: the sum and the maximum of its columns);
 //   - an anchor (matmul, conv2d) takes element-wise consumers of its
 //     output's shape as an epilogue, and trivial producers of what the
 //     epilogue reads besides (a batch norm's per-channel scale), never
@@ -131,9 +133,54 @@ func fuse(g *Graph) []*group {
 		}
 	}
 	groups = slices.DeleteFunc(groups, func(x *group) bool { return gone[x] })
+	groups = fuseSiblings(groups, groupOf, pos)
 	// Order the groups by their first node; dependences between groups
 	// follow graph order, since no merge creates a cycle.
 	return orderGroups(groups, groupOf, g)
+}
+
+// fuseSiblings merges reduce groups over one domain that read a common
+// tensor and do not depend on each other (CINN's horizontal fusion: the
+// sum and the maximum of one input's columns), so that the kernel reads
+// the tensor once for all of them. It returns the groups left.
+func fuseSiblings(groups []*group, groupOf map[*Node]*group, pos map[*Node]int) []*group {
+	gone := map[*group]bool{}
+	for i, a := range groups {
+		if gone[a] || a.kind != Reduce {
+			continue
+		}
+		for _, b := range groups[i+1:] {
+			if gone[b] || b.kind != Reduce || b.domain != a.domain || !shareInput(a, b) ||
+				dependsOn(a, b) || dependsOn(b, a) || createsCycle(a, b, groupOf) || createsCycle(b, a, groupOf) {
+				continue
+			}
+			into, from := merge(a, b, pos)
+			for _, m := range from.nodes {
+				groupOf[m] = into
+			}
+			gone[from] = true
+			a = into
+		}
+	}
+	return slices.DeleteFunc(groups, func(x *group) bool { return gone[x] })
+}
+
+// shareInput reports whether a and b read some tensor from outside both.
+func shareInput(a, b *group) bool {
+	ins := a.inputs()
+	return slices.ContainsFunc(b.inputs(), func(t *Tensor) bool { return slices.Contains(ins, t) })
+}
+
+// dependsOn reports whether a node of b reads what a node of a computes.
+func dependsOn(b, a *group) bool {
+	for _, n := range b.nodes {
+		for _, in := range n.Inputs {
+			if in.Producer != nil && slices.Contains(a.nodes, in.Producer) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canFuse applies the rules to the edge p → c between groups pg and cg.
