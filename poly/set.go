@@ -382,8 +382,10 @@ var ErrUnsupported = errors.New("poly: unsupported")
 
 // Subset reports whether every point of a is in b, for all parameter
 // values. It needs the complement of b, which is exact only when b has no
-// existentially quantified variables; otherwise it returns an error
-// wrapping ErrUnsupported.
+// existentially quantified variables (or only floor divisions of its
+// tuple, or few values of them); otherwise, and when the solver gives up
+// on a piece of a outside b without finding a point in it, it returns an
+// error wrapping ErrUnsupported: false means a has a point outside b.
 func Subset(a, b Set) (bool, error) {
 	checkDims("Subset", len(a.Dims), len(b.Dims))
 	_, pa, withLocals := alignParams(a.Params, a.parts, b.Params, b.parts)
@@ -448,7 +450,16 @@ func Subset(a, b Set) (bool, error) {
 			return true, nil
 		}
 	}
-	return len(rest) == 0, nil
+	// A piece is kept unless the solver proves it empty; one it gave up
+	// on may be empty: a not without a point of a outside b would be a
+	// guess (and the translation validator would reject a correct step
+	// on it).
+	for _, r := range rest {
+		if x, ok := r.sample(); ok && x != nil {
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("%w: the solver could not decide whether %d pieces of a outside b are empty", ErrUnsupported, len(rest))
 }
 
 // divDefs returns the inequalities of b that define its locals as floor

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -261,5 +263,45 @@ func TestSpanFrom(t *testing.T) {
 	}
 	if _, ok := s.SpanFrom(0, aff(64, 1)); ok {
 		t.Error("SpanFrom(64j + 1) accepted a function above some point")
+	}
+}
+
+// TestSubsetUndecided: when the solver gives up on a piece of a outside b
+// (here a set with 22 existential variables, from the translation
+// validator's question whether a recomputed producer runs in the same
+// iteration as its reader), Subset says it cannot decide; it used to say
+// false, and the validator rejected a correct schedule on that guess.
+// a is in fact a subset of b (checked point by point).
+func TestSubsetUndecided(t *testing.T) {
+	read := func(name string) Set {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseSet(string(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := read("subset_undecided_a.txt"), read("subset_undecided_b.txt")
+	ok, err := Subset(a, b)
+	if ok || !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Subset = %v, %v; want undecided (ErrUnsupported)", ok, err)
+	}
+	// a's points, by brute force over its box (dims ax0, ax1_0, ax1_1,
+	// ax1_2_1_1, fused_0, fused_1, vi, vj; its equalities fix ax1_0 and
+	// fused_1 to 0, vi to ax0 and vj to the binding below): each is in b.
+	for ax0 := int64(0); ax0 < 4; ax0++ {
+		for k := int64(0); k < 4; k++ {
+			for c := int64(0); c < 9; c++ {
+				for f := int64(0); f < 64; f++ {
+					pt := []int64{ax0, 0, k, c, f, 0, ax0, 9*(f/8) + 8*(f%8) + 3*k + c}
+					if a.Contains(nil, pt) && !b.Contains(nil, pt) {
+						t.Fatalf("%v is in a and not in b", pt)
+					}
+				}
+			}
+		}
 	}
 }

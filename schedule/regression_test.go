@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/schedule"
 	"github.com/loom-go/loom/validate"
 )
@@ -295,4 +296,28 @@ func mustBlock(t *testing.T, s *schedule.Schedule, name string) schedule.Block {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestLongRunValidatorGuess: the long run's failure of fuse_compute_at,
+// seed 186. Y, computed at the innermost loop of its reader's cache, runs
+// more often than the cache does (the split's predicate is the reader's
+// alone), which is correct for a pure block; after a last split by 1 the
+// validator asked whether every read finds Y run in the same iteration,
+// poly's solver gave up on that question, and Subset answered "no" where it
+// should have said it could not decide. The step must be accepted and the
+// results unchanged.
+func TestLongRunValidatorGuess(t *testing.T) {
+	ops, err := schedgen.ParseOps(`cache_read(Out, "Y", "local"); split(ax1, [1, 4, 3]); split(ax1_2, [8, 8]); split(ax1_2_1, [8, 9]); compute_at(Y, ax1_2_1_1); split(ax1_2_1_0, [-1, 8]); fuse(ax1_2_1_0_0, ax1_2_1_0_1); reorder(ax1_2_1_1, ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); fuse(ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); split(ax1_2_1_0_0_ax1_2_1_0_1_fused_ax1_2_0_fused, [64, -1])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range adversarialCorpus(t) {
+		if c.Name == "fuse_compute_at" {
+			if f := schedgen.Replay(c, 186, ops, adversarialConfig(t)); f != nil {
+				t.Fatal(f.Report())
+			}
+			return
+		}
+	}
+	t.Fatal("no fuse_compute_at in the corpus")
 }

@@ -484,8 +484,8 @@ func (v *validator) decideSubset(a, b poly.Set) answer {
 		}
 		return no
 	}
-	if !errors.Is(err, poly.ErrUnsupported) {
-		return unknown
+	if !errors.Is(err, poly.ErrUnsupported) || len(v.after.Params) == 0 {
+		return unknown // without sizes, fixing them asks the same again
 	}
 	v.stats.note("subset at sample sizes")
 	result := yes
