@@ -31,8 +31,11 @@ type emitter struct {
 	status value.Value // i32* the status word of the kernel call
 	names  map[string]int
 
-	env  map[string]lanes        // integer variables in scope, as i64
-	bufs map[*ast.Buffer]*buffer // buffers in scope
+	env map[string]lanes // integer variables in scope, as i64
+	// bindings are the binding expressions of the iteration variables of
+	// the blocks being emitted (an access's offset looks through them).
+	bindings map[string]ast.Expr
+	bufs     map[*ast.Buffer]*buffer // buffers in scope
 
 	compact map[*ast.Buffer]*compaction // temporaries allocated smaller, in a loop
 	atLoop  map[*ast.For][]*ast.Buffer  // the temporaries each loop allocates
@@ -147,6 +150,7 @@ func (e *emitter) kernel() (err error) {
 	e.status = status
 	e.entry.NewStore(i32(0), e.status)
 	e.env = map[string]lanes{}
+	e.bindings = map[string]ast.Expr{}
 	e.bufs = map[*ast.Buffer]*buffer{}
 	for i, s := range e.f.Sizes {
 		e.env[s.Name] = uniform(fn.Params[i])
@@ -274,6 +278,11 @@ func (e *emitter) block(b *ast.ScheduleBlock) {
 			vals[i] = e.index(it.Binding)
 		}
 		saved := e.bind(b.Iters, vals)
+		savedBindings := map[string]ast.Expr{}
+		for _, it := range b.Iters {
+			savedBindings[it.Var.Name] = e.bindings[it.Var.Name]
+			e.bindings[it.Var.Name] = it.Binding
+		}
 		if b.Init != nil {
 			var first lanes
 			for i, it := range b.Iters {
@@ -295,6 +304,13 @@ func (e *emitter) block(b *ast.ScheduleBlock) {
 		}
 		e.stmt(b.Body)
 		e.restore(saved)
+		for name, x := range savedBindings {
+			if x == nil {
+				delete(e.bindings, name)
+			} else {
+				e.bindings[name] = x
+			}
+		}
 	}
 	if b.Predicate == nil {
 		run()

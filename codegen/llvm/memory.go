@@ -37,7 +37,27 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 // offset returns the element offset of an access, as 64-bit lanes.
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
+	// Terms of constant stride are merged where fused loops split one
+	// index in two (see rejoin); the others are added one by one.
+	var terms []indexTerm
 	for d, x := range indices {
+		if c, ok := constInt(buf.strides[d]); ok && buf.origin == nil && !ast.ContainsLoad(x) {
+			terms = append(terms, indexTerm{stride: c, index: ast.Substitute(x, e.bindings), written: x})
+		}
+	}
+	if len(terms) > 1 {
+		for _, t := range rejoin(terms) {
+			off = e.intBinary(nil, ast.OpAdd, off, e.intBinary(nil, ast.OpMul, e.index(t.expr()), uniform(i64(t.stride)), true), true)
+		}
+	} else {
+		terms = nil
+	}
+	for d, x := range indices {
+		if terms != nil {
+			if _, ok := constInt(buf.strides[d]); ok && buf.origin == nil && !ast.ContainsLoad(x) {
+				continue // in terms
+			}
+		}
 		if ast.ContainsLoad(x) { // a gather's index: only the data says whether it is in bounds
 			x = clampIndex(x, buf.ast.Shape[d])
 		}

@@ -99,6 +99,7 @@ func (e *emitter) parallelLoop(l *ast.For) {
 
 	saved := *e
 	e.env = map[string]lanes{}
+	e.bindings = map[string]ast.Expr{} // the loops of outer blocks' bindings are not captured
 	e.bufs = map[*ast.Buffer]*buffer{}
 	e.parallel = true
 	e.begin(body)
