@@ -268,16 +268,27 @@ func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n, maxInn
 
 // splitVector splits the innermost spatial loop, the one vectorized, into
 // n loops: its innermost factor sampled among the divisors of its extent
-// that fill at least half a vector (a perfect tile's innermost factor is
-// rarely one), then the rest by a perfect tile. It returns the innermost
+// that are whole vectors, or where it has none, that fill at least half a
+// vector (a perfect tile's innermost factor is rarely one), then the rest
+// by a perfect tile. It returns the innermost
 // factor too.
 func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, int64, error) {
 	ext, ok := s.Extent(l)
-	var inner []int64
+	var inner, whole []int64
 	for d := int64(max(t.VectorLanes/2, 2)); ok && d <= ext && (m.MaxInnermost <= 0 || d <= int64(m.MaxInnermost)); d++ {
 		if ext%d == 0 {
 			inner = append(inner, d)
+			if t.VectorLanes > 0 && d%int64(t.VectorLanes) == 0 {
+				whole = append(whole, d)
+			}
 		}
+	}
+	if len(whole) > 0 {
+		// Rows of whole vectors where the extent has them: a row of half
+		// a vector leaves half of every accumulator's lanes idle (the
+		// batched matmul's best tile of 64 trials was 16 rows of 8 lanes
+		// in 16).
+		inner = whole
 	}
 	if len(inner) == 0 {
 		return m.split(s, l, n, m.MaxInnermost)
