@@ -94,6 +94,14 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 				return err
 			}
 		case roleSpatial:
+			if parts[i] == nil && i != lastSpatial(bi) && !reusedAlong(bi, iterOf(bi, l)) {
+				// Every input moves with this loop (a batched matmul's
+				// batch): its tiles share no data, and in the register
+				// tile it would only take accumulators. Whole,
+				// outermost.
+				levels[0] = append(levels[0], l)
+				continue
+			}
 			if parts[i] == nil {
 				var inner int64
 				limit := max(t.accumulators()/tile, 1)
@@ -250,6 +258,26 @@ func reuses(bi *blockInfo) bool {
 			if !used {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// reusedAlong reports whether some input of the block is read at the
+// same elements for different values of iteration variable it (its
+// indices do not mention it): tiling along it keeps those elements in
+// cache or registers. A loop that is not one variable's counts as reused
+// (the tiling decides).
+func reusedAlong(bi *blockInfo, it *ast.IterVar) bool {
+	if it == nil {
+		return true
+	}
+	for _, r := range bi.blk.Reads {
+		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+			continue
+		}
+		if !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) }) {
+			return true
 		}
 	}
 	return false

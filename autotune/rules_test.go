@@ -98,6 +98,35 @@ func TestRulesShapes(t *testing.T) {
 	has(workload.Case{Name: "transpose", Func: p.Kernels[0].Func}, 2, "tiles both axes", func(f *ast.Func, text string) bool {
 		return strings.Count(text, "for (") == 4 && strings.Contains(text, "vectorized for")
 	})
+	// A batched matmul: every input moves with the batch, so its loop
+	// stays whole and outermost, out of the register tile (where it took
+	// accumulators and shared nothing: 0.75 of oneDNN, 1.15 without).
+	g, err = fusion.ParseJSON([]byte(`{"name": "bmm", "inputs": [{"name": "A", "dtype": "float32", "shape": [4, 32, 16]},
+  {"name": "B", "dtype": "float32", "shape": [4, 16, 48]}], "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "Y"}], "outputs": ["Y"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tiled := 0
+	for seed := uint64(1); seed <= 8; seed++ {
+		s, err := sp.Sample(p.Kernels[0].Func, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := s.Func().Block("Y")
+		if b == nil || b.Annotations[tiledKey] == nil {
+			continue
+		}
+		tiled++
+		if text := ast.Print(s.Func()); !strings.Contains(text, "for (i_Y, 0, 4)") {
+			t.Errorf("bmm seed %d: the batch loop was split:\n%s", seed, text)
+		}
+	}
+	if tiled == 0 {
+		t.Error("bmm: no seed of 8 tiled the batched matmul")
+	}
 	// A row's variance reads the row's mean at every step: that is no
 	// reuse to tile for (tiled, the layernorm ran 5x slower than
 	// oneDNN); the row sums go to vector lanes instead.
