@@ -321,3 +321,24 @@ func TestLongRunValidatorGuess(t *testing.T) {
 	}
 	t.Fatal("no fuse_compute_at in the corpus")
 }
+
+// TestLongRunInlineAfterFill: the long run's result change in chain_sym,
+// seed 145 (M=1, N=7). cache_write of Out fills the cache from Out, then
+// Out's block writes it; reverse_compute_inline moved that block's values
+// into its producer, before the fill, which then overwrote them. Refused
+// now: the inlined block's output has another writer.
+func TestLongRunInlineAfterFill(t *testing.T) {
+	ops, err := schedgen.ParseOps(`fuse(i_Out, j_Out); cache_write(Out, "Out", "local"); reverse_compute_inline(Out)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range adversarialCorpus(t) {
+		if c.Name == "chain_sym" {
+			if f := schedgen.Replay(c, 145, ops, adversarialConfig(t)); f != nil {
+				t.Fatal(f.Report())
+			}
+			return
+		}
+	}
+	t.Fatal("no chain_sym in the corpus")
+}

@@ -86,6 +86,23 @@ func (s *Schedule) ReverseComputeInline(b Block) error {
 			return illegal(prim, s.f, nodes(blk, writers[0]), "block %s also reads %s, which block %s writes; moving %s's computation to its producer could read it too early", blk.Name, r.Buffer.Name, writers[0].Name, blk.Name)
 		}
 	}
+	// b's output must be b's alone up to b: another block that writes it
+	// (the fill of a cache_write, which copies the old values in before
+	// b runs) would overwrite the values moved to the producer, and one
+	// that reads it before b would see them too early.
+	writers, readers := accessors(s.f, st.Buffer)
+	for _, w := range writers {
+		if w != blk {
+			return illegal(prim, s.f, nodes(blk, w), "block %s writes %s too; moved to the producer %s, block %s's values would be written before it", w.Name, st.Buffer.Name, producer.Name, blk.Name)
+		}
+	}
+	blocks := s.f.Blocks()
+	at := slices.Index(blocks, blk)
+	for _, r := range readers {
+		if r != blk && slices.Index(blocks, r) < at {
+			return illegal(prim, s.f, nodes(blk, r), "block %s reads %s before block %s writes it; moved to the producer %s, the values would be there too early", r.Name, st.Buffer.Name, blk.Name, producer.Name)
+		}
+	}
 	// b's iteration variable perm[d] is the producer's store index d.
 	sub := permSubstitution(blk, perm, pst.Indices)
 	value := mapLoads(st.Value, buf, func(*ast.Load) ast.Expr { return pst.Value })
