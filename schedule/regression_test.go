@@ -307,19 +307,27 @@ func mustBlock(t *testing.T, s *schedule.Schedule, name string) schedule.Block {
 // should have said it could not decide. The step must be accepted and the
 // results unchanged.
 func TestLongRunValidatorGuess(t *testing.T) {
-	ops, err := schedgen.ParseOps(`cache_read(Out, "Y", "local"); split(ax1, [1, 4, 3]); split(ax1_2, [8, 8]); split(ax1_2_1, [8, 9]); compute_at(Y, ax1_2_1_1); split(ax1_2_1_0, [-1, 8]); fuse(ax1_2_1_0_0, ax1_2_1_0_1); reorder(ax1_2_1_1, ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); fuse(ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); split(ax1_2_1_0_0_ax1_2_1_0_1_fused_ax1_2_0_fused, [64, -1])`)
+	replayClean(t, "fuse_compute_at", 186, `cache_read(Out, "Y", "local"); split(ax1, [1, 4, 3]); split(ax1_2, [8, 8]); split(ax1_2_1, [8, 9]); compute_at(Y, ax1_2_1_1); split(ax1_2_1_0, [-1, 8]); fuse(ax1_2_1_0_0, ax1_2_1_0_1); reorder(ax1_2_1_1, ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); fuse(ax1_2_1_0_0_ax1_2_1_0_1_fused, ax1_2_0); split(ax1_2_1_0_0_ax1_2_1_0_1_fused_ax1_2_0_fused, [64, -1])`)
+}
+
+// replayClean replays ops (as a failure report lists them) on the corpus
+// case name with the generator's checks, and fails on any failure: every
+// step accepted and correct, or refused cleanly.
+func replayClean(t *testing.T, name string, seed uint64, text string) {
+	t.Helper()
+	ops, err := schedgen.ParseOps(text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range adversarialCorpus(t) {
-		if c.Name == "fuse_compute_at" {
-			if f := schedgen.Replay(c, 186, ops, adversarialConfig(t)); f != nil {
+		if c.Name == name {
+			if f := schedgen.Replay(c, seed, ops, adversarialConfig(t)); f != nil {
 				t.Fatal(f.Report())
 			}
 			return
 		}
 	}
-	t.Fatal("no fuse_compute_at in the corpus")
+	t.Fatalf("no %s in the corpus", name)
 }
 
 // TestLongRunInlineAfterFill: the long run's result change in chain_sym,
@@ -328,17 +336,5 @@ func TestLongRunValidatorGuess(t *testing.T) {
 // into its producer, before the fill, which then overwrote them. Refused
 // now: the inlined block's output has another writer.
 func TestLongRunInlineAfterFill(t *testing.T) {
-	ops, err := schedgen.ParseOps(`fuse(i_Out, j_Out); cache_write(Out, "Out", "local"); reverse_compute_inline(Out)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range adversarialCorpus(t) {
-		if c.Name == "chain_sym" {
-			if f := schedgen.Replay(c, 145, ops, adversarialConfig(t)); f != nil {
-				t.Fatal(f.Report())
-			}
-			return
-		}
-	}
-	t.Fatal("no chain_sym in the corpus")
+	replayClean(t, "chain_sym", 145, `fuse(i_Out, j_Out); cache_write(Out, "Out", "local"); reverse_compute_inline(Out)`)
 }
