@@ -72,7 +72,10 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		return illegal(prim, s.f, here, "%v", err)
 	}
 	covered, err := poly.Subset(read, written)
-	if err != nil || !covered {
+	switch {
+	case err != nil:
+		return illegal(prim, s.f, []ast.Node{blk, loop, producers[0]}, "cannot tell whether the blocks under loop %s write every part of %s that block %s reads: %v", loop.Var.Name, buf.Name, blk.Name, err)
+	case !covered:
 		return illegal(prim, s.f, []ast.Node{blk, loop, producers[0]}, "block %s reads parts of %s that the blocks under loop %s do not write", blk.Name, buf.Name, loop.Var.Name)
 	}
 	// The part produced in one iteration gives b's ranges.
