@@ -17,6 +17,7 @@ import (
 // reduction loops and a vectorized innermost loop, with and without a
 // write cache; a row reduction factored into vector lanes.
 func TestRulesShapes(t *testing.T) {
+	var k *ast.Func
 	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 8, Threads: 2}}
 	has := func(c workload.Case, seeds int, what string, ok func(f *ast.Func, text string) bool) {
 		t.Helper()
@@ -72,46 +73,27 @@ func TestRulesShapes(t *testing.T) {
 	// window are loops no iteration variable is bound to, which the
 	// tiling keeps whole instead of giving up (it did: 46 ms against
 	// oneDNN's 1.0 ms).
-	g, err := fusion.ParseJSON([]byte(`{"name": "c", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 32, 7, 7]},
-  {"name": "W", "dtype": "float32", "shape": [64, 32, 1, 1]}], "nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y"}], "outputs": ["Y"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := fusion.Compile(g, fusion.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	has(workload.Case{Name: "conv1x1", Func: p.Kernels[0].Func}, 4, "tiles the convolution", func(f *ast.Func, text string) bool {
+	k = fusedKernel(t, `{"name": "c", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 32, 7, 7]},
+  {"name": "W", "dtype": "float32", "shape": [64, 32, 1, 1]}], "nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y"}], "outputs": ["Y"]}`)
+	has(workload.Case{Name: "conv1x1", Func: k}, 4, "tiles the convolution", func(f *ast.Func, text string) bool {
 		b := f.Block("Y")
 		return b != nil && b.Annotations[tiledKey] != nil
 	})
 	// A transpose: both axes tiled, so that rows read and columns written
 	// stay in cache (untiled, 116 ms against oneDNN's 51 ms at 4096²).
-	g, err = fusion.ParseJSON([]byte(`{"name": "tr", "inputs": [{"name": "X", "dtype": "float32", "shape": [512, 256]}],
-  "nodes": [{"op": "transpose", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	has(workload.Case{Name: "transpose", Func: p.Kernels[0].Func}, 2, "tiles both axes", func(f *ast.Func, text string) bool {
+	k = fusedKernel(t, `{"name": "tr", "inputs": [{"name": "X", "dtype": "float32", "shape": [512, 256]}],
+  "nodes": [{"op": "transpose", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	has(workload.Case{Name: "transpose", Func: k}, 2, "tiles both axes", func(f *ast.Func, text string) bool {
 		return strings.Count(text, "for (") == 4 && strings.Contains(text, "vectorized for")
 	})
 	// A batched matmul: every input moves with the batch, so its loop
 	// stays whole and outermost, out of the register tile (where it took
 	// accumulators and shared nothing: 0.75 of oneDNN, 1.15 without).
-	g, err = fusion.ParseJSON([]byte(`{"name": "bmm", "inputs": [{"name": "A", "dtype": "float32", "shape": [4, 32, 16]},
-  {"name": "B", "dtype": "float32", "shape": [4, 16, 48]}], "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "Y"}], "outputs": ["Y"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	k = fusedKernel(t, `{"name": "bmm", "inputs": [{"name": "A", "dtype": "float32", "shape": [4, 32, 16]},
+  {"name": "B", "dtype": "float32", "shape": [4, 16, 48]}], "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "Y"}], "outputs": ["Y"]}`)
 	tiled := 0
 	for seed := uint64(1); seed <= 8; seed++ {
-		s, err := sp.Sample(p.Kernels[0].Func, seed)
+		s, err := sp.Sample(k, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,17 +112,11 @@ func TestRulesShapes(t *testing.T) {
 	// A row's variance reads the row's mean at every step: that is no
 	// reuse to tile for (tiled, the layernorm ran 5x slower than
 	// oneDNN); the row sums go to vector lanes instead.
-	g, err = fusion.ParseJSON([]byte(`{"name": "ln", "inputs": [{"name": "X", "dtype": "float32", "shape": [4096, 1024]}],
-  "nodes": [{"op": "layernorm", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	k = fusedKernel(t, `{"name": "ln", "inputs": [{"name": "X", "dtype": "float32", "shape": [4096, 1024]}],
+  "nodes": [{"op": "layernorm", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
 	host := &Space{Rules: DefaultRules(), Target: HostTarget(1)}
 	for seed := uint64(1); seed <= 16; seed++ {
-		s, err := host.Sample(p.Kernels[0].Func, seed)
+		s, err := host.Sample(k, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,4 +272,18 @@ func TestTiledBlockStaysTiled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fusedKernel returns the first kernel of the graph (JSON) fused.
+func fusedKernel(t *testing.T, graph string) *ast.Func {
+	t.Helper()
+	g, err := fusion.ParseJSON([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Kernels[0].Func
 }
