@@ -462,3 +462,14 @@ func IterString(b *ast.ScheduleBlock, x []Int) string {
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
+
+// IterationAccess returns access a of in as a relation from in's iteration
+// vectors to the indices they touch, over the executions in runs: the
+// loops are projected out. Two blocks' accesses to one buffer compose
+// through it (ApplyRange of one with the other's Reverse) into the pairs
+// of instances that touch the same cells.
+func (in *Instances) IterationAccess(a Access) Map {
+	n := len(in.Loops)
+	w := IntersectDomain(a.Map, in.Domain).Wrap().ProjectOut(0, n)
+	return w.unwrap(len(in.Domain.Dims)-n, in.Block.Name, a.Buffer.Name)
+}

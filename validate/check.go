@@ -48,6 +48,9 @@ func check(pf, pg *poly.Program, stats *Stats) error {
 	if err := v.order(); err != nil {
 		return err
 	}
+	if err := v.movedStores(); err != nil {
+		return err
+	}
 	if err := v.bounds(); err != nil {
 		return err
 	}

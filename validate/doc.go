@@ -36,7 +36,11 @@
 // partial sums of rfactor) or removes (inlined blocks), and blocks whose
 // iteration variables it changes, are outside the first two questions
 // (the fourth still sees what they write); the interpreter checks them in
-// the tests. A function the model cannot
+// the tests. One exception: a removed block whose store lives on in a
+// kept block (reverse_compute_inline moves a consumer's store into its
+// producer) passes its dependences on the buffer it wrote to that host,
+// whose instances that write the same cells must keep the removed block's
+// order with the kept blocks around it. A function the model cannot
 // hold (a non-affine binding or bound it must approximate) makes Check
 // answer ErrUnsupported rather than guess.
 package validate

@@ -145,11 +145,8 @@ func (v *validator) sizesPositive(s poly.Set) poly.Set {
 func writers(p *poly.Program, name string) []*poly.Instances {
 	var out []*poly.Instances
 	for _, in := range p.Blocks {
-		for _, w := range in.Writes {
-			if w.Buffer.Name == name {
-				out = append(out, in)
-				break
-			}
+		if writes(in, name) {
+			out = append(out, in)
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package validate_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -337,5 +338,30 @@ func TestRecomputedHaloInParallel(t *testing.T) {
 		if err := validate.Check(from, par); !errors.As(err, &ve) || ve.Question != "order" {
 			t.Errorf("from %s: the tiles in parallel: got %v, want a rejection by the order question", from.Name, err)
 		}
+	}
+}
+
+// TestMovedStore: reverse_compute_inline moved a consumer's store into its
+// producer, which the step left before the fill of a cache_write; the fill
+// then overwrote the moved values (the long run's chain_sym, seed 145).
+// The removed block's dependences on the buffer it wrote pass to the host
+// of its store, so the order question sees the fill run after it.
+func TestMovedStore(t *testing.T) {
+	read := func(name string) *ast.Func {
+		src, err := os.ReadFile("../testdata/validate/" + name + ".loom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parse(t, string(src))
+	}
+	before := read("inline_after_fill")
+	err := validate.Check(before, read("inline_after_fill_wrong"))
+	var ve *validate.Error
+	if !errors.As(err, &ve) || ve.Question != "order" || !strings.Contains(ve.Reason, "removed by the step") {
+		t.Fatalf("the store moved before the fill is accepted or rejected for another reason: %v", err)
+	}
+	t.Log(err)
+	if err := validate.Check(before, read("inline_after_fill_right")); err != nil {
+		t.Fatalf("the store moved after the fill is rejected: %v", err)
 	}
 }
