@@ -338,3 +338,15 @@ func replayClean(t *testing.T, name string, seed uint64, text string) {
 func TestLongRunInlineAfterFill(t *testing.T) {
 	replayClean(t, "chain_sym", 145, `fuse(i_Out, j_Out); cache_write(Out, "Out", "local"); reverse_compute_inline(Out)`)
 }
+
+// TestLongRunInlineRecomputed: the long run's validator disagreement in
+// softmax_layernorm_0, seed 150 (N=3). compute_at put Y_rstd inside Y's
+// loops, so each of Y's iterations recomputes it; reverse_compute_inline
+// then moved its store into Y_var, which writes each cell once. The old
+// program's overwrite of a cell Y had read (the next iteration's
+// recomputation, with the same value) collapsed onto the one write that
+// Y's read takes its value from: it is no order to keep. The validator's
+// moved-store question asked for it anyway.
+func TestLongRunInlineRecomputed(t *testing.T) {
+	replayClean(t, "softmax_layernorm_0", 150, `compute_at(Y_rstd, j_Y); reverse_compute_inline(Y_rstd)`)
+}

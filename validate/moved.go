@@ -108,18 +108,73 @@ func (v *validator) movedStore(x *poly.Instances, wx poly.Access, h *poly.Instan
 			s, t, iters = z, h, poly.ApplyRange(d.IterationPairs(), xh)
 		}
 		pairs := poly.ExecutionsOf(s, t, iters, nil, nil)
+		var fed *poly.Map
+		if d.Kind == poly.WAR {
+			if m, ok := v.fedBy(x, d.Source, wx.Buffer.Name, xh); ok {
+				m = poly.ExecutionsOf(z, h, m, nil, nil)
+				fed = &m
+			}
+		}
 		for _, wrong := range v.after.NotAfter(s, t, concurrentLoop) {
-			in, out, found, decided := poly.IntersectMap(pairs, wrong).Witness()
+			bad := poly.IntersectMap(pairs, wrong)
+			in, out, found, decided := bad.Witness()
 			if !found {
 				if !decided {
 					v.stats.note("order: undecided")
 				}
 				continue
 			}
+			if fed != nil {
+				// An overwrite that collapsed onto the very write the
+				// read takes its value from is no order to keep.
+				collapsed, err := poly.Subset(bad.Wrap(), fed.Wrap())
+				if err != nil {
+					v.stats.note("order: undecided")
+					continue
+				}
+				if collapsed {
+					v.stats.note("order: moved store recomputed")
+					continue
+				}
+			}
 			return &Error{Question: "order", Block: t.Block.Name, Reason: describeMoved(d, x, s, t, in, out)}
 		}
 	}
 	return nil
+}
+
+// fedBy returns the pairs (r, k) of iteration vectors of reader (an old
+// block) and of the host where x's store lives now such that r read a
+// cell of the buffer named name that an instance of x wrote before it,
+// and that instance's store is host instance k's (xh relates the two).
+//
+// A removed block that a compute_at made recompute its values writes a
+// cell once per recomputation, and every reader in between has a write
+// after it: an order the old program kept. The host writes the cell once
+// for all those instances. Where the overwrite after read r falls on a
+// host instance that r's value comes from, that order cannot be kept (the
+// write must come before r) and need not be: the host does not write the
+// cell again. That the write comes before r is the read's own dependence,
+// which the same question asks. It reports false when reader read nothing
+// x wrote.
+func (v *validator) fedBy(x, reader *poly.Instances, name string, xh poly.Map) (poly.Map, bool) {
+	var out *poly.Map
+	for _, d := range v.before.Deps() {
+		if d.Kind != poly.RAW || d.Source != x || d.Sink != reader || d.Buffer.Name != name {
+			continue
+		}
+		m := poly.ApplyRange(d.IterationPairs().Reverse(), xh)
+		if out == nil {
+			out = &m
+		} else {
+			u := poly.UnionMap(*out, m)
+			out = &u
+		}
+	}
+	if out == nil {
+		return poly.Map{}, false
+	}
+	return *out, true
 }
 
 // concurrentLoop reports whether loop l runs its iterations at once.
