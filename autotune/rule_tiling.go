@@ -52,6 +52,9 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			nR++
 		}
 	}
+	if bi, err = fuseRows(s, b, bi, t, m.MaxInnermost); err != nil {
+		return err
+	}
 	cache, err := m.writeCache(s, b, bi)
 	if err != nil {
 		return err

@@ -94,11 +94,12 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 				chunk(at(uniform(i64(c*int64(w)))), w, nil)
 			}
 		}
-		// The rest as narrower vectors without a mask (12 = 8 + 4):
-		// LLVM keeps an unmasked vector of a register tile in a register
-		// across the loops around it, a masked one it loads and stores
-		// every time. A last odd lane runs as a pair with
-		// its second lane masked off.
+		// The rest as narrower vectors without a mask (12 = 8 + 4), and
+		// a last odd lane as scalar code: LLVM keeps an unmasked vector
+		// of a register tile in a register across the loops around it,
+		// but not a masked one, nor any access that overlaps a masked
+		// one (a pair with its second lane off reaches into the next
+		// row of a tile 49 wide).
 		off := full * int64(w)
 		for rest >= 2 {
 			p := int64(1) << (bits.Len64(uint64(rest)) - 1)
@@ -106,7 +107,7 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 			off, rest = off+p, rest-p
 		}
 		if rest == 1 {
-			chunk(at(uniform(i64(off))), 2, boolMask(2, 1))
+			e.withVar(l.Var.Name, at(uniform(i64(off))), func() { e.loopBody(l) })
 		}
 	})
 	if why != "" {
