@@ -310,10 +310,15 @@ func (w *walker) instances(b *ast.ScheduleBlock) *Instances {
 		conds = append(slices.Clone(conds), cond{e: b.Predicate})
 	}
 	for _, c := range conds {
-		if cs, ok := ab.condition(c.e, c.negate); ok {
-			andAny(cs)
-		} else {
-			in.Exact = false
+		// Each conjunct on its own: a condition that is not affine in
+		// one part (a guard of a fused loop with a symbolic size, say)
+		// still bounds the domain by its affine parts.
+		for _, e := range conjuncts(c.e, c.negate, nil) {
+			if cs, ok := ab.condition(e, c.negate); ok {
+				andAny(cs)
+			} else {
+				in.Exact = false
+			}
 		}
 	}
 	in.ExactDomain = in.Exact
@@ -404,4 +409,14 @@ func order(a, b *Instances) (common int, aFirst bool) {
 		return common, x.loop == nil && y.loop == nil && x.pos < y.pos
 	}
 	return common, false
+}
+
+// conjuncts appends to out the parts of condition e (of its negation when
+// negate) that must all hold: the operands of a && (of a || when negated,
+// !(a || b) being !a && !b), each taken with the same negate.
+func conjuncts(e ast.Expr, negate bool, out []ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.Binary); ok && b.Op == map[bool]ast.BinaryOp{false: ast.OpAnd, true: ast.OpOr}[negate] {
+		return conjuncts(b.B, negate, conjuncts(b.A, negate, out))
+	}
+	return append(out, e)
 }

@@ -300,3 +300,55 @@ func TestExtractRefusesUnmodelledAccesses(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractKeepsAffineConjuncts: a predicate that is not affine in one
+// conjunct still bounds the domain by the others (the guard of a fused
+// loop over a symbolic size beside a split's tail guard), and so does the
+// else branch of an if whose negated condition is a disjunction.
+func TestExtractKeepsAffineConjuncts(t *testing.T) {
+	f, err := ast.Parse(`func f[N: int32](A: float32[12]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 8) {
+      serial for (j, 0, 3) {
+        ScheduleBlock(S) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 8), vj = spatial(0, 3))
+          predicate(i * 3 + j < 3 && N * i < 5)
+          writes(A[vi * 3 + vj])
+          A[vi * 3 + vj] = 1.0f
+        }
+        if (i >= 2 || i * N >= 4) {
+        } else {
+          ScheduleBlock(T) {
+            vi, vj = axis.bind(i, j)
+            axis.domain(vi = spatial(0, 8), vj = spatial(0, 3))
+            writes(A[vi * 3 + vj])
+            A[vi * 3 + vj] = 2.0f
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Extract(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, max := range map[string]int64{"S": 2, "T": 5} {
+		in := p.Block(name)
+		if in.ExactDomain {
+			t.Errorf("%s: the domain is called exact, but a conjunct was left out", name)
+		}
+		_, x, out := in.Writes[0].OutOfBounds(in.Domain)
+		if out {
+			t.Errorf("%s: a write out of bounds at %v", name, x)
+		}
+		hull := Apply(in.Domain, in.Writes[0].Map).Hull()
+		if hi, ok := hull[0].Hi.Constant(); !ok || hi != IntOf(max) {
+			t.Errorf("%s: the written cells reach %v, want %d", name, hull[0].Hi, max)
+		}
+	}
+}

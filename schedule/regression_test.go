@@ -350,3 +350,14 @@ func TestLongRunInlineAfterFill(t *testing.T) {
 func TestLongRunInlineRecomputed(t *testing.T) {
 	replayClean(t, "softmax_layernorm_0", 150, `compute_at(Y_rstd, j_Y); reverse_compute_inline(Y_rstd)`)
 }
+
+// TestLongRunPartlyAffinePredicate: the long run's validator disagreement
+// in softmax_layernorm_0, seed 178 (N=1). After rfactor the reduction's
+// index is bounded only by the predicate rj_1_0 * 3 + rj_1_1 < 3 && (a
+// guard of a fused loop with a symbolic size, not affine). poly dropped
+// the whole predicate for its second part, and the validator's bounds
+// question found index 12 outside Y_centered in the hull. poly now keeps
+// a predicate's affine conjuncts.
+func TestLongRunPartlyAffinePredicate(t *testing.T) {
+	replayClean(t, "softmax_layernorm_0", 178, `split(i_P_max, [1, -1]); fuse(i_P_max_0, i_P_max_1); split(i_P_max_0_i_P_max_1_fused, [8, -1]); split(rj_Y_var, [-1, 3]); split(rj_Y_var_1, [8, 3]); rfactor(rj_Y_var_0)`)
+}

@@ -284,6 +284,12 @@ func (v *validator) bounds() error {
 				v.stats.note("bounds: undecided")
 				continue
 			}
+			if !g.ExactDomain || !a.Exact {
+				// The point may be one of the over-approximation's
+				// (a condition or binding that is not affine).
+				v.stats.note("bounds: inexact domain")
+				continue
+			}
 			witness := ""
 			if x != nil {
 				witness = fmt.Sprintf(" (index %s%s)", formatInts(x), paramString(v.after.Params, ps))
