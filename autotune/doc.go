@@ -25,6 +25,14 @@
 // schedule.SetValidation) ends the candidate as an InternalError, which
 // the search records as a failed trial and counts in Result.Internal.
 //
+// Without measuring, Default (Space.Decide for a space of one's own)
+// applies the same rules with every choice taken by a heuristic from the
+// target and the extents: register tiles that fill the accumulators,
+// reduction blocks that stay in cache, outer tiles for the threads. It is
+// the schedule of a kernel nobody tuned (loom build, loom bench -schedule
+// default), and Tune measures it in its first round, so that tuning never
+// ends below it.
+//
 // DefaultRules are the CPU rules. GPURules bind loops to CUDA blocks and
 // threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched
 // by the whole block and a local write cache, cross-thread reductions,

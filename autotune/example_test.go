@@ -112,3 +112,56 @@ func ExampleTune() {
 	// found a correct kernel: true
 	// Y[0] = 256
 }
+
+// Default decides a schedule without measuring anything: here a matrix
+// multiply for a CPU with 16-lane vectors (AVX-512) and two threads. The
+// decisions are in its trace, as a tuning run's are.
+func ExampleDefault() {
+	f, err := ast.Parse(`func mm(A: float32[64, 128], B: float32[128, 96], C: float32[64, 96]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 64) {
+      serial for (j, 0, 96) {
+        serial for (k, 0, 128) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, 64), vj = spatial(0, 96), vk = reduce(0, 128))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := autotune.Default(f, autotune.Target{VectorLanes: 16, Threads: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, in := range s.Trace().Insts {
+		if in.Kind == "sample_perfect_tile" || in.Kind == "sample_categorical" {
+			fmt.Println(in.Kind, in.Decision)
+		}
+	}
+	// The write cache after the second spatial level (choice 2); rows of
+	// two vectors (32 of j's 96, choice 1), the rest of j outermost
+	// (3); 8 rows of i in the register tile (8 x 2 = 16 accumulators),
+	// 4 tiles deep, 2 for the threads; the whole reduction of 128 in the
+	// register tile's loop; unroll limit 16; whole vectors.
+	// Output:
+	// sample_categorical [2]
+	// sample_categorical [1]
+	// sample_perfect_tile [3 1 1]
+	// sample_perfect_tile [2 1 4 8]
+	// sample_perfect_tile [1 128]
+	// sample_categorical [1]
+	// sample_categorical [0]
+}

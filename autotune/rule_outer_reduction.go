@@ -53,7 +53,7 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 	if len(chunks) == 0 {
 		return errSkip
 	}
-	chunk, err := sampleAmong(s, chunks)
+	chunk, err := choose(s, t, chunks, 1) // Default: two vectors where the row has them
 	if err != nil {
 		return err
 	}

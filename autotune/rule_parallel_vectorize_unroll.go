@@ -49,7 +49,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	// takes effect on replay; Finish applies them. Where
 	// the loop has one already, it is a consumer's, and covers this block.
 	if len(p.MaxUnroll) > 0 && !annotated(s, bi.loops[0], unrollKey) {
-		v, err := sampleAmong(s, p.MaxUnroll)
+		v, err := choose(s, t, p.MaxUnroll, 1) // Default: a moderate limit
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	}
 	full := int64(t.VectorLanes) * 32
 	if p.HalfVectors && t.GPU == nil && full > 256 && !annotated(s, bi.loops[0], vectorBitsKey) {
-		v, err := sampleAmong(s, []int64{full, full / 2})
+		v, err := choose(s, t, []int64{full, full / 2}, 0) // Default: whole vectors
 		if err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	if bi, err = fuseRows(s, b, bi, t, m.MaxInnermost); err != nil {
 		return err
 	}
-	cache, err := m.writeCache(s, b, bi)
+	cache, err := m.writeCache(s, b, bi, t)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			if limit == 0 {
 				limit = m.MaxInnermost
 			}
-			if parts[i], _, err = m.split(s, l, n, limit); err != nil {
+			if parts[i], _, err = m.split(s, t, l, n, limit, tileReduce); err != nil {
 				return err
 			}
 		case roleSpatial:
@@ -111,7 +111,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 				if m.MaxInnermost > 0 {
 					limit = min(limit, int64(m.MaxInnermost))
 				}
-				if parts[i], inner, err = m.split(s, l, n, int(limit)); err != nil {
+				if parts[i], inner, err = m.split(s, t, l, n, int(limit), tileSpatial); err != nil {
 					return err
 				}
 				tile *= inner
@@ -180,7 +180,7 @@ type writeCache struct {
 // writeCache samples the write cache's level (0: none) and adds the cache,
 // or, where the output has a fusable consumer, samples a negative choice:
 // the consumer is the block that goes after level -choice.
-func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi *blockInfo) (writeCache, error) {
+func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi *blockInfo, t Target) (writeCache, error) {
 	if len(m.WriteCache) == 0 || len(bi.blk.Writes) != 1 {
 		return writeCache{}, nil
 	}
@@ -192,7 +192,8 @@ func (m MultiLevelTiling) writeCache(s *schedule.Schedule, b schedule.Block, bi 
 		}
 		choices = append(choices, lv)
 	}
-	v, err := sampleAmong(s, choices)
+	// Default: the innermost level offered, the smallest tile.
+	v, err := choose(s, t, choices, len(choices)-1)
 	if err != nil || v.Int() == 0 {
 		return writeCache{}, err
 	}
@@ -288,8 +289,8 @@ func reusedAlong(bi *blockInfo, it *ast.IterVar) bool {
 
 // split splits l into n loops by a sampled perfect tile whose innermost
 // factor is at most maxInnermost (0: any), and returns that factor.
-func (m MultiLevelTiling) split(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int) ([]schedule.Loop, int64, error) {
-	vals, err := s.SamplePerfectTile(l, n, maxInnermost)
+func (m MultiLevelTiling) split(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermost int, r tileRole) ([]schedule.Loop, int64, error) {
+	vals, err := perfectTile(s, t, l, n, maxInnermost, r)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -322,9 +323,9 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 		inner = whole
 	}
 	if len(inner) == 0 {
-		return m.split(s, l, n, m.MaxInnermost)
+		return m.split(s, t, l, n, m.MaxInnermost, tileSpatial)
 	}
-	v, err := sampleAmong(s, inner)
+	v, err := choose(s, t, inner, preferredVector(inner, t.VectorLanes))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -335,7 +336,7 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 	if n == 2 {
 		return halves, v.Int(), nil
 	}
-	outer, _, err := m.split(s, halves[0], n-1, m.MaxInnermost)
+	outer, _, err := m.split(s, t, halves[0], n-1, m.MaxInnermost, tileSpatialAbove)
 	if err != nil {
 		return nil, 0, err
 	}

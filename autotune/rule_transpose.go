@@ -1,6 +1,8 @@
 package autotune
 
 import (
+	"slices"
+
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
@@ -28,10 +30,16 @@ func (r TransposeTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target)
 	if bi.roles[last] != roleSpatial || inner == nil {
 		return errSkip
 	}
-	// The read whose contiguous dimension another loop indexes.
+	// The read whose contiguous dimension another loop indexes, and
+	// another the innermost loop: it walks that read with a stride. (A
+	// read the innermost loop does not index at all, a row's scale or
+	// sum, is the same element all along the row: nothing to tile.)
 	other := -1
 	for _, rd := range bi.blk.Reads {
 		if len(rd.Ranges) == 0 || ast.Mentions(rd.Ranges[len(rd.Ranges)-1].Min, inner.Var.Name) {
+			continue
+		}
+		if !slices.ContainsFunc(rd.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, inner.Var.Name) }) {
 			continue
 		}
 		for i := 0; i < last; i++ {
@@ -44,7 +52,7 @@ func (r TransposeTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target)
 		return errSkip
 	}
 	split := func(l schedule.Loop) ([]schedule.Loop, error) {
-		vals, err := s.SamplePerfectTile(l, 2, r.MaxTile)
+		vals, err := perfectTile(s, t, l, 2, r.MaxTile, tileBlock)
 		if err != nil {
 			return nil, err
 		}

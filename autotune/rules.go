@@ -15,6 +15,10 @@ type Target struct {
 	VectorLanes int // float32 lanes of a vector register (8 on AVX2, 16 on AVX-512)
 	Threads     int
 	GPU         *GPU // a CUDA device (GPURules); nil for a CPU
+
+	// decide makes the rules take each choice by a heuristic instead of
+	// a random draw (Default).
+	decide bool
 }
 
 // accumulators is how many vector registers a register tile may take:

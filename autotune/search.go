@@ -252,7 +252,17 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			seed := rng.Uint64()
 			makers = append(makers, func() made { return sample(task, seed) })
 		}
-		for _, m := range parallelMap(makers) {
+		firstRound := len(res.Records) == 0 && len(parents) == 0
+		if firstRound {
+			// The schedule decided without measurement (Space.Decide) is
+			// measured in the first round: tuning never ends below it.
+			makers = append(makers, func() made { return decided(task) })
+		}
+		var decidedHash string
+		for i, m := range parallelMap(makers) {
+			if firstRound && i == len(makers)-1 && m.c != nil {
+				decidedHash = m.c.Hash
+			}
 			add(m)
 		}
 		// A candidate loom's own checks rejected is a failed trial, in
@@ -286,6 +296,9 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			break // the space is exhausted
 		}
 		batch := pick(pool, opts, rng, min(opts.Batch, opts.Trials-len(res.Records)))
+		if i := slices.IndexFunc(pool, func(c *Candidate) bool { return c.Hash == decidedHash }); i >= 0 && !slices.Contains(batch, pool[i]) {
+			batch[len(batch)-1] = pool[i]
+		}
 		builds := b.Build(ctx, task, batch)
 		runs := r.Run(ctx, task, batch, builds)
 		var xs [][]float64
@@ -537,6 +550,19 @@ func pick(pool []*Candidate, opts Options, rng *rand.Rand, n int) []*Candidate {
 type made struct {
 	c        *Candidate
 	rejected *InternalError
+}
+
+// decided makes the candidate the space's rules decide without
+// measurement (Space.Decide).
+func decided(task *Task) made {
+	s, err := task.Space.Decide(task.Func)
+	if ie, ok := errors.AsType[*InternalError](err); ok {
+		return made{rejected: ie}
+	}
+	if err != nil {
+		return made{}
+	}
+	return made{c: candidate(task, s)}
 }
 
 // sample draws a fresh candidate from the space.

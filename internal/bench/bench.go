@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/hand"
@@ -237,7 +238,7 @@ type Options struct {
 	Sizes    Sizes  // absent dimensions: the defaults
 	Size     int    // M = N = K of a Square workload, if not 0
 	Threads  int    // 0: one per core
-	Schedule string // "hand", "tuned", "trace" or "none"
+	Schedule string // "hand", "default", "tuned", "trace" or "none"
 	// Tuned returns the scheduled function for the workload's case (the
 	// unscheduled function at its sizes; name and shape are the
 	// workload's, as records name them), for
@@ -263,7 +264,10 @@ type Result struct {
 	GFlops    *float64 `json:"gflops"`
 	GBps      float64  `json:"gbps"`
 	CompileMs float64  `json:"compile_ms"`
-	MaxRelErr float64  `json:"max_rel_err"`
+	// ScheduleMs is the time Default took to decide the schedule
+	// (schedule "default" only).
+	ScheduleMs float64 `json:"schedule_ms,omitempty"`
+	MaxRelErr  float64 `json:"max_rel_err"`
 }
 
 // Run builds, checks and times one workload.
@@ -297,6 +301,7 @@ func Run(o Options) (*Result, error) {
 		opts.VectorBits = opts.Target.VectorBits()
 	}
 	f := c.Func
+	var scheduleMs float64
 	switch o.Schedule {
 	case "", "hand":
 		o.Schedule = "hand"
@@ -308,6 +313,14 @@ func Run(o Options) (*Result, error) {
 			return nil, fmt.Errorf("the hand-written schedule of %s, written for sizes like its defaults (%s), does not apply at %s (try -schedule none, or tune it): %s", w.Name, w.example(), w.Shape(d), schedule.Explain(err))
 		}
 		f = s.Func()
+	case "default":
+		start := time.Now()
+		s, err := autotune.Default(c.Func, autotune.Target{VectorLanes: opts.VectorBits / 32, Threads: threads})
+		if err != nil {
+			return nil, fmt.Errorf("the default schedule of %s: %s", w.Name, schedule.Explain(err))
+		}
+		scheduleMs = float64(time.Since(start).Microseconds()) / 1000
+		f = s.Func()
 	case "tuned", "trace":
 		if o.Tuned == nil {
 			return nil, fmt.Errorf("schedule %s needs a tuning database or a trace", o.Schedule)
@@ -317,7 +330,7 @@ func Run(o Options) (*Result, error) {
 		}
 	case "none":
 	default:
-		return nil, fmt.Errorf("unknown schedule %q (have hand, tuned, trace, none)", o.Schedule)
+		return nil, fmt.Errorf("unknown schedule %q (have hand, default, tuned, trace, none)", o.Schedule)
 	}
 	if err := native.SetThreads(threads); err != nil {
 		return nil, err
@@ -363,7 +376,7 @@ func Run(o Options) (*Result, error) {
 	r := &Result{
 		Workload: w.Name, Size: size, Shape: w.Shape(d), Threads: threads, Schedule: o.Schedule,
 		Ms: ms, GBps: float64(Traffic(c)) / best.Seconds() / 1e9,
-		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr,
+		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr, ScheduleMs: scheduleMs,
 	}
 	if w.flops != nil {
 		g := w.Flops(d) / best.Seconds() / 1e9

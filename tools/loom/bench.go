@@ -18,10 +18,11 @@ import (
 // [-json] runs a built-in workload with a built-in schedule, checks its
 // result, and prints the time.
 func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench", "-workload W [-size N] [-threads T] [-schedule hand|tuned|none | -trace FILE] [flags]",
+	fs := newFlags("bench", "-workload W [-size N] [-threads T] [-schedule hand|default|tuned|none | -trace FILE] [flags]",
 		`Compiles a built-in workload with a schedule, checks its result against
 the workload's Go reference, and times it (the best of several runs). The
-schedule is the hand-written one, the best record of the tuning database
+schedule is the hand-written one, the one loom decides without tuning
+(default: autotune.Default; -json adds schedule_ms, the time it took), the best record of the tuning database
 for this machine and thread count (tuned: run loom tune first), a trace
 from a file (-trace: JSON as records store it, or the text form loom tune
 prints, for trying an edited schedule), or none.
@@ -31,7 +32,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	var size sizeValue
 	fs.Var(&size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 	threads := fs.Int("threads", 0, "threads for parallel loops (0: one per core, as loom tune)")
-	sched := fs.String("schedule", "hand", "schedule: hand (built in), tuned (the tuning database's best) or none")
+	sched := fs.String("schedule", "hand", "schedule: hand (built in), default (decided without tuning), tuned (the tuning database's best) or none")
 	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
 	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")

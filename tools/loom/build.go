@@ -18,19 +18,20 @@ import (
 // a directory a C program links against (like Halide's
 // compile_to_static_library).
 func runBuild(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("build", "(-workload W | -graph GRAPH.json | -func FILE.loom) [-size ...] [-schedule auto|tuned|hand|none | -trace FILE] -out DIR [-name NAME]",
+	fs := newFlags("build", "(-workload W | -graph GRAPH.json | -func FILE.loom) [-size ...] [-schedule auto|default|tuned|hand|none | -trace FILE] -out DIR [-name NAME]",
 		`Compiles a function with a schedule, without tuning, into DIR: NAME.o, NAME.h
 (its comment shows the cc line that links it), NAME.ll and loomrt.c, loom's
 runtime; a C program needs nothing else. The schedule is a trace from a file
 (-trace: JSON as records store it, or the text form loom tune prints), the
-best record of the tuning database (tuned), the hand-written schedule of a
-built-in workload (hand), none, or auto: the best record if there is one,
-else the hand-written schedule, else none. It says which it used.`, stderr)
+best record of the tuning database (tuned), the schedule loom decides
+without tuning (default), the hand-written schedule of a built-in workload
+(hand), none, or auto: the best record if there is one, else the default.
+It says which it used.`, stderr)
 	var src source
 	src.register(fs)
 	var rf recordFlags
 	rf.register(fs)
-	sched := fs.String("schedule", "auto", "auto, tuned, hand or none")
+	sched := fs.String("schedule", "auto", "auto, default, tuned, hand or none")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	out := fs.String("out", "", "the directory to write the kernels into (required)")
 	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
@@ -46,9 +47,9 @@ else the hand-written schedule, else none. It says which it used.`, stderr)
 		return 2
 	}
 	switch *sched {
-	case "auto", "tuned", "hand", "none":
+	case "auto", "default", "tuned", "hand", "none":
 	default:
-		fmt.Fprintf(stderr, "loom build: unknown -schedule %q (have auto, tuned, hand, none)\n", *sched)
+		fmt.Fprintf(stderr, "loom build: unknown -schedule %q (have auto, default, tuned, hand, none)\n", *sched)
 		return 2
 	}
 	var trace *schedule.Trace
@@ -100,25 +101,27 @@ func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, rf *
 			return nil, "", err
 		}
 	}
+	threads := rf.threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if sched == "default" || sched == "auto" {
+		s, err := autotune.Default(f, autotune.HostTarget(threads))
+		if err != nil {
+			return nil, "", err
+		}
+		return s.Func(), "the default, decided without tuning", nil
+	}
 	w, _ := bench.Lookup(src.workload)
-	if (sched == "hand" || sched == "auto") && src.graph == "" && src.fn == "" && w != nil {
+	if sched == "hand" && src.graph == "" && src.fn == "" && w != nil {
 		s, err := schedule.New(f)
 		if err != nil {
 			return nil, "", err
 		}
-		threads := rf.threads
-		if threads == 0 {
-			threads = runtime.NumCPU()
-		}
-		err = w.Hand(s, hand.Config{Threads: threads, VectorBits: llvm.Host().VectorBits()})
-		switch {
-		case err == nil:
-			return s.Func(), "the hand-written one", nil
-		case sched == "hand":
+		if err := w.Hand(s, hand.Config{Threads: threads, VectorBits: llvm.Host().VectorBits()}); err != nil {
 			return nil, "", err
 		}
-		// auto: the hand-written schedule does not fit these sizes.
-		return f, "none; the hand-written one does not apply at these sizes", nil
+		return s.Func(), "the hand-written one", nil
 	}
 	if sched == "hand" {
 		return nil, "", fmt.Errorf("only the built-in workloads have a hand-written schedule")

@@ -192,6 +192,15 @@ func TestBench(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"shape":"64x128"`) {
 		t.Errorf("bench softmax at R=64,D=128: exit %d, %s\n%s", code, errs, out)
 	}
+	// The default schedule, decided without tuning, is checked like the
+	// others, and says how long it took to decide.
+	for _, w := range []string{"gemm_bias_relu", "softmax", "rmsnorm", "conv2d"} {
+		size := map[string]string{"gemm_bias_relu": "40", "softmax": "R=12,D=100", "rmsnorm": "R=7,D=64", "conv2d": "C=8,H=9,W=9,K=16"}[w]
+		code, out, errs := runLoom(t, "bench", "-workload", w, "-size", size, "-threads", "2", "-schedule", "default", "-json")
+		if code != 0 || !strings.Contains(out, `"schedule":"default"`) || !strings.Contains(out, `"schedule_ms":`) {
+			t.Errorf("bench %s -schedule default: exit %d, %s\n%s", w, code, errs, out)
+		}
+	}
 	if code, _, errs := runLoom(t, "bench", "-workload", "nope"); code == 0 || !strings.Contains(errs, "unknown workload") {
 		t.Errorf("an unknown workload: exit %d, %s", code, errs)
 	}
@@ -364,16 +373,18 @@ func TestBuildLinksWithC(t *testing.T) {
 			t.Skip("no C compiler")
 		}
 	}
-	dir := t.TempDir()
-	code, out, errs := runLoom(t, "build", "-workload", "gemm", "-size", "16", "-schedule", "hand", "-out", dir, "-name", "mygemm")
-	if code != 0 || !strings.Contains(out, "schedule: the hand-written one") {
-		t.Fatalf("build: exit %d: %s\n%s", code, errs, out)
-	}
-	header, err := os.ReadFile(filepath.Join(dir, "mygemm.h"))
-	if err != nil || !strings.Contains(string(header), "cc -O2 -pthread -I. your_program.c mygemm.o loomrt.c -lm") {
-		t.Fatalf("the header does not show how to link: %v\n%s", err, header)
-	}
-	prog := `#include <stdio.h>
+	var dir string
+	for _, sched := range []struct{ name, says string }{{"hand", "the hand-written one"}, {"default", "the default, decided without tuning"}} {
+		dir = t.TempDir()
+		code, out, errs := runLoom(t, "build", "-workload", "gemm", "-size", "16", "-schedule", sched.name, "-out", dir, "-name", "mygemm")
+		if code != 0 || !strings.Contains(out, "schedule: "+sched.says) {
+			t.Fatalf("build -schedule %s: exit %d: %s\n%s", sched.name, code, errs, out)
+		}
+		header, err := os.ReadFile(filepath.Join(dir, "mygemm.h"))
+		if err != nil || !strings.Contains(string(header), "cc -O2 -pthread -I. your_program.c mygemm.o loomrt.c -lm") {
+			t.Fatalf("the header does not show how to link: %v\n%s", err, header)
+		}
+		prog := `#include <stdio.h>
 #include "mygemm.h"
 int main(void) {
 	float a[256], b[256], c[256];
@@ -383,20 +394,21 @@ int main(void) {
 	return 0;
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The exact line the header shows.
-	build := exec.Command(cc, "-O2", "-pthread", "-I.", "main.c", "mygemm.o", "loomrt.c", "-lm", "-o", "prog")
-	build.Dir = dir
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("linking a C program: %v\n%s", err, msg)
-	}
-	run := exec.Command(filepath.Join(dir, "prog"))
-	run.Env = append(os.Environ(), "LOOM_NUM_THREADS=2")
-	got, err := run.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(got)) != "0 240" {
-		t.Fatalf("the program printed %q (%v), want \"0 240\"", got, err)
+		if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The exact line the header shows.
+		build := exec.Command(cc, "-O2", "-pthread", "-I.", "main.c", "mygemm.o", "loomrt.c", "-lm", "-o", "prog")
+		build.Dir = dir
+		if msg, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("linking a C program: %v\n%s", err, msg)
+		}
+		run := exec.Command(filepath.Join(dir, "prog"))
+		run.Env = append(os.Environ(), "LOOM_NUM_THREADS=2")
+		got, err := run.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(got)) != "0 240" {
+			t.Fatalf("the program printed %q (%v), want \"0 240\"", got, err)
+		}
 	}
 	// -schedule hand is for the built-in workloads only; an unknown
 	// schedule and a missing -out are usage errors.

@@ -1,0 +1,210 @@
+package autotune
+
+import (
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/schedule"
+)
+
+// Default returns a schedule of f for target t decided without
+// measurement: the rules of the search space (DefaultRules, or GPURules
+// for a GPU target) applied as the search applies them, with every
+// choice a sample would draw taken by a heuristic instead (t.decided):
+// register tiles that fill the target's accumulators, reduction blocks
+// that stay in cache, outer tiles that leave every thread work (see
+// decideTile), the fused epilogue at the innermost offered level, a
+// moderate unroll limit, whole vectors.
+//
+// On a GPU target the choices only the GPU rules make (thread counts, the
+// tile sizes of MultiLevelTilingGPU) are not decided yet: they are drawn
+// from seed 0, the same every time.
+//
+// The decisions are recorded in the trace as sampling instructions, like
+// a sample's: the trace replays, and a tuning run can start from it and
+// mutate it.
+func Default(f *ast.Func, t Target) (*schedule.Schedule, error) {
+	sp := Space{Rules: DefaultRules(), Target: t}
+	if t.GPU != nil {
+		sp.Rules = GPURules()
+	}
+	return sp.Decide(f)
+}
+
+// Decide applies the space's rules to f as Sample does, with every choice
+// taken by the rules' heuristics instead of drawn (see Default). Tune
+// measures it in its first round.
+func (sp *Space) Decide(f *ast.Func) (*schedule.Schedule, error) {
+	d := *sp
+	d.Target.decide = true
+	return d.Sample(f, 0)
+}
+
+// choose picks one of choices: drawn, all equally likely, or under
+// Default the one at index preferred (clamped to the choices).
+func choose(s *schedule.Schedule, t Target, choices []int64, preferred int) (schedule.Value, error) {
+	if !t.decide || len(choices) == 0 {
+		return sampleAmong(s, choices)
+	}
+	probs := make([]float64, len(choices))
+	for i := range probs {
+		probs[i] = 1
+	}
+	return s.SampleCategoricalWith(choices, probs, int64(min(max(preferred, 0), len(choices)-1)))
+}
+
+// perfectTile splits l into n factors whose product is its extent, the
+// innermost at most maxInnermost (0: any): sampled, or under Default
+// decided by decideTile for a loop of role r.
+//
+// A loop whose extent is symbolic has no perfect tile: under Default it
+// is split by constant factors (symbolicTile), the outermost inferred,
+// and the split guards the tails. Each factor is a sampling instruction
+// of one choice, so that the trace still names every decision.
+func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermost int, r tileRole) ([]schedule.Value, error) {
+	ext, ok := s.Extent(l)
+	switch {
+	case !t.decide || n < 1:
+		return s.SamplePerfectTile(l, n, maxInnermost)
+	case !ok:
+		factors := symbolicTile(n, maxInnermost, r, t)
+		out := make([]schedule.Value, n)
+		for i := 1; i < n; i++ {
+			v, err := s.SampleCategoricalWith([]int64{factors[i]}, []float64{1}, 0)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case ext < 1:
+		return s.SamplePerfectTile(l, n, maxInnermost)
+	}
+	return s.SamplePerfectTileWith(l, n, maxInnermost, decideTile(ext, n, maxInnermost, r, t))
+}
+
+// symbolicTile returns the factors of a loop of unknown extent split in
+// n, the first (inferred) left 0: the innermost a power of two within
+// the limit, for a spatial loop at most two vectors (a row of the
+// register tile), for a reduction at most 64; the levels between are 1.
+func symbolicTile(n, maxInnermost int, r tileRole, t Target) []int64 {
+	out := make([]int64, n)
+	for i := 1; i < n; i++ {
+		out[i] = 1
+	}
+	if r == tileSpatialAbove || n < 2 {
+		return out
+	}
+	limit := int64(2 * max(t.VectorLanes, 1))
+	if r == tileReduce {
+		limit = 64
+	}
+	if maxInnermost > 0 {
+		limit = min(limit, int64(maxInnermost))
+	}
+	inner := int64(1)
+	for inner*2 <= limit {
+		inner *= 2
+	}
+	out[n-1] = inner
+	return out
+}
+
+// tileRole says what the levels of a tiled loop are for.
+type tileRole uint8
+
+const (
+	// tileSpatial: a spatial loop of MultiLevelTiling: the innermost
+	// factor is the register tile's, the outermost runs in parallel,
+	// the ones between make the cache tiles.
+	tileSpatial tileRole = iota
+	// tileReduce: a reduction loop: the innermost factor is how long the
+	// register tile accumulates between loads and stores of its
+	// accumulators, the outer factors step through the reduction.
+	tileReduce
+	// tileBlock: a two-level square tile (a transpose's), the inner
+	// factor a block that stays in the first-level cache.
+	tileBlock
+	// tileSpatialAbove: the levels of a spatial loop above its register
+	// tile, split off already (the vectorized loop's): a tileSpatial
+	// tiling without its innermost level.
+	tileSpatialAbove
+)
+
+// decideTile returns n factors of ext whose product is ext, the innermost
+// at most maxInnermost (0: any):
+//   - the innermost is the largest divisor allowed (the register tile
+//     fills its accumulators; a reduction accumulates as long as it may;
+//     a block is at most two vectors square);
+//   - of what is left, for a spatial loop, the outermost level takes
+//     the fewest iterations that give every thread one and leave at
+//     most 16 register tiles, which the levels between make the cache
+//     tile of, the deepest of them up to 4 (a tile that reuses a
+//     reduction's block);
+//   - for a reduction, the outer levels are the rest, outermost first.
+func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
+	if r == tileSpatialAbove {
+		return decideTile(ext, n+1, 1, tileSpatial, t)[:n]
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	limit := ext
+	if maxInnermost > 0 {
+		limit = min(limit, int64(maxInnermost))
+	}
+	if r == tileBlock {
+		limit = min(limit, int64(2*max(t.VectorLanes, 1)))
+	}
+	inner := largestDivisor(ext, limit)
+	out[n-1] = inner
+	rest := ext / inner
+	if n == 1 {
+		out[0] = ext
+		return out
+	}
+	if r == tileSpatial && n > 2 {
+		// The outermost level: at least one iteration per thread where
+		// the loop has that many, and at most 16 register tiles left
+		// for the cache tile.
+		out[0] = rest
+		for d := int64(1); d <= rest; d++ {
+			if rest%d == 0 && d >= min(rest, int64(max(t.Threads, 1))) && rest/d <= 16 {
+				out[0] = d
+				break
+			}
+		}
+		mid := rest / out[0]
+		deep := largestDivisor(mid, 4)
+		out[n-2] = deep
+		mid /= deep
+		out[n-3] *= mid // n-3 >= 0: the level above the deepest, or the outermost
+		return out
+	}
+	out[0] = rest
+	return out
+}
+
+// largestDivisor returns the largest divisor of n that is at most limit
+// (at least 1).
+func largestDivisor(n, limit int64) int64 {
+	for d := min(n, limit); d > 1; d-- {
+		if n%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+// preferredVector returns the index among inner (a vectorized loop's
+// candidate innermost factors, ascending) that Default takes: two
+// vectors where it may (two independent FMA chains per row of the
+// register tile), else one, else the largest below two.
+func preferredVector(inner []int64, lanes int) int {
+	best := 0
+	for i, d := range inner {
+		if d <= int64(2*max(lanes, 1)) {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,135 @@
+package autotune
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/schedgen"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// TestDecideTile: a decided tile is a perfect tile (its factors multiply
+// to the extent), its innermost factor within the limit and the largest
+// divisor there, for every extent, level count and limit tried.
+func TestDecideTile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tg := Target{VectorLanes: 16, Threads: 2}
+	for range 2000 {
+		ext := 1 + rng.Int64N(1200)
+		n := 1 + rng.IntN(4)
+		limit := rng.IntN(70)
+		r := tileRole(rng.IntN(4))
+		got := decideTile(ext, n, limit, r, tg)
+		p := int64(1)
+		for _, f := range got {
+			if f < 1 {
+				t.Fatalf("decideTile(%d, %d, %d, %d) = %v: a factor below 1", ext, n, limit, r, got)
+			}
+			p *= f
+		}
+		inner := got[n-1]
+		if p != ext || (n > 1 && limit > 0 && inner > int64(limit) && r != tileSpatialAbove) {
+			t.Fatalf("decideTile(%d, %d, %d, %d) = %v: not a perfect tile within the limit", ext, n, limit, r, got)
+		}
+	}
+	// gemm 512 on AVX-512: 8 rows of the register tile, 64 tiles left:
+	// 16 of them in the cache tile (4 in its deepest level), 4 for the
+	// threads.
+	if got, want := decideTile(512, 4, 8, tileSpatial, tg), []int64{4, 4, 4, 8}; !equalInts(got, want) {
+		t.Errorf("gemm rows: got %v, want %v", got, want)
+	}
+	if got, want := decideTile(768, 2, 256, tileReduce, tg), []int64{3, 256}; !equalInts(got, want) {
+		t.Errorf("reduction of 768: got %v, want %v", got, want)
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDefaultMatchesInterpreter: the default schedule of every function
+// of the adversarial corpus and of the standard workloads, compiled to
+// native code, computes what the interpreter computes for the unscheduled
+// function at each of the case's sizes (symbolic sizes not divisible by
+// any tile among them); it is the same schedule every time, and its trace
+// replays to the same function.
+func TestDefaultMatchesInterpreter(t *testing.T) {
+	cases, err := schedgen.Load("../testdata/schedgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, schedgen.Workloads()...)
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+	for _, c := range cases {
+		s, err := Default(c.Func, tg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		again, err := Default(c.Func, tg)
+		if err != nil || again.Trace().String() != s.Trace().String() {
+			t.Fatalf("%s: a second Default differs (%v):\n%s\nthen\n%s", c.Name, err, s.Trace(), again.Trace())
+		}
+		replayed, err := Replay(c.Func, s.Trace())
+		if err != nil || ast.Print(replayed.Func()) != ast.Print(s.Func()) {
+			t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.Name, err, s.Trace())
+		}
+		k, err := cache.Compile(s.Func(), llvm.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.Name, err, s.Trace())
+		}
+		for i, sizes := range c.Sizes {
+			want := c.Args(sizes, uint64(i))
+			if err := ast.Interpret(c.Func, sizes, want); err != nil {
+				t.Fatal(err)
+			}
+			got := c.Args(sizes, uint64(i))
+			if err := k.Run(sizes, got); err != nil {
+				t.Fatalf("%s at %v: %v", c.Name, sizes, err)
+			}
+			for _, p := range c.Func.Params {
+				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+					t.Fatalf("%s at %v: %s differs from the interpreter by %g\n%s", c.Name, sizes, p.Name, e, s.Trace())
+				}
+			}
+		}
+	}
+}
+
+// TestTuneMeasuresTheDefault: the schedule the rules decide without
+// measurement is among the first round's measured candidates, so that
+// tuning never ends below it.
+func TestTuneMeasuresTheDefault(t *testing.T) {
+	task := newTask()
+	d, err := task.Space.Decide(task.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := d.Trace().String()
+	res, err := Tune(context.Background(), task, fakeBuilder{}, fakeRunner{}, Options{Trials: 4, Batch: 4, Population: 8, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		s, err := r.Schedule(task.Func)
+		if err == nil && s.Trace().String() == want {
+			return
+		}
+	}
+	t.Fatalf("the first round did not measure the decided schedule:\n%s", want)
+}
