@@ -3,11 +3,19 @@ package autotune
 import (
 	"context"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 )
@@ -132,4 +140,80 @@ func TestTuneMeasuresTheDefault(t *testing.T) {
 		}
 	}
 	t.Fatalf("the first round did not measure the decided schedule:\n%s", want)
+}
+
+// TestDefaultFusionGoldens: the default schedule of every kernel of every
+// fusion golden with sizes, compiled to native code, computes what the
+// interpreter computes for the unscheduled kernel at each of the golden's
+// sizes (symbolic, and not multiples of any tile).
+func TestDefaultFusionGoldens(t *testing.T) {
+	files, err := filepath.Glob("../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+	kernels := 0
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		sizes, ok := golden.Section(ar, "sizes")
+		if !ok {
+			continue
+		}
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		p, err := fusion.Compile(g, fusion.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, kern := range p.Kernels {
+			f := kern.Func
+			s, err := Default(f, tg)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", file, f.Name, err)
+			}
+			k, err := cache.Compile(s.Func(), llvm.Options{})
+			if err != nil {
+				t.Fatalf("%s: %s: %v\n%s", file, f.Name, err, s.Trace())
+			}
+			kernels++
+			for i, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
+				at := map[string]int64{}
+				for _, field := range strings.Fields(line) {
+					name, v, _ := strings.Cut(field, "=")
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						t.Fatalf("%s: bad sizes line %q", file, line)
+					}
+					if slices.ContainsFunc(f.Sizes, func(x *ast.Var) bool { return x.Name == name }) {
+						at[name] = n
+					}
+				}
+				c := workload.Case{Name: f.Name, Func: f, Sizes: at}
+				want := c.Args(uint64(i))
+				if err := ast.Interpret(f, at, want); err != nil {
+					t.Fatalf("%s: %s: %v", file, f.Name, err)
+				}
+				got := c.Args(uint64(i))
+				if err := k.Run(at, got); err != nil {
+					t.Fatalf("%s: %s at %v: %v", file, f.Name, at, err)
+				}
+				for _, prm := range f.Params {
+					if e := workload.MaxRelErr(got[prm.Name], want[prm.Name]); e > 1e-4 {
+						t.Fatalf("%s: %s at %v: %s differs from the interpreter by %g\n%s", file, f.Name, at, prm.Name, e, s.Trace())
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d kernels", kernels)
 }
