@@ -18,6 +18,7 @@ import (
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestDecideTile: a decided tile is a perfect tile (its factors multiply
@@ -97,23 +98,31 @@ func TestDefaultMatchesInterpreter(t *testing.T) {
 		if err != nil || ast.Print(replayed.Func()) != ast.Print(s.Func()) {
 			t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.Name, err, s.Trace())
 		}
-		k, err := cache.Compile(s.Func(), llvm.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.Name, err, s.Trace())
+		matchesInterpreter(t, cache, c.Name, c.Func, s, c.Sizes, func(sizes map[string]int64, seed uint64) map[string]any { return c.Args(sizes, seed) })
+	}
+}
+
+// matchesInterpreter compiles schedule s of f and checks that at each
+// binding of the sizes it computes what the interpreter computes for f,
+// from the same arguments (args makes them, from a seed).
+func matchesInterpreter(t *testing.T, cache *native.Cache, name string, f *ast.Func, s *schedule.Schedule, sizes []map[string]int64, args func(map[string]int64, uint64) map[string]any) {
+	t.Helper()
+	k, err := cache.Compile(s.Func(), llvm.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, s.Trace())
+	}
+	for i, at := range sizes {
+		want := args(at, uint64(i))
+		if err := ast.Interpret(f, at, want); err != nil {
+			t.Fatalf("%s at %v: %v", name, at, err)
 		}
-		for i, sizes := range c.Sizes {
-			want := c.Args(sizes, uint64(i))
-			if err := ast.Interpret(c.Func, sizes, want); err != nil {
-				t.Fatal(err)
-			}
-			got := c.Args(sizes, uint64(i))
-			if err := k.Run(sizes, got); err != nil {
-				t.Fatalf("%s at %v: %v", c.Name, sizes, err)
-			}
-			for _, p := range c.Func.Params {
-				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
-					t.Fatalf("%s at %v: %s differs from the interpreter by %g\n%s", c.Name, sizes, p.Name, e, s.Trace())
-				}
+		got := args(at, uint64(i))
+		if err := k.Run(at, got); err != nil {
+			t.Fatalf("%s at %v: %v", name, at, err)
+		}
+		for _, p := range f.Params {
+			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+				t.Fatalf("%s at %v: %s differs from the interpreter by %g\n%s", name, at, p.Name, e, s.Trace())
 			}
 		}
 	}
@@ -181,13 +190,9 @@ func TestDefaultFusionGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %s: %v", file, f.Name, err)
 			}
-			k, err := cache.Compile(s.Func(), llvm.Options{})
-			if err != nil {
-				t.Fatalf("%s: %s: %v\n%s", file, f.Name, err, s.Trace())
-			}
-			kernels++
-			for i, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
-				at := map[string]int64{}
+			var at []map[string]int64
+			for _, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
+				m := map[string]int64{}
 				for _, field := range strings.Fields(line) {
 					name, v, _ := strings.Cut(field, "=")
 					n, err := strconv.ParseInt(v, 10, 64)
@@ -195,24 +200,15 @@ func TestDefaultFusionGoldens(t *testing.T) {
 						t.Fatalf("%s: bad sizes line %q", file, line)
 					}
 					if slices.ContainsFunc(f.Sizes, func(x *ast.Var) bool { return x.Name == name }) {
-						at[name] = n
+						m[name] = n
 					}
 				}
-				c := workload.Case{Name: f.Name, Func: f, Sizes: at}
-				want := c.Args(uint64(i))
-				if err := ast.Interpret(f, at, want); err != nil {
-					t.Fatalf("%s: %s: %v", file, f.Name, err)
-				}
-				got := c.Args(uint64(i))
-				if err := k.Run(at, got); err != nil {
-					t.Fatalf("%s: %s at %v: %v", file, f.Name, at, err)
-				}
-				for _, prm := range f.Params {
-					if e := workload.MaxRelErr(got[prm.Name], want[prm.Name]); e > 1e-4 {
-						t.Fatalf("%s: %s at %v: %s differs from the interpreter by %g\n%s", file, f.Name, at, prm.Name, e, s.Trace())
-					}
-				}
+				at = append(at, m)
 			}
+			matchesInterpreter(t, cache, file+": "+f.Name, f, s, at, func(sizes map[string]int64, seed uint64) map[string]any {
+				return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
+			})
+			kernels++
 		}
 	}
 	t.Logf("%d kernels", kernels)
