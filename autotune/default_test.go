@@ -71,9 +71,9 @@ func equalInts(a, b []int64) bool {
 // TestDefaultMatchesInterpreter: the default schedule of every function
 // of the adversarial corpus and of the standard workloads, compiled to
 // native code, computes what the interpreter computes for the unscheduled
-// function at each of the case's sizes (symbolic sizes not divisible by
-// any tile among them); it is the same schedule every time, and its trace
-// replays to the same function.
+// function at each of the case's sizes and at the edges (every symbolic
+// size 0, 1, or 13: not divisible by any tile); it is the same schedule
+// every time, and its trace replays to the same function.
 func TestDefaultMatchesInterpreter(t *testing.T) {
 	cases, err := schedgen.Load("../testdata/schedgen")
 	if err != nil {
@@ -98,8 +98,28 @@ func TestDefaultMatchesInterpreter(t *testing.T) {
 		if err != nil || ast.Print(replayed.Func()) != ast.Print(s.Func()) {
 			t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.Name, err, s.Trace())
 		}
-		matchesInterpreter(t, cache, c.Name, c.Func, s, c.Sizes, func(sizes map[string]int64, seed uint64) map[string]any { return c.Args(sizes, seed) })
+		matchesInterpreter(t, cache, c.Name, c.Func, s, append(slices.Clone(c.Sizes), edgeSizes(c.Func)...), func(sizes map[string]int64, seed uint64) map[string]any { return c.Args(sizes, seed) })
 	}
+}
+
+// edgeSizes returns the bindings of f's symbolic sizes all to 0, all to 1
+// and all to 13 (no tile's multiple) at which every buffer of f has a
+// shape (none below 0).
+func edgeSizes(f *ast.Func) []map[string]int64 {
+	if len(f.Sizes) == 0 {
+		return nil
+	}
+	var out []map[string]int64
+	for _, v := range []int64{0, 1, 13} {
+		m := map[string]int64{}
+		for _, x := range f.Sizes {
+			m[x.Name] = v
+		}
+		if !slices.ContainsFunc(f.Params, func(p *ast.Buffer) bool { _, err := ast.NewData(p, m); return err != nil }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // matchesInterpreter compiles schedule s of f and checks that at each
