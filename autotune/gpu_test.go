@@ -80,3 +80,44 @@ func TestGPUSpaceLowers(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUDefaultLowers: the default schedule of each workload for a GPU
+// lowers to CUDA C and computes what the interpreter does on the CPU's
+// emulation of a GPU.
+func TestGPUDefaultLowers(t *testing.T) {
+	for _, c := range []workload.Case{
+		workload.Matmul(128, 128, 128),
+		workload.MatmulBiasReLU(128, 128, 128),
+		workload.Softmax(64, 256),
+		workload.RMSNorm(64, 256),
+		workload.Chain(4, 8, 256),
+		workload.Conv2D(1, 8, 10, 10, 16),
+	} {
+		s, err := Default(c.Func, CUDATarget())
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		m, err := cuda.Lower(s.Func(), cuda.Options{})
+		if err != nil {
+			t.Errorf("%s: %v\n%s", c.Name, err, s.Trace())
+			continue
+		}
+		got, want := c.Args(1), c.Args(1)
+		if err := ast.Interpret(c.Func, c.Sizes, want); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err = cudaemu.Run(ctx, m, c.Sizes, got)
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", c.Name, err, s.Trace())
+			continue
+		}
+		for _, p := range c.Func.Params {
+			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+				t.Errorf("%s: %s differs from the interpreter's by %g\n%s", c.Name, p.Name, e, s.Trace())
+			}
+		}
+	}
+}
