@@ -3,6 +3,7 @@ package ast
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Verify checks that f is well formed and returns a *VerifyError (wrapping
@@ -330,10 +331,20 @@ func (v *verifier) block(b *ScheduleBlock) {
 
 // reduceBinding rejects a reduce variable bound to a loop whose iterations
 // run at the same time, except GPU threads (a cross-thread reduction).
+// A loop that is also the whole binding of a spatial variable is no such
+// loop: each of its iterations has its own reduction, and it only shapes
+// the reduce variable's range (a split of a triangle's inner loop, whose
+// extent depends on the row).
 func (v *verifier) reduceBinding(b *ScheduleBlock, it *IterVar) {
 	Inspect(it.Binding, func(n Node) bool {
 		x, ok := n.(*Var)
 		if !ok {
+			return true
+		}
+		if slices.ContainsFunc(b.Iters, func(s *IterVar) bool {
+			y, ok := s.Binding.(*Var)
+			return s.Kind == Spatial && ok && y.Name == x.Name
+		}) {
 			return true
 		}
 		info, _ := v.lookup(x.Name)

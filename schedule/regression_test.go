@@ -449,3 +449,15 @@ func TestDecomposeEmptyReduction(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelTriangleSplit: after parallel(i) (or a bind to blockIdx) of
+// a triangle's row loop, splitting its inner reduce loop (extent i + 1)
+// binds the reduce variable through the row's extent, and the verifier
+// took that for a reduction driven by a parallel loop: an internal error
+// of split (found by the GPU default of triangular_matvec). The row loop
+// is also the whole binding of the spatial variable: each row has its own
+// reduction.
+func TestParallelTriangleSplit(t *testing.T) {
+	replayClean(t, "triangular_matvec", 1, `parallel(i); split(j, [4, -1])`)
+	replayClean(t, "triangular_matvec", 2, `split(j, [-1, 3]); parallel(i); fuse(j_0, j_1)`)
+}
