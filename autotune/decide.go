@@ -1,6 +1,8 @@
 package autotune
 
 import (
+	"slices"
+
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
@@ -14,9 +16,13 @@ import (
 // decideTile), the fused epilogue at the innermost offered level, a
 // moderate unroll limit, whole vectors.
 //
-// On a GPU target the choices only the GPU rules make (thread counts, the
-// tile sizes of MultiLevelTilingGPU) are not decided yet: they are drawn
-// from seed 0, the same every time.
+// On a GPU target (GPURules) the GPU rules' choices are decided too:
+// contractions tiled for 256 threads a block with up to 16 outputs a
+// thread and chunks of 16 of the reduction staged in shared memory through
+// the widest vector accesses (gpuTiles; smaller when they do not fit),
+// 256 threads for element-wise nests, 8 or more elements a thread for
+// cross-thread reductions, and producers moved under their consumer's
+// block loop only when no block would redo another's work.
 //
 // The decisions are recorded in the trace as sampling instructions, like
 // a sample's: the trace replays, and a tuning run can start from it and
@@ -35,7 +41,14 @@ func Default(f *ast.Func, t Target) (*schedule.Schedule, error) {
 func (sp *Space) Decide(f *ast.Func) (*schedule.Schedule, error) {
 	d := *sp
 	d.Target.decide = true
-	return d.Sample(f, 0)
+	s, err := d.Sample(f, 0)
+	// A GPU tiling whose threads or shared tiles exceed the block's
+	// drops the sample: the same decisions with smaller tiles.
+	for d.Target.GPU != nil && err != nil && d.Target.shrink < 3 {
+		d.Target.shrink++
+		s, err = d.Sample(f, 0)
+	}
+	return s, err
 }
 
 // choose picks one of choices: drawn, all equally likely, or under
@@ -65,20 +78,31 @@ func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermos
 	case !t.decide || n < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
 	case !ok:
-		factors := symbolicTile(n, maxInnermost, r, t)
-		out := make([]schedule.Value, n)
-		for i := 1; i < n; i++ {
-			v, err := s.SampleCategoricalWith([]int64{factors[i]}, []float64{1}, 0)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
+		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case ext < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
 	}
 	return s.SamplePerfectTileWith(l, n, maxInnermost, decideTile(ext, n, maxInnermost, r, t))
+}
+
+// fixedTile splits l into the n given factors, recorded as decisions:
+// for a loop of constant extent a perfect tile (the factors' product is
+// the extent), for a loop of symbolic extent factors[1:] as one-choice
+// sample_categorical instructions and the outermost inferred (the split
+// guards the tails).
+func fixedTile(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int, factors []int64) ([]schedule.Value, error) {
+	if _, ok := s.Extent(l); ok {
+		return s.SamplePerfectTileWith(l, n, maxInnermost, factors)
+	}
+	out := make([]schedule.Value, n)
+	for i := 1; i < n; i++ {
+		v, err := s.SampleCategoricalWith([]int64{factors[i]}, []float64{1}, 0)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // symbolicTile returns the factors of a loop of unknown extent split in
@@ -207,4 +231,79 @@ func preferredVector(inner []int64, lanes int) int {
 		}
 	}
 	return best
+}
+
+// gpuTiles decides the tiles of MultiLevelTilingGPU for a block whose
+// tiled loops have the given extents (0: symbolic) and roles, each split
+// in as many levels as the structure gives its role (sLevels spatial:
+// blocks, virtual threads, threads, ..., the thread's own tile; rLevels
+// for the first reduce loop: steps, ..., the chunk a step fetches):
+//
+//   - each thread computes a register tile of up to 16 outputs, at most 4
+//     along a loop, the innermost loops first;
+//   - a block has up to 256 threads, at most 16 along a loop, the
+//     innermost loops first (neighbouring threads, neighbouring outputs);
+//   - a step of the reduction fetches a chunk of 16 (the A and B tiles of
+//     a 64x64 block, 8 KiB of shared memory);
+//   - the rest runs over the blocks; no virtual threads.
+//
+// shrink halves the threads and the chunk that many times (a first
+// choice whose shared tiles do not fit). A symbolic extent gets powers of
+// two and an inferred outermost factor (a predicated tail).
+func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int64 {
+	out := make([][]int64, len(exts))
+	regs, threads := int64(16), int64(max(256>>shrink, 32))
+	chunk := int64(max(16>>shrink, 1))
+	firstReduce := slices.Index(roles, roleReduce)
+	for i := len(exts) - 1; i >= 0; i-- {
+		e := exts[i]
+		switch roles[i] {
+		case roleSpatial:
+			f := make([]int64, sLevels)
+			for k := range f {
+				f[k] = 1
+			}
+			reg := fitFactor(e, min(regs, 4))
+			regs /= reg
+			rest := e
+			if e > 0 {
+				rest = e / reg
+			}
+			th := fitFactor(rest, min(threads, 16))
+			threads /= th
+			f[sLevels-1], f[2] = reg, th
+			if e > 0 {
+				f[0] = rest / th
+			}
+			out[i] = f
+		case roleReduce:
+			if i != firstReduce {
+				continue // the others run whole at the last R level
+			}
+			f := make([]int64, rLevels)
+			for k := range f {
+				f[k] = 1
+			}
+			c := fitFactor(e, chunk)
+			f[rLevels-1] = c
+			if e > 0 {
+				f[0] = e / c
+			}
+			out[i] = f
+		}
+	}
+	return out
+}
+
+// fitFactor returns the largest divisor of e at most limit, or for a
+// symbolic e (0) the largest power of two at most limit.
+func fitFactor(e, limit int64) int64 {
+	if e > 0 {
+		return largestDivisor(e, limit)
+	}
+	p := int64(1)
+	for p*2 <= limit {
+		p *= 2
+	}
+	return p
 }

@@ -68,38 +68,113 @@ func equalInts(a, b []int64) bool {
 	return true
 }
 
-// TestDefaultMatchesInterpreter: the default schedule of every function
-// of the adversarial corpus and of the standard workloads, compiled to
-// native code, computes what the interpreter computes for the unscheduled
-// function at each of the case's sizes and at the edges (every symbolic
-// size 0, 1, or 13: not divisible by any tile); it is the same schedule
-// every time, and its trace replays to the same function.
-func TestDefaultMatchesInterpreter(t *testing.T) {
-	cases, err := schedgen.Load("../testdata/schedgen")
+// defaultCase is a function whose default schedule the tests check: its
+// sizes (those it is given and the edges, see edgeSizes) and how to make
+// its arguments.
+type defaultCase struct {
+	name  string
+	f     *ast.Func
+	sizes []map[string]int64
+	args  func(sizes map[string]int64, seed uint64) map[string]any
+}
+
+// defaultCases returns every function of the adversarial corpus, the
+// standard workloads, and every kernel of every fusion golden with sizes
+// (symbolic, and not multiples of any tile).
+func defaultCases(t *testing.T) []defaultCase {
+	t.Helper()
+	corpus, err := schedgen.Load("../testdata/schedgen")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, schedgen.Workloads()...)
+	var out []defaultCase
+	for _, c := range append(corpus, schedgen.Workloads()...) {
+		out = append(out, defaultCase{c.Name, c.Func, append(slices.Clone(c.Sizes), edgeSizes(c.Func)...), c.Args})
+	}
+	files, err := filepath.Glob("../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fusion golden files: %v", err)
+	}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		sizes, ok := golden.Section(ar, "sizes")
+		if !ok {
+			continue
+		}
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		p, err := fusion.Compile(g, fusion.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, kern := range p.Kernels {
+			f := kern.Func
+			var at []map[string]int64
+			for _, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
+				m := map[string]int64{}
+				for _, field := range strings.Fields(line) {
+					name, v, _ := strings.Cut(field, "=")
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						t.Fatalf("%s: bad sizes line %q", file, line)
+					}
+					if slices.ContainsFunc(f.Sizes, func(x *ast.Var) bool { return x.Name == name }) {
+						m[name] = n
+					}
+				}
+				at = append(at, m)
+			}
+			out = append(out, defaultCase{filepath.Base(file) + ": " + f.Name, f, at, func(sizes map[string]int64, seed uint64) map[string]any {
+				return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
+			}})
+		}
+	}
+	return out
+}
+
+// TestDefaultMatchesInterpreter: the default schedule of every function
+// of defaultCases (the adversarial corpus, the standard workloads, the
+// fusion goldens' kernels), compiled to native code, computes what the
+// interpreter computes for the unscheduled function at each of the case's
+// sizes and at the edges (every symbolic size 0, 1, or 13: not divisible
+// by any tile); it is the same schedule every time, and its trace replays
+// to the same function.
+func TestDefaultMatchesInterpreter(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
-	for _, c := range cases {
-		s, err := Default(c.Func, tg)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		again, err := Default(c.Func, tg)
-		if err != nil || again.Trace().String() != s.Trace().String() {
-			t.Fatalf("%s: a second Default differs (%v):\n%s\nthen\n%s", c.Name, err, s.Trace(), again.Trace())
-		}
-		replayed, err := Replay(c.Func, s.Trace())
-		if err != nil || ast.Print(replayed.Func()) != ast.Print(s.Func()) {
-			t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.Name, err, s.Trace())
-		}
-		matchesInterpreter(t, cache, c.Name, c.Func, s, append(slices.Clone(c.Sizes), edgeSizes(c.Func)...), func(sizes map[string]int64, seed uint64) map[string]any { return c.Args(sizes, seed) })
+	for _, c := range defaultCases(t) {
+		s := deterministicDefault(t, c, tg)
+		matchesInterpreter(t, cache, c.name, c.f, s, c.sizes, c.args)
 	}
+}
+
+// deterministicDefault returns the default schedule of c for tg, after
+// checking that a second Default gives the same and that its trace
+// replays to it.
+func deterministicDefault(t *testing.T, c defaultCase, tg Target) *schedule.Schedule {
+	t.Helper()
+	s, err := Default(c.f, tg)
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	again, err := Default(c.f, tg)
+	if err != nil || again.Trace().String() != s.Trace().String() {
+		t.Fatalf("%s: a second Default differs (%v):\n%s\nthen\n%s", c.name, err, s.Trace(), again.Trace())
+	}
+	replayed, err := Replay(c.f, s.Trace())
+	if err != nil || ast.Print(replayed.Func()) != ast.Print(s.Func()) {
+		t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.name, err, s.Trace())
+	}
+	return s
 }
 
 // edgeSizes returns the bindings of f's symbolic sizes all to 0, all to 1
@@ -169,67 +244,4 @@ func TestTuneMeasuresTheDefault(t *testing.T) {
 		}
 	}
 	t.Fatalf("the first round did not measure the decided schedule:\n%s", want)
-}
-
-// TestDefaultFusionGoldens: the default schedule of every kernel of every
-// fusion golden with sizes, compiled to native code, computes what the
-// interpreter computes for the unscheduled kernel at each of the golden's
-// sizes (symbolic, and not multiples of any tile).
-func TestDefaultFusionGoldens(t *testing.T) {
-	files, err := filepath.Glob("../testdata/fusion/*.txtar")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files: %v", err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
-	kernels := 0
-	for _, file := range files {
-		ar, err := txtar.ParseFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _ := golden.Section(ar, "graph.json")
-		sizes, ok := golden.Section(ar, "sizes")
-		if !ok {
-			continue
-		}
-		g, err := fusion.ParseJSON([]byte(src))
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		p, err := fusion.Compile(g, fusion.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		for _, kern := range p.Kernels {
-			f := kern.Func
-			s, err := Default(f, tg)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", file, f.Name, err)
-			}
-			var at []map[string]int64
-			for _, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
-				m := map[string]int64{}
-				for _, field := range strings.Fields(line) {
-					name, v, _ := strings.Cut(field, "=")
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err != nil {
-						t.Fatalf("%s: bad sizes line %q", file, line)
-					}
-					if slices.ContainsFunc(f.Sizes, func(x *ast.Var) bool { return x.Name == name }) {
-						m[name] = n
-					}
-				}
-				at = append(at, m)
-			}
-			matchesInterpreter(t, cache, file+": "+f.Name, f, s, at, func(sizes map[string]int64, seed uint64) map[string]any {
-				return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
-			})
-			kernels++
-		}
-	}
-	t.Logf("%d kernels", kernels)
 }

@@ -81,42 +81,60 @@ func TestGPUSpaceLowers(t *testing.T) {
 	}
 }
 
-// TestGPUDefaultLowers: the default schedule of each workload for a GPU
-// lowers to CUDA C and computes what the interpreter does on the CPU's
-// emulation of a GPU.
-func TestGPUDefaultLowers(t *testing.T) {
+// TestGPUDefaultMatchesInterpreter: the default schedule for a GPU of
+// every function of defaultCases (the corpus, the workloads, the fusion
+// goldens' kernels) is the same every time and replays, lowers to CUDA C,
+// compiles to PTX (clang-14, installed by make tools: the test fails
+// without it), and computes what the interpreter does, on the CPU's
+// emulation of a GPU, at every size of the case (the edges included); so
+// does the default of six workloads at sizes that fill whole blocks.
+func TestGPUDefaultMatchesInterpreter(t *testing.T) {
+	cases := defaultCases(t)
 	for _, c := range []workload.Case{
-		workload.Matmul(128, 128, 128),
-		workload.MatmulBiasReLU(128, 128, 128),
+		workload.Matmul(64, 64, 64),
+		workload.MatmulBiasReLU(64, 64, 64),
 		workload.Softmax(64, 256),
 		workload.RMSNorm(64, 256),
 		workload.Chain(4, 8, 256),
 		workload.Conv2D(1, 8, 10, 10, 16),
 	} {
-		s, err := Default(c.Func, CUDATarget())
-		if err != nil {
-			t.Errorf("%s: %v", c.Name, err)
-			continue
-		}
+		cases = append(cases, defaultCase{c.Name + " (whole blocks)", c.Func, []map[string]int64{c.Sizes}, func(sizes map[string]int64, seed uint64) map[string]any {
+			return workload.Case{Name: c.Name, Func: c.Func, Sizes: sizes}.Args(seed)
+		}})
+	}
+	for _, c := range cases {
+		s := deterministicDefault(t, c, CUDATarget())
 		m, err := cuda.Lower(s.Func(), cuda.Options{})
 		if err != nil {
-			t.Errorf("%s: %v\n%s", c.Name, err, s.Trace())
+			t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
 			continue
 		}
-		got, want := c.Args(1), c.Args(1)
-		if err := ast.Interpret(c.Func, c.Sizes, want); err != nil {
-			t.Fatal(err)
+		if _, err := cuda.CompilePTX(m); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var runs []cudaemu.Binding
+		var wants []map[string]any
+		for i, at := range c.sizes {
+			want := c.args(at, uint64(i))
+			if err := ast.Interpret(c.f, at, want); err != nil {
+				t.Fatalf("%s at %v: %v", c.name, at, err)
+			}
+			wants = append(wants, want)
+			runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.Run(ctx, m, c.Sizes, got)
+		err = cudaemu.RunEach(ctx, m, runs)
 		cancel()
 		if err != nil {
-			t.Errorf("%s: %v\n%s", c.Name, err, s.Trace())
+			t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
 			continue
 		}
-		for _, p := range c.Func.Params {
-			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
-				t.Errorf("%s: %s differs from the interpreter's by %g\n%s", c.Name, p.Name, e, s.Trace())
+		for i, r := range runs {
+			for _, p := range c.f.Params {
+				if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
+					t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", c.name, r.Sizes, p.Name, e, s.Trace())
+				}
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 package autotune
 
 import (
-	"slices"
+	"errors"
 
 	"github.com/loom-go/loom/schedule"
 )
@@ -21,9 +21,22 @@ import (
 //     is shorter than a warp are fused first. (Fusing loops of symbolic
 //     extents would index by a floor division by a symbol, which the
 //     polyhedral model cannot follow.)
-//   - A block under a block loop (moved under its consumer's) with no
-//     thread loop: its innermost spatial loop is split the same way over
-//     threads.
+//   - A block whose outer loops it shares with other blocks (a row loop
+//     the fusion lowering shares among a row's blocks, as in softmax):
+//     only the perfect nest above the shared body can be block loops;
+//     they are bound to blockIdx, and the block's innermost spatial loop
+//     is split over threads.
+//   - A block under a block loop (moved under its consumer's, or bound by
+//     a block sharing it) with no thread loop: its innermost spatial loop
+//     is split the same way over threads.
+//
+// A block none of whose loops may be bound (a nest whose every loop
+// carries a dependence) runs in one thread of one block: its outermost
+// loop is split by 1 and the outer part of one iteration bound to
+// blockIdx.x.
+//
+// Under Default a block has 256 threads (8 warps), or as many as the loop
+// has iterations when it has fewer.
 type AutoBind struct {
 	ThreadCounts []int64
 }
@@ -34,6 +47,24 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 	if t.GPU == nil {
 		return errSkip
 	}
+	err := a.apply(s, b, t)
+	var se *schedule.Error
+	if err != nil && !errors.Is(err, errSkip) && !errors.As(err, &se) {
+		return err
+	}
+	// A nest with no loop that may run in parallel (an in-place update
+	// carried by every loop) still runs, as one thread of one block.
+	if bi, ierr := info(s, b); ierr == nil && !blockBound(s, bi) && len(bi.loops) > 0 {
+		one, serr := s.Split(bi.loops[0], 1, -1)
+		if serr != nil {
+			return serr
+		}
+		return s.Bind(one[0], "blockIdx.x")
+	}
+	return err
+}
+
+func (a AutoBind) apply(s *schedule.Schedule, b schedule.Block, t Target) error {
 	bi, err := info(s, b)
 	if err != nil || threadBound(s, bi) {
 		return errSkip
@@ -51,7 +82,7 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 		if last < 0 {
 			return errSkip
 		}
-		_, err := a.overThreads(s, bi.loops[last])
+		_, err := a.overThreads(s, t, bi.loops[last])
 		return err
 	}
 	lead := 0
@@ -60,6 +91,16 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 	}
 	if lead == 0 {
 		return errSkip
+	}
+	if p := perfectNest(s, bi.loops); p < lead {
+		// The loops from p on run other blocks' statements too (a row
+		// loop the fusion shares): the perfect nest above them runs
+		// over blocks, this block's innermost spatial loop over threads.
+		if _, err := bindAxes(s, bi.loops[:p], "blockIdx"); err != nil {
+			return err
+		}
+		_, err := a.overThreads(s, t, bi.loops[lead-1])
+		return err
 	}
 	spatial := bi.loops[:lead]
 	inner := spatial[lead-1]
@@ -77,7 +118,8 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 	if constant {
 		counts = fitting(counts, max(n, int64(t.GPU.WarpSize)))
 	}
-	v, err := sampleAmong(s, counts)
+	innerDepends := dependsOnOthers(s, inner, bi.loops)
+	v, err := choose(s, t, counts, preferredCount(counts, 256)) // Default: 256 threads, 8 warps
 	if err != nil {
 		return err
 	}
@@ -90,9 +132,21 @@ func (a AutoBind) Apply(s *schedule.Schedule, b schedule.Block, t Target) error 
 	}
 	// A block covers whole rows when the innermost loop fills a block;
 	// otherwise its outer part is a block loop too.
-	rows := slices.Clone(spatial[:lead-1])
-	if lead == 1 || !constant || n < int64(t.GPU.WarpSize) {
+	// A grid is a box: the block loops stop at the first loop whose
+	// bounds depend on another (a triangle's inner loop, and the outer
+	// part of its split), which stays serial in the block.
+	var rows []schedule.Loop
+	for _, l := range spatial[:lead-1] {
+		if dependsOnOthers(s, l, bi.loops) {
+			break
+		}
+		rows = append(rows, l)
+	}
+	if len(rows) == lead-1 && (lead == 1 || !constant || n < int64(t.GPU.WarpSize)) && !innerDepends {
 		rows = append(rows, parts[0])
+	}
+	if len(rows) == 0 {
+		return errSkip // bound as one block by Apply
 	}
 	_, err = bindAxes(s, rows, "blockIdx")
 	return err
@@ -108,14 +162,15 @@ func allConstant(s *schedule.Schedule, loops []schedule.Loop) bool {
 	return true
 }
 
-// overThreads splits l by a sampled thread count (at most its extent,
+// overThreads splits l by a sampled thread count (under Default 256, or
+// the most below) (at most its extent,
 // when that is constant) and binds the inner part to threadIdx.x.
-func (a AutoBind) overThreads(s *schedule.Schedule, l schedule.Loop) (schedule.Loop, error) {
+func (a AutoBind) overThreads(s *schedule.Schedule, t Target, l schedule.Loop) (schedule.Loop, error) {
 	counts := a.ThreadCounts
 	if ext, ok := s.Extent(l); ok {
 		counts = fitting(a.ThreadCounts, ext)
 	}
-	v, err := sampleAmong(s, counts)
+	v, err := choose(s, t, counts, preferredCount(counts, 256))
 	if err != nil {
 		return schedule.Loop{}, err
 	}

@@ -72,10 +72,28 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	if len(sLevels) < 3 || len(rLevels) < 1 {
 		return fmt.Errorf("structure %q needs three S levels (blocks, virtual threads, threads) and an R level", m.Structure)
 	}
+	// Loops of symbolic extent (no perfect tiles; the tails' predicates
+	// would keep the write cache from its thread loop) and loops whose
+	// bounds depend on others (a triangle: no reorder) are left to the
+	// other rules.
+	for _, l := range bi.loops {
+		if _, ok := s.Extent(l); !ok || dependsOnOthers(s, l, bi.loops) {
+			return errSkip
+		}
+	}
 	wb, err := s.CacheWrite(b, out, "local")
-	if err != nil {
+	var se *schedule.Error
+	if errors.As(err, &se) {
+		return errSkip // nothing done yet: the other rules take the block
+	} else if err != nil {
 		return err
 	}
+	// The tiles Default decides.
+	exts := make([]int64, len(bi.loops))
+	for i, l := range bi.loops {
+		exts[i], _ = s.Extent(l)
+	}
+	decided := gpuTiles(exts, bi.roles, len(sLevels), len(rLevels), t.shrink)
 	levels := make([][]schedule.Loop, len(m.Structure))
 	threads := int64(1)
 	firstReduce := true
@@ -94,7 +112,12 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 		default:
 			return errSkip
 		}
-		vals, err := s.SamplePerfectTile(l, len(at), m.MaxInnermost)
+		var vals []schedule.Value
+		if t.decide {
+			vals, err = fixedTile(s, l, len(at), m.MaxInnermost, decided[i])
+		} else {
+			vals, err = s.SamplePerfectTile(l, len(at), m.MaxInnermost)
+		}
 		if err != nil {
 			return err
 		}
@@ -146,7 +169,7 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 			continue
 		}
 		fetched[r.Buffer.Name] = true
-		elems, err := cooperativeFetch(s, b, r.Buffer.Name, r0[len(r0)-1], shape)
+		elems, err := cooperativeFetch(s, t, b, r.Buffer.Name, r0[len(r0)-1], shape)
 		if err != nil {
 			return err
 		}
@@ -169,7 +192,7 @@ var fetchVectorLanes = []int64{1, 2, 4}
 // divide it) and vectorized, its other loops fused and split by the
 // block's shape (the thread extents, outermost axis first), the parts
 // bound to the same axes. It returns how many elements the tile holds.
-func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at schedule.Loop, shape []int64) (int64, error) {
+func cooperativeFetch(s *schedule.Schedule, t Target, b schedule.Block, buf string, at schedule.Loop, shape []int64) (int64, error) {
 	fetch, err := s.CacheRead(b, buf, "shared")
 	if err != nil {
 		return 0, err
@@ -201,7 +224,7 @@ func cooperativeFetch(s *schedule.Schedule, b schedule.Block, buf string, at sch
 			lengths = append(lengths, n)
 		}
 	}
-	vector, err := sampleAmong(s, lengths)
+	vector, err := choose(s, t, lengths, len(lengths)-1) // Default: the widest access
 	if err != nil {
 		return 0, err
 	}
@@ -273,13 +296,61 @@ func fuseAll(s *schedule.Schedule, loops []schedule.Loop) (schedule.Loop, error)
 
 // loopKind returns the kind of the loop l names in the schedule's function.
 func loopKind(s *schedule.Schedule, l schedule.Loop) ast.ForKind {
-	kind := ast.Serial
+	if lp := loopNode(s, l); lp != nil {
+		return lp.Kind
+	}
+	return ast.Serial
+}
+
+// loopNode returns the loop l names in the schedule's function (nil if
+// there is none).
+func loopNode(s *schedule.Schedule, l schedule.Loop) *ast.For {
+	var found *ast.For
 	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
 		if lp, ok := n.(*ast.For); ok && lp.Var.Name == l.Name() {
-			kind = lp.Kind
-			return false
+			found = lp
 		}
-		return true
+		return found == nil
 	})
-	return kind
+	return found
+}
+
+// dependsOnOthers reports whether the bounds of loop l use another of
+// loops.
+func dependsOnOthers(s *schedule.Schedule, l schedule.Loop, loops []schedule.Loop) bool {
+	lp := loopNode(s, l)
+	if lp == nil {
+		return false
+	}
+	for _, o := range loops {
+		if o.Name() != l.Name() && (ast.Mentions(lp.Min, o.Name()) || ast.Mentions(lp.Extent, o.Name())) {
+			return true
+		}
+	}
+	return false
+}
+
+// perfectNest returns how many of loops (a block's, outermost first) form a
+// perfect nest from the root: the first, and each one after it that is
+// the whole body of the one before. The loops below run only this
+// block's statements; the ones from the first loop whose body holds more
+// (a row loop the fusion shares among the blocks of a row, softmax's) on
+// run others' too. Only the perfect nest can be a kernel's block loops.
+func perfectNest(s *schedule.Schedule, loops []schedule.Loop) int {
+	n := min(len(loops), 1)
+	for n < len(loops) {
+		parent := loopNode(s, loops[n-1])
+		if parent == nil {
+			break
+		}
+		body := parent.Body
+		if seq, ok := body.(*ast.Seq); ok && len(seq.Stmts) == 1 {
+			body = seq.Stmts[0]
+		}
+		if child, ok := body.(*ast.For); !ok || child.Var.Name != loops[n].Name() {
+			break
+		}
+		n++
+	}
+	return n
 }

@@ -19,6 +19,9 @@ type Target struct {
 	// decide makes the rules take each choice by a heuristic instead of
 	// a random draw (Default).
 	decide bool
+	// shrink makes the GPU tiles Default decides smaller, halving the
+	// threads and the fetched chunk that many times (see gpuTiles).
+	shrink int
 }
 
 // accumulators is how many vector registers a register tile may take:

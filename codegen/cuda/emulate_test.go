@@ -2,12 +2,15 @@ package cuda_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestEmulate runs every representative kernel on the CPU, each GPU thread
@@ -34,5 +37,77 @@ func TestEmulate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEmptyCrossThreadReduction: a row sum over a symbolic K, its reduce
+// loop split over 32 threads (one warp) or 128 (four, through shared
+// memory), each thread's share predicated. At K = 0 no iteration runs, and
+// the output, init included, must stay as it was (the interpreter leaves
+// it); at K = 5 most threads run nothing; at K = 300 the shares are
+// uneven.
+func TestEmptyCrossThreadReduction(t *testing.T) {
+	f, err := ast.Parse(`func rowsum[K: int32](X: float32[6, K], Y: float32[6]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 6) {
+      serial for (k, 0, K) {
+        ScheduleBlock(Y) {
+          vi, vk = axis.bind(i, k)
+          axis.domain(vi = spatial(0, 6), vk = reduce(0, K))
+          reads(Y[vi], X[vi, vk])
+          writes(Y[vi])
+          init {
+            Y[vi] = 0.0f
+          }
+          Y[vi] = Y[vi] + X[vi, vk]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{32, 128} {
+		s, err := schedule.New(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &steps{s: s}
+		ls := h.loops("Y")
+		var ks []schedule.Loop
+		h.do(func() (err error) { ks, err = s.Split(ls[1], threads, -1); return err })
+		h.do(func() error { return s.Bind(ls[0], "blockIdx.x") })
+		h.do(func() error { return s.Bind(ks[0], "threadIdx.x") })
+		if h.err != nil {
+			t.Fatal(h.err)
+		}
+		m, err := cuda.Lower(s.Func(), cuda.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cuda.CompilePTX(m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int64{0, 5, 300} {
+			sizes := map[string]int64{"K": k}
+			c := workload.Case{Name: "rowsum", Func: f, Sizes: sizes}
+			got, want := c.Args(3), c.Args(3)
+			// Y holds values before (a sum of no terms leaves them).
+			workload.FillRandom(got["Y"], rand.New(rand.NewPCG(1, 2)))
+			workload.FillRandom(want["Y"], rand.New(rand.NewPCG(1, 2)))
+			if err := ast.Interpret(f, sizes, want); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err := cudaemu.Run(ctx, m, sizes, got)
+			cancel()
+			if err != nil {
+				t.Fatalf("%d threads, K=%d: %v", threads, k, err)
+			}
+			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-4 {
+				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, k, e, m.Source)
+			}
+		}
 	}
 }

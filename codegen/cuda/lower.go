@@ -353,6 +353,11 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 		if slices.ContainsFunc(blocks, func(b *ast.For) bool { return b.Kind == l.Kind }) {
 			return "", nil, k.errorAt(s, "two loops bound to %s in one kernel", l.Kind)
 		}
+		for _, b := range blocks {
+			if ast.Mentions(l.Min, b.Var.Name) || ast.Mentions(l.Extent, b.Var.Name) {
+				return "", nil, k.errorAt(l, "the bounds of loop %s, bound to %s, depend on loop %s, bound to %s: a grid is a box (leave the inner loop serial, or bind only the outer)", l.Var.Name, l.Kind, b.Var.Name, b.Kind)
+			}
+		}
 		blocks = append(blocks, l)
 		kern.Grid[axis] = ast.Simplify(ast.NewCast(ast.Int64, l.Extent))
 		body = l.Body

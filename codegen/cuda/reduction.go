@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -85,6 +86,31 @@ func (k *kernelWriter) crossThreadReduction(l *ast.For) *xreduce {
 	return r
 }
 
+// racingReduction returns a block under thread loop l one of whose reduce
+// variables l binds, unless l is also the whole binding of one of its
+// spatial variables (each thread then has its own reduction, as the rows
+// of a triangle split over threads); nil if there is none.
+func racingReduction(l *ast.For) *ast.ScheduleBlock {
+	var found *ast.ScheduleBlock
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		b, ok := n.(*ast.ScheduleBlock)
+		if !ok || found != nil {
+			return found == nil
+		}
+		own := slices.ContainsFunc(b.Iters, func(it *ast.IterVar) bool {
+			v, ok := it.Binding.(*ast.Var)
+			return it.Kind == ast.Spatial && ok && v.Name == l.Var.Name
+		})
+		for _, it := range b.Iters {
+			if it.Kind == ast.Reduce && !own && ast.Mentions(it.Binding, l.Var.Name) {
+				found = b
+			}
+		}
+		return true
+	})
+	return found
+}
+
 // identity is the C literal of op's identity on t.
 func identity(op ast.BinaryOp, t ast.DType) string {
 	c := &ast.Const{DType: t}
@@ -103,6 +129,21 @@ func identity(op ast.BinaryOp, t ast.DType) string {
 		}
 	}
 	return constant(c)
+}
+
+// runsAlways reports whether every thread that enters r's loops runs
+// its update at least once: no predicate guards it, and each serial loop
+// inside runs a constant, positive number of times.
+func (r *xreduce) runsAlways() bool {
+	if r.block.Predicate != nil {
+		return false
+	}
+	for _, in := range r.inner {
+		if n, ok := ast.ConstIntValue(ast.Simplify(in.Extent)); !ok || n < 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // reduce prints the cross-thread reduction r under thread loop l;
@@ -152,6 +193,15 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 	k.line("{")
 	k.indent++
 	k.line("%s %s = %s;", t, acc, r.identity)
+	// Whether any iteration ran: a reduction of no iterations (a symbolic
+	// extent of 0, a predicate that holds nowhere) leaves its output as it
+	// was, init included. Known when no predicate guards the update and
+	// every loop inside runs a constant number of times.
+	ran := ""
+	if !r.runsAlways() {
+		ran = fmt.Sprintf("ran%d", k.tmp)
+		k.line("int %s = 0;", ran)
+	}
 	// This thread's share.
 	tv := k.declare(l.Var)
 	lt := k.ctypeOf(l.Var.DType)
@@ -173,9 +223,15 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 	}
 	k.bindIters(r.block)
 	value := k.expr(r.operand)
-	if r.block.Predicate != nil {
+	switch {
+	case r.block.Predicate != nil && ran != "":
+		k.line("if (%s) { %s = %s; %s = 1; }", k.expr(r.block.Predicate), acc, combine(acc, value), ran)
+	case r.block.Predicate != nil:
 		k.line("if (%s) %s = %s;", k.expr(r.block.Predicate), acc, combine(acc, value))
-	} else {
+	case ran != "":
+		k.line("%s = %s;", acc, combine(acc, value))
+		k.line("%s = 1;", ran)
+	default:
 		k.line("%s = %s;", acc, combine(acc, value))
 	}
 	for ; depth > 0; depth-- {
@@ -201,10 +257,30 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 			scratch = fmt.Sprintf("%s + 32 * (threadIdx.y + blockDim.y * threadIdx.z)", scratch)
 		}
 		k.line("%s = %s(%s, %s);", acc, name, acc, scratch)
+		if ran != "" {
+			k.use("loom_block_max_i32")
+			k.use("loom_warp_max_i32")
+			k.use("loom_max_i32")
+			flags := "loom_scratch_ran"
+			if !k.scratch[flags] {
+				k.scratch[flags] = true
+				k.shared = append(k.shared, fmt.Sprintf("__shared__ int %s[%d];", flags, 32*rows))
+				k.nShared += 32 * rows * 4
+			}
+			if rows > 1 {
+				flags = fmt.Sprintf("%s + 32 * (threadIdx.y + blockDim.y * threadIdx.z)", flags)
+			}
+			k.line("%s = loom_block_max_i32(%s, %s);", ran, ran, flags)
+		}
 	} else if width > 1 {
 		name := "loom_warp_" + op
 		k.use(name)
 		k.line("%s = %s(%s, %d);", acc, name, acc, width)
+		if ran != "" {
+			k.use("loom_warp_max_i32")
+			k.use("loom_max_i32")
+			k.line("%s = loom_warp_max_i32(%s, %d);", ran, ran, width)
+		}
 	}
 	// The update, once, with the reduce variables of the loops inside at
 	// their first values (for the init test; the store's element does not
@@ -213,8 +289,15 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 		k.names[in.Var.Name] = "(" + k.expr(in.Min) + ")"
 	}
 	once := r.store.Buffer.Scope != ast.Local
+	var cond []string
 	if once {
-		k.line("if (threadIdx.x == 0) {")
+		cond = append(cond, "threadIdx.x == 0")
+	}
+	if ran != "" {
+		cond = append(cond, ran)
+	}
+	if len(cond) > 0 {
+		k.line("if (%s) {", strings.Join(cond, " && "))
 		k.indent++
 	}
 	k.bindIters(r.block)
@@ -235,7 +318,7 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 	}
 	target := k.access(r.store.Buffer, r.store.Indices)
 	k.line("%s = %s;", target, combine(target, acc))
-	if once {
+	if len(cond) > 0 {
 		k.indent--
 		k.line("}")
 	}

@@ -170,6 +170,10 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 			k.reduce(l, r, blockLevel)
 			return
 		}
+		if b := racingReduction(l); b != nil {
+			k.fail(k.errorAt(l, "loop %s, bound to %s, runs the reduction of block %s across threads, but is no cross-thread reduction (the loop must run that one block alone, through serial loops, its update x = x op e): its threads would race on the result", l.Var.Name, l.Kind, b.Name))
+			return
+		}
 		axis := "xyz"[l.Kind-ast.GPUThreadX]
 		n, _ := ast.ConstIntValue(ast.Simplify(l.Extent))
 		for _, outer := range k.threads {

@@ -67,6 +67,20 @@ func BuildDriver(ctx context.Context, dir string) (string, error) {
 // args (Go slices, as ast.Interpret takes them), and writes the
 // parameters back into args. A deadlock ends when ctx does.
 func Run(ctx context.Context, m *cuda.Module, sizes map[string]int64, args map[string]any) error {
+	return RunEach(ctx, m, []Binding{{sizes, args}})
+}
+
+// Binding is one run of a module: the sizes, and the parameters (read,
+// then written back).
+type Binding struct {
+	Sizes map[string]int64
+	Args  map[string]any
+}
+
+// RunEach runs m at each binding in turn, as Run does, from one program
+// (one compile: the sizes of each binding are constants of its own
+// function in it).
+func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 	if _, err := exec.LookPath("g++"); err != nil {
 		return fmt.Errorf("cudaemu: g++ not found (make tools installs it): %v", err)
 	}
@@ -75,18 +89,30 @@ func Run(ctx context.Context, m *cuda.Module, sizes map[string]int64, args map[s
 		return err
 	}
 	defer os.RemoveAll(dir)
-	src, err := program(m, sizes, args)
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{"loom_emu.h": header, "main.cpp": []byte(src)}
-	for name, data := range args {
-		var b bytes.Buffer
-		if err := binary.Write(&b, binary.LittleEndian, data); err != nil {
-			return fmt.Errorf("cudaemu: %s: %v", name, err)
+	var b strings.Builder
+	b.WriteString("#include \"loom_emu.h\"\n#include <cstdio>\n\n")
+	b.WriteString(m.Source)
+	files := map[string][]byte{"loom_emu.h": header}
+	for i, r := range runs {
+		src, err := program(m, i, r.Sizes, r.Args)
+		if err != nil {
+			return err
 		}
-		files[name+".in"] = b.Bytes()
+		b.WriteString(src)
+		for name, data := range r.Args {
+			var raw bytes.Buffer
+			if err := binary.Write(&raw, binary.LittleEndian, data); err != nil {
+				return fmt.Errorf("cudaemu: %s: %v", name, err)
+			}
+			files[fmt.Sprintf("r%d_%s.in", i, name)] = raw.Bytes()
+		}
 	}
+	b.WriteString("\nint main() {\n")
+	for i := range runs {
+		fmt.Fprintf(&b, "  if (int err = run%d()) return err;\n", i)
+	}
+	b.WriteString("  return 0;\n}\n")
+	files["main.cpp"] = []byte(b.String())
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
@@ -94,37 +120,38 @@ func Run(ctx context.Context, m *cuda.Module, sizes map[string]int64, args map[s
 	}
 	build := exec.CommandContext(ctx, "g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("cudaemu: g++: %v\n%s\n%s", err, out, src)
+		return fmt.Errorf("cudaemu: g++: %v\n%s\n%s", err, out, b.String())
 	}
 	run := exec.CommandContext(ctx, filepath.Join(dir, "kernel"))
 	run.Dir = dir
 	if out, err := run.CombinedOutput(); err != nil {
 		return fmt.Errorf("cudaemu: the emulated kernels: %v (a deadlock ends at the deadline: a barrier some threads never reach)\n%s", err, out)
 	}
-	for _, b := range m.Func.Params {
-		raw, err := os.ReadFile(filepath.Join(dir, b.Name+".out"))
-		if err != nil {
-			return err
-		}
-		out := reflect.ValueOf(args[b.Name])
-		if out.Kind() != reflect.Slice {
-			return fmt.Errorf("cudaemu: parameter %s: want a slice, got %T", b.Name, args[b.Name])
-		}
-		if err := binary.Read(bytes.NewReader(raw), binary.LittleEndian, out.Interface()); err != nil {
-			return fmt.Errorf("cudaemu: parameter %s: %v", b.Name, err)
+	for i, r := range runs {
+		for _, buf := range m.Func.Params {
+			raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("r%d_%s.out", i, buf.Name)))
+			if err != nil {
+				return err
+			}
+			out := reflect.ValueOf(r.Args[buf.Name])
+			if out.Kind() != reflect.Slice {
+				return fmt.Errorf("cudaemu: parameter %s: want a slice, got %T", buf.Name, r.Args[buf.Name])
+			}
+			if err := binary.Read(bytes.NewReader(raw), binary.LittleEndian, out.Interface()); err != nil {
+				return fmt.Errorf("cudaemu: parameter %s: %v", buf.Name, err)
+			}
 		}
 	}
 	return nil
 }
 
-// program returns a C++ program that reads the buffers (NAME.in),
-// launches the module's kernels in order and writes the function's
-// parameters back (NAME.out).
-func program(m *cuda.Module, sizes map[string]int64, args map[string]any) (string, error) {
+// program returns the C++ function runI that reads the buffers of run i
+// (rI_NAME.in), launches the module's kernels in order at sizes and
+// writes the function's parameters back (rI_NAME.out); it returns 0, or
+// 2 when an input cannot be read.
+func program(m *cuda.Module, i int, sizes map[string]int64, args map[string]any) (string, error) {
 	var b strings.Builder
-	b.WriteString("#include \"loom_emu.h\"\n#include <cstdio>\n\n")
-	b.WriteString(m.Source)
-	b.WriteString("\nint main() {\n")
+	fmt.Fprintf(&b, "\nstatic int run%d() {\n", i)
 	var buffers []*ast.Buffer
 	buffers = append(buffers, m.Func.Params...)
 	buffers = append(buffers, m.Temps...)
@@ -143,7 +170,7 @@ func program(m *cuda.Module, sizes map[string]int64, args map[string]any) (strin
 		}
 		fmt.Fprintf(&b, "  std::vector<%s> %s(%d);\n", ct, buf.Name, n)
 		if _, ok := args[buf.Name]; ok {
-			fmt.Fprintf(&b, "  { FILE* f = fopen(\"%[1]s.in\", \"rb\"); if (!f || fread(%[1]s.data(), sizeof(%[2]s), %[3]d, f) != %[3]d) return 2; fclose(f); }\n", buf.Name, ct, n)
+			fmt.Fprintf(&b, "  { FILE* f = fopen(\"r%[4]d_%[1]s.in\", \"rb\"); if (!f || fread(%[1]s.data(), sizeof(%[2]s), %[3]d, f) != %[3]d) return 2; fclose(f); }\n", buf.Name, ct, n, i)
 		}
 	}
 	for _, k := range m.Kernels {
@@ -165,7 +192,7 @@ func program(m *cuda.Module, sizes map[string]int64, args map[string]any) (strin
 		fmt.Fprintf(&b, "  loom_launch({%d, %d, %d}, {%d, %d, %d}, [&] { %s(%s); });\n", grid[0], grid[1], grid[2], k.Block[0], k.Block[1], k.Block[2], k.Name, strings.Join(call, ", "))
 	}
 	for _, buf := range m.Func.Params {
-		fmt.Fprintf(&b, "  { FILE* f = fopen(\"%[1]s.out\", \"wb\"); fwrite(%[1]s.data(), sizeof(%[1]s[0]), %[1]s.size(), f); fclose(f); }\n", buf.Name)
+		fmt.Fprintf(&b, "  { FILE* f = fopen(\"r%[2]d_%[1]s.out\", \"wb\"); fwrite(%[1]s.data(), sizeof(%[1]s[0]), %[1]s.size(), f); fclose(f); }\n", buf.Name, i)
 	}
 	b.WriteString("  return 0;\n}\n")
 	return b.String(), nil
