@@ -1,0 +1,143 @@
+// Package module compiles a whole operator graph into one callable
+// module: loom as a compiler's back end.
+//
+// Compile fuses the graph (package fusion), gives every kernel a schedule
+// (the fastest tuning record of its structure on the target when a
+// database holds one, the default schedule of package autotune
+// otherwise), compiles each with codegen/llvm, and returns a Module. Run
+// then executes the whole graph natively:
+//
+//  1. the shape function binds the graph's symbols from the inputs'
+//     shapes and checks every dimension against the graph (a wrong shape
+//     is an error naming the input, the dimension and both values; nothing
+//     runs);
+//  2. the intermediates are placed in one arena, planned per binding of
+//     the symbols (fusion.Plan.Memory: buffers whose live ranges do not
+//     meet share bytes) and reused by later calls;
+//  3. the kernels run in order, on the caller's inputs and outputs and the
+//     arena's intermediates.
+//
+// A Module is safe for concurrent use: each call takes its own arena.
+package module
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+)
+
+// Options configure Compile.
+type Options struct {
+	// Threads is the number of threads the schedules are made for (0:
+	// 1); the kernels run on the native runtime's threads
+	// (native.SetThreads).
+	Threads int
+	// Database, when not nil, is searched for each kernel's fastest
+	// record on this machine and thread count; a kernel without one gets
+	// the default schedule.
+	Database *autotune.Database
+	// Cache holds the compiled kernels (nil: native.DefaultCache).
+	Cache *native.Cache
+}
+
+// Module is a compiled graph.
+type Module struct {
+	plan    *fusion.Plan
+	kernels []*kernel
+	inputs  []*fusion.Tensor // the graph's inputs, in its order
+	outputs []*fusion.Tensor
+
+	mu     sync.Mutex
+	memory map[string]*memoryPlan // by binding of the symbols (sizesKey)
+	free   [][]byte               // arenas no call holds
+}
+
+// kernel is one compiled kernel of the plan.
+type kernel struct {
+	k      *fusion.Kernel
+	native *native.Kernel
+	// Schedule says where its schedule came from: "record" (the
+	// database's fastest) or "default".
+	Schedule string
+}
+
+// Compile compiles graph g into a module (see the package comment).
+func Compile(g *fusion.Graph, opts Options) (*Module, error) {
+	plan, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cache := opts.Cache
+	if cache == nil {
+		if cache, err = native.DefaultCache(); err != nil {
+			return nil, err
+		}
+	}
+	threads := max(opts.Threads, 1)
+	target := autotune.HostTarget(threads)
+	key := autotune.TargetKey(llvm.Host(), threads)
+	m := &Module{plan: plan, memory: map[string]*memoryPlan{}}
+	for _, name := range inputNames(plan) {
+		m.inputs = append(m.inputs, plan.Graph.Tensor(name))
+	}
+	m.outputs = slices.Clone(plan.Graph.Outputs)
+	for _, k := range plan.Kernels {
+		f, from, err := scheduleOf(k, target, key, opts.Database)
+		if err != nil {
+			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+		}
+		nk, err := cache.Compile(f, llvm.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+		}
+		m.kernels = append(m.kernels, &kernel{k: k, native: nk, Schedule: from})
+	}
+	return m, nil
+}
+
+// scheduleOf returns the scheduled function of kernel k: the database's
+// fastest record for its structure on the target (at any sizes: its
+// sizes are symbolic or fixed by the graph), else the default schedule.
+func scheduleOf(k *fusion.Kernel, t autotune.Target, key string, db *autotune.Database) (*ast.Func, string, error) {
+	if db != nil {
+		if r, f, err := db.BestAnySize(k.Func, k.Name, nil, key); err == nil && r != nil {
+			return f, "record", nil
+		}
+	}
+	s, err := autotune.Default(k.Func, t)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.Func(), "default", nil
+}
+
+// inputNames returns the graph's inputs the plan reads, in the graph's
+// order.
+func inputNames(p *fusion.Plan) []string {
+	var out []string
+	for _, t := range p.Graph.Inputs {
+		if slices.ContainsFunc(p.Buffers, func(b *fusion.Buffer) bool { return b.Tensor == t && b.Role == fusion.RoleInput }) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// Kernels returns the names of the module's kernels in the order they
+// run, each with where its schedule came from ("record" or "default").
+func (m *Module) Kernels() [][2]string {
+	var out [][2]string
+	for _, k := range m.kernels {
+		out = append(out, [2]string{k.k.Name, k.Schedule})
+	}
+	return out
+}
+
+// Plan returns the fused plan the module runs.
+func (m *Module) Plan() *fusion.Plan { return m.plan }

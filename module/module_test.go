@@ -1,0 +1,197 @@
+package module_test
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/module"
+)
+
+// goldenGraph is a fusion golden with the sizes it is checked at.
+type goldenGraph struct {
+	name  string
+	g     *fusion.Graph
+	sizes []map[string]int64
+}
+
+// goldens returns every fusion golden that lists sizes, each with its
+// sizes and, for a graph with symbols, every symbol at 1 and at 13.
+func goldens(t *testing.T) []goldenGraph {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fusion goldens: %v", err)
+	}
+	var out []goldenGraph
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		lines, ok := golden.Section(ar, "sizes")
+		if !ok {
+			continue
+		}
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		gg := goldenGraph{name: filepath.Base(file), g: g}
+		for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+			m := map[string]int64{}
+			for _, field := range strings.Fields(line) {
+				k, v, _ := strings.Cut(field, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: bad sizes line %q", file, line)
+				}
+				m[k] = n
+			}
+			gg.sizes = append(gg.sizes, m)
+		}
+		if syms := g.Symbols(); len(syms) > 0 {
+			for _, v := range []int64{1, 13} {
+				m := map[string]int64{}
+				for _, s := range syms {
+					m[s] = v
+				}
+				gg.sizes = append(gg.sizes, m)
+			}
+		}
+		out = append(out, gg)
+	}
+	return out
+}
+
+// inputsAt returns random inputs of g at sizes, as the module takes them
+// and as the plan's interpreter takes them.
+func inputsAt(t *testing.T, g *fusion.Graph, sizes map[string]int64, seed uint64) (map[string]module.Tensor, map[string]any) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 11))
+	ins, raw := map[string]module.Tensor{}, map[string]any{}
+	for _, x := range g.Inputs {
+		d, err := fusion.NewData(x, sizes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workload.FillRandom(d, r)
+		if v, ok := d.([]int32); ok { // indices: small, some negative
+			for i := range v {
+				v[i] = int32(r.IntN(7) - 2)
+			}
+		}
+		shape := make([]int64, len(x.Shape))
+		for k, dim := range x.Shape {
+			if shape[k], err = dim.Eval(sizes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ins[x.Name], raw[x.Name] = module.Tensor{Shape: shape, Data: d}, d
+	}
+	return ins, raw
+}
+
+// TestGoldensMatchInterpreter: every fusion golden with sizes, compiled
+// as a module, computes what the fused plan's interpreter computes, at
+// each of its sizes and with every symbol 1 and 13, the sizes run in
+// turn and then the first again (the arena reused, dirty).
+func TestGoldensMatchInterpreter(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	defer func() { t.Logf("%d runs compared", runs) }()
+	for _, gg := range goldens(t) {
+		m, err := module.Compile(gg.g, module.Options{Cache: cache, Threads: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", gg.name, err)
+		}
+		for i, sizes := range append(gg.sizes, gg.sizes[0]) {
+			ins, raw := inputsAt(t, gg.g, sizes, uint64(i))
+			want, err := m.Plan().Interpret(sizes, raw)
+			if err != nil {
+				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
+			}
+			outs, err := m.NewOutputs(ins)
+			if err != nil {
+				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
+			}
+			if err := m.Run(ins, outs); err != nil {
+				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
+			}
+			runs++
+			for name, w := range want {
+				if e := workload.MaxRelErr(outs[name].Data, w); e > 1e-4 {
+					t.Errorf("%s at %v: output %s differs from the interpreter's by %g", gg.name, sizes, name, e)
+				}
+			}
+		}
+	}
+}
+
+// TestBadInputs: wrong shapes, dtypes, missing or unknown tensors and nil
+// data are errors that name the tensor (and the dimension and both
+// values); nothing runs.
+func TestBadInputs(t *testing.T) {
+	g, err := fusion.ParseJSON([]byte(`{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
+  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "Y"}], "outputs": ["Y"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
+	b := module.Tensor{Shape: []int64{4}, Data: make([]float32, 4)}
+	y := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
+	if err := m.Run(map[string]module.Tensor{"X": x, "B": b}, map[string]module.Tensor{"Y": y}); err != nil {
+		t.Fatalf("good inputs: %v", err)
+	}
+	for _, tc := range []struct {
+		name    string
+		ins     map[string]module.Tensor
+		outs    map[string]module.Tensor
+		message []string
+	}{
+		{"wrong dimension", map[string]module.Tensor{"X": x, "B": {Shape: []int64{5}, Data: make([]float32, 5)}}, nil, []string{"input B", "dimension 0 is 5", "4"}},
+		{"wrong rank", map[string]module.Tensor{"X": {Shape: []int64{12}, Data: make([]float32, 12)}, "B": b}, nil, []string{"input X", "1 dimensions"}},
+		{"wrong dtype", map[string]module.Tensor{"X": {Shape: []int64{3, 4}, Data: make([]float64, 12)}, "B": b}, nil, []string{"input X", "[]float32", "[]float64"}},
+		{"too little data", map[string]module.Tensor{"X": {Shape: []int64{3, 4}, Data: make([]float32, 11)}, "B": b}, nil, []string{"input X", "12 elements", "11"}},
+		{"nil data", map[string]module.Tensor{"X": {Shape: []int64{3, 4}}, "B": b}, nil, []string{"input X", "nil"}},
+		{"missing input", map[string]module.Tensor{"X": x}, nil, []string{"no input B"}},
+		{"unknown input", map[string]module.Tensor{"X": x, "B": b, "Z": b}, nil, []string{"Z is no input"}},
+		{"wrong output shape", map[string]module.Tensor{"X": x, "B": b}, map[string]module.Tensor{"Y": {Shape: []int64{4, 4}, Data: make([]float32, 16)}}, []string{"output Y", "[4 4]", "[3 4]"}},
+		{"missing output", map[string]module.Tensor{"X": x, "B": b}, map[string]module.Tensor{}, []string{"no output Y"}},
+	} {
+		outs := tc.outs
+		if outs == nil {
+			outs = map[string]module.Tensor{"Y": y}
+		}
+		err := m.Run(tc.ins, outs)
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		for _, want := range tc.message {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", tc.name, err, want)
+			}
+		}
+	}
+}
