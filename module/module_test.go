@@ -1,7 +1,9 @@
 package module_test
 
 import (
+	"flag"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -9,6 +11,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/golden"
@@ -23,24 +27,39 @@ type goldenGraph struct {
 	sizes []map[string]int64
 }
 
-// goldens returns every fusion golden that lists sizes, each with its
-// sizes and, for a graph with symbols, every symbol at 1 and at 13.
+// goldens returns every fusion golden that lists sizes, the graphs of
+// testdata/fusion/*.json and testdata/graphs (the transformer layer, the
+// ResNet block, attention), each with its sizes and, for a graph with
+// symbols, every symbol at 1 and at 13.
 func goldens(t *testing.T) []goldenGraph {
 	t.Helper()
-	files, err := filepath.Glob("../testdata/fusion/*.txtar")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fusion goldens: %v", err)
+	var files []string
+	for _, pattern := range []string{"../testdata/fusion/*.txtar", "../testdata/fusion/*.json", "../testdata/graphs/*.txtar"} {
+		more, err := filepath.Glob(pattern)
+		if err != nil || len(more) == 0 {
+			t.Fatalf("no graphs %s: %v", pattern, err)
+		}
+		files = append(files, more...)
 	}
 	var out []goldenGraph
 	for _, file := range files {
-		ar, err := txtar.ParseFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _ := golden.Section(ar, "graph.json")
-		lines, ok := golden.Section(ar, "sizes")
-		if !ok {
-			continue
+		var src, lines string
+		if filepath.Ext(file) == ".json" {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src = string(data)
+		} else {
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _ = golden.Section(ar, "graph.json")
+			var ok bool
+			if lines, ok = golden.Section(ar, "sizes"); !ok {
+				continue // an error case
+			}
 		}
 		g, err := fusion.ParseJSON([]byte(src))
 		if err != nil {
@@ -48,6 +67,9 @@ func goldens(t *testing.T) []goldenGraph {
 		}
 		gg := goldenGraph{name: filepath.Base(file), g: g}
 		for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+			if line == "" && len(g.Symbols()) > 0 {
+				continue
+			}
 			m := map[string]int64{}
 			for _, field := range strings.Fields(line) {
 				k, v, _ := strings.Cut(field, "=")
@@ -119,7 +141,7 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 		}
 		for i, sizes := range append(gg.sizes, gg.sizes[0]) {
 			ins, raw := inputsAt(t, gg.g, sizes, uint64(i))
-			want, err := m.Plan().Interpret(sizes, raw)
+			want, err := reference(t, cache, gg.g, sizes, raw)
 			if err != nil {
 				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
 			}
@@ -138,6 +160,70 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// interpretLimit is the most loop iterations a reference runs in the
+// interpreter (50 million: tens of seconds); -interpret-limit=1e12 runs
+// every graph's there (the ResNet block takes minutes).
+var interpretLimit = flag.Int64("interpret-limit", 50_000_000, "the most loop iterations a graph's reference runs in the interpreter; beyond, the unfused, unscheduled kernels run natively")
+
+// reference computes g's outputs at sizes: the interpreter on the fused
+// plan, or, for a graph of more iterations than -interpret-limit (the
+// transformer layer at S=16, the ResNet block), the plan of one kernel
+// per operator compiled unscheduled: no fusion and no schedule in common
+// with the module, each such kernel checked against the interpreter
+// elsewhere (and the graph itself at S=1 here).
+func reference(t *testing.T, cache *native.Cache, g *fusion.Graph, sizes map[string]int64, inputs map[string]any) (map[string]any, error) {
+	fused, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if iterations(fused, sizes) <= *interpretLimit {
+		return fused.Interpret(sizes, inputs)
+	}
+	apart, err := fusion.Compile(g, fusion.Options{NoFuse: true})
+	if err != nil {
+		return nil, err
+	}
+	return apart.Execute(sizes, inputs, func(f *ast.Func, sizes map[string]int64, args map[string]any) error {
+		k, err := cache.Compile(f, llvm.Options{})
+		if err != nil {
+			return err
+		}
+		return k.Run(sizes, args)
+	})
+}
+
+// iterations returns how many times the innermost statements of p's
+// kernels run at sizes (loops of unknown extent count as 1).
+func iterations(p *fusion.Plan, sizes map[string]int64) int64 {
+	var total int64
+	var walk func(s ast.Stmt, times int64)
+	walk = func(s ast.Stmt, times int64) {
+		ast.Inspect(s, func(n ast.Node) bool {
+			l, ok := n.(*ast.For)
+			if !ok {
+				if _, isBlock := n.(*ast.ScheduleBlock); isBlock {
+					total += times
+				}
+				return true
+			}
+			e := l.Extent
+			for name, v := range sizes {
+				e = ast.Substitute(e, map[string]ast.Expr{name: ast.I64(v)})
+			}
+			n64, ok := ast.ConstIntValue(ast.Simplify(e))
+			if !ok || n64 < 1 {
+				n64 = 1
+			}
+			walk(l.Body, times*n64)
+			return false
+		})
+	}
+	for _, k := range p.Kernels {
+		walk(k.Func.Body, 1)
+	}
+	return total
 }
 
 // TestBadInputs: wrong shapes, dtypes, missing or unknown tensors and nil
