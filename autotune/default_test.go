@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/tools/txtar"
@@ -116,14 +114,13 @@ func defaultCases(t *testing.T) []defaultCase {
 		for _, kern := range p.Kernels {
 			f := kern.Func
 			var at []map[string]int64
-			for _, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
-				m := map[string]int64{}
-				for _, field := range strings.Fields(line) {
-					name, v, _ := strings.Cut(field, "=")
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err != nil {
-						t.Fatalf("%s: bad sizes line %q", file, line)
-					}
+			bindings, err := golden.Sizes(sizes)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, b := range bindings {
+				m := map[string]int64{} // the kernel's own symbols
+				for name, n := range b {
 					if slices.ContainsFunc(f.Sizes, func(x *ast.Var) bool { return x.Name == name }) {
 						m[name] = n
 					}

@@ -103,39 +103,42 @@ func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 		}})
 	}
 	for _, c := range cases {
-		s := deterministicDefault(t, c, CUDATarget())
-		m, err := cuda.Lower(s.Func(), cuda.Options{})
-		if err != nil {
-			t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
-			continue
-		}
-		if _, err := cuda.CompilePTX(m); err != nil {
-			t.Errorf("%s: %v", c.name, err)
-			continue
-		}
-		var runs []cudaemu.Binding
-		var wants []map[string]any
-		for i, at := range c.sizes {
-			want := c.args(at, uint64(i))
-			if err := ast.Interpret(c.f, at, want); err != nil {
-				t.Fatalf("%s at %v: %v", c.name, at, err)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := deterministicDefault(t, c, CUDATarget())
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
+				return
 			}
-			wants = append(wants, want)
-			runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.RunEach(ctx, m, runs)
-		cancel()
-		if err != nil {
-			t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
-			continue
-		}
-		for i, r := range runs {
-			for _, p := range c.f.Params {
-				if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
-					t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", c.name, r.Sizes, p.Name, e, s.Trace())
+			if _, err := cuda.CompilePTX(m); err != nil {
+				t.Errorf("%s: %v", c.name, err)
+				return
+			}
+			var runs []cudaemu.Binding
+			var wants []map[string]any
+			for i, at := range c.sizes {
+				want := c.args(at, uint64(i))
+				if err := ast.Interpret(c.f, at, want); err != nil {
+					t.Fatalf("%s at %v: %v", c.name, at, err)
+				}
+				wants = append(wants, want)
+				runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err = cudaemu.RunEach(ctx, m, runs)
+			cancel()
+			if err != nil {
+				t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
+				return
+			}
+			for i, r := range runs {
+				for _, p := range c.f.Params {
+					if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
+						t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", c.name, r.Sizes, p.Name, e, s.Trace())
+					}
 				}
 			}
-		}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -108,16 +107,11 @@ func TestGolden(t *testing.T) {
 }
 
 func parseSizes(t *testing.T, line string) map[string]int64 {
-	out := map[string]int64{}
-	for _, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil {
-			t.Fatalf("bad sizes line %q", line)
-		}
-		out[k] = n
+	b, err := golden.Sizes(line)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return b[0]
 }
 
 // compare runs the fused plan and the one-kernel-per-operator plan on

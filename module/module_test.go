@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -66,20 +65,14 @@ func goldens(t *testing.T) []goldenGraph {
 			t.Fatalf("%s: %v", file, err)
 		}
 		gg := goldenGraph{name: filepath.Base(file), g: g}
-		for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
-			if line == "" && len(g.Symbols()) > 0 {
-				continue
+		bindings, err := golden.Sizes(lines)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, b := range bindings {
+			if len(b) > 0 || len(g.Symbols()) == 0 {
+				gg.sizes = append(gg.sizes, b)
 			}
-			m := map[string]int64{}
-			for _, field := range strings.Fields(line) {
-				k, v, _ := strings.Cut(field, "=")
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatalf("%s: bad sizes line %q", file, line)
-				}
-				m[k] = n
-			}
-			gg.sizes = append(gg.sizes, m)
 		}
 		if syms := g.Symbols(); len(syms) > 0 {
 			for _, v := range []int64{1, 13} {
