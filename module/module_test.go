@@ -2,6 +2,7 @@ package module_test
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -271,6 +272,63 @@ func TestBadInputs(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: %q does not say %q", tc.name, err, want)
 			}
+		}
+	}
+}
+
+// TestConcurrentRuns: goroutines running one module at once, each on its
+// own data and sizes, get what the interpreter gets (each call takes its
+// own arena).
+func TestConcurrentRuns(t *testing.T) {
+	var gg goldenGraph
+	for _, x := range goldens(t) {
+		if x.name == "softmax.txtar" {
+			gg = x
+		}
+	}
+	if gg.g == nil {
+		t.Fatal("no softmax golden")
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(gg.g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			sizes := gg.sizes[w%len(gg.sizes)]
+			for i := range 20 {
+				ins, raw := inputsAt(t, gg.g, sizes, uint64(100*w+i))
+				want, err := m.Plan().Interpret(sizes, raw)
+				if err != nil {
+					errs <- err
+					return
+				}
+				outs, err := m.NewOutputs(ins)
+				if err == nil {
+					err = m.Run(ins, outs)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				for name, w := range want {
+					if e := workload.MaxRelErr(outs[name].Data, w); e > 1e-4 {
+						errs <- fmt.Errorf("at %v: %s differs by %g", sizes, name, e)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
