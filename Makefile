@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test ./codegen/llvm -run '^$$' -fuzz '^FuzzLower$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzGraph$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzShapes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./module -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:
