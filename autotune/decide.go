@@ -234,7 +234,7 @@ func preferredVector(inner []int64, lanes int) int {
 }
 
 // gpuTiles decides the tiles of MultiLevelTilingGPU for a block whose
-// tiled loops have the given extents (0: symbolic) and roles, each split
+// tiled loops have the given (constant) extents and roles, each split
 // in as many levels as the structure gives its role (sLevels spatial:
 // blocks, virtual threads, threads, ..., the thread's own tile; rLevels
 // for the first reduce loop: steps, ..., the chunk a step fetches):
@@ -248,8 +248,7 @@ func preferredVector(inner []int64, lanes int) int {
 //   - the rest runs over the blocks; no virtual threads.
 //
 // shrink halves the threads and the chunk that many times (a first
-// choice whose shared tiles do not fit). A symbolic extent gets powers of
-// two and an inferred outermost factor (a predicated tail).
+// choice whose shared tiles do not fit).
 func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int64 {
 	out := make([][]int64, len(exts))
 	regs, threads := int64(16), int64(max(256>>shrink, 32))
@@ -263,18 +262,12 @@ func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int6
 			for k := range f {
 				f[k] = 1
 			}
-			reg := fitFactor(e, min(regs, 4))
+			reg := largestDivisor(e, min(regs, 4))
 			regs /= reg
-			rest := e
-			if e > 0 {
-				rest = e / reg
-			}
-			th := fitFactor(rest, min(threads, 16))
+			rest := e / reg
+			th := largestDivisor(rest, min(threads, 16))
 			threads /= th
-			f[sLevels-1], f[2] = reg, th
-			if e > 0 {
-				f[0] = rest / th
-			}
+			f[sLevels-1], f[2], f[0] = reg, th, rest/th
 			out[i] = f
 		case roleReduce:
 			if i != firstReduce {
@@ -284,26 +277,10 @@ func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int6
 			for k := range f {
 				f[k] = 1
 			}
-			c := fitFactor(e, chunk)
-			f[rLevels-1] = c
-			if e > 0 {
-				f[0] = e / c
-			}
+			c := largestDivisor(e, chunk)
+			f[rLevels-1], f[0] = c, e/c
 			out[i] = f
 		}
 	}
 	return out
-}
-
-// fitFactor returns the largest divisor of e at most limit, or for a
-// symbolic e (0) the largest power of two at most limit.
-func fitFactor(e, limit int64) int64 {
-	if e > 0 {
-		return largestDivisor(e, limit)
-	}
-	p := int64(1)
-	for p*2 <= limit {
-		p *= 2
-	}
-	return p
 }

@@ -133,10 +133,6 @@ func aloneUnder(s *schedule.Schedule, l schedule.Loop, blk *ast.ScheduleBlock) b
 	if lp == nil {
 		return false
 	}
-	body := lp.Body
-	if seq, ok := body.(*ast.Seq); ok && len(seq.Stmts) == 1 {
-		body = seq.Stmts[0]
-	}
-	b, ok := body.(*ast.ScheduleBlock)
+	b, ok := soleStmt(lp).(*ast.ScheduleBlock)
 	return ok && b.Name == blk.Name
 }

@@ -343,14 +343,22 @@ func perfectNest(s *schedule.Schedule, loops []schedule.Loop) int {
 		if parent == nil {
 			break
 		}
-		body := parent.Body
-		if seq, ok := body.(*ast.Seq); ok && len(seq.Stmts) == 1 {
-			body = seq.Stmts[0]
-		}
-		if child, ok := body.(*ast.For); !ok || child.Var.Name != loops[n].Name() {
+		if child, ok := soleStmt(parent).(*ast.For); !ok || child.Var.Name != loops[n].Name() {
 			break
 		}
 		n++
 	}
 	return n
+}
+
+// soleStmt returns the one statement of l's body (unwrapping a sequence
+// of one), or nil when it holds more.
+func soleStmt(l *ast.For) ast.Stmt {
+	if seq, ok := l.Body.(*ast.Seq); ok {
+		if len(seq.Stmts) != 1 {
+			return nil
+		}
+		return seq.Stmts[0]
+	}
+	return l.Body
 }
