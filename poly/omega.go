@@ -80,7 +80,10 @@ func (sv *solver) solve(s *system) ([]Int, bool) {
 // contradiction.
 func (s *system) normalized() (*system, bool) {
 	t := &system{n: s.n}
-	var eqIndex rowIndex
+	// Every slice is allocated once at its largest size: normalizing is
+	// the hottest step of the solver, and growing slices dominated it.
+	t.eqs = make([]row, 0, len(s.eqs)+len(s.ineqs)/2)
+	eqIndex := rowIndex{hashes: make([]uint64, 0, len(s.eqs))}
 	for _, r := range s.eqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -106,8 +109,9 @@ func (s *system) normalized() (*system, bool) {
 		eqIndex.add(h)
 		t.eqs = append(t.eqs, r)
 	}
-	var ineqIndex rowIndex
-	var negHashes []uint64
+	t.ineqs = make([]row, 0, len(s.ineqs))
+	ineqIndex := rowIndex{hashes: make([]uint64, 0, len(s.ineqs))}
+	negHashes := make([]uint64, 0, len(s.ineqs))
 	for _, r := range s.ineqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -137,7 +141,7 @@ func (s *system) normalized() (*system, bool) {
 	// along an equality a·x + e == 0 is decided by it: s·a·x + c >= 0 holds
 	// exactly when c - s·e >= 0. (Equalities are sign-normalized, so an
 	// inequality matches one either as it is or negated.)
-	var keep []row
+	keep := make([]row, 0, len(t.ineqs))
 	dropped := make([]bool, len(t.ineqs))
 	for i, r := range t.ineqs {
 		if dropped[i] {
@@ -253,12 +257,15 @@ func modHat(a, m Int) Int {
 // smaller system, and computes x_k back. The last extra variables of s are
 // auxiliary (added by the mod-hat step) and are dropped from the result.
 func (sv *solver) substituteAndSolve(s *system, k int, sub row, extra int) ([]Int, bool) {
-	t := &system{n: s.n - 1}
-	for _, r := range s.eqs {
-		t.eqs = append(t.eqs, r.substitute(k, sub))
+	t := &system{n: s.n - 1, eqs: make([]row, len(s.eqs)), ineqs: make([]row, len(s.ineqs))}
+	// One backing array holds every row of the smaller system.
+	store := make([]Int, (len(s.eqs)+len(s.ineqs))*s.n)
+	for i, r := range s.eqs {
+		t.eqs[i] = r.substituteInto(store[i*s.n:(i+1)*s.n:(i+1)*s.n], k, sub)
 	}
-	for _, r := range s.ineqs {
-		t.ineqs = append(t.ineqs, r.substitute(k, sub))
+	store = store[len(s.eqs)*s.n:]
+	for i, r := range s.ineqs {
+		t.ineqs[i] = r.substituteInto(store[i*s.n:(i+1)*s.n:(i+1)*s.n], k, sub)
 	}
 	x, ok := sv.solve(t)
 	if !ok {
@@ -279,6 +286,10 @@ func insertValue(x []Int, k int, v Int) []Int {
 // bounds splits the inequalities of s by the sign of variable k's
 // coefficient.
 func (s *system) bounds(k int) (lower, upper, rest []row) {
+	nl, nu := s.boundCounts(k)
+	lower = make([]row, 0, nl)
+	upper = make([]row, 0, nu)
+	rest = make([]row, 0, len(s.ineqs)-nl-nu)
 	for _, r := range s.ineqs {
 		switch r.coef(k).Sign() {
 		case 1:
@@ -292,14 +303,36 @@ func (s *system) bounds(k int) (lower, upper, rest []row) {
 	return lower, upper, rest
 }
 
-// allUnit reports whether variable k has coefficient ±1 in every row.
-func allUnit(rows []row, k int) bool {
-	for _, r := range rows {
-		if !r.coef(k).Abs().IsOne() {
-			return false
+// boundCounts returns the number of lower and of upper bounds of
+// variable k.
+func (s *system) boundCounts(k int) (lower, upper int) {
+	for _, r := range s.ineqs {
+		switch r.coef(k).Sign() {
+		case 1:
+			lower++
+		case -1:
+			upper++
 		}
 	}
-	return true
+	return lower, upper
+}
+
+// unitBounds reports whether variable k has coefficient ±1 in every lower
+// bound, or in every upper bound.
+func (s *system) unitBounds(k int) bool {
+	lowerUnit, upperUnit := true, true
+	for _, r := range s.ineqs {
+		c := r.coef(k)
+		if c.IsZero() || c.Abs().IsOne() {
+			continue
+		}
+		if c.Sign() > 0 {
+			lowerUnit = false
+		} else {
+			upperUnit = false
+		}
+	}
+	return lowerUnit || upperUnit
 }
 
 // chooseVariable picks the variable to eliminate next: one bounded on one
@@ -308,12 +341,12 @@ func allUnit(rows []row, k int) bool {
 func (s *system) chooseVariable() (k int, exact bool) {
 	best, bestCost, bestExact := -1, 0, false
 	for v := 0; v < s.n; v++ {
-		lower, upper, _ := s.bounds(v)
-		if len(lower) == 0 || len(upper) == 0 {
+		lower, upper := s.boundCounts(v)
+		if lower == 0 || upper == 0 {
 			return v, true
 		}
-		ex := allUnit(lower, v) || allUnit(upper, v)
-		cost := len(lower) * len(upper)
+		ex := s.unitBounds(v)
+		cost := lower * upper
 		if best < 0 || (ex && !bestExact) || (ex == bestExact && cost < bestCost) {
 			best, bestCost, bestExact = v, cost, ex
 		}

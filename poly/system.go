@@ -148,8 +148,12 @@ func (ix *rowIndex) add(h uint64) {
 // substitute returns r with variable k replaced by the expression e (a row
 // over the same variables, with no term in k), and column k removed.
 func (r row) substitute(k int, e row) row {
+	return r.substituteInto(make(row, len(r)-1), k, e)
+}
+
+// substituteInto is substitute writing into out (of length len(r)-1).
+func (r row) substituteInto(out row, k int, e row) row {
 	a := r[k+1]
-	out := make(row, len(r)-1)
 	for i := range r {
 		if i == k+1 {
 			continue
