@@ -48,6 +48,23 @@ func (d Dim) IsConst() (int64, bool) {
 	return 0, false
 }
 
+// Monomial is one term of a Dim: Coef times the product of Syms (sorted,
+// a symbol repeated for its powers; none for the constant term).
+type Monomial struct {
+	Coef int64
+	Syms []string
+}
+
+// Monomials returns d's terms in its canonical order (a copy): code
+// generators print a Dim from them.
+func (d Dim) Monomials() []Monomial {
+	out := make([]Monomial, len(d.terms))
+	for i, t := range d.terms {
+		out[i] = Monomial{Coef: t.coef, Syms: slices.Clone(t.syms)}
+	}
+	return out
+}
+
 // Equal reports whether d and e are the same polynomial.
 func (d Dim) Equal(e Dim) bool {
 	if len(d.terms) != len(e.terms) {

@@ -61,6 +61,7 @@ type Module struct {
 // kernel is one compiled kernel of the plan.
 type kernel struct {
 	k      *fusion.Kernel
+	f      *ast.Func // the scheduled function
 	native *native.Kernel
 	// Schedule says where its schedule came from: "record" (the
 	// database's fastest) or "default".
@@ -96,7 +97,7 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		m.kernels = append(m.kernels, &kernel{k: k, native: nk, Schedule: from})
+		m.kernels = append(m.kernels, &kernel{k: k, f: f, native: nk, Schedule: from})
 	}
 	return m, nil
 }
@@ -141,3 +142,11 @@ func (m *Module) Kernels() [][2]string {
 
 // Plan returns the fused plan the module runs.
 func (m *Module) Plan() *fusion.Plan { return m.plan }
+
+// Inputs returns the tensors Run takes, in the graph's order (the graph's
+// inputs that some kernel reads): the order of the C entry point's
+// parameters too.
+func (m *Module) Inputs() []*fusion.Tensor { return slices.Clone(m.inputs) }
+
+// Outputs returns the tensors Run writes, in the graph's order.
+func (m *Module) Outputs() []*fusion.Tensor { return slices.Clone(m.outputs) }

@@ -1,0 +1,537 @@
+package module
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+)
+
+// graphRuntime is the C runtime pasted into every graph library: status,
+// dimension arithmetic, the arena planner, the arena pool.
+//
+//go:embed runtime/graphrt.c
+var graphRuntime string
+
+// Library is what Build writes: a C library holding the whole graph.
+type Library struct {
+	Dir    string
+	Name   string // the entry point's C name
+	Header string // NAME.h
+	Static string // libNAME.a
+	Shared string // libNAME.so
+	// Source is the generated C of the graph (NAME_graph.c): the shape
+	// function, the memory plan and the calls of the kernels.
+	Source string
+}
+
+// Build writes the module as a C library into dir (created if needed):
+// NAME.h, libNAME.a and libNAME.so, holding every kernel, the shape
+// function, the memory planner, the arena pool and loom's thread pool, so
+// that a C program needs nothing else:
+//
+//	cc -O2 -I DIR prog.c DIR/libNAME.a -lm -pthread
+//
+// The entry point, NAME, takes each input's data and shape, each output's
+// data and shape, a thread count and a status (see the header it writes);
+// NAME_output_shapes and NAME_memory answer before a call. name must be a
+// C identifier. Build needs a C compiler (cc) and ar.
+func (m *Module) Build(dir, name string) (*Library, error) {
+	if !isCIdent(name) {
+		return nil, fmt.Errorf("module: build: %q is not a C identifier", name)
+	}
+	g, err := m.cGraph(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lib := &Library{
+		Dir: dir, Name: name,
+		Header: filepath.Join(dir, name+".h"),
+		Static: filepath.Join(dir, "lib"+name+".a"),
+		Shared: filepath.Join(dir, "lib"+name+".so"),
+		Source: filepath.Join(dir, name+"_graph.c"),
+	}
+	if err := os.WriteFile(lib.Header, []byte(g.header()), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(lib.Source, []byte(g.source()), 0o644); err != nil {
+		return nil, err
+	}
+	rt := filepath.Join(dir, "loomrt.c")
+	if err := os.WriteFile(rt, native.RuntimeSource(), 0o644); err != nil {
+		return nil, err
+	}
+	objs := []string{}
+	for i, k := range m.kernels {
+		lm, err := llvm.Lower(k.f, llvm.Options{Symbol: g.kernelSymbol(i)})
+		if err != nil {
+			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
+		}
+		obj := filepath.Join(dir, g.kernelSymbol(i)+".o")
+		if err := native.WriteObject(lm, obj); err != nil {
+			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
+		}
+		objs = append(objs, obj)
+	}
+	for _, src := range []string{lib.Source, rt} {
+		obj := strings.TrimSuffix(src, ".c") + ".o"
+		if err := run(dir, "cc", "-O2", "-fPIC", "-pthread", "-std=c11", "-D_GNU_SOURCE", "-c", src, "-o", obj); err != nil {
+			return nil, fmt.Errorf("module: build: %w", err)
+		}
+		objs = append(objs, obj)
+	}
+	os.Remove(lib.Static) // ar would add to an old one
+	if err := run(dir, "ar", append([]string{"rcs", lib.Static}, objs...)...); err != nil {
+		return nil, fmt.Errorf("module: build: %w", err)
+	}
+	if err := run(dir, "cc", append(append([]string{"-shared", "-o", lib.Shared}, objs...), "-lm", "-pthread")...); err != nil {
+		return nil, fmt.Errorf("module: build: %w", err)
+	}
+	for _, o := range objs {
+		os.Remove(o)
+	}
+	return lib, nil
+}
+
+// run runs a build tool in dir, its output in the error.
+func run(dir, tool string, args ...string) error {
+	cmd := exec.Command(tool, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// cGraph is the module as the C generator sees it.
+type cGraph struct {
+	m       *Module
+	name    string
+	syms    []string          // the graph's symbols, sorted: sz[i] is syms[i]
+	boundBy [][2]int          // per symbol: the input and dimension that binds it
+	ident   map[string]string // C identifier of every tensor in the header (by name)
+	src     map[string]string // its name in the generated source: lg_in0, lg_out0, lg_c0
+	inter   []*fusion.Buffer  // the intermediates, in plan order: bufs[i]
+	consts  []*fusion.Tensor
+}
+
+func (m *Module) cGraph(name string) (*cGraph, error) {
+	g := &cGraph{m: m, name: name, syms: m.plan.Graph.Symbols(), ident: map[string]string{}, src: map[string]string{}}
+	// The header names the parameters after the tensors; the source
+	// names them lg_in0, lg_out0, ... so that no tensor's name can meet
+	// a name of the generated code.
+	used := map[string]bool{name: true, "threads": true, "status": true}
+	for _, b := range m.plan.Buffers {
+		id := cIdentOf(b.Tensor.Name)
+		if strings.HasPrefix(id, name+"_") || strings.HasSuffix(id, "_shape") {
+			id = "t_" + id
+		}
+		for used[id] || used[id+"_shape"] {
+			id += "_"
+		}
+		used[id], used[id+"_shape"] = true, true
+		g.ident[b.Tensor.Name] = id
+		switch b.Role {
+		case fusion.RoleIntermediate:
+			g.inter = append(g.inter, b)
+		case fusion.RoleConstant:
+			g.src[b.Tensor.Name] = fmt.Sprintf("lg_c%d", len(g.consts))
+			g.consts = append(g.consts, b.Tensor)
+		}
+	}
+	for i, t := range m.inputs {
+		g.src[t.Name] = fmt.Sprintf("lg_in%d", i)
+	}
+	for i, t := range m.outputs {
+		g.src[t.Name] = fmt.Sprintf("lg_out%d", i)
+	}
+	for _, s := range g.syms {
+		at := [2]int{-1, -1}
+		for i, t := range m.inputs {
+			for k, d := range t.Shape {
+				if at[0] < 0 && d.Equal(fusion.Sym(s)) {
+					at = [2]int{i, k}
+				}
+			}
+		}
+		if at[0] < 0 {
+			return nil, fmt.Errorf("module: build: no input dimension is the size %s alone: it cannot be bound from the inputs' shapes", s)
+		}
+		g.boundBy = append(g.boundBy, at)
+	}
+	return g, nil
+}
+
+func (g *cGraph) kernelSymbol(i int) string { return fmt.Sprintf("%s_k%d", g.name, i) }
+
+// params returns the C parameters of the entry point, named by names
+// (g.ident in the header, g.src in the source).
+func (g *cGraph) params(names map[string]string) []string {
+	var ps []string
+	for _, t := range g.m.inputs {
+		id := names[t.Name]
+		ps = append(ps, fmt.Sprintf("const %s *%s", cTypeOf(t.DType), id), "const int64_t *"+id+"_shape")
+	}
+	for _, t := range g.m.outputs {
+		id := names[t.Name]
+		ps = append(ps, fmt.Sprintf("%s *%s", cTypeOf(t.DType), id), "const int64_t *"+id+"_shape")
+	}
+	return ps
+}
+
+// shapeParams returns the input shapes as C parameters, named by names.
+func (g *cGraph) shapeParams(names map[string]string) []string {
+	var ps []string
+	for _, t := range g.m.inputs {
+		ps = append(ps, "const int64_t *"+names[t.Name]+"_shape")
+	}
+	return ps
+}
+
+// outShapeParams returns the output shapes as C parameters, to be filled.
+func (g *cGraph) outShapeParams(names map[string]string) []string {
+	var ps []string
+	for _, t := range g.m.outputs {
+		ps = append(ps, "int64_t *"+names[t.Name]+"_shape")
+	}
+	return ps
+}
+
+func (g *cGraph) shapeArgs() string {
+	var as []string
+	for _, t := range g.m.inputs {
+		as = append(as, g.src[t.Name]+"_shape")
+	}
+	return strings.Join(as, ", ")
+}
+
+func (g *cGraph) header() string {
+	var b strings.Builder
+	guard := strings.ToUpper(g.name) + "_H"
+	gr := g.m.plan.Graph
+	fmt.Fprintf(&b, "/* Generated by loom from graph %s. Do not edit. */\n", gr.Name)
+	fmt.Fprintf(&b, "#ifndef %s\n#define %s\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", guard, guard)
+	b.WriteString("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n")
+	b.WriteString(`#ifndef LOOM_STATUS_DEFINED
+#define LOOM_STATUS_DEFINED
+/* The outcome of a call: code is one of the LOOM_ codes, message says
+ * what was wrong (empty on success). */
+typedef struct loom_status {
+	int32_t code;
+	char message[256];
+} loom_status;
+enum {
+	LOOM_OK = 0,
+	LOOM_BAD_ARGUMENT = 1, /* a shape, a NULL pointer: nothing ran */
+	LOOM_NO_MEMORY = 2,
+	LOOM_KERNEL_FAILED = 3 /* an integer division by zero */
+};
+#endif
+
+`)
+	fmt.Fprintf(&b, "/*\n * %s runs graph %s: %d kernels, the intermediates in one arena.\n *\n", g.name, gr.Name, len(g.m.kernels))
+	b.WriteString(" * Inputs (row-major; each with its shape, an array of its rank):\n")
+	for _, t := range g.m.inputs {
+		fmt.Fprintf(&b, " *   %-10s %s %s\n", g.ident[t.Name], t.DType, t.Shape)
+	}
+	b.WriteString(" * Outputs (the caller's memory, of the shape NAME_output_shapes gives):\n")
+	for _, t := range g.m.outputs {
+		fmt.Fprintf(&b, " *   %-10s %s %s\n", g.ident[t.Name], t.DType, t.Shape)
+	}
+	if len(g.syms) > 0 {
+		b.WriteString(" * Sizes, bound from the inputs' shapes:\n")
+		for i, s := range g.syms {
+			at := g.boundBy[i]
+			fmt.Fprintf(&b, " *   %-10s input %s, dimension %d\n", s, g.ident[g.m.inputs[at[0]].Name], at[1])
+		}
+	}
+	b.WriteString(` *
+ * threads > 0 sets the threads of loom's runtime (one pool per process);
+ * 0 keeps the setting (LOOM_NUM_THREADS, else one per core). status may
+ * be NULL. Returns status->code. Calls may run concurrently on different
+ * data. Float16 and bfloat16 elements are their 16-bit encodings.
+ */
+`)
+	fmt.Fprintf(&b, "int32_t %s(%s, int32_t threads, loom_status *status);\n\n", g.name, strings.Join(g.params(g.ident), ", "))
+	fmt.Fprintf(&b, "/* The outputs' shapes at these input shapes (each array of its output's\n * rank). */\n")
+	fmt.Fprintf(&b, "int32_t %s_output_shapes(%s, loom_status *status);\n\n", g.name, strings.Join(append(g.shapeParams(g.ident), g.outShapeParams(g.ident)...), ", "))
+	b.WriteString("/* The arena's bytes at these input shapes, and what allocating every\n * intermediate apart would take. */\n")
+	fmt.Fprintf(&b, "int32_t %s_memory(%s, int64_t *peak, int64_t *naive, loom_status *status);\n\n", g.name, strings.Join(g.shapeParams(g.ident), ", "))
+	b.WriteString("/* loom's runtime: the number of threads parallel loops use. */\nvoid loom_set_num_threads(int32_t n);\nint32_t loom_get_num_threads(void);\n\n")
+	b.WriteString("#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
+	return b.String()
+}
+
+// dimTable encodes d for lg_eval.
+func (g *cGraph) dimTable(d fusion.Dim) string {
+	ms := d.Monomials()
+	vals := []string{strconv.Itoa(len(ms))}
+	for _, t := range ms {
+		vals = append(vals, strconv.FormatInt(t.Coef, 10)+"LL", strconv.Itoa(len(t.Syms)))
+		for _, s := range t.Syms {
+			vals = append(vals, strconv.Itoa(slices.Index(g.syms, s)))
+		}
+	}
+	return "{" + strings.Join(vals, ", ") + "}"
+}
+
+func (g *cGraph) source() string {
+	var b strings.Builder
+	gr := g.m.plan.Graph
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("/* Generated by loom from graph %s. Do not edit. */\n#include \"%s.h\"\n\n", gr.Name, g.name)
+	b.WriteString(graphRuntime)
+	b.WriteString("\n/* The kernels (each NAME_kI.o). */\n")
+	for i := range g.m.kernels {
+		p("int32_t %s_packed(void *const *buffers, const int64_t *sizes);\n", g.kernelSymbol(i))
+	}
+	if len(g.consts) > 0 {
+		b.WriteString("\n/* The graph's constants. */\n")
+		for _, t := range g.consts {
+			p("static const %s %s[] = {%s}; /* %s */\n", cTypeOf(t.DType), g.src[t.Name], constData(t), t.Name)
+		}
+	}
+	ns := max(len(g.syms), 1)
+	// The shape function.
+	b.WriteString("\n/* The shape function: binds the sizes from the inputs' shapes and\n * checks every input dimension. */\n")
+	p("static int32_t %s_bind(%s, int64_t *sz, loom_status *st) {\n", g.name, strings.Join(append(g.shapeParams(g.src), "int dummy"), ", "))
+	p("\t(void)dummy;\n\tchar at[256];\n\tsize_t n;\n")
+	for _, t := range g.m.inputs {
+		id := g.src[t.Name]
+		p("\tif (!%s_shape)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s has no shape (NULL)\");\n", id, t.Name)
+	}
+	for i, s := range g.syms {
+		at := g.boundBy[i]
+		t := g.m.inputs[at[0]]
+		id := g.src[t.Name]
+		p("\tsz[%d] = %s_shape[%d]; /* %s */\n", i, id, at[1], s)
+		p("\tif (sz[%d] < 0)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s: dimension %d is %%lld\", (long long)sz[%d]);\n", i, t.Name, at[1], i)
+	}
+	// Sizes printed as the Go API prints them: "S=5 T=3".
+	b.WriteString("\tn = 0;\n\tat[0] = 0;\n")
+	for i, s := range g.syms {
+		p("\tn += (size_t)snprintf(at + n, n < sizeof at ? sizeof at - n : 0, \"%s%s=%%lld\", (long long)sz[%d]);\n", map[bool]string{true: " ", false: ""}[i > 0], s, i)
+	}
+	b.WriteString("\t(void)n;\n")
+	for _, t := range g.m.inputs {
+		id := g.src[t.Name]
+		for k, d := range t.Shape {
+			p("\t{\n\t\tstatic const int64_t dim[] = %s;\n\t\tint64_t v;\n", g.dimTable(d))
+			p("\t\tif (!lg_eval(dim, sz, &v))\n\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s: dimension %d (%s): fusion: a dimension overflows int64\");\n", t.Name, k, d)
+			if c, ok := d.IsConst(); ok {
+				p("\t\tif (%s_shape[%d] != v)\n\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s: dimension %d is %%lld; the graph's is %d\", (long long)%s_shape[%d]);\n", id, k, t.Name, k, c, id, k)
+			} else {
+				p("\t\tif (%s_shape[%d] != v)\n\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s: dimension %d is %%lld; the graph's is %s = %%lld at %%s\", (long long)%s_shape[%d], (long long)v, at);\n", id, k, t.Name, k, d, id, k)
+			}
+			b.WriteString("\t}\n")
+		}
+	}
+	b.WriteString("\treturn LOOM_OK;\n}\n")
+
+	// Elements of a tensor, with overflow checks.
+	elems := func(what string, t *fusion.Tensor, into string) {
+		p("\t{\n\t\tint64_t v = 1, d;\n")
+		for _, d := range t.Shape {
+			p("\t\t{\n\t\t\tstatic const int64_t dim[] = %s;\n\t\t\tif (!lg_eval(dim, sz, &d) || d < 0 || __builtin_mul_overflow(v, d, &v))\n\t\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: %s %s: its size overflows int64 or is negative at these inputs\");\n\t\t}\n", g.dimTable(d), what, t.Name)
+		}
+		p("\t\t%s = v;\n\t}\n", into)
+	}
+
+	// The memory plan.
+	ni := max(len(g.inter), 1)
+	b.WriteString("\n/* The memory plan: every intermediate's bytes at these sizes, placed. */\n")
+	p("static int32_t %s_plan(const int64_t *sz, lg_buf *bufs, int64_t *peak, int64_t *naive, loom_status *st) {\n", g.name)
+	p("\tint order[%d], live[%d];\n\tint64_t total = 0;\n", ni, ni)
+	for i, buf := range g.inter {
+		t := buf.Tensor
+		p("\tbufs[%d].first = %d;\n\tbufs[%d].last = %d;\n", i, buf.First, i, buf.Last)
+		elems("intermediate", t, fmt.Sprintf("bufs[%d].size", i))
+		p("\tif (__builtin_mul_overflow(bufs[%d].size, (int64_t)%d, &bufs[%d].size) || bufs[%d].size > ((int64_t)1 << 60))\n", i, max(t.DType.Bytes(), 1), i, i)
+		p("\t\treturn lg_fail(st, LOOM_NO_MEMORY, \"module: intermediate %s needs more than 2^60 bytes at these inputs\");\n", t.Name)
+		p("\ttotal += lg_round(bufs[%d].size);\n", i)
+	}
+	p("\t*naive = total;\n\t*peak = %s;\n\t(void)order;\n\t(void)live;\n\treturn LOOM_OK;\n}\n", map[bool]string{true: fmt.Sprintf("lg_place(bufs, %d, order, live)", len(g.inter)), false: "0"}[len(g.inter) > 0])
+
+	// NAME_output_shapes and NAME_memory.
+	p("\nint32_t %s_output_shapes(%s, loom_status *st) {\n", g.name, strings.Join(append(g.shapeParams(g.src), g.outShapeParams(g.src)...), ", "))
+	p("\tint64_t sz[%d];\n\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, g.name, g.shapeArgs())
+	for _, t := range g.m.outputs {
+		id := g.src[t.Name]
+		p("\tif (!%s_shape)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s: no shape array (NULL)\");\n", id, t.Name)
+		for k, d := range t.Shape {
+			p("\t{\n\t\tstatic const int64_t dim[] = %s;\n\t\tif (!lg_eval(dim, sz, &%s_shape[%d]))\n\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s: dimension %d overflows int64\");\n\t}\n", g.dimTable(d), id, k, t.Name, k)
+		}
+	}
+	b.WriteString("\treturn lg_ok(st);\n}\n")
+	p("\nint32_t %s_memory(%s, int64_t *peak, int64_t *naive, loom_status *st) {\n", g.name, strings.Join(g.shapeParams(g.src), ", "))
+	p("\tint64_t sz[%d], pk, nv;\n\tlg_buf bufs[%d];\n\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, ni, g.name, g.shapeArgs())
+	p("\tif ((rc = %s_plan(sz, bufs, &pk, &nv, st)))\n\t\treturn rc;\n\tif (peak)\n\t\t*peak = pk;\n\tif (naive)\n\t\t*naive = nv;\n\treturn lg_ok(st);\n}\n", g.name)
+
+	// The entry point.
+	p("\nint32_t %s(%s, int32_t threads, loom_status *st) {\n", g.name, strings.Join(g.params(g.src), ", "))
+	p("\tint64_t sz[%d], peak, naive, count, cap = 0;\n\tlg_buf bufs[%d];\n\tstatic char empty[64];\n\tchar *arena = NULL;\n", ns, ni)
+	p("\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", g.name, g.shapeArgs())
+	for _, t := range g.m.inputs {
+		id := g.src[t.Name]
+		elems("input", t, "count")
+		p("\tif (!%s && count > 0)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: input %s has no data (NULL)\");\n", id, t.Name)
+	}
+	for _, t := range g.m.outputs {
+		id := g.src[t.Name]
+		p("\tif (!%s_shape)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s has no shape (NULL)\");\n", id, t.Name)
+		p("\t{\n\t\tint64_t want[%d];\n\t\tint bad = 0;\n", max(len(t.Shape), 1))
+		for k, d := range t.Shape {
+			p("\t\t{\n\t\t\tstatic const int64_t dim[] = %s;\n\t\t\tif (!lg_eval(dim, sz, &want[%d]))\n\t\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s: dimension %d overflows int64\");\n\t\t\tbad |= %s_shape[%d] != want[%d];\n\t\t}\n", g.dimTable(d), k, t.Name, k, id, k, k)
+		}
+		p("\t\tif (bad) {\n\t\t\tchar a[128], b[128];\n\t\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s has shape %%s; at these inputs it is %%s\", lg_shape(a, sizeof a, %s_shape, %d), lg_shape(b, sizeof b, want, %d));\n\t\t}\n\t}\n", t.Name, id, len(t.Shape), len(t.Shape))
+		elems("output", t, "count")
+		p("\tif (!%s && count > 0)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s has no data (NULL)\");\n", id, t.Name)
+	}
+	p("\tif ((rc = %s_plan(sz, bufs, &peak, &naive, st)))\n\t\treturn rc;\n", g.name)
+	b.WriteString("\tif (peak > 0 && !(arena = lg_take(peak, &cap)))\n\t\treturn lg_fail(st, LOOM_NO_MEMORY, \"module: no memory for an arena of %lld bytes\", (long long)peak);\n")
+	b.WriteString("\tif (threads > 0)\n\t\tloom_set_num_threads(threads);\n")
+	arg := func(tensor string) (string, error) {
+		id := g.src[tensor]
+		for i, buf := range g.inter {
+			if buf.Tensor.Name == tensor {
+				return fmt.Sprintf("(bufs[%d].size ? arena + bufs[%d].offset : empty)", i, i), nil
+			}
+		}
+		if id == "" {
+			return "", fmt.Errorf("no tensor %s", tensor)
+		}
+		return "(void *)" + id, nil
+	}
+	for i, k := range g.m.kernels {
+		var bufs, sizes []string
+		for _, prm := range k.f.Params {
+			a, err := arg(prm.Name)
+			if err != nil {
+				a = "NULL /* " + err.Error() + " */"
+			}
+			bufs = append(bufs, a)
+		}
+		for _, s := range k.f.Sizes {
+			sizes = append(sizes, fmt.Sprintf("sz[%d]", slices.Index(g.syms, s.Name)))
+		}
+		if len(bufs) == 0 {
+			bufs = []string{"NULL"}
+		}
+		if len(sizes) == 0 {
+			sizes = []string{"0"}
+		}
+		p("\t{ /* %s */\n\t\tvoid *const b[] = {%s};\n\t\tconst int64_t s[] = {%s};\n", k.k.Name, strings.Join(bufs, ", "), strings.Join(sizes, ", "))
+		p("\t\tif ((rc = %s_packed(b, s))) {\n\t\t\tlg_give(arena, cap);\n\t\t\treturn lg_kernel_failed(st, \"%s\", rc);\n\t\t}\n\t}\n", g.kernelSymbol(i), k.k.Name)
+	}
+	b.WriteString("\t(void)naive;\n\tlg_give(arena, cap);\n\treturn lg_ok(st);\n}\n")
+	return b.String()
+}
+
+// constData prints a constant's elements as a C initializer.
+func constData(t *fusion.Tensor) string {
+	var vals []string
+	switch d := ast.DataOf(t.DType, t.Data).(type) {
+	case []float32:
+		for _, v := range d {
+			vals = append(vals, cFloat(float64(v), 32))
+		}
+	case []float64:
+		for _, v := range d {
+			vals = append(vals, cFloat(v, 64))
+		}
+	case []int32:
+		for _, v := range d {
+			vals = append(vals, strconv.FormatInt(int64(v), 10))
+		}
+	case []int64:
+		for _, v := range d {
+			vals = append(vals, strconv.FormatInt(v, 10)+"LL")
+		}
+	case []bool:
+		for _, v := range d {
+			vals = append(vals, strconv.FormatBool(v))
+		}
+	case []uint16:
+		for _, v := range d {
+			vals = append(vals, strconv.FormatUint(uint64(v), 10))
+		}
+	}
+	if len(vals) == 0 {
+		vals = []string{"0"}
+	}
+	return strings.Join(vals, ", ")
+}
+
+// cFloat prints v exactly, as a C literal of the given width.
+func cFloat(v float64, bits int) string {
+	suffix := ""
+	if bits == 32 {
+		suffix = "f"
+	}
+	switch {
+	case math.IsNaN(v):
+		return "__builtin_nan" + suffix + "(\"\")"
+	case math.IsInf(v, 1):
+		return "__builtin_inf" + suffix + "()"
+	case math.IsInf(v, -1):
+		return "-__builtin_inf" + suffix + "()"
+	}
+	return strconv.FormatFloat(v, 'x', -1, bits) + suffix
+}
+
+// cTypeOf is the C type of an element of type dt.
+func cTypeOf(dt ast.DType) string {
+	switch dt {
+	case ast.Float32:
+		return "float"
+	case ast.Float64:
+		return "double"
+	case ast.Int32:
+		return "int32_t"
+	case ast.Int64:
+		return "int64_t"
+	case ast.Bool:
+		return "bool"
+	}
+	return "uint16_t"
+}
+
+// cKeywords are the words a C identifier may not be.
+var cKeywords = strings.Fields(`auto break case char const continue default do double else enum extern
+float for goto if inline int long register restrict return short signed sizeof static struct
+switch typedef union unsigned void volatile while bool true false _Bool st sz`)
+
+func isCIdent(s string) bool {
+	return s != "" && cIdentOf(s) == s && !slices.Contains(cKeywords, s)
+}
+
+// cIdentOf makes a C identifier of a tensor's name.
+func cIdentOf(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		s = "t_" + s
+	}
+	if slices.Contains(cKeywords, s) || strings.HasPrefix(s, "lg_") || strings.HasPrefix(s, "__") {
+		s += "_"
+	}
+	return s
+}

@@ -1,0 +1,391 @@
+package module_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/module"
+)
+
+// needCC skips a test when there is no C compiler.
+func needCC(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"cc", "ar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+}
+
+// cCase is one call a generated C driver makes.
+type cCase struct {
+	inputs  map[string]module.Tensor
+	outputs map[string]module.Tensor // zeroed, of the right shapes
+}
+
+// cDriver returns a C program that, for each case i, reads the inputs
+// from in<i>.bin (raw, in the module's input order), checks what
+// NAME_output_shapes says, runs the graph on 2 threads and writes the
+// outputs raw to out<i>.bin.
+func cDriver(m *module.Module, name string, cases []cCase) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("#include \"%s.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", name)
+	b.WriteString(`static char *readall(const char *path) {
+	FILE *f = fopen(path, "rb");
+	if (!f) { perror(path); exit(2); }
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc(n ? n : 1);
+	if (fread(buf, 1, n, f) != (size_t)n) { perror(path); exit(2); }
+	fclose(f);
+	return buf;
+}
+
+static void *copyout(char **at, size_t n) {
+	void *p = malloc(n ? n : 1);
+	memcpy(p, *at, n);
+	*at += n;
+	return p;
+}
+
+int main(void) {
+	loom_status st;
+	char path[64];
+`)
+	ins, outs := m.Inputs(), m.Outputs()
+	for i, c := range cases {
+		p("\t{ /* case %d */\n\t\tsnprintf(path, sizeof path, \"in%d.bin\");\n\t\tchar *data = readall(path), *at = data;\n", i, i)
+		var args, shapeArgs, outShapeArgs []string
+		for j, t := range ins {
+			x := c.inputs[t.Name]
+			p("\t\tstatic const int64_t is%d[] = {%s};\n", j, cList(x.Shape))
+			p("\t\tvoid *i%d = copyout(&at, %d);\n", j, dataBytes(x.Data))
+			args = append(args, fmt.Sprintf("i%d", j), fmt.Sprintf("is%d", j))
+			shapeArgs = append(shapeArgs, fmt.Sprintf("is%d", j))
+		}
+		for j, t := range outs {
+			y := c.outputs[t.Name]
+			p("\t\tstatic const int64_t want%d[] = {%s};\n\t\tint64_t os%d[%d];\n", j, cList(y.Shape), j, max(len(y.Shape), 1))
+			p("\t\tvoid *o%d = calloc(1, %d + 1);\n", j, dataBytes(y.Data))
+			args = append(args, fmt.Sprintf("o%d", j), fmt.Sprintf("os%d", j))
+			outShapeArgs = append(outShapeArgs, fmt.Sprintf("os%d", j))
+		}
+		p("\t\tif (%s_output_shapes(%s, &st)) { printf(\"case %d: output shapes: %%s\\n\", st.message); return 1; }\n", name, strings.Join(append(shapeArgs, outShapeArgs...), ", "), i)
+		for j, t := range outs {
+			p("\t\tif (memcmp(os%d, want%d, sizeof want%d)) { printf(\"case %d: output %s: wrong shape\\n\"); return 1; }\n", j, j, j, i, t.Name)
+		}
+		p("\t\tif (%s(%s, 2, &st)) { printf(\"case %d: %%s\\n\", st.message); return 1; }\n", name, strings.Join(args, ", "), i)
+		p("\t\tsnprintf(path, sizeof path, \"out%d.bin\");\n\t\tFILE *f = fopen(path, \"wb\");\n", i)
+		for j, t := range outs {
+			p("\t\tfwrite(o%d, 1, %d, f); /* %s */\n", j, dataBytes(c.outputs[t.Name].Data), t.Name)
+		}
+		b.WriteString("\t\tfclose(f);\n\t\tfree(data);\n\t}\n")
+	}
+	b.WriteString("\tprintf(\"ok\\n\");\n\treturn 0;\n}\n")
+	return b.String()
+}
+
+// cList prints a shape as a C initializer (a zero for a scalar's).
+func cList(shape []int64) string {
+	if len(shape) == 0 {
+		return "0"
+	}
+	var s []string
+	for _, d := range shape {
+		s = append(s, fmt.Sprint(d))
+	}
+	return strings.Join(s, ", ")
+}
+
+func dataBytes(data any) int { return binary.Size(data) }
+
+// buildAndRun builds m as library NAME in dir, compiles the driver of
+// cases against its static library (or its shared one), runs it, and
+// returns every case's outputs.
+func buildAndRun(t *testing.T, m *module.Module, dir, name string, cases []cCase, shared bool) []map[string]any {
+	t.Helper()
+	lib, err := m.Build(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(cDriver(m, name, cases)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-O1", "-std=c11", "-I", dir, "main.c", "-o", "prog"}
+	if shared {
+		args = append(args, "-L"+dir, "-l"+name, "-Wl,-rpath,"+dir)
+	} else {
+		args = append(args, lib.Static)
+	}
+	args = append(args, "-lm", "-pthread")
+	cc := exec.Command("cc", args...)
+	cc.Dir = dir
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("cc %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	for i, c := range cases {
+		var in bytes.Buffer
+		for _, x := range m.Inputs() {
+			if err := binary.Write(&in, binary.NativeEndian, c.inputs[x.Name].Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("in%d.bin", i)), in.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prog := exec.Command(filepath.Join(dir, "prog"))
+	prog.Dir = dir
+	if out, err := prog.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("%s: %v\n%s", name, err, out)
+	}
+	var results []map[string]any
+	for i, c := range cases {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out%d.bin", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bytes.NewReader(data)
+		res := map[string]any{}
+		for _, y := range m.Outputs() {
+			d := c.outputs[y.Name].Data
+			if err := binary.Read(r, binary.NativeEndian, d); err != nil {
+				t.Fatalf("output %s: %v", y.Name, err)
+			}
+			res[y.Name] = d
+		}
+		results = append(results, res)
+	}
+	return results
+}
+
+// TestCLibraryMatchesInterpreter: every graph of testdata/fusion and
+// testdata/graphs (with -short, the shipped graphs and a few goldens),
+// built as a C library, called from a C program linked against nothing
+// else, computes what the interpreter computes at each of its sizes.
+func TestCLibraryMatchesInterpreter(t *testing.T) {
+	needCC(t)
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := goldens(t)
+	if testing.Short() {
+		gs = slices.DeleteFunc(gs, func(gg goldenGraph) bool {
+			return filepath.Ext(gg.name) == ".txtar" && !strings.Contains(gg.name, "attention") && !strings.Contains(gg.name, "bert") &&
+				!strings.Contains(gg.name, "resnet") && !strings.Contains(gg.name, "layernorm") && !strings.Contains(gg.name, "softmax")
+		})
+	}
+	runs := 0
+	defer func() { t.Logf("%d runs compared", runs) }()
+	for gi, gg := range gs {
+		t.Run(gg.name, func(t *testing.T) {
+			m, err := module.Compile(gg.g, module.Options{Cache: cache, Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cases []cCase
+			var wants []map[string]any
+			for i, sizes := range gg.sizes {
+				ins, raw := inputsAt(t, gg.g, sizes, uint64(100+i))
+				want, err := reference(t, cache, gg.g, sizes, raw)
+				if err != nil {
+					t.Fatalf("at %v: %v", sizes, err)
+				}
+				outs, err := m.NewOutputs(ins)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cases = append(cases, cCase{ins, outs})
+				wants = append(wants, want)
+			}
+			got := buildAndRun(t, m, t.TempDir(), "graph", cases, gi%4 == 0)
+			for i, want := range wants {
+				runs++
+				for name, w := range want {
+					if e := workload.MaxRelErr(got[i][name], w); e > 1e-4 {
+						t.Errorf("at %v: output %s differs from the interpreter's by %g", gg.sizes[i], name, e)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCLibraryBadInputs: through the C entry point, wrong shapes, NULL
+// data and NULL shapes are LOOM_BAD_ARGUMENT with the message the Go API
+// gives for the same call (where Go can express it); nothing runs.
+func TestCLibraryBadInputs(t *testing.T) {
+	needCC(t)
+	g, err := fusion.ParseJSON([]byte(`{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
+  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "T"}, {"op": "exp", "inputs": ["T"], "output": "Y"}, {"op": "reduce_sum", "inputs": ["Y"], "output": "S", "attrs": {"axes": [1]}}], "outputs": ["Y", "S"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := m.Build(dir, "addrow"); err != nil {
+		t.Fatal(err)
+	}
+	goErr := func(ins map[string]module.Tensor, outs map[string]module.Tensor) string {
+		err := m.Run(ins, outs)
+		if err == nil {
+			t.Fatal("Go accepted a bad call")
+		}
+		return err.Error()
+	}
+	x := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
+	b := module.Tensor{Shape: []int64{4}, Data: make([]float32, 4)}
+	y := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
+	s := module.Tensor{Shape: []int64{3}, Data: make([]float32, 3)}
+	cases := []struct {
+		name string
+		call string // the C call; X, B, Y, S are good buffers, xs, bs, ys, ss good shapes
+		want string
+	}{
+		{"good", "addrow(X, xs, B, bs, Y, ys, S, ss, 1, &st)", ""},
+		{"wrong dimension", "addrow(X, xs, B, (int64_t[]){5}, Y, ys, S, ss, 1, &st)",
+			goErr(map[string]module.Tensor{"X": x, "B": {Shape: []int64{5}, Data: make([]float32, 5)}}, nil)},
+		{"negative size", "addrow(X, (int64_t[]){-3, 4}, B, bs, Y, ys, S, ss, 1, &st)", "module: input X: dimension 0 is -3"},
+		{"wrong output shape", "addrow(X, xs, B, bs, Y, (int64_t[]){4, 4}, S, ss, 1, &st)",
+			goErr(map[string]module.Tensor{"X": x, "B": b}, map[string]module.Tensor{"Y": {Shape: []int64{4, 4}, Data: make([]float32, 16)}, "S": s})},
+		{"wrong second output shape", "addrow(X, xs, B, bs, Y, ys, S, (int64_t[]){2}, 1, &st)",
+			goErr(map[string]module.Tensor{"X": x, "B": b}, map[string]module.Tensor{"Y": y, "S": {Shape: []int64{2}, Data: make([]float32, 2)}})},
+		{"null data", "addrow(NULL, xs, B, bs, Y, ys, S, ss, 1, &st)", "module: input X has no data (NULL)"},
+		{"null output", "addrow(X, xs, B, bs, NULL, ys, S, ss, 1, &st)", "module: output Y has no data (NULL)"},
+		{"null shape", "addrow(X, xs, B, NULL, Y, ys, S, ss, 1, &st)", "module: input B has no shape (NULL)"},
+		{"null data, no elements", "addrow(NULL, (int64_t[]){0, 4}, B, bs, NULL, (int64_t[]){0, 4}, NULL, (int64_t[]){0}, 1, &st)", ""},
+		{"huge", "addrow(X, (int64_t[]){(int64_t)1 << 62, 4}, B, bs, Y, ys, S, ss, 1, &st)", "module: input X: its size overflows int64 or is negative at these inputs"},
+	}
+	var src strings.Builder
+	src.WriteString("#include \"addrow.h\"\n#include <stdio.h>\n\nint main(void) {\n\tloom_status st;\n\tfloat X[12] = {0}, B[4] = {0}, Y[12], S[3];\n\tint64_t xs[] = {3, 4}, bs[] = {4}, ys[] = {3, 4}, ss[] = {3};\n\tint32_t rc;\n")
+	for _, c := range cases {
+		fmt.Fprintf(&src, "\trc = %s;\n\tprintf(\"%%d|%%s\\n\", rc, st.message);\n", c.call)
+	}
+	src.WriteString("\treturn 0;\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "bad.c"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := exec.Command("cc", "-std=c11", "-I", dir, "bad.c", "-o", "bad", filepath.Join(dir, "libaddrow.a"), "-lm", "-pthread")
+	cc.Dir = dir
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "bad")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("%d lines for %d calls:\n%s", len(lines), len(cases), out)
+	}
+	for i, c := range cases {
+		code, msg, _ := strings.Cut(lines[i], "|")
+		switch {
+		case c.want == "" && (code != "0" || msg != ""):
+			t.Errorf("%s: got %s %q, want success", c.name, code, msg)
+		case c.want != "" && (code != "1" || msg != c.want):
+			t.Errorf("%s:\n got %s %q\nwant 1 %q", c.name, code, msg, c.want)
+		}
+	}
+}
+
+// TestCLibraryMemory: NAME_memory reports the peak and naive bytes the Go
+// API plans, at several sizes (both run package memplan's algorithm).
+func TestCLibraryMemory(t *testing.T) {
+	needCC(t)
+	data, err := os.ReadFile("../testdata/fusion/mlp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := m.Build(dir, "mlp"); err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	src.WriteString("#include \"mlp.h\"\n#include <stdio.h>\n\nint main(void) {\n\tloom_status st;\n\tint64_t peak, naive;\n")
+	var want []string
+	for _, v := range []int64{1, 7, 64, 1000} {
+		sizes := map[string]int64{}
+		for _, s := range g.Symbols() {
+			sizes[s] = v
+		}
+		ins := map[string]module.Tensor{}
+		var shapes []string
+		for _, x := range m.Inputs() {
+			var shape []int64
+			for _, d := range x.Shape {
+				n, err := d.Eval(sizes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				shape = append(shape, n)
+			}
+			n := int64(1)
+			for _, d := range shape {
+				n *= d
+			}
+			buf := ast.NewBuffer(x.Name, x.DType, ast.I64(n))
+			d, err := ast.NewData(buf, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins[x.Name] = module.Tensor{Shape: shape, Data: d}
+			shapes = append(shapes, "(int64_t[]){"+cList(shape)+"}")
+		}
+		peak, naive, err := m.Memory(ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%d %d", peak, naive))
+		fmt.Fprintf(&src, "\tif (mlp_memory(%s, &peak, &naive, &st)) { printf(\"%%s\\n\", st.message); return 1; }\n\tprintf(\"%%lld %%lld\\n\", (long long)peak, (long long)naive);\n", strings.Join(shapes, ", "))
+	}
+	src.WriteString("\treturn 0;\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "mem.c"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := exec.Command("cc", "-std=c11", "-I", dir, "mem.c", "-o", "mem", filepath.Join(dir, "libmlp.a"), "-lm", "-pthread")
+	cc.Dir = dir
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "mem")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); !slices.Equal(got, want) {
+		t.Errorf("C peak and naive bytes %q, Go's %q", got, want)
+	}
+}
