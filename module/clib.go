@@ -265,11 +265,11 @@ enum {
  * data. Float16 and bfloat16 elements are their 16-bit encodings.
  */
 `)
-	fmt.Fprintf(&b, "int32_t %s(%s, int32_t threads, loom_status *status);\n\n", g.name, strings.Join(g.params(g.ident), ", "))
+	fmt.Fprintf(&b, "int32_t %s(\n\t%s,\n\tint32_t threads, loom_status *status);\n\n", g.name, strings.Join(g.params(g.ident), ",\n\t"))
 	fmt.Fprintf(&b, "/* The outputs' shapes at these input shapes (each array of its output's\n * rank). */\n")
-	fmt.Fprintf(&b, "int32_t %s_output_shapes(%s, loom_status *status);\n\n", g.name, strings.Join(append(g.shapeParams(g.ident), g.outShapeParams(g.ident)...), ", "))
+	fmt.Fprintf(&b, "int32_t %s_output_shapes(\n\t%s,\n\tloom_status *status);\n\n", g.name, strings.Join(append(g.shapeParams(g.ident), g.outShapeParams(g.ident)...), ",\n\t"))
 	b.WriteString("/* The arena's bytes at these input shapes, and what allocating every\n * intermediate apart would take. */\n")
-	fmt.Fprintf(&b, "int32_t %s_memory(%s, int64_t *peak, int64_t *naive, loom_status *status);\n\n", g.name, strings.Join(g.shapeParams(g.ident), ", "))
+	fmt.Fprintf(&b, "int32_t %s_memory(\n\t%s,\n\tint64_t *peak, int64_t *naive, loom_status *status);\n\n", g.name, strings.Join(g.shapeParams(g.ident), ",\n\t"))
 	b.WriteString("/* loom's runtime: the number of threads parallel loops use. */\nvoid loom_set_num_threads(int32_t n);\nint32_t loom_get_num_threads(void);\n\n")
 	b.WriteString("#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
 	return b.String()

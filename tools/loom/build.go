@@ -3,14 +3,17 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/hand"
+	"github.com/loom-go/loom/module"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -26,14 +29,21 @@ runtime; a C program needs nothing else. The schedule is a trace from a file
 best record of the tuning database (tuned), the schedule loom decides
 without tuning (default), the hand-written schedule of a built-in workload
 (hand), none, or auto: the best record if there is one, else the default.
-It says which it used.`, stderr)
-	var src source
+It says which it used.
+
+With -graph, it compiles the whole graph into one C library instead: NAME.h,
+libNAME.a and libNAME.so (NAME: the graph's name), holding every kernel (each
+with its best record, else the default schedule), the shape function, the
+memory plan and the runtime, behind one entry point that takes the inputs'
+and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stderr)
+	src := source{wholeGraph: true}
 	src.register(fs)
 	var rf recordFlags
 	rf.register(fs)
 	sched := fs.String("schedule", "auto", "auto, default, tuned, hand or none")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	out := fs.String("out", "", "the directory to write the kernels into (required)")
+	fs.StringVar(out, "o", "", "the same as -out")
 	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
@@ -51,6 +61,13 @@ It says which it used.`, stderr)
 	default:
 		fmt.Fprintf(stderr, "loom build: unknown -schedule %q (have auto, default, tuned, hand, none)\n", *sched)
 		return 2
+	}
+	if src.graph != "" {
+		if *tracePath != "" || (*sched != "auto" && *sched != "default") {
+			fmt.Fprintln(stderr, "loom build: -graph takes -schedule auto (each kernel's best record, else the default) or default")
+			return 2
+		}
+		return buildGraph(src.graph, *out, *symbol, *sched, &rf, stdout, stderr)
 	}
 	var trace *schedule.Trace
 	if *tracePath != "" {
@@ -75,6 +92,51 @@ It says which it used.`, stderr)
 		status = 1
 	}
 	return status
+}
+
+// buildGraph compiles a graph into one C library (module.Build): every
+// kernel, the shape function, the memory plan and the runtime, behind one
+// entry point.
+func buildGraph(path, dir, name, sched string, rf *recordFlags, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom build: %v\n", err)
+		return 1
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
+		return 1
+	}
+	threads := rf.threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	opts := module.Options{Threads: threads}
+	if sched == "auto" {
+		if db, err := rf.open(); err == nil {
+			opts.Database = db
+		}
+	}
+	if name == "" {
+		name = symbolName(g.Name)
+	}
+	m, err := module.Compile(g, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
+		return 1
+	}
+	lib, err := m.Build(dir, name)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
+		return 1
+	}
+	for _, k := range m.Kernels() {
+		fmt.Fprintf(stdout, "kernel %s: schedule %s\n", k[0], k[1])
+	}
+	fmt.Fprintf(stdout, "graph %s: %s, %s, %s\n", g.Name, lib.Header, lib.Static, lib.Shared)
+	fmt.Fprintf(stdout, "link: cc -O2 -I %s your_program.c %s -lm -pthread\n", dir, lib.Static)
+	return 0
 }
 
 // buildSchedule returns the job's function scheduled as asked, and what

@@ -11,8 +11,10 @@
 //	                          fuse an operator graph into kernels and print the plan
 //	loom tune (-workload W [-size N] | -graph G.json -size S=V... | -func F.loom -size S=V...) [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
 //	                          search schedules, keep the records, write the best kernels
-//	loom build (-workload W | -graph G.json | -func F.loom) [-schedule auto|tuned|hand|none | -trace FILE] -out DIR [-name NAME]
+//	loom build (-workload W | -func F.loom) [-schedule auto|default|tuned|hand|none | -trace FILE] -out DIR [-name NAME]
 //	                          compile a function with a schedule, ready to link into a C program
+//	loom build -graph G.json -o DIR [-name NAME]
+//	                          compile a whole graph into one C library (NAME.h, libNAME.a, libNAME.so)
 //	loom bench -workload W [-size N] [-threads T] [-schedule hand|tuned|none] [-json]
 //	                          compile, check and time a built-in workload
 //	loom lower ... [-trace FILE]

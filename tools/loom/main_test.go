@@ -420,6 +420,53 @@ int main(void) {
 	}
 }
 
+// TestBuildGraph: loom build -graph writes one C library for the whole
+// graph; a C program linked with it alone runs the graph at a size of its
+// choosing, and a wrong shape comes back as a status with a message.
+func TestBuildGraph(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	code, out, errs := runLoom(t, "build", "-graph", "../../testdata/fusion/mlp.json", "-threads", "2", "-o", dir)
+	if code != 0 || !strings.Contains(out, "libmlp.a") {
+		t.Fatalf("build -graph: exit %d: %s\n%s", code, errs, out)
+	}
+	prog := `#include <stdio.h>
+#include "mlp.h"
+static float x[5 * 64], w1[64 * 256], b1[256], w2[256 * 64], b2[64], g[64], beta[64], y[5 * 64];
+int main(void) {
+	loom_status st;
+	int64_t xs[] = {5, 64}, w1s[] = {64, 256}, b1s[] = {256}, w2s[] = {256, 64}, b2s[] = {64}, gs[] = {64}, ys[2];
+	for (int i = 0; i < 64; i++) g[i] = 1;
+	for (int i = 0; i < 5 * 64; i++) x[i] = i % 7;
+	if (mlp_output_shapes(xs, w1s, b1s, w2s, b2s, gs, gs, ys, &st) || ys[0] != 5 || ys[1] != 64) return 1;
+	if (mlp(x, xs, w1, w1s, b1, b1s, w2, w2s, b2, b2s, g, gs, beta, gs, y, ys, 0, &st)) { printf("%s\n", st.message); return 1; }
+	int64_t bad[] = {255};
+	int rc = mlp(x, xs, w1, w1s, b1, bad, w2, w2s, b2, b2s, g, gs, beta, gs, y, ys, 0, &st);
+	printf("%d %s\n", rc, st.message);
+	return 0;
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(cc, "-O2", "-I", dir, "main.c", filepath.Join(dir, "libmlp.a"), "-lm", "-pthread", "-o", "prog")
+	build.Dir = dir
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("linking a C program: %v\n%s", err, msg)
+	}
+	got, err := exec.Command(filepath.Join(dir, "prog")).CombinedOutput()
+	want := "1 module: input B1: dimension 0 is 255; the graph's is 256"
+	if err != nil || strings.TrimSpace(string(got)) != want {
+		t.Fatalf("the program printed %q (%v), want %q", got, err, want)
+	}
+	if code, _, errs := runLoom(t, "build", "-graph", "../../testdata/fusion/mlp.json", "-schedule", "hand", "-o", dir); code != 2 || !strings.Contains(errs, "-graph takes -schedule auto") {
+		t.Errorf("-graph -schedule hand: exit %d, %s", code, errs)
+	}
+}
+
 // TestTuneFunc tunes a function of the user's own, from a .loom file, at
 // the sizes given, and writes it out under the name asked for.
 func TestTuneFunc(t *testing.T) {

@@ -118,6 +118,9 @@ type source struct {
 	graph    string
 	fn       string
 	size     sizeValue
+	// wholeGraph: the command takes -graph as a whole (its symbols stay
+	// symbolic), not as one job per kernel at -size.
+	wholeGraph bool
 }
 
 func (src *source) register(fs *flag.FlagSet) {
@@ -144,6 +147,9 @@ func (src *source) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (job
 			fmt.Fprintf(stderr, "loom %s: -workload and %s name two sources; give one\n", fs.Name(), map[bool]string{true: "-graph", false: "-func"}[src.graph != ""])
 			return nil, 2, false
 		}
+	}
+	if src.graph != "" && src.wholeGraph {
+		return nil, 0, true
 	}
 	jobs, err := src.jobs()
 	if err != nil {
