@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
@@ -42,8 +43,12 @@ type Options struct {
 	// record on this machine and thread count; a kernel without one gets
 	// the default schedule.
 	Database *autotune.Database
-	// Cache holds the compiled kernels (nil: native.DefaultCache).
+	// Cache holds the compiled kernels (nil: native.DefaultCache), and
+	// the modules' schedules under modules/ in its directory.
 	Cache *native.Cache
+	// NoCache compiles afresh: no module is looked up or kept (the
+	// kernels' shared objects still come from Cache).
+	NoCache bool
 }
 
 // Module is a compiled graph.
@@ -68,44 +73,77 @@ type kernel struct {
 	Schedule string
 }
 
-// Compile compiles graph g into a module (see the package comment).
+// Compile compiles graph g into a module (see the package comment). The
+// same graph compiled again, with the same options and database, is a
+// lookup (see cache.go).
 func Compile(g *fusion.Graph, opts Options) (*Module, error) {
-	plan, err := fusion.Compile(g, fusion.Options{})
-	if err != nil {
-		return nil, err
-	}
 	cache := opts.Cache
 	if cache == nil {
+		var err error
 		if cache, err = native.DefaultCache(); err != nil {
 			return nil, err
 		}
 	}
 	threads := max(opts.Threads, 1)
 	target := autotune.HostTarget(threads)
-	key := autotune.TargetKey(llvm.Host(), threads)
+	tkey := autotune.TargetKey(llvm.Host(), threads)
+	dbPath := ""
+	if opts.Database != nil {
+		dbPath = opts.Database.Path
+	}
+	key := graphKey(g, threads, tkey, cache.Dir, databaseState(dbPath))
+	if !opts.NoCache {
+		if m := cachedModule(key); m != nil {
+			return m, nil
+		}
+	}
+	plan, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		return nil, err
+	}
 	m := &Module{plan: plan, memory: map[string]*memoryPlan{}}
 	for _, name := range inputNames(plan) {
 		m.inputs = append(m.inputs, plan.Graph.Tensor(name))
 	}
 	m.outputs = slices.Clone(plan.Graph.Outputs)
-	for _, k := range plan.Kernels {
-		f, from, err := scheduleOf(k, target, key, opts.Database)
-		if err != nil {
+	file := diskKey(cache.Dir, key, plan)
+	var funcs []*ast.Func
+	var from []string
+	if !opts.NoCache {
+		funcs, from = loadSchedules(file, plan)
+	}
+	for i, k := range plan.Kernels {
+		var f *ast.Func
+		var src string
+		if funcs != nil {
+			f, src = funcs[i], from[i]
+		} else if f, src, err = scheduleOf(k, target, tkey, opts.Database); err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
 		nk, err := cache.Compile(f, llvm.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		m.kernels = append(m.kernels, &kernel{k: k, f: f, native: nk, Schedule: from})
+		m.kernels = append(m.kernels, &kernel{k: k, f: f, native: nk, Schedule: src})
+	}
+	if !opts.NoCache {
+		if funcs == nil {
+			saveSchedules(file, m)
+		}
+		keepModule(key, m)
 	}
 	return m, nil
 }
+
+// decided counts the schedules decided (or looked up in the database):
+// the compile cache's tests check that a hit decides none.
+var decided atomic.Int64
 
 // scheduleOf returns the scheduled function of kernel k: the database's
 // fastest record for its structure on the target (at any sizes: its
 // sizes are symbolic or fixed by the graph), else the default schedule.
 func scheduleOf(k *fusion.Kernel, t autotune.Target, key string, db *autotune.Database) (*ast.Func, string, error) {
+	decided.Add(1)
 	if db != nil {
 		if r, f, err := db.BestAnySize(k.Func, k.Name, nil, key); err == nil && r != nil {
 			return f, "record", nil

@@ -1,0 +1,161 @@
+package module
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/fusion"
+)
+
+// The compile cache. A compiled module is kept in memory, and its
+// kernels' schedules on disk, keyed by what decides them:
+//
+//   - in memory, by the graph (its text and every constant's values), the
+//     target and thread count, the tuning database's state (its path and
+//     size: it only grows) and the kernel cache's directory: compiling the
+//     same graph again returns the same Module (safe for concurrent use)
+//     at the cost of a hash;
+//   - on disk (modules/ under the kernel cache's directory), by the same
+//     and the structural hash of every fused kernel, so that another
+//     process, or a loom whose fusion lowers the graph differently, never
+//     picks up schedules of other kernels: a hit skips deciding the
+//     schedules (the expensive step: the default's rules and their
+//     validation), and the kernels' shared objects come from the kernel
+//     cache.
+//
+// Files are written aside and renamed into place; a file that does not
+// parse, or whose functions' hashes differ from the record, is ignored.
+
+// cacheVersion changes when the file format or what the key covers does.
+const cacheVersion = "loom module cache 1"
+
+var memoryCache = struct {
+	sync.Mutex
+	m map[string]*Module
+}{m: map[string]*Module{}}
+
+// graphKey is the memory cache's key for g compiled with these options.
+func graphKey(g *fusion.Graph, threads int, target, cacheDir, db string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\nthreads %d\ntarget %s\ncache %s\ndatabase %s\n", cacheVersion, g, threads, target, cacheDir, db)
+	for _, c := range g.Constants {
+		fmt.Fprintf(h, "constant %s %d:", c.Name, len(c.Data))
+		var buf [8]byte
+		for _, v := range c.Data {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+			h.Write(buf[:])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// databaseState names the database's contents: records are only ever
+// appended, so its size says whether any were.
+func databaseState(path string) string {
+	if path == "" {
+		return "none"
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return path + " (absent)"
+	}
+	return fmt.Sprintf("%s %d bytes", path, st.Size())
+}
+
+func cachedModule(key string) *Module {
+	memoryCache.Lock()
+	defer memoryCache.Unlock()
+	return memoryCache.m[key]
+}
+
+func keepModule(key string, m *Module) {
+	memoryCache.Lock()
+	defer memoryCache.Unlock()
+	memoryCache.m[key] = m
+}
+
+// savedSchedules is the disk record of a module's schedules.
+type savedSchedules struct {
+	Version string
+	Kernels []savedKernel
+}
+
+type savedKernel struct {
+	Name     string
+	Hash     string // the fused (unscheduled) kernel's structural hash
+	Schedule string // "record" or "default"
+	Func     string // the scheduled function in loom's text form
+	FuncHash string // its structural hash, checked after parsing
+}
+
+// diskKey is the disk cache's file for plan under graph key key.
+func diskKey(dir, key string, plan *fusion.Plan) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	for _, k := range plan.Kernels {
+		fmt.Fprintf(h, "\n%s %s", k.Name, ast.Hash(k.Func))
+	}
+	return filepath.Join(dir, "modules", hex.EncodeToString(h.Sum(nil))[:32]+".json")
+}
+
+// loadSchedules returns the scheduled function of each of plan's kernels
+// from file, or nil when the file is missing or does not match.
+func loadSchedules(file string, plan *fusion.Plan) ([]*ast.Func, []string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil
+	}
+	var s savedSchedules
+	if json.Unmarshal(data, &s) != nil || s.Version != cacheVersion || len(s.Kernels) != len(plan.Kernels) {
+		return nil, nil
+	}
+	funcs, from := make([]*ast.Func, len(s.Kernels)), make([]string, len(s.Kernels))
+	for i, sk := range s.Kernels {
+		k := plan.Kernels[i]
+		if sk.Name != k.Name || sk.Hash != ast.Hash(k.Func).String() {
+			return nil, nil
+		}
+		f, err := ast.Parse(sk.Func)
+		if err != nil || ast.Hash(f).String() != sk.FuncHash {
+			return nil, nil
+		}
+		funcs[i], from[i] = f, sk.Schedule
+	}
+	return funcs, from
+}
+
+// saveSchedules writes the module's schedules to file (best effort: a
+// cache that cannot be written only costs the next compile its time).
+func saveSchedules(file string, m *Module) {
+	s := savedSchedules{Version: cacheVersion}
+	for _, k := range m.kernels {
+		s.Kernels = append(s.Kernels, savedKernel{
+			Name: k.k.Name, Hash: ast.Hash(k.k.Func).String(), Schedule: k.Schedule,
+			Func: ast.Print(k.f), FuncHash: ast.Hash(k.f).String(),
+		})
+	}
+	data, err := json.MarshalIndent(s, "", "\t")
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(file), 0o755) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+		os.Remove(tmp.Name())
+	}
+}
