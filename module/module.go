@@ -58,6 +58,8 @@ type Module struct {
 	inputs  []*fusion.Tensor // the graph's inputs, in its order
 	outputs []*fusion.Tensor
 
+	consts map[string]any // the constants' data, as the kernels take it
+
 	mu     sync.Mutex
 	memory map[string]*memoryPlan // by binding of the symbols (sizesKey)
 	free   [][]byte               // arenas no call holds
@@ -101,7 +103,12 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{plan: plan, memory: map[string]*memoryPlan{}}
+	m := &Module{plan: plan, memory: map[string]*memoryPlan{}, consts: map[string]any{}}
+	for _, b := range plan.Buffers {
+		if b.Role == fusion.RoleConstant {
+			m.consts[b.Tensor.Name] = ast.DataOf(b.Tensor.DType, b.Tensor.Data)
+		}
+	}
 	for _, name := range inputNames(plan) {
 		m.inputs = append(m.inputs, plan.Graph.Tensor(name))
 	}

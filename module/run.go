@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/loom-go/loom/ast"
@@ -26,6 +27,18 @@ type memoryPlan struct {
 // inputs' shapes (Sizes); every input and output is checked before any
 // kernel runs.
 func (m *Module) Run(inputs, outputs map[string]Tensor) error {
+	return m.run(inputs, outputs, nil)
+}
+
+// RunProfiled is Run that also returns each kernel's time (the call
+// alone, without checking and packing its arguments), in the order of
+// Kernels.
+func (m *Module) RunProfiled(inputs, outputs map[string]Tensor) ([]time.Duration, error) {
+	times := make([]time.Duration, len(m.kernels))
+	return times, m.run(inputs, outputs, times)
+}
+
+func (m *Module) run(inputs, outputs map[string]Tensor, times []time.Duration) error {
 	sizes, err := m.Sizes(inputs)
 	if err != nil {
 		return err
@@ -51,22 +64,31 @@ func (m *Module) Run(inputs, outputs map[string]Tensor) error {
 			return err
 		}
 	}
+	data := map[string]any{}
+	for name, in := range inputs {
+		data[name] = in.Data
+	}
+	for name, out := range outputs {
+		data[name] = out.Data
+	}
+	return m.exec(sizes, data, times)
+}
+
+// exec runs the kernels on data (every input and output, checked) at
+// sizes, the intermediates in an arena; with times, it records each
+// kernel's call.
+func (m *Module) exec(sizes map[string]int64, data map[string]any, times []time.Duration) error {
 	mp, err := m.memoryAt(sizes)
 	if err != nil {
 		return err
 	}
 	arena := m.takeArena(mp.plan.Peak)
 	defer m.giveArena(arena)
-	data := map[string]any{}
 	for _, b := range m.plan.Buffers {
 		t := b.Tensor
 		switch b.Role {
-		case fusion.RoleInput:
-			data[t.Name] = inputs[t.Name].Data
-		case fusion.RoleOutput:
-			data[t.Name] = outputs[t.Name].Data
 		case fusion.RoleConstant:
-			data[t.Name] = ast.DataOf(t.DType, t.Data)
+			data[t.Name] = m.consts[t.Name]
 		case fusion.RoleIntermediate:
 			n, err := elements(t, sizes)
 			if err != nil {
@@ -75,7 +97,7 @@ func (m *Module) Run(inputs, outputs map[string]Tensor) error {
 			data[t.Name] = view(arena, mp.offset[t.Name], n, t.DType)
 		}
 	}
-	for _, k := range m.kernels {
+	for i, k := range m.kernels {
 		args := map[string]any{}
 		for _, name := range append(slices.Clone(k.k.Inputs), k.k.Outputs...) {
 			args[name] = data[name]
@@ -84,7 +106,17 @@ func (m *Module) Run(inputs, outputs map[string]Tensor) error {
 		for _, s := range k.k.Func.Sizes {
 			ks[s.Name] = sizes[s.Name]
 		}
-		if err := k.native.Run(ks, args); err != nil {
+		call, err := k.native.Bind(ks, args)
+		if err != nil {
+			return fmt.Errorf("module: kernel %s: %w", k.k.Name, err)
+		}
+		start := time.Now()
+		err = call.Run()
+		if times != nil {
+			times[i] = time.Since(start)
+		}
+		call.Release()
+		if err != nil {
 			return fmt.Errorf("module: kernel %s: %w", k.k.Name, err)
 		}
 	}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/module"
+)
+
+// graphLine is loom bench -graph's result.
+type graphLine struct {
+	Graph   string           `json:"graph"`
+	Sizes   map[string]int64 `json:"sizes"`
+	Threads int              `json:"threads"`
+	Kernels int              `json:"kernels"`
+	// Schedules counts the kernels by where their schedule came from.
+	Schedules map[string]int `json:"schedules"`
+	// MS is the best time of a whole call (Module.Run); KernelMS the sum
+	// of each kernel's best call alone; Overhead the difference (the
+	// runtime: shapes, checks, arena, argument packing), in ms and as a
+	// fraction of MS, and per call in microseconds.
+	MS            float64 `json:"ms"`
+	KernelMS      float64 `json:"kernel_ms"`
+	OverheadMS    float64 `json:"overhead_ms"`
+	OverheadFrac  float64 `json:"overhead_frac"`
+	OverheadMicro float64 `json:"overhead_us"`
+	PeakBytes     int64   `json:"peak_bytes"`
+	NaiveBytes    int64   `json:"naive_bytes"`
+	// CompileColdMS compiles in empty caches (every kernel built);
+	// CompileMS decides the schedules again with the kernels cached;
+	// CompileCachedMS compiles the same graph again (a lookup).
+	CompileColdMS   float64 `json:"compile_cold_ms"`
+	CompileMS       float64 `json:"compile_ms"`
+	CompileCachedMS float64 `json:"compile_cached_ms"`
+	Samples         int     `json:"samples"`
+}
+
+// benchGraph compiles a graph as a module and times it (loom bench
+// -graph).
+func benchGraph(path string, sizes map[string]int64, threads int, dbPath string, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
+		return 1
+	}
+	for _, s := range g.Symbols() {
+		if _, ok := sizes[s]; !ok {
+			fmt.Fprintf(stderr, "loom bench: give every symbol a value: -size %s=N\n", s)
+			return 2
+		}
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if err := native.SetThreads(threads); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	opts := module.Options{Threads: threads}
+	if dbPath != "" {
+		db, err := autotune.OpenDatabase(dbPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom bench: %v\n", err)
+			return 1
+		}
+		opts.Database = db
+	} else if cache, err := native.DefaultCache(); err == nil {
+		if db, err := autotune.OpenDatabase(defaultDB(cache)); err == nil {
+			opts.Database = db
+		}
+	}
+	line := graphLine{Graph: g.Name, Sizes: sizes, Threads: threads, Schedules: map[string]int{}}
+
+	// Cold: empty caches.
+	tmp, err := os.MkdirTemp("", "loom-bench-graph-")
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	coldCache, err := native.NewCache(tmp)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	cold := opts
+	cold.Cache, cold.NoCache = coldCache, true
+	start := time.Now()
+	if _, err := module.Compile(g, cold); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
+		return 1
+	}
+	line.CompileColdMS = ms(time.Since(start))
+	// Warm kernels, schedules decided again.
+	warm := opts
+	warm.NoCache = true
+	start = time.Now()
+	if _, err := module.Compile(g, warm); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
+		return 1
+	}
+	line.CompileMS = ms(time.Since(start))
+	m, err := module.Compile(g, opts) // fills the cache
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
+		return 1
+	}
+	start = time.Now()
+	if m, err = module.Compile(g, opts); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
+		return 1
+	}
+	line.CompileCachedMS = ms(time.Since(start))
+	for _, k := range m.Kernels() {
+		line.Schedules[k[1]]++
+	}
+	line.Kernels = len(m.Kernels())
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := map[string]module.Tensor{}
+	for _, x := range m.Inputs() {
+		d, err := fusion.NewData(x, sizes)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom bench: input %s: %v\n", x.Name, err)
+			return 1
+		}
+		workload.FillRandom(d, rng)
+		if v, ok := d.([]int32); ok {
+			for i := range v {
+				v[i] = int32(rng.IntN(4))
+			}
+		}
+		shape := make([]int64, len(x.Shape))
+		for k, dim := range x.Shape {
+			shape[k], _ = dim.Eval(sizes)
+		}
+		inputs[x.Name] = module.Tensor{Shape: shape, Data: d}
+	}
+	outputs, err := m.NewOutputs(inputs)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	if line.PeakBytes, line.NaiveBytes, err = m.Memory(inputs); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	// Samples, as ../shared/peers takes them: a warm-up call, then
+	// samples of reps calls (each sample at least 20 ms), at least 5 and
+	// more while they total under 0.3 s (at most 30); the best counts.
+	if _, err := m.RunProfiled(inputs, outputs); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	start = time.Now()
+	if err := m.Run(inputs, outputs); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	reps := max(1, int(20*time.Millisecond/max(time.Since(start), time.Microsecond)))
+	best := time.Duration(1 << 62)
+	bestKernel := make([]time.Duration, line.Kernels)
+	for i := range bestKernel {
+		bestKernel[i] = 1 << 62
+	}
+	var total time.Duration
+	for line.Samples < 5 || (total < 300*time.Millisecond && line.Samples < 30) {
+		start := time.Now()
+		for range reps {
+			if err := m.Run(inputs, outputs); err != nil {
+				fmt.Fprintf(stderr, "loom bench: %v\n", err)
+				return 1
+			}
+		}
+		d := time.Since(start)
+		total += d
+		best = min(best, d/time.Duration(reps))
+		// The kernels alone, in separate calls.
+		for range reps {
+			times, err := m.RunProfiled(inputs, outputs)
+			if err != nil {
+				fmt.Fprintf(stderr, "loom bench: %v\n", err)
+				return 1
+			}
+			for i, t := range times {
+				bestKernel[i] = min(bestKernel[i], t)
+			}
+		}
+		line.Samples++
+	}
+	line.MS = ms(best)
+	for _, t := range bestKernel {
+		line.KernelMS += ms(t)
+	}
+	line.OverheadMS = line.MS - line.KernelMS
+	line.OverheadFrac = line.OverheadMS / line.MS
+	line.OverheadMicro = line.OverheadMS * 1e3
+	out, _ := json.Marshal(line)
+	fmt.Fprintln(stdout, string(out))
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
