@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example onednn suite
+.PHONY: test check tools fuzz example onednn suite graphbench
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
@@ -71,3 +71,11 @@ CASES ?= .
 RESULTS ?= bin/suite-$(THREADS)threads.jsonl
 suite: onednn
 	$(GO) run ./tools/loom bench -suite testdata/suite -cases '$(CASES)' -trials $(TRIALS) -threads $(THREADS) -onednn $(ONEDNN_BIN) -results $(RESULTS)
+
+# graphbench compiles each shipped graph (testdata/graphs, mlp) as a module
+# and times it beside numpy computing the same graph op by op, on
+# GRAPH_THREADS (default 1 and 2): one JSON line per run, then a table. It installs
+# python3-numpy when missing.
+GRAPH_THREADS ?= 1 2
+graphbench:
+	tools/graphbench/run $(GRAPH_THREADS)

@@ -47,14 +47,9 @@ type graphLine struct {
 // benchGraph compiles a graph as a module and times it (loom bench
 // -graph).
 func benchGraph(path string, sizes map[string]int64, threads int, dbPath string, stdout, stderr io.Writer) int {
-	data, err := os.ReadFile(path)
+	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
-		return 1
-	}
-	g, err := fusion.ParseJSON(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "loom bench: %s: %v\n", path, err)
 		return 1
 	}
 	for _, s := range g.Symbols() {

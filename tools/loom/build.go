@@ -3,14 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/module"
@@ -98,14 +96,9 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 // kernel, the shape function, the memory plan and the runtime, behind one
 // entry point.
 func buildGraph(path, dir, name, sched string, rf *recordFlags, stdout, stderr io.Writer) int {
-	data, err := os.ReadFile(path)
+	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %v\n", err)
-		return 1
-	}
-	g, err := fusion.ParseJSON(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
 		return 1
 	}
 	threads := rf.threads

@@ -91,14 +91,9 @@ each check.`, stderr)
 		fmt.Fprintf(stderr, "loom fuse: unknown -check %q (have auto, full, off)\n", *check)
 		return 2
 	}
-	data, err := readInput(fs.Arg(0))
+	g, err := readGraph(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	g, err := fusion.ParseJSON(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
 		return 1
 	}
 	opts := fusion.Options{NoFuse: *noFuse, DumpTo: stdout}

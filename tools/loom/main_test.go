@@ -467,6 +467,33 @@ int main(void) {
 	}
 }
 
+// TestBenchGraph: loom bench -graph prints one JSON line with the
+// module's time, its kernels' sum, the arena and the compile times; a
+// missing symbol is a usage error.
+func TestBenchGraph(t *testing.T) {
+	code, out, errs := runLoom(t, "bench", "-graph", "../../testdata/graphs/attention.txtar", "-size", "S=5", "-threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	var line struct {
+		Graph      string
+		Kernels    int
+		MS         float64 `json:"ms"`
+		KernelMS   float64 `json:"kernel_ms"`
+		PeakBytes  int64   `json:"peak_bytes"`
+		NaiveBytes int64   `json:"naive_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &line); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if line.Graph != "attention" || line.Kernels == 0 || line.MS <= 0 || line.KernelMS <= 0 || line.PeakBytes <= 0 || line.PeakBytes > line.NaiveBytes {
+		t.Errorf("implausible line: %s", out)
+	}
+	if code, _, errs := runLoom(t, "bench", "-graph", "../../testdata/graphs/attention.txtar"); code != 2 || !strings.Contains(errs, "-size S=N") {
+		t.Errorf("no -size: exit %d, %s", code, errs)
+	}
+}
+
 // TestTuneFunc tunes a function of the user's own, from a .loom file, at
 // the sizes given, and writes it out under the name asked for.
 func TestTuneFunc(t *testing.T) {

@@ -19,6 +19,8 @@ import (
 	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
+
+	"golang.org/x/tools/txtar"
 )
 
 // newFlags returns the flag set of a command: -h prints the usage line,
@@ -213,13 +215,9 @@ func (src *source) jobs() ([]*job, error) {
 	if src.size.n != 0 {
 		return nil, fmt.Errorf("-graph takes its symbols' values as -size NAME=VALUE, not -size %d", src.size.n)
 	}
-	data, err := readInput(src.graph)
+	g, err := readGraph(src.graph)
 	if err != nil {
 		return nil, err
-	}
-	g, err := fusion.ReadJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", src.graph, err)
 	}
 	var missing []string
 	symbols := map[string]bool{}
@@ -358,4 +356,31 @@ func profileFlag(fs *flag.FlagSet) func() (stop func(), err error) {
 		}
 		return func() { pprof.StopCPUProfile(); f.Close() }, nil
 	}
+}
+
+// readGraph reads an operator graph: loom's JSON (a file, or - for the
+// standard input), or the graph.json section of a .txtar file (as in
+// testdata/graphs and testdata/fusion). Errors name the file.
+func readGraph(path string) (*fusion.Graph, error) {
+	data, err := readInput(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".txtar") {
+		ar := txtar.Parse(data)
+		data = nil
+		for _, f := range ar.Files {
+			if f.Name == "graph.json" {
+				data = f.Data
+			}
+		}
+		if data == nil {
+			return nil, fmt.Errorf("%s: no graph.json section", path)
+		}
+	}
+	g, err := fusion.ReadJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return g, nil
 }
