@@ -92,7 +92,9 @@ func reduceDomain(n *Node) string {
 //     output's shape as an epilogue, and trivial producers of what the
 //     epilogue reads besides (a batch norm's per-channel scale), never
 //     producers of its own inputs, which it would compute again for
-//     every reduction step;
+//     every reduction step, except views: transposes of the outer
+//     dimensions and reshapes that split a dimension, which it reads
+//     through at no cost (no kernel copies them; see viewsOnly);
 //   - no fusion may create a cycle between groups.
 //
 // It returns the groups in an order that respects their dependences.
@@ -190,8 +192,9 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		// Into the anchor itself it would be recomputed for every
 		// reduction step; into its epilogue alone (a batch norm's
 		// per-channel scale) it is computed where a kernel of its own
-		// would.
-		return !readByAnchor(pg, cg)
+		// would. Data movement whose index map is affine computes
+		// nothing: the anchor reads through it, a view instead of a copy.
+		return !readByAnchor(pg, cg) || viewsOnly(pg)
 	case pg.kind == Elementwise:
 		return true
 	case pg.kind == Reduce && cg.kind == Elementwise:
@@ -203,6 +206,33 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && elementwiseFrom(cg, p.Output) && !readByAnchor(cg, pg)
 	}
 	return false
+}
+
+// viewsOnly reports whether every node of grp moves data by an affine
+// index map that keeps the innermost dimension innermost: a transpose of
+// the outer dimensions, or a reshape that splits one dimension of its
+// input. An anchor reads through such views as fast as through a copy
+// (its vectorized, innermost loop still reads consecutive elements);
+// merging dimensions would read through a division and a remainder, and
+// moving the innermost dimension would make the vector loads strided
+// (the copy, contiguous, is then worth its kernel).
+func viewsOnly(grp *group) bool {
+	for _, n := range grp.nodes {
+		switch n.Op {
+		case "transpose":
+			if p := perm(n); len(p) > 0 && p[len(p)-1] != len(p)-1 {
+				return false
+			}
+		case "reshape":
+			in, out := n.Inputs[0].Shape, n.Output.Shape
+			if pre, suf := reshapeEnds(in, out); len(in)-pre-suf > 1 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // readByAnchor reports whether an anchor of grp reads a tensor that a node

@@ -369,18 +369,23 @@ func (l *lowerer) trivial(n *Node) (gen, error) {
 // reshape maps the output index to the input's through the row-major
 // linear index; the dimensions the two shapes share at either end map
 // directly.
+// reshapeEnds returns how many leading and trailing dimensions a reshape
+// from in to out keeps; the dimensions between are linearized and split.
+func reshapeEnds(in, out Shape) (pre, suf int) {
+	for pre < len(in) && pre < len(out) && in[pre].Equal(out[pre]) {
+		pre++
+	}
+	for suf < len(in)-pre && suf < len(out)-pre && in[len(in)-1-suf].Equal(out[len(out)-1-suf]) {
+		suf++
+	}
+	return pre, suf
+}
+
 func (l *lowerer) reshape(n *Node) gen {
 	src := n.Inputs[0]
 	x := l.val[src]
 	in, out := src.Shape, n.Output.Shape
-	pre := 0
-	for pre < len(in) && pre < len(out) && in[pre].Equal(out[pre]) {
-		pre++
-	}
-	suf := 0
-	for suf < len(in)-pre && suf < len(out)-pre && in[len(in)-1-suf].Equal(out[len(out)-1-suf]) {
-		suf++
-	}
+	pre, suf := reshapeEnds(in, out)
 	return func(i []ast.Expr) ast.Expr {
 		idx := make([]ast.Expr, len(in))
 		copy(idx, i[:pre])
