@@ -101,7 +101,18 @@ func Compile(g *Graph, opts Options) (*Plan, error) {
 		}
 		return s
 	})
-	return newPlan(g, groups)
+	graphOrder := groups
+	if !opts.NoFuse {
+		groups = orderForMemory(g, groups)
+	}
+	plan, err := newPlan(g, groups)
+	if err != nil {
+		return nil, err
+	}
+	for _, grp := range groups {
+		plan.GraphOrder = append(plan.GraphOrder, slices.Index(graphOrder, grp))
+	}
+	return plan, nil
 }
 
 func groupKind(n *Node) Kind {

@@ -16,6 +16,10 @@ type Plan struct {
 	Graph   *Graph // after the passes
 	Kernels []*Kernel
 	Buffers []*Buffer // every tensor a kernel reads or writes
+	// GraphOrder[k] is where kernel k would run in the graph's own order
+	// (its first node's), before the exec-order pass chose the order of
+	// Kernels to lower the peak memory.
+	GraphOrder []int
 }
 
 // Kernel is one fused group lowered to one function. The function's
@@ -113,6 +117,32 @@ func (p *Plan) Memory(sizes map[string]int64) (*memplan.Plan, error) {
 	if err := p.checkSizes(sizes); err != nil {
 		return nil, err
 	}
+	return p.place(sizes, func(b *Buffer) (int, int) { return b.First, b.Last })
+}
+
+// GraphOrderMemory is Memory with the kernels run in the graph's order
+// (GraphOrder): the figure the exec-order pass improves on.
+func (p *Plan) GraphOrderMemory(sizes map[string]int64) (*memplan.Plan, error) {
+	if err := p.checkSizes(sizes); err != nil {
+		return nil, err
+	}
+	return p.place(sizes, func(b *Buffer) (int, int) {
+		first, last := -1, -1
+		for k, kern := range p.Kernels {
+			if slices.Contains(kern.Inputs, b.Tensor.Name) || slices.Contains(kern.Outputs, b.Tensor.Name) {
+				step := p.GraphOrder[k]
+				if first < 0 || step < first {
+					first = step
+				}
+				last = max(last, step)
+			}
+		}
+		return first, last
+	})
+}
+
+// place places the intermediates with the live ranges steps gives.
+func (p *Plan) place(sizes map[string]int64, steps func(*Buffer) (int, int)) (*memplan.Plan, error) {
 	var bufs []memplan.Buffer
 	for _, b := range p.Buffers {
 		if b.Role != RoleIntermediate {
@@ -133,7 +163,8 @@ func (p *Plan) Memory(sizes map[string]int64) (*memplan.Plan, error) {
 		if !ok {
 			return nil, errDimOverflow
 		}
-		bufs = append(bufs, memplan.Buffer{Name: b.Tensor.Name, Size: bytes, First: b.First, Last: b.Last})
+		first, last := steps(b)
+		bufs = append(bufs, memplan.Buffer{Name: b.Tensor.Name, Size: bytes, First: first, Last: last})
 	}
 	return memplan.Place(bufs, 64)
 }

@@ -160,6 +160,21 @@ func (m *Module) Memory(inputs map[string]Tensor) (peak, naive int64, err error)
 	return mp.plan.Peak, mp.plan.Naive, nil
 }
 
+// GraphOrderPeak returns the arena's peak bytes at the inputs' shapes had
+// the kernels run in the graph's order: what the exec-order pass saves
+// (fusion.Plan.GraphOrderMemory).
+func (m *Module) GraphOrderPeak(inputs map[string]Tensor) (int64, error) {
+	sizes, err := m.Sizes(inputs)
+	if err != nil {
+		return 0, err
+	}
+	p, err := m.plan.GraphOrderMemory(sizes)
+	if err != nil {
+		return 0, err
+	}
+	return p.Peak, nil
+}
+
 // takeArena returns an arena of at least n bytes, 64-byte aligned: one a
 // finished call gave back when it is large enough.
 func (m *Module) takeArena(n int64) []byte {

@@ -35,6 +35,9 @@ type graphLine struct {
 	OverheadMicro float64 `json:"overhead_us"`
 	PeakBytes     int64   `json:"peak_bytes"`
 	NaiveBytes    int64   `json:"naive_bytes"`
+	// GraphOrderPeak is the peak had the kernels run in the graph's
+	// order (before the exec-order pass).
+	GraphOrderPeak int64 `json:"graph_order_peak_bytes"`
 	// CompileColdMS compiles in empty caches (every kernel built);
 	// CompileMS decides the schedules again with the kernels cached;
 	// CompileCachedMS compiles the same graph again (a lookup).
@@ -151,6 +154,10 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 		return 1
 	}
 	if line.PeakBytes, line.NaiveBytes, err = m.Memory(inputs); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
+	if line.GraphOrderPeak, err = m.GraphOrderPeak(inputs); err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
