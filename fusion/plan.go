@@ -32,6 +32,12 @@ type Kernel struct {
 	Nodes   []string // the nodes it computes, by output tensor
 	Inputs  []string
 	Outputs []string
+	// Alias, when not empty, says that the kernel only reshapes the
+	// tensor so named into its one output: row-major, the same elements
+	// in the same order. A runtime skips it and lets the output share
+	// the input's memory (Buffer.AliasOf); its function is the copy, for
+	// runtimes that do not.
+	Alias string
 }
 
 // Role says where a buffer comes from.
@@ -55,6 +61,10 @@ type Buffer struct {
 	Tensor      *Tensor
 	Role        Role
 	First, Last int
+	// AliasOf, for the output of an alias kernel (Kernel.Alias), is the
+	// tensor whose memory it shares (never itself an alias); Memory does
+	// not place it, and the live range of AliasOf covers its readers.
+	AliasOf *Tensor
 }
 
 // newPlan builds the plan of g's groups.
@@ -106,7 +116,46 @@ func newPlan(g *Graph, groups []*group) (*Plan, error) {
 			b.Last = len(p.Kernels) - 1
 		}
 	}
+	markAliases(p, groups, bufs)
 	return p, nil
+}
+
+// markAliases finds the kernels that only reshape an intermediate or an
+// input into an intermediate (a flatten before a matmul, say) and makes
+// their outputs views of their inputs' memory, unless some kernel reads
+// both (kernels assume their buffers do not overlap).
+func markAliases(p *Plan, groups []*group, bufs map[*Tensor]*Buffer) {
+	for i, k := range p.Kernels {
+		if len(k.Inputs) != 1 || len(k.Outputs) != 1 || slices.ContainsFunc(groups[i].nodes, func(n *Node) bool { return n.Op != "reshape" }) {
+			continue
+		}
+		src, out := bufs[p.Graph.Tensor(k.Inputs[0])], bufs[p.Graph.Tensor(k.Outputs[0])]
+		if src == nil || out == nil || out.Role != RoleIntermediate || src.Tensor.DType != out.Tensor.DType {
+			continue
+		}
+		root := src
+		if src.AliasOf != nil {
+			root = bufs[src.AliasOf]
+		}
+		both := false
+		for _, o := range p.Kernels {
+			if o == k {
+				continue
+			}
+			names := append(slices.Clone(o.Inputs), o.Outputs...)
+			if slices.Contains(names, out.Tensor.Name) && (slices.Contains(names, root.Tensor.Name) || slices.ContainsFunc(p.Buffers, func(b *Buffer) bool {
+				return b.AliasOf == root.Tensor && slices.Contains(names, b.Tensor.Name)
+			})) {
+				both = true
+			}
+		}
+		if both {
+			continue
+		}
+		k.Alias = root.Tensor.Name
+		out.AliasOf = root.Tensor
+		root.Last = max(root.Last, out.Last)
+	}
 }
 
 // Memory places the intermediate buffers in one arena, reusing the space
@@ -128,8 +177,11 @@ func (p *Plan) GraphOrderMemory(sizes map[string]int64) (*memplan.Plan, error) {
 	}
 	return p.place(sizes, func(b *Buffer) (int, int) {
 		first, last := -1, -1
+		touches := func(kern *Kernel, name string) bool {
+			return slices.Contains(kern.Inputs, name) || slices.Contains(kern.Outputs, name)
+		}
 		for k, kern := range p.Kernels {
-			if slices.Contains(kern.Inputs, b.Tensor.Name) || slices.Contains(kern.Outputs, b.Tensor.Name) {
+			if touches(kern, b.Tensor.Name) || slices.ContainsFunc(p.Buffers, func(a *Buffer) bool { return a.AliasOf == b.Tensor && touches(kern, a.Tensor.Name) }) {
 				step := p.GraphOrder[k]
 				if first < 0 || step < first {
 					first = step
@@ -145,7 +197,7 @@ func (p *Plan) GraphOrderMemory(sizes map[string]int64) (*memplan.Plan, error) {
 func (p *Plan) place(sizes map[string]int64, steps func(*Buffer) (int, int)) (*memplan.Plan, error) {
 	var bufs []memplan.Buffer
 	for _, b := range p.Buffers {
-		if b.Role != RoleIntermediate {
+		if b.Role != RoleIntermediate || b.AliasOf != nil {
 			continue
 		}
 		n, err := b.Tensor.Shape.Elems()
@@ -324,9 +376,16 @@ func (p *Plan) String() string {
 	for i, k := range p.Kernels {
 		fmt.Fprintf(&b, "kernel %d %s (%s): %s\n", i, k.Name, k.Kind, strings.Join(k.Nodes, " "))
 		fmt.Fprintf(&b, "  reads %s\n  writes %s\n", strings.Join(k.Inputs, " "), strings.Join(k.Outputs, " "))
+		if k.Alias != "" {
+			fmt.Fprintf(&b, "  a view of %s (runtimes skip it)\n", k.Alias)
+		}
 	}
 	for _, buf := range p.Buffers {
-		fmt.Fprintf(&b, "buffer %s: %s%s %s, kernels %d..%d\n", buf.Tensor.Name, buf.Tensor.DType, buf.Tensor.Shape, buf.Role, buf.First, buf.Last)
+		fmt.Fprintf(&b, "buffer %s: %s%s %s, kernels %d..%d", buf.Tensor.Name, buf.Tensor.DType, buf.Tensor.Shape, buf.Role, buf.First, buf.Last)
+		if buf.AliasOf != nil {
+			fmt.Fprintf(&b, ", the memory of %s", buf.AliasOf.Name)
+		}
+		b.WriteString("\n")
 	}
 	for _, k := range p.Kernels {
 		b.WriteString("\n")

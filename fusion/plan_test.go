@@ -15,6 +15,13 @@ import (
 // golden graph, fused and one kernel per operator (many intermediates),
 // and checks by enumerating the kernel steps that no two buffers live at
 // the same step share a byte of the arena, and that reuse happens.
+func nameOf(t *fusion.Tensor) string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
 func TestMemoryPlanLiveRanges(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/fusion/*.txtar")
 	reused := false
@@ -47,8 +54,15 @@ func TestMemoryPlanLiveRanges(t *testing.T) {
 			}
 			live := map[string][2]int{}
 			for _, b := range p.Buffers {
-				if b.Role == fusion.RoleIntermediate {
+				if b.Role == fusion.RoleIntermediate && b.AliasOf == nil {
 					live[b.Tensor.Name] = [2]int{b.First, b.Last}
+				}
+			}
+			// A view (a reshape's output sharing its input's memory)
+			// is not placed: its input lives as long as it does.
+			for _, b := range p.Buffers {
+				if r, ok := live[nameOf(b.AliasOf)]; ok && (r[0] > b.First || r[1] < b.Last) {
+					t.Errorf("%s: %s lives %d..%d, its view %s %d..%d", file, b.AliasOf.Name, r[0], r[1], b.Tensor.Name, b.First, b.Last)
 				}
 			}
 			if len(mem.Places) != len(live) {

@@ -91,7 +91,7 @@ type savedSchedules struct {
 type savedKernel struct {
 	Name     string
 	Hash     string // the fused (unscheduled) kernel's structural hash
-	Schedule string // "record" or "default"
+	Schedule string // "record", "default" or "view"
 	Func     string // the scheduled function in loom's text form
 	FuncHash string // its structural hash, checked after parsing
 }

@@ -71,7 +71,8 @@ type kernel struct {
 	f      *ast.Func // the scheduled function
 	native *native.Kernel
 	// Schedule says where its schedule came from: "record" (the
-	// database's fastest) or "default".
+	// database's fastest) or "default"; "view" for a kernel that does not
+	// run (its output shares its input's memory).
 	Schedule string
 }
 
@@ -120,6 +121,11 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		funcs, from = loadSchedules(file, plan)
 	}
 	for i, k := range plan.Kernels {
+		if k.Alias != "" {
+			// A view: nothing runs (see fusion.Kernel.Alias).
+			m.kernels = append(m.kernels, &kernel{k: k, f: k.Func, Schedule: "view"})
+			continue
+		}
 		var f *ast.Func
 		var src string
 		if funcs != nil {
@@ -176,7 +182,9 @@ func inputNames(p *fusion.Plan) []string {
 }
 
 // Kernels returns the names of the module's kernels in the order they
-// run, each with where its schedule came from ("record" or "default").
+// run, each with where its schedule came from ("record" or "default"; or
+// "view": a reshape that does not run, its output sharing its input's
+// memory).
 func (m *Module) Kernels() [][2]string {
 	var out [][2]string
 	for _, k := range m.kernels {

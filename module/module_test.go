@@ -332,3 +332,47 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsDoNotRun: in the classifier head, the flatten of the
+// convolution's output and the reshape of an input are views: no kernel
+// runs for them, their memory is their input's (the arena holds R, not F;
+// Zf is the caller's Z), and the results match the interpreter (in
+// TestGoldensMatchInterpreter and TestCLibraryMatchesInterpreter).
+func TestViewsDoNotRun(t *testing.T) {
+	var cnn *goldenGraph
+	for _, gg := range goldens(t) {
+		if gg.name == "cnn_head.txtar" {
+			cnn = &gg
+		}
+	}
+	if cnn == nil {
+		t.Fatal("no testdata/graphs/cnn_head.txtar")
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(cnn.g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var views []string
+	for _, k := range m.Kernels() {
+		if k[1] == "view" {
+			views = append(views, k[0])
+		}
+	}
+	if len(views) != 2 {
+		t.Errorf("views %v, want the two reshapes", views)
+	}
+	ins, _ := inputsAt(t, cnn.g, map[string]int64{"N": 5}, 1)
+	peak, naive, err := m.Memory(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Placed: R (5x8x6x6 floats), then L2 and L (5x10 each) in R's
+	// shadow or after it; F and Zf take nothing.
+	if r := int64(5 * 8 * 6 * 6 * 4); peak < r || naive >= 2*r {
+		t.Errorf("peak %d, naive %d bytes: the views seem placed (R alone is %d)", peak, naive, r)
+	}
+}

@@ -90,6 +90,9 @@ func (m *Module) exec(sizes map[string]int64, data map[string]any, times []time.
 		case fusion.RoleConstant:
 			data[t.Name] = m.consts[t.Name]
 		case fusion.RoleIntermediate:
+			if b.AliasOf != nil {
+				continue
+			}
 			n, err := elements(t, sizes)
 			if err != nil {
 				return err
@@ -97,7 +100,15 @@ func (m *Module) exec(sizes map[string]int64, data map[string]any, times []time.
 			data[t.Name] = view(arena, mp.offset[t.Name], n, t.DType)
 		}
 	}
+	for _, b := range m.plan.Buffers {
+		if b.AliasOf != nil {
+			data[b.Tensor.Name] = data[b.AliasOf.Name] // a reshape: the same elements
+		}
+	}
 	for i, k := range m.kernels {
+		if k.native == nil {
+			continue // a view
+		}
 		args := map[string]any{}
 		for _, name := range append(slices.Clone(k.k.Inputs), k.k.Outputs...) {
 			args[name] = data[name]
