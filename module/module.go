@@ -1,21 +1,30 @@
 // Package module compiles a whole operator graph into one callable
 // module: loom as a compiler's back end.
 //
-// Compile fuses the graph (package fusion), gives every kernel a schedule
-// (the fastest tuning record of its structure on the target when a
-// database holds one, the default schedule of package autotune
-// otherwise), compiles each with codegen/llvm, and returns a Module. Run
-// then executes the whole graph natively:
+// Compile fuses the graph (package fusion: its passes, fusion, views and
+// the exec-order pass that orders the kernels for the least peak memory),
+// gives every kernel a schedule (the fastest tuning record of its
+// structure on the target when a database holds one, the default schedule
+// of package autotune otherwise), compiles each with codegen/llvm, and
+// returns a Module. Compiling the same graph again is a lookup (cache.go):
+// in memory within a process, and the schedules on disk across processes.
+//
+// Run (Go slices) and RunPointers (raw addresses, for embedders) execute
+// the whole graph natively:
 //
 //  1. the shape function binds the graph's symbols from the inputs'
 //     shapes and checks every dimension against the graph (a wrong shape
 //     is an error naming the input, the dimension and both values; nothing
 //     runs);
-//  2. the intermediates are placed in one arena, planned per binding of
-//     the symbols (fusion.Plan.Memory: buffers whose live ranges do not
-//     meet share bytes) and reused by later calls;
-//  3. the kernels run in order, on the caller's inputs and outputs and the
-//     arena's intermediates.
+//  2. the intermediates are placed in one arena, planned once per binding
+//     of the symbols (fusion.Plan.Memory: buffers whose live ranges do not
+//     meet share bytes; a reshape's output is its input's memory) and
+//     reused by later calls;
+//  3. the kernels' entry points are called in order with the addresses
+//     worked out once per binding (call.go).
+//
+// Build writes the same module as a C library (clib.go): the kernels, the
+// shape function, the planner and the runtime behind one entry point.
 //
 // A Module is safe for concurrent use: each call takes its own arena.
 package module
@@ -25,6 +34,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
@@ -54,22 +64,30 @@ type Options struct {
 // Module is a compiled graph.
 type Module struct {
 	plan    *fusion.Plan
+	symbols []string // the graph's, sorted
 	kernels []*kernel
 	inputs  []*fusion.Tensor // the graph's inputs, in its order
 	outputs []*fusion.Tensor
 
-	consts map[string]any // the constants' data, as the kernels take it
+	// The constants' data as the kernels take it, and its addresses.
+	constNames []string
+	constData  []any
+	constPtrs  []unsafe.Pointer
+	maxParams  int // the most buffer parameters of a kernel
 
-	mu     sync.Mutex
-	memory map[string]*memoryPlan // by binding of the symbols (sizesKey)
-	free   [][]byte               // arenas no call holds
+	mu       sync.Mutex
+	bindings map[string]*binding    // by binding of the symbols (sizesKey)
+	memory   map[string]*memoryPlan // by binding of the symbols (sizesKey)
+	free     [][]byte               // arenas no call holds
 }
 
 // kernel is one compiled kernel of the plan.
 type kernel struct {
 	k      *fusion.Kernel
+	index  int       // in Module.kernels
 	f      *ast.Func // the scheduled function
 	native *native.Kernel
+	entry  uintptr // its packed entry point; 0 for a view
 	// Schedule says where its schedule came from: "record" (the
 	// database's fastest) or "default"; "view" for a kernel that does not
 	// run (its output shares its input's memory).
@@ -104,12 +122,8 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{plan: plan, memory: map[string]*memoryPlan{}, consts: map[string]any{}}
-	for _, b := range plan.Buffers {
-		if b.Role == fusion.RoleConstant {
-			m.consts[b.Tensor.Name] = ast.DataOf(b.Tensor.DType, b.Tensor.Data)
-		}
-	}
+	m := &Module{plan: plan, symbols: plan.Graph.Symbols(), memory: map[string]*memoryPlan{}, bindings: map[string]*binding{}}
+	m.constNames, m.constData, m.constPtrs = constantPointers(plan)
 	for _, name := range inputNames(plan) {
 		m.inputs = append(m.inputs, plan.Graph.Tensor(name))
 	}
@@ -123,7 +137,7 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	for i, k := range plan.Kernels {
 		if k.Alias != "" {
 			// A view: nothing runs (see fusion.Kernel.Alias).
-			m.kernels = append(m.kernels, &kernel{k: k, f: k.Func, Schedule: "view"})
+			m.kernels = append(m.kernels, &kernel{k: k, index: i, f: k.Func, Schedule: "view"})
 			continue
 		}
 		var f *ast.Func
@@ -137,7 +151,12 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		m.kernels = append(m.kernels, &kernel{k: k, f: f, native: nk, Schedule: src})
+		entry, err := entryOf(nk)
+		if err != nil {
+			return nil, err
+		}
+		m.kernels = append(m.kernels, &kernel{k: k, index: i, f: f, native: nk, entry: entry, Schedule: src})
+		m.maxParams = max(m.maxParams, len(f.Params))
 	}
 	if !opts.NoCache {
 		if funcs == nil {

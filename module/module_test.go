@@ -6,8 +6,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/tools/txtar"
 
@@ -91,7 +93,7 @@ func goldens(t *testing.T) []goldenGraph {
 
 // inputsAt returns random inputs of g at sizes, as the module takes them
 // and as the plan's interpreter takes them.
-func inputsAt(t *testing.T, g *fusion.Graph, sizes map[string]int64, seed uint64) (map[string]module.Tensor, map[string]any) {
+func inputsAt(t testing.TB, g *fusion.Graph, sizes map[string]int64, seed uint64) (map[string]module.Tensor, map[string]any) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 11))
 	ins, raw := map[string]module.Tensor{}, map[string]any{}
@@ -375,4 +377,70 @@ func TestViewsDoNotRun(t *testing.T) {
 	if r := int64(5 * 8 * 6 * 6 * 4); peak < r || naive >= 2*r {
 		t.Errorf("peak %d, naive %d bytes: the views seem placed (R alone is %d)", peak, naive, r)
 	}
+}
+
+// TestRunPointers: raw addresses in, the same results as Run; a wrong
+// count, shape or a nil address is an error naming the tensor.
+func TestRunPointers(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fusion/mlp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := inputsAt(t, g, map[string]int64{"T": 7}, 5)
+	want, err := m.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(ins, want); err != nil {
+		t.Fatal(err)
+	}
+	var pins []module.Pointer
+	for _, x := range m.Inputs() {
+		v := ins[x.Name].Data.([]float32)
+		pins = append(pins, module.Pointer{Data: unsafe.Pointer(&v[0]), Shape: ins[x.Name].Shape})
+	}
+	got, err := m.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pouts []module.Pointer
+	for _, y := range m.Outputs() {
+		v := got[y.Name].Data.([]float32)
+		pouts = append(pouts, module.Pointer{Data: unsafe.Pointer(&v[0]), Shape: got[y.Name].Shape})
+	}
+	if err := m.RunPointers(pins, pouts); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if e := workload.MaxRelErr(got[name].Data, w.Data); e != 0 {
+			t.Errorf("output %s differs from Run's by %g", name, e)
+		}
+	}
+	bad := func(what string, ins, outs []module.Pointer, message string) {
+		t.Helper()
+		err := m.RunPointers(ins, outs)
+		if err == nil || !strings.Contains(err.Error(), message) {
+			t.Errorf("%s: got %v, want an error saying %q", what, err, message)
+		}
+	}
+	bad("one input missing", pins[1:], pouts, "6 inputs and 1 outputs given")
+	wrong := slices.Clone(pins)
+	wrong[1] = module.Pointer{Data: pins[1].Data, Shape: []int64{64, 255}}
+	bad("wrong shape", wrong, pouts, "input W1: dimension 1 is 255; the graph's is 256")
+	nilIn := slices.Clone(pins)
+	nilIn[0].Data = nil
+	bad("nil input", nilIn, pouts, "input X has no data (nil)")
+	bad("wrong output shape", pins, []module.Pointer{{Data: pouts[0].Data, Shape: []int64{6, 64}}}, "output Out has shape [6 64]; at these inputs it is [7 64]")
 }

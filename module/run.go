@@ -3,14 +3,12 @@ package module
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unsafe"
 
-	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/fusion/memplan"
 )
@@ -64,74 +62,88 @@ func (m *Module) run(inputs, outputs map[string]Tensor, times []time.Duration) e
 			return err
 		}
 	}
-	data := map[string]any{}
-	for name, in := range inputs {
-		data[name] = in.Data
-	}
-	for name, out := range outputs {
-		data[name] = out.Data
-	}
-	return m.exec(sizes, data, times)
-}
-
-// exec runs the kernels on data (every input and output, checked) at
-// sizes, the intermediates in an arena; with times, it records each
-// kernel's call.
-func (m *Module) exec(sizes map[string]int64, data map[string]any, times []time.Duration) error {
-	mp, err := m.memoryAt(sizes)
+	b, err := m.bindingAt(sizes)
 	if err != nil {
 		return err
 	}
-	arena := m.takeArena(mp.plan.Peak)
-	defer m.giveArena(arena)
-	for _, b := range m.plan.Buffers {
-		t := b.Tensor
-		switch b.Role {
-		case fusion.RoleConstant:
-			data[t.Name] = m.consts[t.Name]
-		case fusion.RoleIntermediate:
-			if b.AliasOf != nil {
-				continue
-			}
-			n, err := elements(t, sizes)
-			if err != nil {
-				return err
-			}
-			data[t.Name] = view(arena, mp.offset[t.Name], n, t.DType)
+	ins := make([]unsafe.Pointer, len(m.inputs))
+	for i, t := range m.inputs {
+		ins[i] = dataPointer(inputs[t.Name].Data)
+	}
+	outs := make([]unsafe.Pointer, len(m.outputs))
+	for i, t := range m.outputs {
+		outs[i] = dataPointer(outputs[t.Name].Data)
+	}
+	return m.execute(b, ins, outs, times)
+}
+
+// Pointer is one input or output of RunPointers: the address of its
+// first element (row-major, of the tensor's element type: a float32 is
+// C's float, a float16 its 16-bit encoding) and its shape.
+type Pointer struct {
+	Data  unsafe.Pointer
+	Shape []int64
+}
+
+// RunPointers is Run for an embedder holding raw memory (C arrays, the
+// tensors of another framework): the inputs and outputs in the order of
+// Inputs and Outputs. The shapes are checked as Run checks them; the
+// memory behind an address cannot be: it must hold the elements its shape
+// says, of the tensor's type, and no output may overlap another buffer.
+// A nil address is accepted for a tensor of no elements only.
+func (m *Module) RunPointers(inputs, outputs []Pointer) error {
+	if len(inputs) != len(m.inputs) || len(outputs) != len(m.outputs) {
+		return fmt.Errorf("module: %d inputs and %d outputs given; graph %s takes %d (%s) and writes %d (%s)",
+			len(inputs), len(outputs), m.plan.Graph.Name, len(m.inputs), names(m.inputs), len(m.outputs), names(m.outputs))
+	}
+	shapes := make([][]int64, len(inputs))
+	for i, in := range inputs {
+		shapes[i] = in.Shape
+	}
+	sizes, err := m.bind(shapes)
+	if err != nil {
+		return err
+	}
+	want, err := m.outputShapes(sizes)
+	if err != nil {
+		return err
+	}
+	ins := make([]unsafe.Pointer, len(inputs))
+	for i, in := range inputs {
+		if err := checkPointer(m.inputs[i], in, "input"); err != nil {
+			return err
+		}
+		ins[i] = in.Data
+	}
+	outs := make([]unsafe.Pointer, len(outputs))
+	for i, out := range outputs {
+		t := m.outputs[i]
+		if !slices.Equal(out.Shape, want[t.Name]) {
+			return fmt.Errorf("module: output %s has shape %v; at these inputs it is %v", t.Name, out.Shape, want[t.Name])
+		}
+		if err := checkPointer(t, out, "output"); err != nil {
+			return err
+		}
+		outs[i] = out.Data
+	}
+	b, err := m.bindingAt(sizes)
+	if err != nil {
+		return err
+	}
+	return m.execute(b, ins, outs, nil)
+}
+
+// checkPointer refuses a nil address for a tensor with elements.
+func checkPointer(t *fusion.Tensor, p Pointer, what string) error {
+	if p.Data != nil {
+		return nil
+	}
+	for _, d := range p.Shape {
+		if d == 0 {
+			return nil
 		}
 	}
-	for _, b := range m.plan.Buffers {
-		if b.AliasOf != nil {
-			data[b.Tensor.Name] = data[b.AliasOf.Name] // a reshape: the same elements
-		}
-	}
-	for i, k := range m.kernels {
-		if k.native == nil {
-			continue // a view
-		}
-		args := map[string]any{}
-		for _, name := range append(slices.Clone(k.k.Inputs), k.k.Outputs...) {
-			args[name] = data[name]
-		}
-		ks := map[string]int64{}
-		for _, s := range k.k.Func.Sizes {
-			ks[s.Name] = sizes[s.Name]
-		}
-		call, err := k.native.Bind(ks, args)
-		if err != nil {
-			return fmt.Errorf("module: kernel %s: %w", k.k.Name, err)
-		}
-		start := time.Now()
-		err = call.Run()
-		if times != nil {
-			times[i] = time.Since(start)
-		}
-		call.Release()
-		if err != nil {
-			return fmt.Errorf("module: kernel %s: %w", k.k.Name, err)
-		}
-	}
-	return nil
+	return fmt.Errorf("module: %s %s has no data (nil)", what, t.Name)
 }
 
 // memoryAt returns the arena plan at sizes, planned once per binding.
@@ -209,37 +221,6 @@ func (m *Module) giveArena(a []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.free = append(m.free, a)
-}
-
-// view returns the n elements of type dt at offset off of the arena as
-// the Go slice the kernels take.
-func view(arena []byte, off, n int64, dt ast.DType) any {
-	if n == 0 {
-		return reflect.MakeSlice(sliceType(dt), 0, 0).Interface()
-	}
-	p := unsafe.Pointer(&arena[off])
-	switch dt {
-	case ast.Float32:
-		return unsafe.Slice((*float32)(p), n)
-	case ast.Float64:
-		return unsafe.Slice((*float64)(p), n)
-	case ast.Int32:
-		return unsafe.Slice((*int32)(p), n)
-	case ast.Int64:
-		return unsafe.Slice((*int64)(p), n)
-	case ast.Bool:
-		return unsafe.Slice((*bool)(p), n)
-	}
-	return unsafe.Slice((*uint16)(p), n)
-}
-
-// elements returns the number of elements of t at sizes.
-func elements(t *fusion.Tensor, sizes map[string]int64) (int64, error) {
-	n, err := t.Shape.Elems()
-	if err != nil {
-		return 0, err
-	}
-	return n.Eval(sizes)
 }
 
 // sizesKey names a binding of the symbols.

@@ -24,60 +24,78 @@ type Tensor struct {
 // symbols bound elsewhere), naming the input, the dimension and both
 // values when one is wrong.
 func (m *Module) Sizes(inputs map[string]Tensor) (map[string]int64, error) {
-	sizes := map[string]int64{}
-	boundBy := map[string]string{}
 	for name := range inputs {
 		if !slices.ContainsFunc(m.inputs, func(t *fusion.Tensor) bool { return t.Name == name }) {
 			return nil, fmt.Errorf("module: %s is no input of graph %s (inputs: %s)", name, m.plan.Graph.Name, names(m.inputs))
 		}
 	}
-	// Symbols first from the dimensions that are one symbol alone, then
-	// every dimension checked.
-	for _, t := range m.inputs {
+	shapes := make([][]int64, len(m.inputs))
+	for i, t := range m.inputs {
 		in, ok := inputs[t.Name]
 		if !ok {
 			return nil, fmt.Errorf("module: no input %s (graph %s takes %s)", t.Name, m.plan.Graph.Name, names(m.inputs))
 		}
-		if len(in.Shape) != len(t.Shape) {
-			return nil, fmt.Errorf("module: input %s has %d dimensions %v; the graph's has %d: %s", t.Name, len(in.Shape), in.Shape, len(t.Shape), t.Shape)
+		shapes[i] = in.Shape
+	}
+	sizes, err := m.bind(shapes)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range m.inputs {
+		if err := checkData(t, inputs[t.Name], "input"); err != nil {
+			return nil, err
+		}
+	}
+	return sizes, nil
+}
+
+// bind binds the symbols from the inputs' shapes (in the order of
+// m.inputs) and checks every dimension.
+func (m *Module) bind(shapes [][]int64) (map[string]int64, error) {
+	sizes := make(map[string]int64, len(m.symbols))
+	boundBy := map[string]string{}
+	// Symbols first from the dimensions that are one symbol alone, then
+	// every dimension checked.
+	for i, t := range m.inputs {
+		shape := shapes[i]
+		if len(shape) != len(t.Shape) {
+			return nil, fmt.Errorf("module: input %s has %d dimensions %v; the graph's has %d: %s", t.Name, len(shape), shape, len(t.Shape), t.Shape)
 		}
 		for k, d := range t.Shape {
 			syms := d.Symbols()
 			if len(syms) != 1 || !d.Equal(fusion.Sym(syms[0])) {
 				continue
 			}
-			v := in.Shape[k]
+			v := shape[k]
 			if v < 0 {
 				return nil, fmt.Errorf("module: input %s: dimension %d is %d", t.Name, k, v)
 			}
 			if old, ok := sizes[syms[0]]; ok && old != v {
 				return nil, fmt.Errorf("module: input %s: dimension %d (%s) is %d, but %s is %d by %s", t.Name, k, d, v, syms[0], old, boundBy[syms[0]])
 			}
-			sizes[syms[0]] = v
-			boundBy[syms[0]] = fmt.Sprintf("input %s", t.Name)
+			if _, ok := sizes[syms[0]]; !ok {
+				sizes[syms[0]] = v
+				boundBy[syms[0]] = "input " + t.Name
+			}
 		}
 	}
-	for _, s := range m.plan.Graph.Symbols() {
+	for _, s := range m.symbols {
 		if _, ok := sizes[s]; !ok {
 			return nil, fmt.Errorf("module: no input dimension is the size %s alone: it cannot be bound from the inputs' shapes", s)
 		}
 	}
-	for _, t := range m.inputs {
-		in := inputs[t.Name]
+	for i, t := range m.inputs {
 		for k, d := range t.Shape {
 			want, err := d.Eval(sizes)
 			if err != nil {
 				return nil, fmt.Errorf("module: input %s: dimension %d (%s): %v", t.Name, k, d, err)
 			}
-			if in.Shape[k] != want {
+			if shapes[i][k] != want {
 				if _, isConst := d.IsConst(); isConst {
-					return nil, fmt.Errorf("module: input %s: dimension %d is %d; the graph's is %d", t.Name, k, in.Shape[k], want)
+					return nil, fmt.Errorf("module: input %s: dimension %d is %d; the graph's is %d", t.Name, k, shapes[i][k], want)
 				}
-				return nil, fmt.Errorf("module: input %s: dimension %d is %d; the graph's is %s = %d at %s", t.Name, k, in.Shape[k], d, want, strings.TrimSpace(sizesKey(sizes)))
+				return nil, fmt.Errorf("module: input %s: dimension %d is %d; the graph's is %s = %d at %s", t.Name, k, shapes[i][k], d, want, strings.TrimSpace(sizesKey(sizes)))
 			}
-		}
-		if err := checkData(t, in, "input"); err != nil {
-			return nil, err
 		}
 	}
 	return sizes, nil
@@ -166,8 +184,19 @@ func checkData(t *fusion.Tensor, x Tensor, what string) error {
 
 // sliceType returns the Go type of the data of a tensor of type dt.
 func sliceType(dt ast.DType) reflect.Type {
-	zero, _ := ast.NewData(ast.NewBuffer("x", dt, ast.I64(0)), nil)
-	return reflect.TypeOf(zero)
+	switch dt {
+	case ast.Float32:
+		return reflect.TypeFor[[]float32]()
+	case ast.Float64:
+		return reflect.TypeFor[[]float64]()
+	case ast.Int32:
+		return reflect.TypeFor[[]int32]()
+	case ast.Int64:
+		return reflect.TypeFor[[]int64]()
+	case ast.Bool:
+		return reflect.TypeFor[[]bool]()
+	}
+	return reflect.TypeFor[[]uint16]() // float16, bfloat16: their encodings
 }
 
 // names lists the tensors' names.
