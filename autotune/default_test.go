@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/tools/txtar"
 
@@ -79,7 +80,7 @@ type defaultCase struct {
 // defaultCases returns every function of the adversarial corpus, the
 // standard workloads, and every kernel of every fusion golden with sizes
 // (symbolic, and not multiples of any tile).
-func defaultCases(t *testing.T) []defaultCase {
+func defaultCases(t testing.TB) []defaultCase {
 	t.Helper()
 	corpus, err := schedgen.Load("../testdata/schedgen")
 	if err != nil {
@@ -241,4 +242,39 @@ func TestTuneMeasuresTheDefault(t *testing.T) {
 		}
 	}
 	t.Fatalf("the first round did not measure the decided schedule:\n%s", want)
+}
+
+// BenchmarkDefaultCost measures what deciding a default schedule costs
+// (issue 21 wants the median well under 50 ms): one iteration decides the
+// default of every function of the corpus, every fusion golden kernel and
+// the full-size workloads, and reports the median and the worst in ms.
+//
+//	go test ./autotune -run '^$' -bench DefaultCost -benchtime 1x
+func BenchmarkDefaultCost(b *testing.B) {
+	cases := defaultCases(b)
+	for _, w := range []workload.Case{workload.Matmul(512, 512, 512), workload.Conv2D(1, 64, 56, 56, 64), workload.Softmax(1024, 1024), workload.RMSNorm(16384, 768)} {
+		cases = append(cases, defaultCase{name: w.Name + " (full size)", f: w.Func})
+	}
+	tg := HostTarget(2)
+	var costs []time.Duration
+	worst := ""
+	for b.Loop() {
+		costs = costs[:0]
+		var most time.Duration
+		for _, c := range cases {
+			start := time.Now()
+			if _, err := Default(c.f, tg); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+			d := time.Since(start)
+			costs = append(costs, d)
+			if d > most {
+				most, worst = d, c.name
+			}
+		}
+	}
+	slices.Sort(costs)
+	b.ReportMetric(float64(costs[len(costs)/2])/1e6, "median-ms")
+	b.ReportMetric(float64(costs[len(costs)-1])/1e6, "worst-ms")
+	b.Logf("%d functions: median %v, worst %v (%s)", len(costs), costs[len(costs)/2], costs[len(costs)-1], worst)
 }
