@@ -13,7 +13,6 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
@@ -26,6 +25,25 @@ func needCC(t *testing.T) {
 			t.Skipf("no %s: %v", tool, err)
 		}
 	}
+}
+
+// runC compiles the C program src against the static library libNAME.a
+// of dir, runs it, and returns what it printed.
+func runC(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "prog.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := exec.Command("cc", "-std=c11", "-I", dir, "prog.c", "-o", "prog", filepath.Join(dir, "lib"+name+".a"), "-lm", "-pthread")
+	cc.Dir = dir
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "prog")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return string(out)
 }
 
 // cCase is one call a generated C driver makes.
@@ -230,19 +248,8 @@ func TestCLibraryMatchesInterpreter(t *testing.T) {
 // gives for the same call (where Go can express it); nothing runs.
 func TestCLibraryBadInputs(t *testing.T) {
 	needCC(t)
-	g, err := fusion.ParseJSON([]byte(`{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
-  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "T"}, {"op": "exp", "inputs": ["T"], "output": "Y"}, {"op": "reduce_sum", "inputs": ["Y"], "output": "S", "attrs": {"axes": [1]}}], "outputs": ["Y", "S"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(g, module.Options{Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := compiled(t, `{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
+  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "T"}, {"op": "exp", "inputs": ["T"], "output": "Y"}, {"op": "reduce_sum", "inputs": ["Y"], "output": "S", "attrs": {"axes": [1]}}], "outputs": ["Y", "S"]}`)
 	dir := t.TempDir()
 	if _, err := m.Build(dir, "addrow"); err != nil {
 		t.Fatal(err)
@@ -283,19 +290,8 @@ func TestCLibraryBadInputs(t *testing.T) {
 		fmt.Fprintf(&src, "\trc = %s;\n\tprintf(\"%%d|%%s\\n\", rc, st.message);\n", c.call)
 	}
 	src.WriteString("\treturn 0;\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "bad.c"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cc := exec.Command("cc", "-std=c11", "-I", dir, "bad.c", "-o", "bad", filepath.Join(dir, "libaddrow.a"), "-lm", "-pthread")
-	cc.Dir = dir
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	out, err := exec.Command(filepath.Join(dir, "bad")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	out := runC(t, dir, "addrow", src.String())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(cases) {
 		t.Fatalf("%d lines for %d calls:\n%s", len(lines), len(cases), out)
 	}
@@ -314,22 +310,7 @@ func TestCLibraryBadInputs(t *testing.T) {
 // API plans, at several sizes (both run package memplan's algorithm).
 func TestCLibraryMemory(t *testing.T) {
 	needCC(t)
-	data, err := os.ReadFile("../testdata/fusion/mlp.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := fusion.ParseJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(g, module.Options{Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, m := compiled(t, "fusion/mlp.json")
 	dir := t.TempDir()
 	if _, err := m.Build(dir, "mlp"); err != nil {
 		t.Fatal(err)
@@ -373,19 +354,8 @@ func TestCLibraryMemory(t *testing.T) {
 		fmt.Fprintf(&src, "\tif (mlp_memory(%s, &peak, &naive, &st)) { printf(\"%%s\\n\", st.message); return 1; }\n\tprintf(\"%%lld %%lld\\n\", (long long)peak, (long long)naive);\n", strings.Join(shapes, ", "))
 	}
 	src.WriteString("\treturn 0;\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "mem.c"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cc := exec.Command("cc", "-std=c11", "-I", dir, "mem.c", "-o", "mem", filepath.Join(dir, "libmlp.a"), "-lm", "-pthread")
-	cc.Dir = dir
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	out, err := exec.Command(filepath.Join(dir, "mem")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); !slices.Equal(got, want) {
+	out := runC(t, dir, "mlp", src.String())
+	if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, want) {
 		t.Errorf("C peak and naive bytes %q, Go's %q", got, want)
 	}
 }

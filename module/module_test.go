@@ -91,6 +91,32 @@ func goldens(t *testing.T) []goldenGraph {
 	return out
 }
 
+// compiled parses a graph (the name of a JSON file under testdata, or
+// the JSON itself) and compiles it with a kernel cache of the test's own.
+func compiled(t testing.TB, src string) (*fusion.Graph, *module.Module) {
+	t.Helper()
+	data := []byte(src)
+	if strings.HasSuffix(src, ".json") {
+		var err error
+		if data, err = os.ReadFile(filepath.Join("..", "testdata", src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, m
+}
+
 // inputsAt returns random inputs of g at sizes, as the module takes them
 // and as the plan's interpreter takes them.
 func inputsAt(t testing.TB, g *fusion.Graph, sizes map[string]int64, seed uint64) (map[string]module.Tensor, map[string]any) {
@@ -226,19 +252,8 @@ func iterations(p *fusion.Plan, sizes map[string]int64) int64 {
 // data are errors that name the tensor (and the dimension and both
 // values); nothing runs.
 func TestBadInputs(t *testing.T) {
-	g, err := fusion.ParseJSON([]byte(`{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
-  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "Y"}], "outputs": ["Y"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(g, module.Options{Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := compiled(t, `{"name": "addrow", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}, {"name": "B", "dtype": "float32", "shape": [4]}],
+  "nodes": [{"op": "add", "inputs": ["X", "B"], "output": "Y"}], "outputs": ["Y"]}`)
 	x := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
 	b := module.Tensor{Shape: []int64{4}, Data: make([]float32, 4)}
 	y := module.Tensor{Shape: []int64{3, 4}, Data: make([]float32, 12)}
@@ -382,22 +397,7 @@ func TestViewsDoNotRun(t *testing.T) {
 // TestRunPointers: raw addresses in, the same results as Run; a wrong
 // count, shape or a nil address is an error naming the tensor.
 func TestRunPointers(t *testing.T) {
-	data, err := os.ReadFile("../testdata/fusion/mlp.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := fusion.ParseJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(g, module.Options{Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, m := compiled(t, "fusion/mlp.json")
 	ins, _ := inputsAt(t, g, map[string]int64{"T": 7}, 5)
 	want, err := m.NewOutputs(ins)
 	if err != nil {
