@@ -524,10 +524,14 @@ func cTypeOf(dt ast.DType) string {
 	return "uint16_t"
 }
 
-// cKeywords are the words a C identifier may not be.
+// cKeywords are the words a C identifier of the header may not be: C's
+// keywords, and the macros of the standard headers a program includes
+// before it.
 var cKeywords = strings.Fields(`auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while bool true false _Bool st sz`)
+switch typedef union unsigned void volatile while bool true false _Bool NULL EOF errno assert
+stdin stdout stderr offsetof BUFSIZ FILENAME_MAX RAND_MAX EXIT_SUCCESS EXIT_FAILURE
+INT8_MAX INT16_MAX INT32_MAX INT64_MAX UINT8_MAX UINT16_MAX UINT32_MAX UINT64_MAX SIZE_MAX`)
 
 func isCIdent(s string) bool {
 	return s != "" && cIdentOf(s) == s && !slices.Contains(cKeywords, s)
@@ -545,7 +549,7 @@ func cIdentOf(name string) string {
 	if s == "" || '0' <= s[0] && s[0] <= '9' {
 		s = "t_" + s
 	}
-	if slices.Contains(cKeywords, s) || strings.HasPrefix(s, "lg_") || strings.HasPrefix(s, "__") {
+	if slices.Contains(cKeywords, s) || strings.HasPrefix(s, "lg_") || strings.HasPrefix(s, "loom_") || strings.HasPrefix(s, "__") {
 		s += "_"
 	}
 	return s

@@ -59,7 +59,9 @@ type cCase struct {
 func cDriver(m *module.Module, name string, cases []cCase) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("#include \"%s.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", name)
+	// The C library's headers first: the graph's header must survive
+	// their macros (NULL, EOF, ...).
+	p("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <errno.h>\n#include <assert.h>\n#include \"%s.h\"\n\n", name)
 	b.WriteString(`static char *readall(const char *path) {
 	FILE *f = fopen(path, "rb");
 	if (!f) { perror(path); exit(2); }
@@ -357,5 +359,52 @@ func TestCLibraryMemory(t *testing.T) {
 	out := runC(t, dir, "mlp", src.String())
 	if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, want) {
 		t.Errorf("C peak and naive bytes %q, Go's %q", got, want)
+	}
+}
+
+// TestCLibraryHostileNames: tensors named like C keywords and macros, the
+// library's own symbols or each other's shape parameters still give a
+// header and a library that compile, and the right results.
+func TestCLibraryHostileNames(t *testing.T) {
+	needCC(t)
+	g, m := compiled(t, `{"name": "odd", "inputs": [
+    {"name": "int", "dtype": "float32", "shape": ["N", 3]},
+    {"name": "int_shape", "dtype": "float32", "shape": [3]},
+    {"name": "odd_k0", "dtype": "float32", "shape": [3]},
+    {"name": "double", "dtype": "float32", "shape": [3]},
+    {"name": "NULL", "dtype": "float32", "shape": [3]},
+    {"name": "threads", "dtype": "float32", "shape": [3]},
+    {"name": "lg_in0", "dtype": "float32", "shape": [3]}],
+  "nodes": [
+    {"op": "add", "inputs": ["int", "int_shape"], "output": "status"},
+    {"op": "mul", "inputs": ["status", "odd_k0"], "output": "main"},
+    {"op": "add", "inputs": ["main", "double"], "output": "while"},
+    {"op": "sub", "inputs": ["while", "NULL"], "output": "sz"},
+    {"op": "reduce_sum", "inputs": ["sz"], "output": "odd_memory", "attrs": {"axes": [0]}},
+    {"op": "mul", "inputs": ["odd_memory", "threads"], "output": "st"},
+    {"op": "add", "inputs": ["st", "lg_in0"], "output": "lg_out0"}],
+  "outputs": ["lg_out0", "sz"]}`)
+	var cases []cCase
+	var wants []map[string]any
+	for i, n := range []int64{1, 4} {
+		sizes := map[string]int64{"N": n}
+		ins, raw := inputsAt(t, g, sizes, uint64(i))
+		want, err := reference(t, nil, g, sizes, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := m.NewOutputs(ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases, wants = append(cases, cCase{ins, outs}), append(wants, want)
+	}
+	got := buildAndRun(t, m, t.TempDir(), "odd", cases, false)
+	for i, want := range wants {
+		for name, w := range want {
+			if e := workload.MaxRelErr(got[i][name], w); e > 1e-5 {
+				t.Errorf("case %d: output %s differs from the interpreter's by %g", i, name, e)
+			}
+		}
 	}
 }
