@@ -408,3 +408,69 @@ func TestCLibraryHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestCLibraryConcurrentCalls: four threads call the library's entry
+// point at once, each on its own data and size, many times; every call
+// gives what the same call gives alone.
+func TestCLibraryConcurrentCalls(t *testing.T) {
+	needCC(t)
+	_, m := compiled(t, "fusion/mlp.json")
+	dir := t.TempDir()
+	if _, err := m.Build(dir, "mlp"); err != nil {
+		t.Fatal(err)
+	}
+	prog := `#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mlp.h"
+
+static float w1[64 * 256], b1[256], w2[256 * 64], b2[64], g[64], beta[64];
+static const int64_t w1s[] = {64, 256}, b1s[] = {256}, w2s[] = {256, 64}, vs[] = {64};
+
+static int run(int64_t T, float *x, float *y, int threads) {
+	int64_t xs[] = {T, 64};
+	loom_status st;
+	if (mlp(x, xs, w1, w1s, b1, b1s, w2, w2s, b2, vs, g, vs, beta, vs, y, xs, threads, &st)) {
+		printf("%s\n", st.message);
+		return 1;
+	}
+	return 0;
+}
+
+static void *worker(void *arg) {
+	int id = (int)(intptr_t)arg;
+	int64_t T = 3 + 5 * id;
+	float *x = malloc(T * 64 * sizeof(float)), *want = malloc(T * 64 * sizeof(float)), *y = malloc(T * 64 * sizeof(float));
+	for (int i = 0; i < T * 64; i++) x[i] = (float)((i * 7 + id) % 13) / 13.0f - 0.5f;
+	if (run(T, x, want, 0)) return (void *)1;
+	for (int rep = 0; rep < 200; rep++) {
+		memset(y, 0, T * 64 * sizeof(float));
+		if (run(T, x, y, 0) || memcmp(y, want, T * 64 * sizeof(float))) {
+			printf("thread %d, call %d: a different result\n", id, rep);
+			return (void *)1;
+		}
+	}
+	free(x), free(want), free(y);
+	return NULL;
+}
+
+int main(void) {
+	for (int i = 0; i < 64 * 256; i++) w1[i] = w2[i] = (float)(i % 17) / 17.0f - 0.5f;
+	for (int i = 0; i < 64; i++) g[i] = 1, beta[i] = 0.1f * (i % 3);
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+	int bad = 0;
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		bad |= r != NULL;
+	}
+	printf(bad ? "failed\n" : "ok\n");
+	return 0;
+}
+`
+	if out := strings.TrimSpace(runC(t, dir, "mlp", prog)); out != "ok" {
+		t.Errorf("%s", out)
+	}
+}
