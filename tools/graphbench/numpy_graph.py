@@ -178,7 +178,18 @@ def main():
         total += d
         best = min(best, d / reps)
         samples += 1
-    print(json.dumps({"graph": g["name"], "sizes": sizes, "threads": threads, "ms": best * 1e3, "samples": samples, "peer": "numpy " + np.__version__}))
+    print(json.dumps({"graph": g["name"], "sizes": sizes, "threads": threads, "ms": best * 1e3, "samples": samples,
+                      "peer": "numpy " + np.__version__, "blas": blas_in_use()}))
+
+
+def blas_in_use():
+    """The BLAS library numpy's matmul runs (from this process's mappings)."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.lower()}
+        return ", ".join(sorted(libs)) or "unknown"
+    except OSError:
+        return "unknown"
 
 
 main()
