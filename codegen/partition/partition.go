@@ -1,0 +1,386 @@
+// Package partition splits a loop whose iterations are guarded by a tail
+// predicate into a main part, where the predicate provably holds and is
+// dropped, and a tail that keeps it (Halide's PartitionLoops, TVM's
+// LoopPartition).
+//
+// A schedule splits a loop of symbolic extent S by a constant factor with
+// a predicated tail:
+//
+//	for (i0, 0, floordiv(S + 7, 8)) {
+//	  for (k, 0, 256) { unrolled for (i1, 0, 8) {
+//	    ScheduleBlock(C) { predicate(i0 * 8 + i1 < S) ... } } } }
+//
+// The predicate, tested in the innermost loops, costs more than the test:
+// it keeps a matrix multiply's accumulators in memory (a guarded store
+// cannot be promoted to a register), three times the kernel's time at
+// S = 128. Func rewrites the loop into
+//
+//	for (i0, 0, floordiv(S, 8)) { ... no predicate ... }
+//	for (i0_tail, floordiv(S, 8), floordiv(S + 7, 8) - floordiv(S, 8)) { ... as before ... }
+//
+// The main part's end is derived, not guessed: for a conjunct of the
+// predicate that is affine in the loop's variable x (coefficient c > 0)
+// and in the variables of the loops between it and the block (constant
+// ranges), written d(x, y) <= k, it holds for every inner iteration when
+// c*x + max_y(rest) <= k, that is for x <= floordiv(k - max_y(rest), c).
+// A conjunct that is not of that form stays, in both parts. Serial and
+// parallel loops are partitioned (each part keeps the loop's kind and
+// annotations); unrolled, vectorized and GPU-bound loops are left alone.
+package partition
+
+import (
+	"fmt"
+
+	"github.com/loom-go/loom/ast"
+)
+
+// maxParts bounds the loops one function partitions: each doubles the
+// code under it.
+const maxParts = 4
+
+// Func returns f with its predicated loops partitioned (f itself when
+// none is).
+func Func(f *ast.Func) *ast.Func {
+	p := &partitioner{names: map[string]bool{}, blocks: map[string]bool{}}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Var:
+			p.names[n.Name] = true
+		case *ast.ScheduleBlock:
+			p.blocks[n.Name] = true
+		}
+		return true
+	})
+	body := p.stmt(f.Body)
+	if p.parts == 0 {
+		return f
+	}
+	out := *f
+	out.Body = body
+	return &out
+}
+
+type partitioner struct {
+	names  map[string]bool // every variable name of the function
+	blocks map[string]bool // every block name
+	parts  int
+}
+
+// stmt partitions the loops of s, outermost first.
+func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
+	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
+		if main, tail, ok := p.split(l); ok {
+			p.parts++
+			return ast.NewSeq(p.stmt(main), p.stmt(tail))
+		}
+	}
+	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
+}
+
+// split partitions loop l when some block under it has a conjunct of
+// its predicate that holds over a leading range of l's iterations.
+func (p *partitioner) split(l *ast.For) (main, tail *ast.For, ok bool) {
+	x := l.Var
+	t := x.DType
+	var ends []ast.Expr
+	dropped := map[*ast.ScheduleBlock][]int{} // conjuncts proven in the main part, by index
+	var visit func(s ast.Stmt, inner []*ast.For)
+	visit = func(s ast.Stmt, inner []*ast.For) {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.For:
+				if n == l {
+					return true
+				}
+				visit(n.Body, append(inner[:len(inner):len(inner)], n))
+				return false
+			case *ast.ScheduleBlock:
+				if n.Predicate != nil {
+					for i, c := range conjuncts(n.Predicate) {
+						if !ast.Mentions(c, x.Name) {
+							continue
+						}
+						if end, ok := mainEnd(c, x, inner); ok {
+							ends = append(ends, end)
+							dropped[n] = append(dropped[n], i)
+						}
+					}
+				}
+				if n.Init != nil {
+					visit(n.Init, inner)
+				}
+				visit(n.Body, inner)
+				return false
+			}
+			return true
+		})
+	}
+	visit(l.Body, nil)
+	// An end may only use what is bound before the loop starts.
+	inside := map[string]bool{x.Name: true}
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			inside[n.Var.Name] = true
+		case *ast.ScheduleBlock:
+			for _, it := range n.Iters {
+				inside[it.Var.Name] = true
+			}
+		}
+		return true
+	})
+	for _, e := range ends {
+		for name := range inside {
+			if ast.Mentions(e, name) {
+				return nil, nil, false // over the block's own variables: leave the loop whole
+			}
+		}
+	}
+	if len(ends) == 0 {
+		return nil, nil, false
+	}
+	// The main part is [Min, m), m the least of the ends, clamped into
+	// the loop's range.
+	lo, hi := l.Min, ast.Add(l.Min, l.Extent)
+	m := ends[0]
+	for _, e := range ends[1:] {
+		m = ast.Min(m, e)
+	}
+	m = ast.Simplify(ast.Min(ast.Max(m, lo), hi))
+	dropPredicates := func(s ast.Stmt) ast.Stmt {
+		return mapBlocks(s, func(b *ast.ScheduleBlock) *ast.ScheduleBlock {
+			idx, ok := dropped[b]
+			if !ok {
+				return b
+			}
+			nb := *b
+			nb.Predicate = without(b.Predicate, idx)
+			return &nb
+		})
+	}
+	main = &ast.For{Var: x, Min: lo, Extent: ast.Simplify(ast.Sub(m, lo)), Kind: l.Kind, Annotations: l.Annotations, Body: dropPredicates(l.Body)}
+	tv := ast.NewVar(p.fresh(x.Name+"_tail"), t)
+	// The tail's blocks are copies: they get names of their own (block
+	// names are unique in a function).
+	tailBody := mapBlocks(ast.Substitute(l.Body, map[string]ast.Expr{x.Name: tv}), func(b *ast.ScheduleBlock) *ast.ScheduleBlock {
+		nb := *b
+		nb.Name = freshIn(p.blocks, b.Name+"_tail")
+		return &nb
+	})
+	tail = &ast.For{Var: tv, Min: m, Extent: ast.Simplify(ast.Sub(hi, m)), Kind: l.Kind, Annotations: l.Annotations, Body: tailBody}
+	return main, tail, true
+}
+
+// fresh returns name, or name with a number, naming no variable of the
+// function.
+func (p *partitioner) fresh(name string) string { return freshIn(p.names, name) }
+
+// freshIn returns name, or name with a number, not in used, and adds it.
+func freshIn(used map[string]bool, name string) string {
+	out := name
+	for k := 1; used[out]; k++ {
+		out = fmt.Sprintf("%s%d", name, k)
+	}
+	used[out] = true
+	return out
+}
+
+// conjuncts splits a predicate at its &&s.
+func conjuncts(e ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.Binary); ok && b.Op == ast.OpAnd {
+		return append(conjuncts(b.A), conjuncts(b.B)...)
+	}
+	return []ast.Expr{e}
+}
+
+// without returns the conjunction of pred's conjuncts but those at the
+// indexes drop (nil for none left).
+func without(pred ast.Expr, drop []int) ast.Expr {
+	var out ast.Expr
+	for i, c := range conjuncts(pred) {
+		if contains(drop, i) {
+			continue
+		}
+		if out == nil {
+			out = c
+		} else {
+			out = ast.And(out, c)
+		}
+	}
+	return out
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// mapBlocks rewrites every schedule block of s by f (outermost first;
+// blocks nested in a rewritten block are rewritten too).
+func mapBlocks(s ast.Stmt, f func(*ast.ScheduleBlock) *ast.ScheduleBlock) ast.Stmt {
+	var rec func(ast.Stmt) ast.Stmt
+	rec = func(s ast.Stmt) ast.Stmt {
+		if b, ok := s.(*ast.ScheduleBlock); ok {
+			s = f(b)
+		}
+		return ast.MapChildren(s, rec, func(e ast.Expr) ast.Expr { return e })
+	}
+	return rec(s)
+}
+
+// mainEnd returns, for a conjunct c of a predicate, an end m such that c
+// holds for every x < m and every iteration of the loops inner (between
+// x's loop and the block), when c is affine in x (with a positive
+// coefficient) and in the inner loops' variables (whose ranges are
+// constant).
+func mainEnd(c ast.Expr, x *ast.Var, inner []*ast.For) (ast.Expr, bool) {
+	b, ok := c.(*ast.Binary)
+	if !ok {
+		return nil, false
+	}
+	// d <= k, d = A - B or B - A.
+	var d ast.Expr
+	var k int64
+	switch b.Op {
+	case ast.OpLT:
+		d, k = ast.Sub(b.A, b.B), -1
+	case ast.OpLE:
+		d, k = ast.Sub(b.A, b.B), 0
+	case ast.OpGT:
+		d, k = ast.Sub(b.B, b.A), -1
+	case ast.OpGE:
+		d, k = ast.Sub(b.B, b.A), 0
+	default:
+		return nil, false
+	}
+	vars := map[string]bool{x.Name: true}
+	ranges := map[string][2]int64{} // first and last value of each inner variable
+	for _, l := range inner {
+		first, ok1 := ast.ConstIntValue(l.Min)
+		n, ok2 := ast.ConstIntValue(l.Extent)
+		vars[l.Var.Name] = true
+		if ok1 && ok2 && n >= 1 {
+			ranges[l.Var.Name] = [2]int64{first, first + n - 1}
+		}
+	}
+	lin, ok := linearize(d, vars)
+	if !ok {
+		return nil, false
+	}
+	cx := lin.coef[x.Name]
+	if cx <= 0 {
+		return nil, false
+	}
+	// The largest value the inner variables' terms take.
+	var most int64
+	for name, a := range lin.coef {
+		if name == x.Name || a == 0 {
+			continue
+		}
+		r, ok := ranges[name]
+		if !ok {
+			return nil, false // a variable of unknown range
+		}
+		lo, ok1 := mul64(a, r[0])
+		hi, ok2 := mul64(a, r[1])
+		var ok3 bool
+		if most, ok3 = add64(most, max(lo, hi)); !ok1 || !ok2 || !ok3 {
+			return nil, false
+		}
+	}
+	// cx*x + most + rest <= k  <=>  x <= floordiv(k - most - rest, cx).
+	t := x.DType
+	bound := ast.Sub(ast.IntConst(t, k-most), lin.rest)
+	end := ast.Add(ast.FloorDiv(bound, ast.IntConst(t, cx)), ast.IntConst(t, 1))
+	return end, true
+}
+
+func mul64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	c := a * b
+	return c, c/b == a && !(a == -1 && b == -1<<63) && !(b == -1 && a == -1<<63)
+}
+
+func add64(a, b int64) (int64, bool) {
+	c := a + b
+	return c, (c > a) == (b > 0)
+}
+
+// affine is coef·vars + rest, rest free of the variables.
+type affine struct {
+	coef map[string]int64
+	rest ast.Expr
+}
+
+// linearize writes e as an affine form in vars, or fails when e is not
+// one (a variable of vars under a product of two variables, a division,
+// a min, ...). Terms free of vars go to rest, whatever they are.
+func linearize(e ast.Expr, vars map[string]bool) (affine, bool) {
+	mentions := func(e ast.Expr) bool {
+		for v := range vars {
+			if ast.Mentions(e, v) {
+				return true
+			}
+		}
+		return false
+	}
+	if !mentions(e) {
+		return affine{coef: map[string]int64{}, rest: e}, true
+	}
+	switch e := e.(type) {
+	case *ast.Var:
+		return affine{coef: map[string]int64{e.Name: 1}, rest: ast.IntConst(e.DType, 0)}, true
+	case *ast.Cast:
+		if e.To != ast.Int64 || e.X.Type() != ast.Int32 {
+			return affine{}, false // only a widening cast keeps every value
+		}
+		return linearize(e.X, vars)
+	case *ast.Binary:
+		switch e.Op {
+		case ast.OpAdd, ast.OpSub:
+			a, ok1 := linearize(e.A, vars)
+			b, ok2 := linearize(e.B, vars)
+			if !ok1 || !ok2 {
+				return affine{}, false
+			}
+			sign := int64(1)
+			if e.Op == ast.OpSub {
+				sign = -1
+			}
+			for name, c := range b.coef {
+				a.coef[name] += sign * c
+			}
+			if e.Op == ast.OpSub {
+				a.rest = ast.Sub(a.rest, b.rest)
+			} else {
+				a.rest = ast.Add(a.rest, b.rest)
+			}
+			return a, true
+		case ast.OpMul:
+			for _, pair := range [2][2]ast.Expr{{e.A, e.B}, {e.B, e.A}} {
+				c, ok := ast.ConstIntValue(ast.Simplify(pair[1]))
+				if !ok {
+					continue
+				}
+				a, ok := linearize(pair[0], vars)
+				if !ok {
+					return affine{}, false
+				}
+				for name := range a.coef {
+					if a.coef[name], ok = mul64(a.coef[name], c); !ok {
+						return affine{}, false
+					}
+				}
+				a.rest = ast.Mul(a.rest, pair[1])
+				return a, true
+			}
+		}
+	}
+	return affine{}, false
+}

@@ -1,0 +1,296 @@
+package partition_test
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/partition"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// same checks that g computes what f computes at sizes (random inputs,
+// every buffer compared).
+func same(t *testing.T, name string, f, g *ast.Func, sizes map[string]int64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(uint64(len(sizes)), 9))
+	a, b := map[string]any{}, map[string]any{}
+	for _, p := range f.Params {
+		d, err := ast.NewData(p, sizes)
+		if err != nil {
+			t.Fatalf("%s at %v: %v", name, sizes, err)
+		}
+		workload.FillRandom(d, r)
+		if v, ok := d.([]int32); ok {
+			for i := range v {
+				v[i] = int32(r.IntN(5))
+			}
+		}
+		a[p.Name], b[p.Name] = d, clone(d)
+	}
+	errA := ast.Interpret(f, sizes, a)
+	errB := ast.Interpret(g, sizes, b)
+	if (errA == nil) != (errB == nil) {
+		t.Fatalf("%s at %v: before %v, after %v", name, sizes, errA, errB)
+	}
+	for _, p := range f.Params {
+		if e := workload.MaxRelErr(b[p.Name], a[p.Name]); e != 0 {
+			t.Errorf("%s at %v: %s differs by %g after partitioning\n%s", name, sizes, p.Name, e, ast.Print(g))
+		}
+	}
+}
+
+// clone copies a Go slice of buffer data.
+func clone(d any) any {
+	switch d := d.(type) {
+	case []float32:
+		return append([]float32(nil), d...)
+	case []float64:
+		return append([]float64(nil), d...)
+	case []int32:
+		return append([]int32(nil), d...)
+	case []int64:
+		return append([]int64(nil), d...)
+	case []bool:
+		return append([]bool(nil), d...)
+	case []uint16:
+		return append([]uint16(nil), d...)
+	}
+	panic("unknown data")
+}
+
+// predicates counts the blocks with a predicate.
+func predicates(f *ast.Func) int {
+	n := 0
+	ast.Inspect(f, func(x ast.Node) bool {
+		if b, ok := x.(*ast.ScheduleBlock); ok && b.Predicate != nil {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// TestMatmulOfSymbolicRows: the default schedule of a matmul of S rows
+// tiles S by a constant with a predicated tail; partitioned, the main
+// part has no predicate left (only the tail's copy keeps it), and the
+// results are the same at every S, multiples of the tile or not.
+func TestMatmulOfSymbolicRows(t *testing.T) {
+	f, err := ast.Parse(`func mm[S: int32](A: float32[S, 64], B: float32[64, 48], C: float32[S, 48]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, S) {
+      serial for (j, 0, 48) {
+        serial for (k, 0, 64) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, S), vj = spatial(0, 48), vk = reduce(0, 64))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Func()
+	after := partition.Func(before)
+	if err := ast.Verify(after); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(after))
+	}
+	if predicates(before) == 0 {
+		t.Fatalf("the default schedule has no predicate to partition:\n%s", ast.Print(before))
+	}
+	if !strings.Contains(ast.Print(after), "_tail") || predicates(after) != predicates(before) {
+		t.Errorf("want one main part without predicates and a tail with them (%d predicated blocks before, %d after):\n%s", predicates(before), predicates(after), ast.Print(after))
+	}
+	for _, n := range []int64{0, 1, 5, 8, 9, 16, 23} {
+		same(t, "mm", before, after, map[string]int64{"S": n})
+	}
+}
+
+// TestEdgeCases: predicates partitioning must leave alone (a lower bound,
+// a division) and ones it may use (an inner loop's own, a loop that
+// starts elsewhere, two symbols; under an inner loop of symbolic range,
+// only that loop's own conjunct).
+func TestEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		src       string
+		partition bool
+		sizes     []map[string]int64
+	}{
+		{"lower bound", `func f[N: int32](A: float32[16]) { ScheduleBlock(root) {
+  serial for (i0, 0, 4) { serial for (i1, 0, 4) {
+    ScheduleBlock(S) { vi = axis.bind(i0 * 4 + i1) axis.domain(vi = spatial(0, 16))
+      predicate(i0 * 4 + i1 >= N) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f } } } } }`, false,
+			[]map[string]int64{{"N": 0}, {"N": 5}, {"N": 17}}},
+		{"division", `func f[N: int32](A: float32[16]) { ScheduleBlock(root) {
+  serial for (i0, 0, 4) { serial for (i1, 0, 4) {
+    ScheduleBlock(S) { vi = axis.bind(i0 * 4 + i1) axis.domain(vi = spatial(0, 16))
+      predicate(floordiv(i0 * 4 + i1, 3) < N) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f } } } } }`, false,
+			[]map[string]int64{{"N": 0}, {"N": 2}, {"N": 9}}},
+		{"inner loop only", `func f[N: int32](A: float32[16]) { ScheduleBlock(root) {
+  serial for (i0, 0, 4) { serial for (i1, 0, 4) {
+    ScheduleBlock(S) { vi = axis.bind(i0 * 4 + i1) axis.domain(vi = spatial(0, 16))
+      predicate(i1 < 3) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f } } } } }`, true,
+			[]map[string]int64{{"N": 0}}},
+		{"symbolic inner loop", `func f[N: int32, M: int32](A: float32[64]) { ScheduleBlock(root) {
+  serial for (i0, 0, 8) { serial for (i1, 0, M) {
+    ScheduleBlock(S) { vi = axis.bind(min(i0 * 8 + i1, 63)) axis.domain(vi = spatial(0, 64))
+      predicate(i0 * 8 + i1 < N && i1 < 8) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f } } } } }`, true,
+			[]map[string]int64{{"N": 0, "M": 8}, {"N": 13, "M": 3}, {"N": 20, "M": 11}}},
+		{"offset loop", `func f[N: int32](A: float32[40]) { ScheduleBlock(root) {
+  serial for (i0, 2, floordiv(N + 3, 4)) { serial for (i1, 0, 4) {
+    ScheduleBlock(S) { vi = axis.bind(min(i0 * 4 + i1, 39)) axis.domain(vi = spatial(0, 40))
+      predicate(i0 * 4 + i1 < N + 8) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] * 2.0f + 1.0f } } } } }`, true,
+			[]map[string]int64{{"N": 0}, {"N": 1}, {"N": 9}, {"N": 20}, {"N": 23}}},
+		{"two symbols", `func f[N: int32, M: int32](A: float32[N, M]) { ScheduleBlock(root) {
+  serial for (i0, 0, floordiv(N + 3, 4)) { serial for (j0, 0, floordiv(M + 7, 8)) {
+    serial for (i1, 0, 4) { serial for (j1, 0, 8) {
+      ScheduleBlock(S) { vi, vj = axis.bind(i0 * 4 + i1, j0 * 8 + j1) axis.domain(vi = spatial(0, N), vj = spatial(0, M))
+        predicate(i0 * 4 + i1 < N && j0 * 8 + j1 < M) reads(A[vi, vj]) writes(A[vi, vj]) A[vi, vj] = A[vi, vj] * 3.0f } } } } } } }`, true,
+			[]map[string]int64{{"N": 0, "M": 0}, {"N": 1, "M": 1}, {"N": 5, "M": 9}, {"N": 8, "M": 16}, {"N": 13, "M": 7}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ast.Parse(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := partition.Func(f)
+			if err := ast.Verify(g); err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(g))
+			}
+			if got := g != f; got != tc.partition {
+				t.Errorf("partitioned: %v, want %v\n%s", got, tc.partition, ast.Print(g))
+			}
+			for _, sizes := range tc.sizes {
+				same(t, tc.name, f, g, sizes)
+			}
+		})
+	}
+}
+
+// TestDefaultsOfFusionKernels: every kernel of every fusion golden with
+// sizes, under its default schedule (two threads), computes the same
+// after partitioning, at the golden's sizes and with every symbol 1 and
+// 13.
+func TestDefaultsOfFusionKernels(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fusion goldens: %v", err)
+	}
+	more, _ := filepath.Glob("../../testdata/graphs/*.txtar")
+	files = append(files, more...)
+	parted := 0
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		lines, ok := golden.Section(ar, "sizes")
+		if !ok {
+			continue
+		}
+		g, err := fusion.ParseJSON([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bindings, err := golden.Sizes(lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syms := g.Symbols(); len(syms) > 0 {
+			for _, v := range []int64{1, 13} {
+				m := map[string]int64{}
+				for _, s := range syms {
+					m[s] = v
+				}
+				bindings = append(bindings, m)
+			}
+		}
+		p, err := fusion.Compile(g, fusion.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range p.Kernels {
+			s, err := autotune.Default(k.Func, autotune.Target{VectorLanes: 8, Threads: 2})
+			if err != nil {
+				t.Fatalf("%s: %v", k.Name, err)
+			}
+			before := s.Func()
+			after := partition.Func(before)
+			if after == before {
+				continue
+			}
+			parted++
+			if err := ast.Verify(after); err != nil {
+				t.Fatalf("%s: %v\n%s", k.Name, err, ast.Print(after))
+			}
+			for _, sizes := range bindings {
+				if len(sizes) == 0 && len(k.Func.Sizes) > 0 {
+					continue
+				}
+				limit := int64(5_000_000)
+				if testing.Short() {
+					limit = 200_000
+				}
+				if iterations(before, sizes) > limit {
+					continue
+				}
+				same(t, filepath.Base(file)+" "+k.Name, before, after, sizes)
+			}
+		}
+	}
+	if parted == 0 {
+		t.Error("no kernel was partitioned: the test checks nothing")
+	}
+	t.Logf("%d kernels partitioned", parted)
+}
+
+// iterations returns how many block instances f runs at sizes (a loop of
+// unknown extent counts once).
+func iterations(f *ast.Func, sizes map[string]int64) int64 {
+	var total int64
+	var walk func(s ast.Stmt, times int64)
+	walk = func(s ast.Stmt, times int64) {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ScheduleBlock:
+				total += times
+			case *ast.For:
+				e := n.Extent
+				for name, v := range sizes {
+					e = ast.Substitute(e, map[string]ast.Expr{name: ast.I64(v)})
+				}
+				k, ok := ast.ConstIntValue(ast.Simplify(e))
+				if !ok || k < 1 {
+					k = 1
+				}
+				walk(n.Body, times*k)
+				return false
+			}
+			return true
+		})
+	}
+	walk(f.Body, 1)
+	return total
+}
