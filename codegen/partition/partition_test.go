@@ -13,6 +13,7 @@ import (
 	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/golden"
+	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -293,4 +294,42 @@ func iterations(f *ast.Func, sizes map[string]int64) int64 {
 	}
 	walk(f.Body, 1)
 	return total
+}
+
+// TestAdversarialSchedules: the schedule generator's sequences over the
+// corpus (skewed, triangular, in-place, symbolic functions), every
+// accepted schedule partitioned and run by the interpreter in place of a
+// compiled kernel: the runner compares it with the unpartitioned
+// schedule's results.
+func TestAdversarialSchedules(t *testing.T) {
+	corpus, err := schedgen.Load("../../testdata/schedgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := uint64(12)
+	if testing.Short() {
+		seeds = 2
+	}
+	parted := 0
+	cfg := schedgen.Config{NoValidation: true, NativeEvery: 1, Native: func(f *ast.Func, sizes map[string]int64, args map[string]any) error {
+		g := partition.Func(f)
+		if g != f {
+			parted++
+			if err := ast.Verify(g); err != nil {
+				return err
+			}
+		}
+		return ast.Interpret(g, sizes, args)
+	}}
+	for _, c := range append(corpus, schedgen.Workloads()...) {
+		for seed := uint64(1); seed <= seeds; seed++ {
+			if _, f := schedgen.Run(c, seed, cfg); f != nil {
+				t.Errorf("%s, seed %d:\n%s", c.Name, seed, f.Report())
+			}
+		}
+	}
+	if parted == 0 {
+		t.Error("no schedule was partitioned: the test checks nothing")
+	}
+	t.Logf("%d schedules partitioned", parted)
 }
