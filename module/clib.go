@@ -14,7 +14,6 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -80,7 +79,7 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 		if k.native == nil {
 			continue // a view
 		}
-		lm, err := llvm.Lower(partition.Func(k.f), llvm.Options{Symbol: g.kernelSymbol(i)})
+		lm, err := llvm.Lower(k.f, llvm.Options{Symbol: g.kernelSymbol(i)})
 		if err != nil {
 			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
 		}

@@ -40,7 +40,6 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -148,7 +147,7 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		} else if f, src, err = scheduleOf(k, target, tkey, opts.Database); err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		nk, err := cache.Compile(partition.Func(f), llvm.Options{})
+		nk, err := cache.Compile(f, llvm.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llir/llvm/ir"
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/partition"
 )
 
 // Options control how a function is lowered.
@@ -119,6 +120,10 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 			return nil, err
 		}
 	}
+	// Loops guarded by a tail predicate run their full iterations without
+	// it (package partition): a predicate in the innermost loops keeps a
+	// matrix multiply's accumulators in memory.
+	f = partition.Func(f)
 	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule()}
 	m.IR.TargetTriple = opts.Target.Triple
 	m.IR.SourceFilename = f.Name
