@@ -51,20 +51,6 @@ type binding struct {
 	calls []call
 }
 
-// entryOf returns the packed entry point of a compiled kernel, opening
-// its shared object (already loaded: dlopen only counts a reference).
-func entryOf(k *native.Kernel) (uintptr, error) {
-	h, err := purego.Dlopen(k.Path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return 0, fmt.Errorf("module: loading %s: %w", k.Path, err)
-	}
-	sym, err := purego.Dlsym(h, k.Module.PackedSymbol())
-	if err != nil {
-		return 0, fmt.Errorf("module: %s has no %s: %w", k.Path, k.Module.PackedSymbol(), err)
-	}
-	return sym, nil
-}
-
 // bindingAt returns the calls at sizes, worked out once per binding.
 func (m *Module) bindingAt(sizes map[string]int64) (*binding, error) {
 	key := sizesKey(sizes)

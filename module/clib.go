@@ -189,11 +189,11 @@ func (g *cGraph) params(names map[string]string) []string {
 	var ps []string
 	for _, t := range g.m.inputs {
 		id := names[t.Name]
-		ps = append(ps, fmt.Sprintf("const %s *%s", cTypeOf(t.DType), id), "const int64_t *"+id+"_shape")
+		ps = append(ps, fmt.Sprintf("const %s *%s", llvm.CType(t.DType), id), "const int64_t *"+id+"_shape")
 	}
 	for _, t := range g.m.outputs {
 		id := names[t.Name]
-		ps = append(ps, fmt.Sprintf("%s *%s", cTypeOf(t.DType), id), "const int64_t *"+id+"_shape")
+		ps = append(ps, fmt.Sprintf("%s *%s", llvm.CType(t.DType), id), "const int64_t *"+id+"_shape")
 	}
 	return ps
 }
@@ -309,7 +309,7 @@ func (g *cGraph) source() string {
 	if len(g.consts) > 0 {
 		b.WriteString("\n/* The graph's constants. */\n")
 		for _, t := range g.consts {
-			p("static const %s %s[] = {%s}; /* %s */\n", cTypeOf(t.DType), g.src[t.Name], constData(t), t.Name)
+			p("static const %s %s[] = {%s}; /* %s */\n", llvm.CType(t.DType), g.src[t.Name], constData(t), t.Name)
 		}
 	}
 	ns := max(len(g.syms), 1)
@@ -505,23 +505,6 @@ func cFloat(v float64, bits int) string {
 		return "-__builtin_inf" + suffix + "()"
 	}
 	return strconv.FormatFloat(v, 'x', -1, bits) + suffix
-}
-
-// cTypeOf is the C type of an element of type dt.
-func cTypeOf(dt ast.DType) string {
-	switch dt {
-	case ast.Float32:
-		return "float"
-	case ast.Float64:
-		return "double"
-	case ast.Int32:
-		return "int32_t"
-	case ast.Int64:
-		return "int64_t"
-	case ast.Bool:
-		return "bool"
-	}
-	return "uint16_t"
 }
 
 // cKeywords are the words a C identifier of the header may not be: C's

@@ -151,11 +151,7 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		entry, err := entryOf(nk)
-		if err != nil {
-			return nil, err
-		}
-		m.kernels = append(m.kernels, &kernel{k: k, index: i, f: f, native: nk, entry: entry, Schedule: src})
+		m.kernels = append(m.kernels, &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src})
 		m.maxParams = max(m.maxParams, len(f.Params))
 	}
 	if !opts.NoCache {

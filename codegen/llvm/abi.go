@@ -63,7 +63,7 @@ func (m *Module) Header() string {
 		if roles[p.Name] == "input" {
 			q = "const "
 		}
-		params = append(params, fmt.Sprintf("%s%s *restrict %s", q, cType(p.DType), p.Name))
+		params = append(params, fmt.Sprintf("%s%s *restrict %s", q, CType(p.DType), p.Name))
 	}
 	if len(params) == 0 {
 		params = []string{"void"}

@@ -41,8 +41,9 @@ func regType(t ast.DType) types.Type {
 	return memType(t)
 }
 
-// cType is the C spelling of a pointer to elements of type t in the ABI.
-func cType(t ast.DType) string {
+// CType is the C type of an element of type t in loom's C ABI (float16
+// and bfloat16 as their 16-bit encodings).
+func CType(t ast.DType) string {
 	switch t {
 	case ast.Bool:
 		return "bool"

@@ -47,6 +47,11 @@ func (k *Kernel) load() error {
 	return nil
 }
 
+// Entry returns the address of the kernel's packed entry point (the C ABI
+// of codegen/llvm: int32_t NAME_packed(void *const *buffers, const
+// int64_t *sizes)), for a runtime that calls it without Run's checks.
+func (k *Kernel) Entry() uintptr { return k.entry }
+
 // Errors a kernel call reports.
 var (
 	ErrDivByZero   = errors.New("integer division by zero")
