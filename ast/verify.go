@@ -116,6 +116,54 @@ func (v *verifier) define(n Node, x *Var, loop *For) {
 }
 
 // lookup finds a visible variable; a block body hides the loops outside it.
+// ownsInstances reports whether a spatial binding takes a different value
+// in each iteration of loop x while the loops around x hold theirs: it is
+// c·x + terms over the loops that enclose x and the sizes (c != 0), so
+// concurrent iterations of x never meet on one instance.
+func (v *verifier) ownsInstances(binding Expr, x string) bool {
+	l, ok := toLinear(binding)
+	if !ok {
+		return false
+	}
+	depth := v.scopeOf(x)
+	if depth < 0 {
+		return false
+	}
+	found := false
+	for _, t := range l.terms {
+		if y, ok := t.atom.(*Var); ok && y.Name == x {
+			found = t.coef != 0
+			continue
+		}
+		inner := false
+		Inspect(t.atom, func(n Node) bool {
+			if y, ok := n.(*Var); ok && v.scopeOf(y.Name) >= depth {
+				inner = true
+			}
+			return !inner
+		})
+		if inner {
+			return false // a loop inside x (or x itself, nonlinearly) moves it too
+		}
+	}
+	return found
+}
+
+// scopeOf returns the index of the innermost visible scope that defines
+// name, or -1 for a size (or an unknown name).
+func (v *verifier) scopeOf(name string) int {
+	floor := 0
+	if len(v.barriers) > 0 {
+		floor = v.barriers[len(v.barriers)-1]
+	}
+	for i := len(v.scopes) - 1; i >= floor; i-- {
+		if _, ok := v.scopes[i][name]; ok {
+			return i
+		}
+	}
+	return -1
+}
+
 func (v *verifier) lookup(name string) (varInfo, bool) {
 	floor := 0
 	if len(v.barriers) > 0 {
@@ -331,10 +379,10 @@ func (v *verifier) block(b *ScheduleBlock) {
 
 // reduceBinding rejects a reduce variable bound to a loop whose iterations
 // run at the same time, except GPU threads (a cross-thread reduction).
-// A loop that is also the whole binding of a spatial variable is no such
-// loop: each of its iterations has its own reduction, and it only shapes
-// the reduce variable's range (a split of a triangle's inner loop, whose
-// extent depends on the row).
+// A loop that gives each of its iterations its own instance of a spatial
+// variable is no such loop: each iteration has its own reduction, and the
+// loop only shapes the reduce variable's range (a split of a triangle's
+// inner loop, whose extent depends on the row; see ownsInstances).
 func (v *verifier) reduceBinding(b *ScheduleBlock, it *IterVar) {
 	Inspect(it.Binding, func(n Node) bool {
 		x, ok := n.(*Var)
@@ -342,8 +390,7 @@ func (v *verifier) reduceBinding(b *ScheduleBlock, it *IterVar) {
 			return true
 		}
 		if slices.ContainsFunc(b.Iters, func(s *IterVar) bool {
-			y, ok := s.Binding.(*Var)
-			return s.Kind == Spatial && ok && y.Name == x.Name
+			return s.Kind == Spatial && v.ownsInstances(s.Binding, x.Name)
 		}) {
 			return true
 		}

@@ -17,7 +17,7 @@ func (s *Schedule) Fuse(loops ...Loop) (Loop, error) {
 	if len(loops) < 2 {
 		return Loop{}, badArg(prim, s.f, nil, "fuse needs at least two loops, got %d", len(loops))
 	}
-	fs, _, err := s.loops(prim, loops)
+	fs, ps, err := s.loops(prim, loops)
 	if err != nil {
 		return Loop{}, err
 	}
@@ -46,17 +46,45 @@ func (s *Schedule) Fuse(loops ...Loop) (Loop, error) {
 	used := names(s.f)
 	fv := ast.NewVar(fresh(used, strings.Join(parts, "_")+"_fused"), t)
 	// x_k = min_k + floormod(floordiv(fused, E_{k+1}*...*E_n), E_k)
+	//
+	// A loop of negative extent runs no iteration. Extents that can be
+	// negative (W - 4 for W < 4; 3 - r under a loop r, as a compute_at
+	// leaves) keep that in a product when only one of them is negative;
+	// when several can be, all but the first count as max(E, 0), so that
+	// two negative extents do not multiply into a positive one.
+	above := ps[0].loops()
+	a := analyzerFor(s.f, above[:len(above)-1])
+	clamp := map[int]bool{}
+	for k, f := range fs {
+		if a.Bound(f.Extent).Min < 0 {
+			clamp[k] = true
+		}
+	}
+	if len(clamp) < 2 {
+		clamp = nil
+	} else {
+		for k := range fs {
+			if clamp[k] {
+				delete(clamp, k) // the first may stay negative
+				break
+			}
+		}
+	}
 	sub := map[string]ast.Expr{}
 	var inner ast.Expr = ast.One(t)
 	var extent ast.Expr = ast.One(t)
 	for k := len(fs) - 1; k >= 0; k-- {
 		f := fs[k]
+		e := f.Extent
+		if clamp[k] {
+			e = ast.Max(e, ast.Zero(t))
+		}
 		var x ast.Expr = ast.FloorDiv(fv, inner)
 		if k > 0 {
-			x = ast.FloorMod(x, f.Extent)
+			x = ast.FloorMod(x, e)
 		}
 		sub[f.Var.Name] = ast.Simplify(ast.Add(f.Min, x))
-		inner = ast.Simplify(ast.Mul(inner, f.Extent))
+		inner = ast.Simplify(ast.Mul(inner, e))
 		extent = inner
 	}
 	body := ast.Substitute(fs[len(fs)-1].Body, sub)

@@ -363,6 +363,52 @@ func TestLongRunPartlyAffinePredicate(t *testing.T) {
 	replayClean(t, "softmax_layernorm_0", 178, `split(i_P_max, [1, -1]); fuse(i_P_max_0, i_P_max_1); split(i_P_max_0_i_P_max_1_fused, [8, -1]); split(rj_Y_var, [-1, 3]); split(rj_Y_var_1, [8, 3]); rfactor(rj_Y_var_0)`)
 }
 
+// TestLongRunFuseNegativeExtents: the long run's fault in
+// conv1d_dilated_0, seed 17 (W=9). After compute_at, the cache block's
+// loops have extents 3 - rc and 3 - 3*rw, negative for some iterations
+// of the loops above; fuse multiplied them, and two negative extents made
+// a positive one: the fused loop ran where neither had, reading K out of
+// bounds. The extents that can be negative, but the first, count as
+// max(E, 0) in the product now.
+func TestLongRunFuseNegativeExtents(t *testing.T) {
+	replayClean(t, "conv1d_dilated_0", 17, `split(rw_Y, [-1, 8]); split(rc_Y, [3, 3]); fuse(k_Y, rc_Y_0); tile([rw_Y_0, rw_Y_1], [1, 3]); split(rc_Y_1, [5, -1]); cache_read(Y, "K", "local"); compute_at(K_local, rw_Y_0_1); fuse(ax0, ax1)`)
+}
+
+// TestLongRunParallelRowSplit: the long run's validator disagreement in
+// triangular_matvec, seed 76 (N=8). The row loop split in three, its
+// innermost part parallel, then the row's inner loop (extent i + 1)
+// split: the reduce binding mentions the parallel loop through the
+// extent, and the verifier took it for a race. Each parallel iteration
+// has its own row (the spatial binding is i_0 * 8 + i_1 * 4 + i_2), so
+// its own reduction: accepted now (ownsInstances generalizes the rule
+// that a loop bound alone to a spatial variable is no race).
+func TestLongRunParallelRowSplit(t *testing.T) {
+	replayClean(t, "triangular_matvec", 76, `split(i, [-1, 2, 4]); parallel(i_2); split(j, [3, -1])`)
+}
+
+// TestLongRunRFactorTriangle: the long run's validator disagreement in
+// triangular_matvec, seed 11 (N=1): rfactor of the inner loop of a
+// triangle (extent i + 1) made an rf buffer and a block domain sized by
+// the row variable, an ill-formed function. Refused now.
+func TestLongRunRFactorTriangle(t *testing.T) {
+	replayClean(t, "triangular_matvec", 11, `rfactor(j)`)
+	f, err := schedgen.LoadFile("../testdata/schedgen/triangular_matvec.loom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.New(f.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.GetLoop("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RFactor(l); err == nil || !strings.Contains(err.Error(), "depends on loop i") {
+		t.Errorf("rfactor of the triangle's inner loop: %v, want a refusal naming loop i", err)
+	}
+}
+
 // TestDecomposeEmptyReduction: decompose_reduction of a column sum over
 // a symbolic number of rows R, and of a triangle whose row i sums i
 // elements. At R = 0 (and at row 0) the update never runs, and neither

@@ -88,6 +88,16 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 		// an init.
 		return Block{}, illegal(prim, s.f, here, "the predicate of block %s depends on loop %s (a split's tail), so some slots of the rfactor buffer would never be initialized; split by a factor that divides the extent", blk.Name, loop.Var.Name)
 	}
+	// The rf buffer is sized by l's extent, and the rf block's domains
+	// are the reduction loops' ranges: both must be fixed by the sizes
+	// alone (a triangle's inner loop, of extent i + 1, is not).
+	for _, lp := range reduceLoops {
+		for _, e := range []ast.Expr{lp.Min, lp.Extent} {
+			if dep := loopVarIn(e, loopsAbove); dep != nil {
+				return Block{}, illegal(prim, s.f, []ast.Node{lp, dep}, "the range of loop %s depends on loop %s, so it cannot size the rfactor buffer nor bound a block's domain", lp.Var.Name, dep.Var.Name)
+			}
+		}
+	}
 	used := names(s.f)
 	t := loop.Var.DType
 	// The rf buffer: [extent of l] + the output's shape.
@@ -307,4 +317,14 @@ func init() {
 		goCall:  func(args []string) string { return fmt.Sprintf("sch.RFactor(%s)", args[0]) },
 		outputs: "one",
 	})
+}
+
+// loopVarIn returns the first of loops whose variable e mentions, or nil.
+func loopVarIn(e ast.Expr, loops []*ast.For) *ast.For {
+	for _, l := range loops {
+		if ast.Mentions(e, l.Var.Name) {
+			return l
+		}
+	}
+	return nil
 }
