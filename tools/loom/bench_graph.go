@@ -81,6 +81,9 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 			opts.Database = db
 		}
 	}
+	if sizes == nil {
+		sizes = map[string]int64{} // {} in the JSON, not null
+	}
 	line := graphLine{Graph: g.Name, Sizes: sizes, Threads: threads, Schedules: map[string]int{}}
 
 	// Cold: empty caches.
