@@ -18,6 +18,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/golden"
+	"github.com/loom-go/loom/internal/instances"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
@@ -216,34 +217,11 @@ func reference(t *testing.T, cache *native.Cache, g *fusion.Graph, sizes map[str
 	})
 }
 
-// iterations returns how many times the innermost statements of p's
-// kernels run at sizes (loops of unknown extent count as 1).
+// iterations returns how many block instances p's kernels run at sizes.
 func iterations(p *fusion.Plan, sizes map[string]int64) int64 {
 	var total int64
-	var walk func(s ast.Stmt, times int64)
-	walk = func(s ast.Stmt, times int64) {
-		ast.Inspect(s, func(n ast.Node) bool {
-			l, ok := n.(*ast.For)
-			if !ok {
-				if _, isBlock := n.(*ast.ScheduleBlock); isBlock {
-					total += times
-				}
-				return true
-			}
-			e := l.Extent
-			for name, v := range sizes {
-				e = ast.Substitute(e, map[string]ast.Expr{name: ast.I64(v)})
-			}
-			n64, ok := ast.ConstIntValue(ast.Simplify(e))
-			if !ok || n64 < 1 {
-				n64 = 1
-			}
-			walk(l.Body, times*n64)
-			return false
-		})
-	}
 	for _, k := range p.Kernels {
-		walk(k.Func.Body, 1)
+		total += instances.Count(k.Func, sizes)
 	}
 	return total
 }

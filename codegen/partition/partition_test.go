@@ -13,6 +13,7 @@ import (
 	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/golden"
+	"github.com/loom-go/loom/internal/instances"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 )
@@ -254,7 +255,7 @@ func TestDefaultsOfFusionKernels(t *testing.T) {
 				if testing.Short() {
 					limit = 200_000
 				}
-				if iterations(before, sizes) > limit {
+				if instances.Count(before, sizes) > limit {
 					continue
 				}
 				same(t, filepath.Base(file)+" "+k.Name, before, after, sizes)
@@ -265,35 +266,6 @@ func TestDefaultsOfFusionKernels(t *testing.T) {
 		t.Error("no kernel was partitioned: the test checks nothing")
 	}
 	t.Logf("%d kernels partitioned", parted)
-}
-
-// iterations returns how many block instances f runs at sizes (a loop of
-// unknown extent counts once).
-func iterations(f *ast.Func, sizes map[string]int64) int64 {
-	var total int64
-	var walk func(s ast.Stmt, times int64)
-	walk = func(s ast.Stmt, times int64) {
-		ast.Inspect(s, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.ScheduleBlock:
-				total += times
-			case *ast.For:
-				e := n.Extent
-				for name, v := range sizes {
-					e = ast.Substitute(e, map[string]ast.Expr{name: ast.I64(v)})
-				}
-				k, ok := ast.ConstIntValue(ast.Simplify(e))
-				if !ok || k < 1 {
-					k = 1
-				}
-				walk(n.Body, times*k)
-				return false
-			}
-			return true
-		})
-	}
-	walk(f.Body, 1)
-	return total
 }
 
 // TestAdversarialSchedules: the schedule generator's sequences over the
