@@ -2,9 +2,13 @@ package autotune
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,4 +281,104 @@ func BenchmarkDefaultCost(b *testing.B) {
 	b.ReportMetric(float64(costs[len(costs)/2])/1e6, "median-ms")
 	b.ReportMetric(float64(costs[len(costs)-1])/1e6, "worst-ms")
 	b.Logf("%d functions: median %v, worst %v (%s)", len(costs), costs[len(costs)/2], costs[len(costs)-1], worst)
+}
+
+// BenchmarkDefaultSpeedup times every kernel of every graph of
+// testdata/fusion (each symbol 256, as a batch or a sequence of a few
+// hundred) with its default schedule and unscheduled, both compiled, one
+// thread, and logs the table of issue 21 (default against unscheduled:
+// at least 10x, never slower); it reports the geometric mean and the
+// least of the ratios.
+//
+//	go test ./autotune -run '^$' -bench DefaultSpeedup -benchtime 1x -v
+func BenchmarkDefaultSpeedup(b *testing.B) {
+	files, err := filepath.Glob("../testdata/fusion/*.txtar")
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no fusion goldens: %v", err)
+	}
+	more, _ := filepath.Glob("../testdata/fusion/*.json")
+	files = append(files, more...)
+	cache, err := native.NewCache(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := native.SetThreads(1); err != nil {
+		b.Fatal(err)
+	}
+	best := func(f *ast.Func, sizes map[string]int64) time.Duration {
+		k, err := cache.Compile(f, llvm.Options{})
+		if err != nil {
+			b.Fatalf("%s: %v", f.Name, err)
+		}
+		args := workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(1)
+		c, err := k.Bind(sizes, args)
+		if err != nil {
+			b.Fatalf("%s: %v", f.Name, err)
+		}
+		defer c.Release()
+		c.Run() // warm
+		start := time.Now()
+		c.Run()
+		reps := max(1, int(5*time.Millisecond/max(time.Since(start), time.Microsecond)))
+		fastest := time.Duration(1 << 62)
+		for range 5 {
+			start := time.Now()
+			for range reps {
+				c.Run()
+			}
+			fastest = min(fastest, time.Since(start)/time.Duration(reps))
+		}
+		return fastest
+	}
+	for b.Loop() {
+		var logs []string
+		sumLog, n, least, leastName := 0.0, 0, math.Inf(1), ""
+		for _, file := range files {
+			var src []byte
+			if filepath.Ext(file) == ".json" {
+				src, err = os.ReadFile(file)
+			} else {
+				ar, err2 := txtar.ParseFile(file)
+				err = err2
+				if err == nil {
+					s, _ := golden.Section(ar, "graph.json")
+					src = []byte(s)
+				}
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := fusion.ParseJSON(src)
+			if err != nil {
+				continue // an error golden
+			}
+			p, err := fusion.Compile(g, fusion.Options{})
+			if err != nil {
+				continue
+			}
+			for _, k := range p.Kernels {
+				sizes := map[string]int64{}
+				for _, s := range k.Func.Sizes {
+					sizes[s.Name] = 256
+				}
+				s, err := Default(k.Func, HostTarget(1))
+				if err != nil {
+					b.Fatalf("%s: %v", k.Name, err)
+				}
+				plain, dflt := best(k.Func, sizes), best(s.Func(), sizes)
+				r := float64(plain) / float64(dflt)
+				sumLog += math.Log(r)
+				n++
+				name := filepath.Base(file) + " " + k.Name
+				if r < least {
+					least, leastName = r, name
+				}
+				logs = append(logs, fmt.Sprintf("| %s | %s | %.4f | %.4f | %.1fx |", name, strings.Join(k.Nodes, " "), float64(plain)/1e6, float64(dflt)/1e6, r))
+			}
+		}
+		b.ReportMetric(math.Exp(sumLog/float64(n)), "geomean-x")
+		b.ReportMetric(least, "least-x")
+		b.Logf("%d kernels, every symbol 256, one thread: geometric mean %.1fx, least %.2fx (%s)\n| kernel | nodes | unscheduled ms | default ms | speed-up |\n|---|---|---|---|---|\n%s",
+			n, math.Exp(sumLog/float64(n)), least, leastName, strings.Join(logs, "\n"))
+	}
 }

@@ -2,7 +2,9 @@ package autotune
 
 import (
 	"errors"
+	"slices"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -23,6 +25,14 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 		return errSkip
 	}
 	sample := s.SampleComputeLocation
+	if t.decide && readThroughClamp(s, bi.blk) {
+		// A consumer that reads it through a clamp, a division or a
+		// gather (a pad's reader, an embedding's) leaves compute_at no
+		// exact region: it would compute the whole producer again in
+		// every iteration of the location (measured: an embedding's
+		// kernel 12x slower than unscheduled). It stays at the root.
+		return errSkip
+	}
 	if t.decide {
 		// Under the consumers' outermost loop (a row of a softmax's
 		// producers computed with the row, while it is in cache), or at
@@ -45,4 +55,44 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 	// compute_at at the root keeps the block in place; it is recorded
 	// all the same, so that a mutated decision moves the block on replay.
 	return s.ComputeAt(b, l)
+}
+
+// readThroughClamp reports whether some block reads what blk writes at an
+// index that is not affine in its iteration variables: a min or max (a
+// pad's clamp), a division or remainder, a select, a load (a gather).
+func readThroughClamp(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
+	for _, x := range s.Func().Blocks() {
+		if x == blk {
+			continue
+		}
+		for _, r := range x.Reads {
+			if !slices.ContainsFunc(blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+				continue
+			}
+			for _, rg := range r.Ranges {
+				if notAffine(rg.Min) || notAffine(rg.Extent) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// notAffine reports whether e holds an operation that is not affine.
+func notAffine(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Binary:
+			switch n.Op {
+			case ast.OpMin, ast.OpMax, ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod:
+				found = true
+			}
+		case *ast.Select, *ast.Load:
+			found = true
+		}
+		return !found
+	})
+	return found
 }
