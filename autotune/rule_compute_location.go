@@ -52,6 +52,12 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 		}
 		return errSkip
 	}
+	if t.decide && l.Name() != "" && !readAlong(s, bi.blk, l.Name()) {
+		// What its consumers read of it does not change with the loop
+		// (a broadcast row read by every row): computed there, it would
+		// be computed again in every iteration. It stays at the root.
+		return errSkip
+	}
 	// compute_at at the root keeps the block in place; it is recorded
 	// all the same, so that a mutated decision moves the block on replay.
 	return s.ComputeAt(b, l)
@@ -95,4 +101,30 @@ func notAffine(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// readAlong reports whether some block reads what blk writes at an index
+// that moves with loop (an iteration variable bound to the loop).
+func readAlong(s *schedule.Schedule, blk *ast.ScheduleBlock, loop string) bool {
+	for _, x := range s.Func().Blocks() {
+		if x == blk {
+			continue
+		}
+		for _, r := range x.Reads {
+			if !slices.ContainsFunc(blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+				continue
+			}
+			for _, it := range x.Iters {
+				if !ast.Mentions(it.Binding, loop) {
+					continue
+				}
+				for _, rg := range r.Ranges {
+					if ast.Mentions(rg.Min, it.Var.Name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
