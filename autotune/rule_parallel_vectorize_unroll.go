@@ -9,7 +9,8 @@ import (
 // ParallelVectorizeUnroll parallelizes a block's outermost spatial loop
 // that does some work (loops of one iteration above it, as a batch of one
 // leaves, change nothing), vectorizes its innermost loop when that is
-// spatial with a constant extent, and samples an unroll limit for the
+// spatial (a symbolic extent split by the vector's lanes first, its tail
+// predicated), and samples an unroll limit for the
 // loops under its outermost loop (0 never unrolls; see unrolls).
 // On a GPU only the unroll limit applies: the loops are bound to blocks
 // and threads.
@@ -41,7 +42,19 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	}
 	last := len(bi.loops) - 1
 	if bi.roles[last] == roleSpatial && last > 0 && t.GPU == nil {
-		if err := internal(s.Vectorize(bi.loops[last])); err != nil {
+		l := bi.loops[last]
+		if _, ok := s.Extent(l); !ok && t.VectorLanes > 1 {
+			// A symbolic extent: whole vectors of it, and a predicated
+			// tail (which the code generator partitions off).
+			parts, err := s.Split(l, -1, t.VectorLanes)
+			if err := internal(err); err != nil {
+				return err
+			}
+			if err == nil {
+				l = parts[1]
+			}
+		}
+		if err := internal(s.Vectorize(l)); err != nil {
 			return err
 		}
 	}
