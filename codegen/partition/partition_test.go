@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"flag"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -251,9 +252,9 @@ func TestDefaultsOfFusionKernels(t *testing.T) {
 				if len(sizes) == 0 && len(k.Func.Sizes) > 0 {
 					continue
 				}
-				limit := int64(5_000_000)
+				limit := int64(1_000_000)
 				if testing.Short() {
-					limit = 200_000
+					limit = 100_000
 				}
 				if instances.Count(before, sizes) > limit {
 					continue
@@ -268,6 +269,10 @@ func TestDefaultsOfFusionKernels(t *testing.T) {
 	t.Logf("%d kernels partitioned", parted)
 }
 
+// adversarialSeeds is how many sequences per function TestAdversarialSchedules
+// runs (one with -short); more is a longer, opt-in run.
+var adversarialSeeds = flag.Uint64("seeds", 2, "sequences per corpus function in TestAdversarialSchedules (one with -short)")
+
 // TestAdversarialSchedules: the schedule generator's sequences over the
 // corpus (skewed, triangular, in-place, symbolic functions), every
 // accepted schedule partitioned and run by the interpreter in place of a
@@ -278,9 +283,9 @@ func TestAdversarialSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeds := uint64(12)
+	seeds := *adversarialSeeds
 	if testing.Short() {
-		seeds = 2
+		seeds = 1
 	}
 	parted := 0
 	cfg := schedgen.Config{NoValidation: true, NativeEvery: 1, Native: func(f *ast.Func, sizes map[string]int64, args map[string]any) error {
