@@ -221,7 +221,7 @@ func (g *cGraph) shapeArgs() string {
 	for _, t := range g.m.inputs {
 		as = append(as, g.src[t.Name]+"_shape")
 	}
-	return strings.Join(as, ", ")
+	return strings.Join(append(as, "0"), ", ") // 0: the bind function's dummy, for a graph without inputs
 }
 
 func (g *cGraph) header() string {
@@ -275,7 +275,7 @@ enum {
 	fmt.Fprintf(&b, "/* The outputs' shapes at these input shapes (each array of its output's\n * rank). */\n")
 	fmt.Fprintf(&b, "int32_t %s_output_shapes(\n\t%s,\n\tloom_status *status);\n\n", g.name, strings.Join(append(g.shapeParams(g.ident), g.outShapeParams(g.ident)...), ",\n\t"))
 	b.WriteString("/* The arena's bytes at these input shapes, and what allocating every\n * intermediate apart would take. */\n")
-	fmt.Fprintf(&b, "int32_t %s_memory(\n\t%s,\n\tint64_t *peak, int64_t *naive, loom_status *status);\n\n", g.name, strings.Join(g.shapeParams(g.ident), ",\n\t"))
+	fmt.Fprintf(&b, "int32_t %s_memory(\n\t%s);\n\n", g.name, strings.Join(append(g.shapeParams(g.ident), "int64_t *peak, int64_t *naive, loom_status *status"), ",\n\t"))
 	b.WriteString("/* loom's runtime: the number of threads parallel loops use. */\nvoid loom_set_num_threads(int32_t n);\nint32_t loom_get_num_threads(void);\n\n")
 	b.WriteString("#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
 	return b.String()
@@ -375,7 +375,7 @@ func (g *cGraph) source() string {
 
 	// NAME_output_shapes and NAME_memory.
 	p("\nint32_t %s_output_shapes(%s, loom_status *st) {\n", g.name, strings.Join(append(g.shapeParams(g.src), g.outShapeParams(g.src)...), ", "))
-	p("\tint64_t sz[%d];\n\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, g.name, g.shapeArgs())
+	p("\tint64_t sz[%d];\n\tint32_t rc = %s_bind(%s, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, g.name, g.shapeArgs())
 	for _, t := range g.m.outputs {
 		id := g.src[t.Name]
 		p("\tif (!%s_shape)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: output %s: no shape array (NULL)\");\n", id, t.Name)
@@ -384,14 +384,14 @@ func (g *cGraph) source() string {
 		}
 	}
 	b.WriteString("\treturn lg_ok(st);\n}\n")
-	p("\nint32_t %s_memory(%s, int64_t *peak, int64_t *naive, loom_status *st) {\n", g.name, strings.Join(g.shapeParams(g.src), ", "))
-	p("\tint64_t sz[%d], pk, nv;\n\tlg_buf bufs[%d];\n\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, ni, g.name, g.shapeArgs())
+	p("\nint32_t %s_memory(%s) {\n", g.name, strings.Join(append(g.shapeParams(g.src), "int64_t *peak, int64_t *naive, loom_status *st"), ", "))
+	p("\tint64_t sz[%d], pk, nv;\n\tlg_buf bufs[%d];\n\tint32_t rc = %s_bind(%s, sz, st);\n\tif (rc)\n\t\treturn rc;\n", ns, ni, g.name, g.shapeArgs())
 	p("\tif ((rc = %s_plan(sz, bufs, &pk, &nv, st)))\n\t\treturn rc;\n\tif (peak)\n\t\t*peak = pk;\n\tif (naive)\n\t\t*naive = nv;\n\treturn lg_ok(st);\n}\n", g.name)
 
 	// The entry point.
 	p("\nint32_t %s(%s, int32_t threads, loom_status *st) {\n", g.name, strings.Join(g.params(g.src), ", "))
 	p("\tint64_t sz[%d], peak, naive, count, cap = 0;\n\tlg_buf bufs[%d];\n\tstatic char empty[64];\n\tchar *arena = NULL;\n", ns, ni)
-	p("\tint32_t rc = %s_bind(%s, 0, sz, st);\n\tif (rc)\n\t\treturn rc;\n", g.name, g.shapeArgs())
+	p("\tint32_t rc = %s_bind(%s, sz, st);\n\tif (rc)\n\t\treturn rc;\n", g.name, g.shapeArgs())
 	for _, t := range g.m.inputs {
 		id := g.src[t.Name]
 		elems("input", t, "count")

@@ -474,3 +474,30 @@ int main(void) {
 		t.Errorf("%s", out)
 	}
 }
+
+// TestCLibraryNoInputs: a graph of constants alone (no input, no symbol)
+// gives a library whose functions take the outputs alone.
+func TestCLibraryNoInputs(t *testing.T) {
+	needCC(t)
+	_, m := compiled(t, `{"name": "noin", "inputs": [], "constants": [{"name": "C", "dtype": "float32", "shape": [4], "data": [1, 2, 3, 4]}],
+  "nodes": [{"op": "mul", "inputs": ["C", "C"], "output": "Y"}], "outputs": ["Y"]}`)
+	dir := t.TempDir()
+	if _, err := m.Build(dir, "noin"); err != nil {
+		t.Fatal(err)
+	}
+	out := runC(t, dir, "noin", `#include <stdio.h>
+#include "noin.h"
+int main(void) {
+	float y[4];
+	int64_t ys[1], peak, naive;
+	loom_status st;
+	if (noin_output_shapes(ys, &st) || noin_memory(&peak, &naive, &st)) { printf("%s\n", st.message); return 0; }
+	int rc = noin(y, ys, 0, &st);
+	printf("%d %lld %g %g %g %g\n", rc, (long long)ys[0], y[0], y[1], y[2], y[3]);
+	return 0;
+}
+`)
+	if got := strings.TrimSpace(out); got != "0 4 1 4 9 16" {
+		t.Errorf("the program printed %q, want \"0 4 1 4 9 16\"", got)
+	}
+}
