@@ -67,18 +67,32 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 // index that is not affine in its iteration variables: a min or max (a
 // pad's clamp), a division or remainder, a select, a load (a gather).
 func readThroughClamp(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
+	return anyRead(s, blk, func(_ *ast.ScheduleBlock, r ast.Region) bool {
+		return slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return notAffine(rg.Min) || notAffine(rg.Extent) })
+	})
+}
+
+// readAlong reports whether some block reads what blk writes at an index
+// that moves with loop (an iteration variable bound to the loop).
+func readAlong(s *schedule.Schedule, blk *ast.ScheduleBlock, loop string) bool {
+	return anyRead(s, blk, func(x *ast.ScheduleBlock, r ast.Region) bool {
+		return slices.ContainsFunc(x.Iters, func(it *ast.IterVar) bool {
+			return ast.Mentions(it.Binding, loop) &&
+				slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) })
+		})
+	})
+}
+
+// anyRead reports whether f holds for some read region, of what blk
+// writes, of some other block x.
+func anyRead(s *schedule.Schedule, blk *ast.ScheduleBlock, f func(x *ast.ScheduleBlock, r ast.Region) bool) bool {
 	for _, x := range s.Func().Blocks() {
 		if x == blk {
 			continue
 		}
 		for _, r := range x.Reads {
-			if !slices.ContainsFunc(blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-				continue
-			}
-			for _, rg := range r.Ranges {
-				if notAffine(rg.Min) || notAffine(rg.Extent) {
-					return true
-				}
+			if slices.ContainsFunc(blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) && f(x, r) {
+				return true
 			}
 		}
 	}
@@ -101,30 +115,4 @@ func notAffine(e ast.Expr) bool {
 		return !found
 	})
 	return found
-}
-
-// readAlong reports whether some block reads what blk writes at an index
-// that moves with loop (an iteration variable bound to the loop).
-func readAlong(s *schedule.Schedule, blk *ast.ScheduleBlock, loop string) bool {
-	for _, x := range s.Func().Blocks() {
-		if x == blk {
-			continue
-		}
-		for _, r := range x.Reads {
-			if !slices.ContainsFunc(blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-				continue
-			}
-			for _, it := range x.Iters {
-				if !ast.Mentions(it.Binding, loop) {
-					continue
-				}
-				for _, rg := range r.Ranges {
-					if ast.Mentions(rg.Min, it.Var.Name) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
 }
