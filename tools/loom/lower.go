@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -16,10 +17,11 @@ import (
 // runLower prints a function before and after a schedule: a trace file,
 // or the best tuning record.
 func runLower(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("lower", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [-trace FILE | -db FILE] [flags]",
+	fs := newFlags("lower", "(-workload W [-size N|NAME=VALUE,...] | -graph GRAPH.json -size NAME=VALUE... | -func FILE.loom -size NAME=VALUE...) [-trace FILE | -default | -db FILE] [flags]",
 		`Prints the function before and after a schedule: the trace in -trace (JSON,
 as records store it, or the text form traces print in), or else the best
-record of the tuning database for this machine. The trace is replayed up to
+record of the tuning database for this machine, or with -default the schedule
+loom decides without tuning. The trace is replayed up to
 its post-processing (enter_postproc) and finished as the tuner finishes a
 candidate (the sampled unroll limits and vector widths), so that an edited
 decision takes effect; the schedule printed is the one applied.
@@ -34,6 +36,7 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 	var rf recordFlags
 	rf.register(fs)
 	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
+	dflt := fs.Bool("default", false, "apply the schedule loom decides without tuning (autotune.Default, for -threads) instead of the best record")
 	asJSON := fs.Bool("json", false, "print one JSON object per function: kernel, shape, before, schedule, after (texts), and stages, remarks, code when asked")
 	stages := fs.Bool("stages", false, "print the function after every step of the schedule, and the code generator's remarks")
 	emit := fs.String("emit", "", "also print the code: ll (loom's LLVM IR), opt (after opt -O3) or asm (llc's assembly)")
@@ -58,12 +61,21 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 				steps = append(steps, stage{in, g})
 			}
 		})
-		if *tracePath != "" {
+		switch {
+		case *dflt:
+			threads := rf.threads
+			if threads <= 0 {
+				threads = runtime.NumCPU()
+			}
+			if s, err = autotune.Default(f, autotune.HostTarget(threads)); err == nil {
+				s, err = autotune.Replay(f, s.Trace(), hook)
+			}
+		case *tracePath != "":
 			var trace *schedule.Trace
 			if trace, err = readTrace(*tracePath); err == nil {
 				s, err = autotune.Replay(f, trace, hook)
 			}
-		} else {
+		default:
 			var r *autotune.Record
 			if r, err = rf.best(j); err == nil {
 				s, err = replayRecord(r, j, hook)

@@ -653,6 +653,28 @@ vectorize(l6)
 	}
 }
 
+// TestLowerDefault: lower -default prints the schedule loom decides
+// without tuning, replayed (its stages too), for a workload and for each
+// kernel of a graph.
+func TestLowerDefault(t *testing.T) {
+	code, out, errs := runLoom(t, "lower", "-workload", "gemm", "-size", "64", "-threads", "1", "-default", "-stages")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"// schedule:", "vectorize(", "// stage 1: after", "vectorized for ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lower -default lacks %q:\n%.3000s", want, out)
+		}
+	}
+	code, out, errs = runLoom(t, "lower", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=3", "-default", "-json")
+	if code != 0 {
+		t.Fatalf("graph: exit %d: %s", code, errs)
+	}
+	if n := strings.Count(out, `"kernel":`); n < 2 {
+		t.Errorf("graph: %d kernels printed, want every kernel of mlp.json:\n%.2000s", n, out)
+	}
+}
+
 // TestTuneSaysWhyNoneRan: when every candidate fails, tune says why (the
 // first failures' reasons), not only that none ran.
 func TestTuneSaysWhyNoneRan(t *testing.T) {
