@@ -160,9 +160,9 @@ const (
 //     a block is at most two vectors square);
 //   - of what is left, for a spatial loop, the outermost level takes
 //     the fewest iterations that give every thread one and leave at
-//     most 16 register tiles, which the levels between make the cache
-//     tile of, the deepest of them up to 4 (a tile that reuses a
-//     reduction's block);
+//     most t.cacheTileTiles() register tiles (16 with a 1 MiB L2 and
+//     AVX-512), which the levels between make the cache tile of, the
+//     deepest of them up to 4 (a tile that reuses a reduction's block);
 //   - for a reduction, the outer levels are the rest, outermost first.
 func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	if r == tileSpatialAbove {
@@ -188,11 +188,12 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	}
 	if r == tileSpatial && n > 2 {
 		// The outermost level: at least one iteration per thread where
-		// the loop has that many, and at most 16 register tiles left
-		// for the cache tile.
+		// the loop has that many, and at most a cache tile's register
+		// tiles left for the cache tile.
 		out[0] = rest
+		tiles := t.cacheTileTiles()
 		for d := int64(1); d <= rest; d++ {
-			if rest%d == 0 && d >= min(rest, int64(max(t.Threads, 1))) && rest/d <= 16 {
+			if rest%d == 0 && d >= min(rest, int64(max(t.Threads, 1))) && rest/d <= tiles {
 				out[0] = d
 				break
 			}

@@ -93,6 +93,14 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			if limit == 0 {
 				limit = m.MaxInnermost
 			}
+			if t.decide {
+				// Default: no longer than the L1D holds the operand
+				// slice the register tile reads (Target.reduceSteps).
+				limit = int(min(int64(max(limit, 0)), t.reduceSteps()))
+				if limit == 0 {
+					limit = int(t.reduceSteps())
+				}
+			}
 			if parts[i], _, err = m.split(s, t, l, n, limit, tileReduce); err != nil {
 				return err
 			}

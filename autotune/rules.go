@@ -15,6 +15,9 @@ type Target struct {
 	VectorLanes int // float32 lanes of a vector register (8 on AVX2, 16 on AVX-512)
 	Threads     int
 	GPU         *GPU // a CUDA device (GPURules); nil for a CPU
+	// Caches are a CPU core's cache sizes, which Default sizes its
+	// cache tiles and reduction steps by (0: DefaultCaches's).
+	Caches Caches
 
 	// decide makes the rules take each choice by a heuristic instead of
 	// a random draw (Default).
@@ -149,9 +152,10 @@ func (bi *blockInfo) hasReduce() bool {
 	return slices.ContainsFunc(bi.blk.Iters, func(it *ast.IterVar) bool { return it.Kind == ast.Reduce })
 }
 
-// HostTarget is the Target of this machine's CPU, running on threads.
+// HostTarget is the Target of this machine's CPU, running on threads:
+// its vector width, and its cache sizes as the machine reports them.
 func HostTarget(threads int) Target {
-	return Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: threads}
+	return Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: threads, Caches: HostCaches()}
 }
 
 // TargetKey names a CPU target and thread count as records store it: a
