@@ -54,6 +54,10 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The build tools run in dir: every path they are given is absolute.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -501,3 +501,53 @@ int main(void) {
 		t.Errorf("the program printed %q, want \"0 4 1 4 9 16\"", got)
 	}
 }
+
+// TestCLibraryTwoInOneProgram: two graphs' libraries, built into
+// directories named relative to the working directory, link into one C
+// program, statically and as shared libraries, and each computes its own
+// graph there (they share loom's runtime: one thread pool a process).
+func TestCLibraryTwoInOneProgram(t *testing.T) {
+	needCC(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, c := range []struct{ name, op string }{{"ga", "exp"}, {"gb", "neg"}} {
+		_, m := compiled(t, fmt.Sprintf(`{"name": %q, "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4]}],
+  "nodes": [{"op": %q, "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`, c.name, c.op))
+		if _, err := m.Build(c.name, c.name); err != nil { // a relative directory
+			t.Fatal(err)
+		}
+	}
+	prog := `#include <stdio.h>
+#include "ga.h"
+#include "gb.h"
+int main(void) {
+	float x[8] = {0, 1, 2, 3, -1, 0, 0, 1}, y[8], z[8];
+	int64_t s[2] = {2, 4};
+	loom_status st;
+	if (ga(x, s, y, s, 2, &st) || gb(y, s, z, s, 2, &st)) {
+		printf("failed: %s\n", st.message);
+		return 1;
+	}
+	for (int i = 0; i < 8; i++) printf("%.4f ", z[i]);
+	printf("\n");
+	return 0;
+}
+`
+	if err := os.WriteFile("prog.c", []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "-1.0000 -2.7183 -7.3891 -20.0855 -0.3679 -1.0000 -1.0000 -2.7183 \n"
+	for _, link := range [][]string{
+		{"ga/libga.a", "gb/libgb.a"},
+		{"-Lga", "-Lgb", "-lga", "-lgb", "-Wl,-rpath," + filepath.Join(dir, "ga") + ":" + filepath.Join(dir, "gb")},
+	} {
+		args := append([]string{"-std=c11", "-Iga", "-Igb", "prog.c", "-o", "prog"}, link...)
+		if out, err := exec.Command("cc", append(args, "-lm", "-pthread")...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", link, err, out)
+		}
+		out, err := exec.Command("./prog").CombinedOutput()
+		if err != nil || string(out) != want {
+			t.Errorf("linked with %v: %v\n%s\nwant %s", link, err, out, want)
+		}
+	}
+}
