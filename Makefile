@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example onednn suite graphbench
+.PHONY: test check tools fuzz example onednn suite graphbench defaulttable
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
@@ -79,3 +79,11 @@ suite: onednn
 GRAPH_THREADS ?= 1 2
 graphbench:
 	tools/graphbench/run $(GRAPH_THREADS)
+
+# defaulttable measures issue 21's table: loom's default schedule against its
+# tuned one, Halide's hand schedule and autoschedulers, oneDNN and OpenBLAS,
+# on each built-in workload, in one run (tools/defaulttable; the peers from
+# ../shared/peers, as its README sets them up).
+DEFAULT_THREADS ?= 1 2
+defaulttable:
+	tools/defaulttable/run $(DEFAULT_THREADS)

@@ -55,6 +55,11 @@ type Record struct {
 	// or Error says why a round failed. Within its run a confirmed record
 	// stands for the trial (see eligible).
 	Confirmed int `json:"confirmed,omitempty"`
+	// Features are the cost model's features of the measured function
+	// at Sizes (see Features), version FeaturesVersion: what TrainModel
+	// learns from, without the unscheduled function at hand.
+	Features        []float64 `json:"features,omitempty"`
+	FeaturesVersion int       `json:"features_version,omitempty"`
 }
 
 // OK reports whether the record measured a correct kernel.

@@ -31,7 +31,15 @@
 // reduction blocks that stay in cache, outer tiles for the threads. It is
 // the schedule of a kernel nobody tuned (loom build, loom bench -schedule
 // default), and Tune measures it in its first round, so that tuning never
-// ends below it.
+// ends below it. Its tiles follow the target's vector width, registers,
+// threads and caches (HostTarget reads them from the machine).
+//
+// Refine is Default refined by the cost model, still without running
+// anything: it ranks the default and a few dozen samples of the rules by
+// a Model's score of their Features and keeps the best. The model is one
+// trained on a tuning database (ModelFromDatabase, TrainModel: tuning
+// records carry their features) or the one loom ships (DefaultModel,
+// fitted by tools/trainmodel).
 //
 // DefaultRules are the CPU rules. GPURules bind loops to CUDA blocks and
 // threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched

@@ -31,6 +31,11 @@ var featureNames = [...]string{
 
 const numFeatures = len(featureNames)
 
+// FeaturesVersion numbers the definition of Features: records store it
+// beside their features, and a model learns only from the current
+// version's. Change it whenever Features changes.
+const FeaturesVersion = 1
+
 // Features extracts the feature vector of a scheduled function, the cost
 // model's input: loop extents and kinds above each block, the strides of
 // its accesses in the innermost loop, bytes touched per loop level and

@@ -24,6 +24,9 @@ type RidgeModel struct {
 	scale  []float64
 	w      []float64
 	bias   float64
+	// trained is how many records a model read from JSON was fitted on
+	// (its xs are not kept).
+	trained int
 }
 
 // NewRidgeModel returns an empty model (it predicts 0 until updated).

@@ -306,6 +306,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		for i, c := range batch {
 			seen[c.Hash] = true
 			rec := task.record(c.Sched.Trace(), opts, run, len(res.Records)+1)
+			rec.Features, rec.FeaturesVersion = c.Features, FeaturesVersion
 			switch {
 			case builds[i].Err != nil:
 				rec.Error = "build: " + builds[i].Err.Error()

@@ -238,7 +238,11 @@ type Options struct {
 	Sizes    Sizes  // absent dimensions: the defaults
 	Size     int    // M = N = K of a Square workload, if not 0
 	Threads  int    // 0: one per core
-	Schedule string // "hand", "default", "tuned", "trace" or "none"
+	Schedule string // "hand", "default", "refined", "tuned", "trace" or "none"
+	// Refine configures Schedule "refined" (autotune.Refine: the default
+	// refined by the cost model, nothing run); Sizes and Seed are set
+	// from the case.
+	Refine autotune.RefineOptions
 	// Tuned returns the scheduled function for the workload's case (the
 	// unscheduled function at its sizes; name and shape are the
 	// workload's, as records name them), for
@@ -315,12 +319,22 @@ func Run(o Options) (*Result, error) {
 		f = s.Func()
 	case "default":
 		start := time.Now()
-		s, err := autotune.Default(c.Func, autotune.Target{VectorLanes: opts.VectorBits / 32, Threads: threads})
+		s, err := autotune.Default(c.Func, autotune.Target{VectorLanes: opts.VectorBits / 32, Threads: threads, Caches: autotune.HostCaches()})
 		if err != nil {
 			return nil, fmt.Errorf("the default schedule of %s: %s", w.Name, schedule.Explain(err))
 		}
 		scheduleMs = float64(time.Since(start).Microseconds()) / 1000
 		f = s.Func()
+	case "refined":
+		start := time.Now()
+		ro := o.Refine
+		ro.Sizes = c.Sizes
+		r, err := autotune.Refine(c.Func, autotune.Target{VectorLanes: opts.VectorBits / 32, Threads: threads, Caches: autotune.HostCaches()}, ro)
+		if err != nil {
+			return nil, fmt.Errorf("the refined default schedule of %s: %s", w.Name, schedule.Explain(err))
+		}
+		scheduleMs = float64(time.Since(start).Microseconds()) / 1000
+		f = r.Schedule.Func()
 	case "tuned", "trace":
 		if o.Tuned == nil {
 			return nil, fmt.Errorf("schedule %s needs a tuning database or a trace", o.Schedule)
@@ -330,7 +344,7 @@ func Run(o Options) (*Result, error) {
 		}
 	case "none":
 	default:
-		return nil, fmt.Errorf("unknown schedule %q (have hand, default, tuned, trace, none)", o.Schedule)
+		return nil, fmt.Errorf("unknown schedule %q (have hand, default, refined, tuned, trace, none)", o.Schedule)
 	}
 	if err := native.SetThreads(threads); err != nil {
 		return nil, err

@@ -32,7 +32,8 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	var size sizeValue
 	fs.Var(&size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 	threads := fs.Int("threads", 0, "threads for parallel loops (0: one per core, as loom tune)")
-	sched := fs.String("schedule", "hand", "schedule: hand (built in), default (decided without tuning), tuned (the tuning database's best) or none")
+	sched := fs.String("schedule", "hand", "schedule: hand (built in), default (decided without tuning), refined (the default refined by the cost model, see -refine), tuned (the tuning database's best) or none")
+	refine := fs.Int("refine", 32, "with -schedule refined, how many sampled schedules the cost model ranks beside the default (its model: one trained on -db's records of this target when it has 64 or more, else the model loom ships)")
 	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
 	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
@@ -140,7 +141,16 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 				}
 			}
 		}
-		r, err := bench.Run(bench.Options{Workload: n, Size: square, Sizes: sizes, Threads: *threads, Schedule: *sched, Tuned: tuned, Cold: *cold, LLVM: opts})
+		bo := bench.Options{Workload: n, Size: square, Sizes: sizes, Threads: *threads, Schedule: *sched, Tuned: tuned, Cold: *cold, LLVM: opts}
+		if *sched == "refined" {
+			m, err := rf.model()
+			if err != nil {
+				fmt.Fprintf(stderr, "loom bench: %v\n", err)
+				return 1
+			}
+			bo.Refine = autotune.RefineOptions{Candidates: *refine, Model: m}
+		}
+		r, err := bench.Run(bo)
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
 			status = 1

@@ -37,6 +37,7 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 	rf.register(fs)
 	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
 	dflt := fs.Bool("default", false, "apply the schedule loom decides without tuning (autotune.Default, for -threads) instead of the best record")
+	refine := fs.Int("refine", 0, "with -default, refine it by the cost model: the best of the default and this many sampled schedules by the model's score (autotune.Refine; nothing is run)")
 	asJSON := fs.Bool("json", false, "print one JSON object per function: kernel, shape, before, schedule, after (texts), and stages, remarks, code when asked")
 	stages := fs.Bool("stages", false, "print the function after every step of the schedule, and the code generator's remarks")
 	emit := fs.String("emit", "", "also print the code: ll (loom's LLVM IR), opt (after opt -O3) or asm (llc's assembly)")
@@ -67,7 +68,19 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 			if threads <= 0 {
 				threads = runtime.NumCPU()
 			}
-			if s, err = autotune.Default(f, autotune.HostTarget(threads)); err == nil {
+			if *refine > 0 {
+				var m autotune.Model
+				var r *autotune.Refined
+				if m, err = rf.model(); err == nil {
+					if r, err = autotune.Refine(f, autotune.HostTarget(threads), autotune.RefineOptions{Candidates: *refine, Model: m, Sizes: j.Case.Sizes}); err == nil {
+						s = r.Schedule
+						fmt.Fprintf(stderr, "loom lower: %s: refined among %d schedules: score %.3f, the default's %.3f\n", j.Name, r.Ranked, r.Score, r.DefaultScore)
+					}
+				}
+			} else {
+				s, err = autotune.Default(f, autotune.HostTarget(threads))
+			}
+			if err == nil {
 				s, err = autotune.Replay(f, s.Trace(), hook)
 			}
 		case *tracePath != "":

@@ -673,6 +673,15 @@ func TestLowerDefault(t *testing.T) {
 	if n := strings.Count(out, `"kernel":`); n < 2 {
 		t.Errorf("graph: %d kernels printed, want every kernel of mlp.json:\n%.2000s", n, out)
 	}
+	db := filepath.Join(t.TempDir(), "none.jsonl") // no database: the shipped model
+	code, out, errs = runLoom(t, "lower", "-workload", "gemm", "-size", "64", "-threads", "1", "-default", "-refine", "4", "-db", db)
+	if code != 0 || !strings.Contains(errs, "refined among") || !strings.Contains(out, "vectorized for (") {
+		t.Errorf("lower -default -refine: exit %d, %s\n%.2000s", code, errs, out)
+	}
+	code, out, errs = runLoom(t, "bench", "-workload", "gemm", "-size", "64", "-threads", "1", "-schedule", "refined", "-refine", "4", "-db", db, "-json")
+	if code != 0 || !strings.Contains(out, `"schedule":"refined"`) {
+		t.Errorf("bench -schedule refined: exit %d, %s\n%s", code, errs, out)
+	}
 }
 
 // TestTuneSaysWhyNoneRan: when every candidate fails, tune says why (the

@@ -45,6 +45,19 @@ func (rf *recordFlags) open() (*autotune.Database, error) {
 	return autotune.OpenDatabase(path)
 }
 
+// model returns the cost model that refines a default schedule: one
+// trained on the database's records of this target when it has enough
+// of them (autotune.ModelFromDatabase), else the one loom ships. A
+// database that does not exist is no error: the shipped model.
+func (rf *recordFlags) model() (autotune.Model, error) {
+	db, err := rf.open()
+	if err != nil {
+		return autotune.DefaultModel(), nil
+	}
+	m, _, err := autotune.ModelFromDatabase(db, rf.target())
+	return m, err
+}
+
 func (rf *recordFlags) target() string {
 	nt := rf.threads
 	if nt <= 0 {

@@ -1,0 +1,162 @@
+package autotune
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/schedule"
+)
+
+// laneLover scores a schedule by its vector lanes feature alone: a model
+// whose preference is known.
+type laneLover struct{}
+
+func (laneLover) Predict(x []float64) float64   { return x[3] }
+func (laneLover) Update([][]float64, []float64) {}
+
+// TestRefine: Refine keeps the candidate the model scores highest (at
+// least the default's score), ties going to the default, so that an
+// empty model returns the default itself; the refined schedule of each
+// case computes what the interpreter does.
+func TestRefine(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+	n := 0
+	for _, c := range defaultCases(t) {
+		// Every fourth case in short mode, every second otherwise (the
+		// default of each is checked by TestDefaultMatchesInterpreter).
+		if n++; testing.Short() && n%4 != 0 || n%2 != 0 {
+			continue
+		}
+		r, err := Refine(c.f, tg, RefineOptions{Candidates: 8, Model: laneLover{}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Score < r.DefaultScore || r.Ranked < 1 || r.Ranked > 9 {
+			t.Fatalf("%s: score %g below the default's %g, or %d ranked", c.name, r.Score, r.DefaultScore, r.Ranked)
+		}
+		matchesInterpreter(t, cache, c.name+" (refined)", c.f, r.Schedule, c.sizes, c.args)
+		empty, err := Refine(c.f, tg, RefineOptions{Candidates: 4, Model: NewRidgeModel()})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		d, _ := Default(c.f, tg)
+		if !empty.FromDefault || empty.Schedule.Trace().String() != d.Trace().String() {
+			t.Fatalf("%s: a model that scores everything 0 did not keep the default", c.name)
+		}
+	}
+}
+
+// TestModelJSON: a fitted model written as JSON predicts the same once
+// read back; a model of another features version or of the wrong
+// length is refused; the shipped model loads.
+func TestModelJSON(t *testing.T) {
+	m := NewRidgeModel()
+	var xs [][]float64
+	var ys []float64
+	for i := range 20 {
+		x := make([]float64, numFeatures)
+		for k := range x {
+			x[k] = math.Sin(float64(i*numFeatures + k))
+		}
+		xs = append(xs, x)
+		ys = append(ys, 2*x[1]-x[5])
+	}
+	m.Update(xs, ys)
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back RidgeModel
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xs {
+		if a, b := m.Predict(x), back.Predict(x); a != b {
+			t.Fatalf("prediction %g after the round trip, %g before", b, a)
+		}
+	}
+	for _, bad := range []string{
+		`{"features_version": 99, "lambda": 1}`,
+		`{"features_version": 1, "weights": [1, 2], "mean": [0, 0], "scale": [1, 1]}`,
+		`{"features_version": "x"}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), new(RidgeModel)); err == nil {
+			t.Errorf("%s: read without an error", bad)
+		}
+	}
+	if DefaultModel() == nil {
+		t.Fatal("no shipped model")
+	}
+}
+
+// TestTrainModel: records are scored against the fastest of their own
+// function, shape and target, so that a feature that marks the faster
+// schedule of every function, however large the functions, gets a
+// positive weight; records without features, or of another features
+// version, or failed, are left out. ModelFromDatabase falls back to the
+// shipped model below 64 records.
+func TestTrainModel(t *testing.T) {
+	var records []*Record
+	for w := range 10 {
+		for i := range 8 {
+			f := make([]float64, numFeatures)
+			f[3] = float64(i % 2)   // vectorized or not
+			f[1] = float64(w*3 + i) // noise: a size
+			median := math.Pow(10, float64(w)) * (1 + float64(1-i%2))
+			records = append(records, &Record{Workload: string(rune('a' + w)), Target: "t", Median: median, Features: f, FeaturesVersion: FeaturesVersion, Trace: &schedule.Trace{}})
+		}
+	}
+	records = append(records,
+		&Record{Workload: "z", Target: "t", Median: 1, Features: make([]float64, numFeatures)},                                                   // no version
+		&Record{Workload: "z", Target: "t", Median: 1, FeaturesVersion: FeaturesVersion},                                                         // no features
+		&Record{Workload: "z", Target: "t", Median: 1, Error: "crash", Features: make([]float64, numFeatures), FeaturesVersion: FeaturesVersion}) // failed
+	m, n := TrainModel(records)
+	if n != 80 {
+		t.Fatalf("learned from %d records, want 80", n)
+	}
+	fast, slow := make([]float64, numFeatures), make([]float64, numFeatures)
+	fast[3] = 1
+	if m.Predict(fast) <= m.Predict(slow) {
+		t.Errorf("the model does not prefer the vectorized schedule: %g vs %g", m.Predict(fast), m.Predict(slow))
+	}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records[:40] {
+		db.Append(r)
+	}
+	got, n, err := ModelFromDatabase(db, "t")
+	if err != nil || n != 40 {
+		t.Fatalf("ModelFromDatabase: %d records, %v", n, err)
+	}
+	if a, _ := json.Marshal(got); !strings.Contains(string(a), `"features_version":1`) || string(a) != mustJSON(t, DefaultModel()) {
+		t.Errorf("below 64 records the model is not the shipped one")
+	}
+	for _, r := range records[40:80] {
+		db.Append(r)
+	}
+	if _, n, err := ModelFromDatabase(db, "t"); err != nil || n != 80 {
+		t.Errorf("ModelFromDatabase: %d records, %v", n, err)
+	}
+	if _, n, _ := ModelFromDatabase(db, "another"); n != 0 {
+		t.Errorf("another target's model learned from %d records", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
