@@ -68,17 +68,22 @@ func choose(s *schedule.Schedule, t Target, choices []int64, preferred int) (sch
 // innermost at most maxInnermost (0: any): sampled, or under Default
 // decided by decideTile for a loop of role r.
 //
-// A loop whose extent is symbolic has no perfect tile: under Default it
-// is split by constant factors (symbolicTile), the outermost inferred,
-// and the split guards the tails. Each factor is a sampling instruction
-// of one choice, so that the trace still names every decision.
+// A loop whose extent is symbolic has no perfect tile: it is split by
+// constant factors, the outermost inferred, and the split guards the
+// tails (the code generator partitions them off). Under Default the
+// factors are symbolicTile's, each a sampling instruction of one choice,
+// so that the trace still names every decision; sampled, each factor is
+// drawn from a set that suits any extent (sampleSymbolicTile), which the
+// search then mutates like any categorical decision.
 func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermost int, r tileRole) ([]schedule.Value, error) {
 	ext, ok := s.Extent(l)
 	switch {
+	case !ok && n >= 1 && t.decide:
+		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
+	case !ok && n >= 1:
+		return sampleSymbolicTile(s, n, maxInnermost, r)
 	case !t.decide || n < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
-	case !ok:
-		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case ext < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
 	}
@@ -103,6 +108,45 @@ func fixedTile(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int, facto
 		out[i] = v
 	}
 	return out, nil
+}
+
+// sampleSymbolicTile draws the factors of a loop of symbolic extent split
+// in n, the outermost inferred (a zero Value): the innermost among the
+// powers of two and their multiples by 3 up to maxInnermost (0: 64; a
+// reduction's up to 256), the levels between among 1, 2, 4 and 8.
+func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole) ([]schedule.Value, error) {
+	out := make([]schedule.Value, n)
+	for i := 1; i < n; i++ {
+		limit := int64(8)
+		if i == n-1 && r != tileSpatialAbove {
+			limit = 64
+			if r == tileReduce {
+				limit = 256
+			}
+			if maxInnermost > 0 {
+				limit = min(limit, int64(maxInnermost))
+			}
+		}
+		v, err := sampleAmong(s, tileChoices(limit))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// tileChoices returns the factors a symbolic loop's level may take up
+// to limit: 1, then the powers of two and three times them, ascending.
+func tileChoices(limit int64) []int64 {
+	out := []int64{1}
+	for p := int64(2); p <= limit; p *= 2 {
+		out = append(out, p)
+		if q := p / 2 * 3; q <= limit && q > p {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // symbolicTile returns the factors of a loop of unknown extent split in

@@ -330,6 +330,13 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 		// in 16).
 		inner = whole
 	}
+	if !ok && !t.decide && t.VectorLanes > 0 {
+		// A symbolic extent, sampled: one to four whole vectors (the
+		// split guards the tail).
+		for k := int64(1); k <= 4 && (m.MaxInnermost <= 0 || k*int64(t.VectorLanes) <= int64(m.MaxInnermost)); k++ {
+			inner = append(inner, k*int64(t.VectorLanes))
+		}
+	}
 	if len(inner) == 0 {
 		return m.split(s, t, l, n, m.MaxInnermost, tileSpatial)
 	}

@@ -1,6 +1,8 @@
 package autotune
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,4 +288,45 @@ func fusedKernel(t *testing.T, graph string) *ast.Func {
 		t.Fatal(err)
 	}
 	return p.Kernels[0].Func
+}
+
+// TestSymbolicLoopsSampledTiles: the search tiles loops of symbolic
+// extent (factors drawn from tileChoices, the tails guarded), so that a
+// symbolic matmul's samples are all multi-level tiled; and every sample of
+// every function with symbolic sizes (the corpus, the fusion goldens'
+// kernels), compiled, computes what the interpreter does at sizes no tile
+// divides (0, 1, 13 and the case's own).
+func TestSymbolicLoopsSampledTiles(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+	sp := &Space{Rules: DefaultRules(), Target: tg}
+	seeds, n, sawMatmul := uint64(2), 0, false
+	for _, c := range defaultCases(t) {
+		if len(c.f.Sizes) == 0 {
+			continue
+		}
+		if n++; testing.Short() && n%3 != 0 && c.name != "matmul_sym" {
+			continue
+		}
+		sawMatmul = sawMatmul || c.name == "matmul_sym"
+		for seed := uint64(1); seed <= seeds; seed++ {
+			s, err := sp.Sample(c.f, seed)
+			if err != nil {
+				continue // a sample the rules refused, as the search drops it
+			}
+			if c.name == "matmul_sym" && !strings.Contains(s.Trace().String(), "tiling_structure") {
+				t.Errorf("matmul_sym seed %d: not tiled:\n%s", seed, s.Trace())
+			}
+			matchesInterpreter(t, cache, fmt.Sprintf("%s seed %d", c.name, seed), c.f, s, c.sizes, c.args)
+		}
+	}
+	if !sawMatmul {
+		t.Error("no matmul_sym among the cases")
+	}
+	if got := tileChoices(64); !slices.Equal(got, []int64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
+		t.Errorf("tileChoices(64) = %v", got)
+	}
 }
