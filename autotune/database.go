@@ -60,6 +60,10 @@ type Record struct {
 	// learns from, without the unscheduled function at hand.
 	Features        []float64 `json:"features,omitempty"`
 	FeaturesVersion int       `json:"features_version,omitempty"`
+	// Bucket, on a record of a bucket's tuning (Task.Bucket), is the range
+	// of each symbolic size its schedule was tuned for; Seconds are then
+	// the geometric means over the bucket's measured sizes.
+	Bucket map[string][2]int64 `json:"bucket,omitempty"`
 }
 
 // OK reports whether the record measured a correct kernel.
@@ -176,7 +180,7 @@ func (db *Database) Best(workload string, sizes map[string]int64, target string)
 	}
 	var b *Record
 	for _, r := range eligible(recs, workload, target) {
-		if sameSizes(r.Sizes, sizes) && (b == nil || r.Median < b.Median) {
+		if r.Bucket == nil && sameSizes(r.Sizes, sizes) && (b == nil || r.Median < b.Median) {
 			b = r
 		}
 	}
@@ -197,7 +201,7 @@ func (db *Database) BestFor(f *ast.Func, sizes map[string]int64, target string) 
 	}
 	var ok []*Record
 	for _, r := range eligible(recs, ast.Hash(f).String(), target) {
-		if sameSizes(r.Sizes, sizes) {
+		if r.Bucket == nil && sameSizes(r.Sizes, sizes) {
 			ok = append(ok, r)
 		}
 	}
@@ -227,6 +231,8 @@ func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64
 	for w := range workloads {
 		ok = append(ok, eligible(recs, w, target)...)
 	}
+	// A bucket's times are means over its sizes: not comparable.
+	ok = slices.DeleteFunc(ok, func(r *Record) bool { return r.Bucket != nil })
 	exact := func(r *Record) int {
 		if r.Workload == hash && sameSizes(r.Sizes, sizes) {
 			return 0
@@ -237,6 +243,76 @@ func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64
 		return cmp.Or(cmp.Compare(exact(a), exact(b)), cmp.Compare(a.Median, b.Median))
 	})
 	return firstReplaying(f, ok, true)
+}
+
+// BucketChoice is the schedule a bucket's tuning found best: the
+// record and the function it builds.
+type BucketChoice struct {
+	Bucket map[string][2]int64
+	Record *Record
+	Func   *ast.Func
+}
+
+// Buckets returns, for each bucket f was tuned for on target (records of
+// Task.Bucket), its fastest record that replays on f, ordered by the
+// buckets' ranges (of the sizes in name order). Buckets that overlap are
+// all returned; a dispatcher takes the first that holds the sizes.
+func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) {
+	recs, _, err := db.Load()
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string][]*Record{}
+	for _, r := range eligible(recs, ast.Hash(f).String(), target) {
+		if r.Bucket != nil {
+			k := bucketKey(r.Bucket)
+			groups[k] = append(groups[k], r)
+		}
+	}
+	var out []BucketChoice
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[k]
+		slices.SortStableFunc(g, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
+		r, fn, err := firstReplaying(f, g, false)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", k, err)
+		}
+		out = append(out, BucketChoice{Bucket: r.Bucket, Record: r, Func: fn})
+	}
+	slices.SortStableFunc(out, func(a, b BucketChoice) int { return compareBuckets(a.Bucket, b.Bucket) })
+	return out, nil
+}
+
+// bucketKey names a bucket: its ranges in name order.
+func bucketKey(b map[string][2]int64) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(b)) {
+		parts = append(parts, fmt.Sprintf("%s=%d..%d", name, b[name][0], b[name][1]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// compareBuckets orders buckets by their ranges' lower, then upper
+// bounds, the sizes in name order.
+func compareBuckets(a, b map[string][2]int64) int {
+	for _, name := range slices.Sorted(maps.Keys(a)) {
+		if c := cmp.Or(cmp.Compare(a[name][0], b[name][0]), cmp.Compare(a[name][1], b[name][1])); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// InBucket reports whether every size the bucket ranges over is within
+// its range (a size the bucket does not name may be anything).
+func InBucket(b map[string][2]int64, sizes map[string]int64) bool {
+	for name, r := range b {
+		v, ok := sizes[name]
+		if !ok || v < r[0] || v > r[1] {
+			return false
+		}
+	}
+	return true
 }
 
 // firstReplaying returns the first of recs (sorted fastest first) whose

@@ -153,7 +153,13 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 func (r *ProcessRunner) cutoff(task *Task) float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slowFactor * r.best[ast.Hash(task.Func).String()]
+	return slowFactor * r.best[taskKey(task)]
+}
+
+// taskKey names a task's function at its sizes: what a reference and a
+// best time belong to (one function measured at two sizes has two).
+func taskKey(task *Task) string {
+	return ast.Hash(task.Func).String() + fmt.Sprint(sortedSizes(task.Sizes))
 }
 
 func (r *ProcessRunner) measured(task *Task, seconds []float64) {
@@ -163,7 +169,7 @@ func (r *ProcessRunner) measured(task *Task, seconds []float64) {
 	if r.best == nil {
 		r.best = map[string]float64{}
 	}
-	key := ast.Hash(task.Func).String()
+	key := taskKey(task)
 	if b, ok := r.best[key]; !ok || m < b {
 		r.best[key] = m
 	}
@@ -175,7 +181,7 @@ func (r *ProcessRunner) measured(task *Task, seconds []float64) {
 func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := ast.Hash(task.Func).String()
+	key := taskKey(task)
 	if p, ok := r.refs[key]; ok {
 		return p, nil
 	}
@@ -186,7 +192,7 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 		}
 		r.dir, r.refs = d, map[string]string{}
 	}
-	path := filepath.Join(r.dir, key[:16]+".gob")
+	path := filepath.Join(r.dir, fmt.Sprintf("%s-%d.gob", key[:16], len(r.refs)))
 	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true}
 	if _, err := r.work(ctx, req); err != nil {
 		return "", err

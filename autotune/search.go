@@ -32,6 +32,13 @@ type Task struct {
 	Shape  string
 	Target string // the target's key, as records store it
 	Space  *Space
+	// Bucket, when set, is the range of each symbolic size (lo and hi,
+	// inclusive) the task's schedule is for: a bucket of sizes, whose
+	// candidates are measured at every binding of SizeSets (Sizes
+	// among them: the one the features are taken at), their time the
+	// geometric mean of those medians. Records keep the bucket.
+	Bucket   map[string][2]int64
+	SizeSets []map[string]int64
 }
 
 // Check returns an error when the task cannot be measured: a function
@@ -41,6 +48,26 @@ type Task struct {
 func (t *Task) Check() error {
 	if t.Func == nil {
 		return fmt.Errorf("task %s has no function", t.Name)
+	}
+	for i, set := range t.SizeSets {
+		sub := *t
+		sub.Sizes, sub.SizeSets = set, nil
+		if err := sub.Check(); err != nil {
+			return fmt.Errorf("size set %d: %w", i, err)
+		}
+		for name, v := range set {
+			if r, ok := t.Bucket[name]; ok && (v < r[0] || v > r[1]) {
+				return fmt.Errorf("task %s: size set %d has %s = %d, outside its bucket %d..%d", t.Name, i, name, v, r[0], r[1])
+			}
+		}
+	}
+	for name, r := range t.Bucket {
+		if t.Func.Size(name) == nil {
+			return fmt.Errorf("task %s: bucket of %s, not a symbolic size of %s", t.Name, name, t.Func.Name)
+		}
+		if r[0] < 1 || r[1] < r[0] {
+			return fmt.Errorf("task %s: bucket %s = %d..%d: want 1 <= lo <= hi", t.Name, name, r[0], r[1])
+		}
 	}
 	if err := ast.Verify(t.Func); err != nil {
 		return fmt.Errorf("task %s: %v", t.Name, err)
@@ -68,11 +95,56 @@ func (t *Task) Check() error {
 	return sysmem.Check("task "+t.Name, 3*c.Bytes())
 }
 
+// RunAtSizes measures built candidates at the task's sizes, or, for a
+// bucket's task (SizeSets), at each of its size sets: a candidate's
+// seconds are then, sample by sample (each set's sorted), the geometric
+// mean over the sets, and a failure at any set fails it, naming the
+// sizes.
+func RunAtSizes(ctx context.Context, r Runner, task *Task, cands []*Candidate, builds []BuildResult) []RunResult {
+	if len(task.SizeSets) == 0 {
+		return r.Run(ctx, task, cands, builds)
+	}
+	out := make([]RunResult, len(cands))
+	logs := make([][]float64, len(cands))
+	for k, set := range task.SizeSets {
+		sub := *task
+		sub.Sizes, sub.SizeSets = set, nil
+		runs := r.Run(ctx, &sub, cands, builds)
+		for i, run := range runs {
+			switch {
+			case out[i].Err != nil:
+			case run.Err != nil:
+				out[i].Err = fmt.Errorf("at %v: %w", sortedSizes(set), run.Err)
+			default:
+				secs := slices.Sorted(slices.Values(run.Seconds))
+				if k == 0 {
+					logs[i] = make([]float64, len(secs))
+				}
+				logs[i] = logs[i][:min(len(logs[i]), len(secs))]
+				for j := range logs[i] {
+					logs[i][j] += math.Log(secs[j]) / float64(len(task.SizeSets))
+				}
+			}
+		}
+	}
+	for i := range out {
+		if out[i].Err == nil && len(logs[i]) == 0 {
+			out[i].Err = fmt.Errorf("no times measured")
+		}
+		if out[i].Err == nil {
+			for _, l := range logs[i] {
+				out[i].Seconds = append(out[i].Seconds, math.Exp(l))
+			}
+		}
+	}
+	return out
+}
+
 // record starts the record of one trial of the task.
 func (t *Task) record(trace *schedule.Trace, opts Options, run string, trial int) *Record {
 	return &Record{
 		Workload: ast.Hash(t.Func).String(), Name: t.Name, Sizes: maps.Clone(t.Sizes), Shape: t.Shape,
-		Target: t.Target, Machine: hostname(), Trace: trace,
+		Target: t.Target, Machine: hostname(), Trace: trace, Bucket: maps.Clone(t.Bucket),
 		Version: opts.Version, Time: time.Now().UTC(), Run: run, Trial: trial,
 	}
 }
@@ -300,7 +372,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			batch[len(batch)-1] = pool[i]
 		}
 		builds := b.Build(ctx, task, batch)
-		runs := r.Run(ctx, task, batch, builds)
+		runs := RunAtSizes(ctx, r, task, batch, builds)
 		var xs [][]float64
 		var ys []float64
 		for i, c := range batch {
@@ -389,7 +461,7 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 		for k, i := range order {
 			cands[k], bs[k] = leaders[i], builds[i]
 		}
-		runs := r.Run(ctx, task, cands, bs)
+		runs := RunAtSizes(ctx, r, task, cands, bs)
 		if ctx.Err() != nil {
 			return nil // interrupted: the search's own records stand
 		}

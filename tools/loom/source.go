@@ -167,12 +167,28 @@ type job struct {
 	Shape string
 	Case  workload.Case
 	Flops float64 // its operation count, 0 when its speed is in bytes
+	// Bucket and SizeSets make the job a bucket's (loom tune -buckets):
+	// the range of a symbolic size it is tuned for, and the sizes it is
+	// measured at (Case.Sizes the first of them).
+	Bucket   map[string][2]int64
+	SizeSets []map[string]int64
 }
 
-// rate is how fast a run of seconds is, in the job's unit.
+// rate is how fast a run of seconds is, in the job's unit. A bucket's
+// seconds are a geometric mean over its sizes, and so is the work its
+// rate divides by them.
 func (j *job) rate(seconds float64) float64 {
 	if j.Flops > 0 {
 		return j.Flops / seconds / 1e9
+	}
+	if len(j.SizeSets) > 0 {
+		logs := 0.0
+		for _, sizes := range j.SizeSets {
+			c := j.Case
+			c.Sizes = sizes
+			logs += math.Log(float64(max(bench.Traffic(c), 1)))
+		}
+		return math.Exp(logs/float64(len(j.SizeSets))) / seconds / 1e9
 	}
 	return float64(bench.Traffic(j.Case)) / seconds / 1e9
 }

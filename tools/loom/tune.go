@@ -84,6 +84,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	quiet := fs.Bool("q", false, "no progress bar")
 	target := fs.String("target", "cpu", "what the kernels run on: cpu (this machine's, through LLVM) or cuda (an NVIDIA GPU, with the GPU search rules)")
 	validate := fs.Bool("validate", false, "check every schedule step with the translation validator; a candidate it rejects (a bug of loom) is recorded as failed and reported")
+	bucketsFlag := fs.String("buckets", "", "tune a symbolic size by buckets: `NAME=B0,B1,...,Bk` makes the buckets B0..B1-1, B1..B2-1, ..., up to Bk inclusive; each bucket is tuned on its own, every candidate measured at its bounds and their geometric middle (the geometric mean of the times counts), and its records keep the bucket (loom bench -sweep, and the dispatch of the built kernels, pick a bucket by the sizes at run time)")
+	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds grow 8 times (as -buckets NAME=LO,8LO,64LO,...,HI)")
 	profile := profileFlag(fs)
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
@@ -144,6 +146,21 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	}
 	status := 0
 	names := outNames(jobs, *symbol)
+	if *bucketsFlag != "" || *sizesFlag != "" {
+		if *out != "" {
+			return fail(fmt.Errorf("-out writes one kernel per job, and a bucketed job has one per bucket: use loom build"))
+		}
+		spec := *bucketsFlag
+		if spec == "" {
+			if spec, err = rangeBuckets(*sizesFlag); err != nil {
+				return fail(err)
+			}
+		}
+		if jobs, err = bucketJobs(jobs, spec); err != nil {
+			return fail(err)
+		}
+		names = outNames(jobs, *symbol)
+	}
 	for ji, j := range jobs {
 		if ctx.Err() != nil {
 			break
@@ -276,6 +293,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes, Shape: j.Shape,
 		Target: t.targetKey,
 		Space:  &autotune.Space{Rules: t.rules, Target: t.target},
+		Bucket: j.Bucket, SizeSets: j.SizeSets,
 	}
 	// The starting schedule: the function as written (on a GPU, with no
 	// loop bound to threads, it does not run).
@@ -286,7 +304,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	baseSeconds := math.Inf(1)
 	if t.arch == "" {
 		base := []*autotune.Candidate{{Sched: start, Func: j.Case.Func}}
-		baseRun := t.runner.Run(ctx, task, base, t.builder.Build(ctx, task, base))[0]
+		baseRun := autotune.RunAtSizes(ctx, t.runner, task, base, t.builder.Build(ctx, task, base))[0]
 		if baseRun.Err == nil {
 			baseSeconds, _ = autotune.Summarize(baseRun.Seconds)
 		}

@@ -1,0 +1,132 @@
+package autotune
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// symbolicKernel returns the first kernel of the fusion golden mlp.json
+// (a matmul with a GELU epilogue over T rows).
+func symbolicKernel(t testing.TB) *ast.Func {
+	t.Helper()
+	src, err := os.ReadFile("../testdata/fusion/mlp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fusion.ParseJSON(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Kernels[0].Func
+}
+
+// TestDispatch: the records of two buckets' tunings (and an older,
+// slower record of the first) give a dispatch that runs the best
+// record's schedule of the bucket holding the sizes, the default for
+// sizes no bucket holds, each computing what the interpreter does, at
+// the buckets' edges and at sizes no tile divides.
+func TestDispatch(t *testing.T) {
+	f := symbolicKernel(t)
+	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+	sp := &Space{Rules: DefaultRules(), Target: tg}
+	var traces []*Record
+	for seed := uint64(1); len(traces) < 3; seed++ {
+		s, err := sp.Sample(f, seed)
+		if err != nil {
+			continue
+		}
+		traces = append(traces, &Record{Trace: s.Trace()})
+	}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, large := map[string][2]int64{"T": {1, 15}}, map[string][2]int64{"T": {16, 128}}
+	for i, r := range []struct {
+		bucket map[string][2]int64
+		median float64
+	}{{small, 2e-3}, {small, 1e-3}, {large, 5e-3}} {
+		rec := &Record{Workload: ast.Hash(f).String(), Name: f.Name, Target: "t", Trace: traces[i].Trace, Median: r.median, Seconds: []float64{r.median}, Bucket: r.bucket, Sizes: map[string]int64{"T": r.bucket["T"][0]}}
+		if err := db.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record of exact sizes is no bucket's.
+	db.Append(&Record{Workload: ast.Hash(f).String(), Name: f.Name, Target: "t", Trace: traces[0].Trace, Median: 1e-9, Seconds: []float64{1e-9}, Sizes: map[string]int64{"T": 4}})
+	choices, err := db.Buckets(f, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(choices) != 2 || choices[0].Record.Median != 1e-3 || choices[1].Record.Median != 5e-3 {
+		t.Fatalf("buckets: %+v", choices)
+	}
+	if best, _ := db.Best(ast.Hash(f).String(), map[string]int64{"T": 1}, "t"); best != nil {
+		t.Errorf("an exact-size lookup took a bucket's record: %+v", best)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DispatchFromDatabase(f, db, "t", tg, cache, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t      int64
+		bucket int
+	}{{1, 0}, {7, 0}, {15, 0}, {16, 1}, {37, 1}, {128, 1}, {129, -1}, {300, -1}, {0, -1}} {
+		if got := d.Pick([]int64{c.t}); got != c.bucket {
+			t.Errorf("T=%d: bucket %d, want %d", c.t, got, c.bucket)
+		}
+		sizes := map[string]int64{"T": c.t}
+		want := workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(uint64(c.t))
+		if err := ast.Interpret(f, sizes, want); err != nil {
+			t.Fatal(err)
+		}
+		got := workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(uint64(c.t))
+		if err := d.Run(sizes, got); err != nil {
+			t.Fatalf("T=%d: %v", c.t, err)
+		}
+		for _, p := range f.Params {
+			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+				t.Errorf("T=%d: %s differs from the interpreter by %g", c.t, p.Name, e)
+			}
+		}
+	}
+	if _, _, err := d.Kernel(map[string]int64{}); err == nil {
+		t.Error("a call without the size's value was taken")
+	}
+	if !slices.Equal(d.Sizes(), []string{"T"}) {
+		t.Errorf("sizes %v", d.Sizes())
+	}
+}
+
+// BenchmarkDispatchPick: what choosing a kernel among five buckets of
+// two sizes costs a call (issue 23: under 100 ns).
+func BenchmarkDispatchPick(b *testing.B) {
+	d := &Dispatch{names: []string{"M", "N"}}
+	for i := range int64(5) {
+		lo := int64(1) << (3 * i)
+		d.buckets = append(d.buckets, dispatchBucket{lo: []int64{lo, 1}, hi: []int64{lo*8 - 1, 4096}})
+	}
+	sizes := []int64{3000, 768}
+	n := 0
+	for b.Loop() {
+		n += d.Pick(sizes)
+	}
+	if n != 3*b.N {
+		b.Fatalf("picked %d over %d calls: want the fourth bucket each time", n, b.N)
+	}
+}

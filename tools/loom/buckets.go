@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// parseBuckets reads -buckets NAME=B0,B1,...,Bk: the buckets B0..B1-1,
+// ..., Bk-1..Bk of size NAME.
+func parseBuckets(spec string) (string, [][2]int64, error) {
+	name, list, ok := strings.Cut(spec, "=")
+	if !ok || name == "" || list == "" {
+		return "", nil, fmt.Errorf("-buckets %q: want NAME=B0,B1,...,Bk", spec)
+	}
+	var bounds []int64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || v < 1 || v > math.MaxInt32 {
+			return "", nil, fmt.Errorf("-buckets %q: %q is not a size from 1 to %d", spec, f, math.MaxInt32)
+		}
+		if len(bounds) > 0 && v <= bounds[len(bounds)-1] {
+			return "", nil, fmt.Errorf("-buckets %q: the bounds must grow (%d after %d)", spec, v, bounds[len(bounds)-1])
+		}
+		bounds = append(bounds, v)
+	}
+	if len(bounds) < 2 {
+		return "", nil, fmt.Errorf("-buckets %q: want at least two bounds (one bucket)", spec)
+	}
+	var out [][2]int64
+	for i := 0; i+1 < len(bounds); i++ {
+		hi := bounds[i+1] - 1
+		if i+2 == len(bounds) {
+			hi = bounds[i+1]
+		}
+		out = append(out, [2]int64{bounds[i], hi})
+	}
+	return name, out, nil
+}
+
+// rangeBuckets turns -sizes NAME=LO..HI into -buckets' form: bounds that
+// grow 8 times from LO, then HI.
+func rangeBuckets(spec string) (string, error) {
+	name, rng, ok := strings.Cut(spec, "=")
+	los, his, ok2 := strings.Cut(rng, "..")
+	lo, err1 := strconv.ParseInt(los, 10, 64)
+	hi, err2 := strconv.ParseInt(his, 10, 64)
+	if !ok || !ok2 || name == "" || err1 != nil || err2 != nil || lo < 1 || hi <= lo || hi > math.MaxInt32 {
+		return "", fmt.Errorf("-sizes %q: want NAME=LO..HI, 1 <= LO < HI <= %d", spec, math.MaxInt32)
+	}
+	bounds := []string{strconv.FormatInt(lo, 10)}
+	for b := lo * 8; b < hi; b *= 8 {
+		bounds = append(bounds, strconv.FormatInt(b, 10))
+	}
+	bounds = append(bounds, strconv.FormatInt(hi, 10))
+	return name + "=" + strings.Join(bounds, ","), nil
+}
+
+// bucketSizes are the values of a bucket's size a candidate is measured
+// at: its bounds and their geometric middle.
+func bucketSizes(b [2]int64) []int64 {
+	mid := int64(math.Round(math.Sqrt(float64(b[0]) * float64(b[1]))))
+	out := []int64{b[0], mid, b[1]}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// bucketJobs makes each job whose function has the size spec names into
+// one job per bucket; the others stay as they are.
+func bucketJobs(jobs []*job, spec string) ([]*job, error) {
+	name, buckets, err := parseBuckets(spec)
+	if err != nil {
+		return nil, err
+	}
+	var out []*job
+	any := false
+	for _, j := range jobs {
+		if j.Case.Func.Size(name) == nil {
+			out = append(out, j)
+			continue
+		}
+		any = true
+		for _, b := range buckets {
+			bj := *j
+			bj.Bucket = map[string][2]int64{name: b}
+			for _, v := range bucketSizes(b) {
+				sizes := maps.Clone(j.Case.Sizes)
+				if sizes == nil {
+					sizes = map[string]int64{}
+				}
+				sizes[name] = v
+				bj.SizeSets = append(bj.SizeSets, sizes)
+			}
+			bj.Case.Sizes = bj.SizeSets[0]
+			bj.Shape = fmt.Sprintf("%s=%d..%d", name, b[0], b[1])
+			if others := otherSizes(j.Case.Sizes, name); others != "" {
+				bj.Shape += "," + others
+			}
+			out = append(out, &bj)
+		}
+	}
+	if !any {
+		return nil, fmt.Errorf("-buckets: no function to tune has a size %s", name)
+	}
+	return out, nil
+}
+
+// otherSizes prints the sizes but name, in name order.
+func otherSizes(sizes map[string]int64, name string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(sizes)) {
+		if k != name {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, sizes[k]))
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseBuckets(t *testing.T) {
+	name, got, err := parseBuckets("S=1,16,128,1024,4096")
+	want := [][2]int64{{1, 15}, {16, 127}, {128, 1023}, {1024, 4096}}
+	if err != nil || name != "S" || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseBuckets = %s %v %v, want S %v", name, got, err, want)
+	}
+	for _, bad := range []string{"", "S", "S=", "=1,2", "S=4", "S=4,2", "S=1,x", "S=0,4", "S=1,1"} {
+		if _, _, err := parseBuckets(bad); err == nil {
+			t.Errorf("parseBuckets(%q) took it", bad)
+		}
+	}
+	if spec, err := rangeBuckets("M=1..4096"); err != nil || spec != "M=1,8,64,512,4096" {
+		t.Errorf("rangeBuckets = %q, %v", spec, err)
+	}
+	for _, bad := range []string{"M=4..4", "M=0..8", "M=1-8", "M", "M=a..b"} {
+		if _, err := rangeBuckets(bad); err == nil {
+			t.Errorf("rangeBuckets(%q) took it", bad)
+		}
+	}
+	for b, want := range map[[2]int64][]int64{{1, 15}: {1, 4, 15}, {16, 16}: {16}, {1, 2}: {1, 2}} {
+		if got := bucketSizes(b); !reflect.DeepEqual(got, want) {
+			t.Errorf("bucketSizes(%v) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// TestTuneBuckets: loom tune -buckets tunes each bucket on its own and
+// its records keep the bucket.
+func TestTuneBuckets(t *testing.T) {
+	dir := t.TempDir()
+	graph := filepath.Join(dir, "g.json")
+	os.WriteFile(graph, []byte(`{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 8]}],
+  "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`), 0o644)
+	db := filepath.Join(dir, "db.jsonl")
+	code, out, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-buckets", "N=1,8,32", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{"g_0 N=1..7, 1 threads: ", "g_0 N=8..32, 1 threads: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	data, _ := os.ReadFile(db)
+	buckets := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Bucket map[string][2]int64 `json:"bucket"`
+		}
+		json.Unmarshal([]byte(line), &r)
+		buckets[fmt.Sprint(r.Bucket)] = true
+	}
+	if !buckets["map[N:[1 7]]"] || !buckets["map[N:[8 32]]"] || len(buckets) != 2 {
+		t.Errorf("records' buckets: %v", buckets)
+	}
+	if code, _, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-buckets", "Q=1,8", "-trials", "1", "-db", db, "-q"); code != 1 || !strings.Contains(errs, "no function to tune has a size Q") {
+		t.Errorf("a bucket of no size: exit %d, %s", code, errs)
+	}
+}
