@@ -65,6 +65,28 @@ func TestTuneBuckets(t *testing.T) {
 	if !buckets["map[N:[1 7]]"] || !buckets["map[N:[8 32]]"] || len(buckets) != 2 {
 		t.Errorf("records' buckets: %v", buckets)
 	}
+	// The sweep takes each size's bucket, the default past the last.
+	code, out, errs = runLoom(t, "bench", "-graph", graph, "-size", "N=4", "-sweep", "N=1..40", "-one-size", "N=4", "-threads", "1", "-db", db)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(sweepSizes(1, 40)) {
+		t.Fatalf("sweep: %d lines, want %d:\n%s", len(lines), len(sweepSizes(1, 40)), out)
+	}
+	for _, l := range lines {
+		var line sweepLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.BucketedMs == nil || line.DefaultMs == nil || line.MaxRelErr > 1e-5 {
+			t.Fatalf("sweep line %s: %v", l, err)
+		}
+		want := map[bool]string{true: "N=1..7", false: "N=8..32"}[line.Sizes["N"] < 8]
+		if line.Sizes["N"] > 32 {
+			want = ""
+		}
+		if line.Bucket != want {
+			t.Errorf("N=%d: bucket %q, want %q", line.Sizes["N"], line.Bucket, want)
+		}
+	}
 	if code, _, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-buckets", "Q=1,8", "-trials", "1", "-db", db, "-q"); code != 1 || !strings.Contains(errs, "no function to tune has a size Q") {
 		t.Errorf("a bucket of no size: exit %d, %s", code, errs)
 	}
