@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -35,7 +36,7 @@ import (
 // parse, or whose functions' hashes differ from the record, is ignored.
 
 // cacheVersion changes when the file format or what the key covers does.
-const cacheVersion = "loom module cache 1"
+const cacheVersion = "loom module cache 2"
 
 var memoryCache = struct {
 	sync.Mutex
@@ -94,6 +95,15 @@ type savedKernel struct {
 	Schedule string // "record", "default" or "view"
 	Func     string // the scheduled function in loom's text form
 	FuncHash string // its structural hash, checked after parsing
+	// Buckets are its schedules for buckets of its sizes.
+	Buckets []savedBucket `json:",omitempty"`
+}
+
+// savedBucket is a kernel's schedule for a bucket of its sizes.
+type savedBucket struct {
+	Bucket   map[string][2]int64
+	Func     string
+	FuncHash string
 }
 
 // diskKey is the disk cache's file for plan under graph key key.
@@ -108,28 +118,36 @@ func diskKey(dir, key string, plan *fusion.Plan) string {
 
 // loadSchedules returns the scheduled function of each of plan's kernels
 // from file, or nil when the file is missing or does not match.
-func loadSchedules(file string, plan *fusion.Plan) ([]*ast.Func, []string) {
+func loadSchedules(file string, plan *fusion.Plan) ([]*ast.Func, []string, [][]autotune.BucketChoice) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var s savedSchedules
 	if json.Unmarshal(data, &s) != nil || s.Version != cacheVersion || len(s.Kernels) != len(plan.Kernels) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	funcs, from := make([]*ast.Func, len(s.Kernels)), make([]string, len(s.Kernels))
+	buckets := make([][]autotune.BucketChoice, len(s.Kernels))
 	for i, sk := range s.Kernels {
 		k := plan.Kernels[i]
 		if sk.Name != k.Name || sk.Hash != ast.Hash(k.Func).String() {
-			return nil, nil
+			return nil, nil, nil
 		}
 		f, err := ast.Parse(sk.Func)
 		if err != nil || ast.Hash(f).String() != sk.FuncHash {
-			return nil, nil
+			return nil, nil, nil
 		}
 		funcs[i], from[i] = f, sk.Schedule
+		for _, sb := range sk.Buckets {
+			bf, err := ast.Parse(sb.Func)
+			if err != nil || ast.Hash(bf).String() != sb.FuncHash {
+				return nil, nil, nil
+			}
+			buckets[i] = append(buckets[i], autotune.BucketChoice{Bucket: sb.Bucket, Func: bf})
+		}
 	}
-	return funcs, from
+	return funcs, from, buckets
 }
 
 // saveSchedules writes the module's schedules to file (best effort: a
@@ -137,10 +155,14 @@ func loadSchedules(file string, plan *fusion.Plan) ([]*ast.Func, []string) {
 func saveSchedules(file string, m *Module) {
 	s := savedSchedules{Version: cacheVersion}
 	for _, k := range m.kernels {
-		s.Kernels = append(s.Kernels, savedKernel{
+		sk := savedKernel{
 			Name: k.k.Name, Hash: ast.Hash(k.k.Func).String(), Schedule: k.Schedule,
 			Func: ast.Print(k.f), FuncHash: ast.Hash(k.f).String(),
-		})
+		}
+		for _, v := range k.variants {
+			sk.Buckets = append(sk.Buckets, savedBucket{Bucket: v.bucket, Func: ast.Print(v.f), FuncHash: ast.Hash(v.f).String()})
+		}
+		s.Kernels = append(s.Kernels, sk)
 	}
 	data, err := json.MarshalIndent(s, "", "\t")
 	if err != nil {

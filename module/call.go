@@ -41,6 +41,7 @@ const (
 // call is one kernel's call at a binding.
 type call struct {
 	k      *kernel
+	entry  uintptr // the kernel's, or its variant's for these sizes
 	sizes  []int64 // in the order of the function's sizes (never empty)
 	places []place // in the order of its buffer parameters
 }
@@ -89,7 +90,7 @@ func (m *Module) bindingAt(sizes map[string]int64) (*binding, error) {
 		if k.entry == 0 {
 			continue // a view
 		}
-		c := call{k: k}
+		c := call{k: k, entry: k.entryAt(sizes)}
 		for _, s := range k.f.Sizes {
 			c.sizes = append(c.sizes, sizes[s.Name])
 		}
@@ -148,7 +149,7 @@ func (m *Module) execute(b *binding, ins, outs []unsafe.Pointer, times []time.Du
 			}
 		}
 		start := time.Now()
-		r, _, _ := purego.SyscallN(c.k.entry, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
+		r, _, _ := purego.SyscallN(c.entry, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
 		if times != nil {
 			times[c.k.index] = time.Since(start)
 		}

@@ -3,6 +3,7 @@ package module
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -92,6 +93,18 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
 		}
 		objs = append(objs, obj)
+		for j, v := range k.variants {
+			sym := g.variantSymbol(i, j)
+			lm, err := llvm.Lower(v.f, llvm.Options{Symbol: sym})
+			if err != nil {
+				return nil, fmt.Errorf("module: build: kernel %s, bucket %d: %w", k.k.Name, j, err)
+			}
+			obj := filepath.Join(dir, sym+".o")
+			if err := native.WriteObject(lm, obj); err != nil {
+				return nil, fmt.Errorf("module: build: kernel %s, bucket %d: %w", k.k.Name, j, err)
+			}
+			objs = append(objs, obj)
+		}
 	}
 	for _, src := range []string{lib.Source, rt} {
 		obj := strings.TrimSuffix(src, ".c") + ".o"
@@ -186,6 +199,22 @@ func (m *Module) cGraph(name string) (*cGraph, error) {
 }
 
 func (g *cGraph) kernelSymbol(i int) string { return fmt.Sprintf("%s_k%d", g.name, i) }
+
+// variantSymbol names kernel i's schedule for its j-th bucket of sizes.
+func (g *cGraph) variantSymbol(i, j int) string { return fmt.Sprintf("%s_k%d_b%d", g.name, i, j) }
+
+// bucketTest is the C condition that the sizes sz are in a bucket.
+func (g *cGraph) bucketTest(bucket map[string][2]int64) string {
+	var conds []string
+	for _, name := range slices.Sorted(maps.Keys(bucket)) {
+		r, at := bucket[name], slices.Index(g.syms, name)
+		conds = append(conds, fmt.Sprintf("sz[%d] >= %d && sz[%d] <= %d", at, r[0], at, r[1]))
+	}
+	if len(conds) == 0 {
+		return "1"
+	}
+	return strings.Join(conds, " && ")
+}
 
 // params returns the C parameters of the entry point, named by names
 // (g.ident in the header, g.src in the source).
@@ -308,6 +337,9 @@ func (g *cGraph) source() string {
 	for i, k := range g.m.kernels {
 		if k.native != nil {
 			p("int32_t %s_packed(void *const *buffers, const int64_t *sizes);\n", g.kernelSymbol(i))
+			for j := range k.variants {
+				p("int32_t %s_packed(void *const *buffers, const int64_t *sizes); /* for a bucket of its sizes */\n", g.variantSymbol(i, j))
+			}
 		}
 	}
 	if len(g.consts) > 0 {
@@ -453,7 +485,16 @@ func (g *cGraph) source() string {
 			sizes = []string{"0"}
 		}
 		p("\t{ /* %s */\n\t\tvoid *const b[] = {%s};\n\t\tconst int64_t s[] = {%s};\n", k.k.Name, strings.Join(bufs, ", "), strings.Join(sizes, ", "))
-		p("\t\tif ((rc = %s_packed(b, s))) {\n\t\t\tlg_give(arena, cap);\n\t\t\treturn lg_kernel_failed(st, \"%s\", rc);\n\t\t}\n\t}\n", g.kernelSymbol(i), k.k.Name)
+		p("\t\tint32_t (*fn)(void *const *, const int64_t *) = %s_packed;\n", g.kernelSymbol(i))
+		for j, v := range k.variants {
+			// The first bucket that holds the sizes, as Go's runtime picks.
+			els := "else "
+			if j == 0 {
+				els = ""
+			}
+			p("\t\t%sif (%s)\n\t\t\tfn = %s_packed;\n", els, g.bucketTest(v.bucket), g.variantSymbol(i, j))
+		}
+		p("\t\tif ((rc = fn(b, s))) {\n\t\t\tlg_give(arena, cap);\n\t\t\treturn lg_kernel_failed(st, \"%s\", rc);\n\t\t}\n\t}\n", k.k.Name)
 	}
 	b.WriteString("\t(void)naive;\n\tlg_give(arena, cap);\n\treturn lg_ok(st);\n}\n")
 	return b.String()

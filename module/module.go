@@ -6,7 +6,10 @@
 // gives every kernel a schedule (the fastest tuning record of its
 // structure on the target when a database holds one, the default schedule
 // of package autotune otherwise), compiles each with codegen/llvm, and
-// returns a Module. Compiling the same graph again is a lookup (cache.go):
+// returns a Module. A kernel tuned by buckets of its sizes (loom tune
+// -buckets) also gets each bucket's schedule: a call runs the schedule of
+// the first bucket that holds its sizes, chosen once per binding of the
+// symbols (in the C library by a test on the sizes before the call). Compiling the same graph again is a lookup (cache.go):
 // in memory within a process, and the schedules on disk across processes.
 //
 // Run (Go slices) and RunPointers (raw addresses, for embedders) execute
@@ -92,6 +95,29 @@ type kernel struct {
 	// database's fastest) or "default"; "view" for a kernel that does not
 	// run (its output shares its input's memory).
 	Schedule string
+	// variants are the schedules tuned for buckets of the kernel's
+	// sizes (loom tune -buckets): a call whose sizes a bucket holds runs
+	// the first such variant instead (chosen once per binding).
+	variants []*variant
+}
+
+// variant is a kernel's schedule for a bucket of its sizes.
+type variant struct {
+	bucket map[string][2]int64
+	f      *ast.Func
+	native *native.Kernel
+	entry  uintptr
+}
+
+// entryAt returns the entry point of the kernel's variant whose bucket
+// holds sizes, else its own.
+func (k *kernel) entryAt(sizes map[string]int64) uintptr {
+	for _, v := range k.variants {
+		if autotune.InBucket(v.bucket, sizes) {
+			return v.entry
+		}
+	}
+	return k.entry
 }
 
 // Compile compiles graph g into a module (see the package comment). The
@@ -131,8 +157,9 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	file := diskKey(cache.Dir, key, plan)
 	var funcs []*ast.Func
 	var from []string
+	var buckets [][]autotune.BucketChoice
 	if !opts.NoCache {
-		funcs, from = loadSchedules(file, plan)
+		funcs, from, buckets = loadSchedules(file, plan)
 	}
 	for i, k := range plan.Kernels {
 		if k.Alias != "" {
@@ -142,16 +169,25 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		}
 		var f *ast.Func
 		var src string
+		var choices []autotune.BucketChoice
 		if funcs != nil {
-			f, src = funcs[i], from[i]
-		} else if f, src, err = scheduleOf(k, target, tkey, opts.Database); err != nil {
+			f, src, choices = funcs[i], from[i], buckets[i]
+		} else if f, src, choices, err = scheduleOf(k, target, tkey, opts.Database); err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
 		nk, err := cache.Compile(f, llvm.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		m.kernels = append(m.kernels, &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src})
+		kn := &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src}
+		for _, c := range choices {
+			vk, err := cache.Compile(c.Func, llvm.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("module: kernel %s, bucket %v: %w", k.Name, c.Bucket, err)
+			}
+			kn.variants = append(kn.variants, &variant{bucket: c.Bucket, f: c.Func, native: vk, entry: vk.Entry()})
+		}
+		m.kernels = append(m.kernels, kn)
 		m.maxParams = max(m.maxParams, len(f.Params))
 	}
 	if !opts.NoCache {
@@ -169,19 +205,26 @@ var decided atomic.Int64
 
 // scheduleOf returns the scheduled function of kernel k: the database's
 // fastest record for its structure on the target (at any sizes: its
-// sizes are symbolic or fixed by the graph), else the default schedule.
-func scheduleOf(k *fusion.Kernel, t autotune.Target, key string, db *autotune.Database) (*ast.Func, string, error) {
+// sizes are symbolic or fixed by the graph), else the default schedule;
+// and the schedules the database has for buckets of its sizes
+// (Database.Buckets), which calls at sizes a bucket holds run instead.
+func scheduleOf(k *fusion.Kernel, t autotune.Target, key string, db *autotune.Database) (*ast.Func, string, []autotune.BucketChoice, error) {
 	decided.Add(1)
+	var buckets []autotune.BucketChoice
 	if db != nil {
+		var err error
+		if buckets, err = db.Buckets(k.Func, key); err != nil {
+			return nil, "", nil, err
+		}
 		if r, f, err := db.BestAnySize(k.Func, k.Name, nil, key); err == nil && r != nil {
-			return f, "record", nil
+			return f, "record", buckets, nil
 		}
 	}
 	s, err := autotune.Default(k.Func, t)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	return s.Func(), "default", nil
+	return s.Func(), "default", buckets, nil
 }
 
 // inputNames returns the graph's inputs the plan reads, in the graph's
@@ -197,13 +240,18 @@ func inputNames(p *fusion.Plan) []string {
 }
 
 // Kernels returns the names of the module's kernels in the order they
-// run, each with where its schedule came from ("record" or "default"; or
+// run, each with where its schedule came from ("record" or "default",
+// then " and N buckets" when it has schedules for buckets of its sizes; or
 // "view": a reshape that does not run, its output sharing its input's
 // memory).
 func (m *Module) Kernels() [][2]string {
 	var out [][2]string
 	for _, k := range m.kernels {
-		out = append(out, [2]string{k.k.Name, k.Schedule})
+		src := k.Schedule
+		if len(k.variants) > 0 {
+			src += fmt.Sprintf(" and %d buckets", len(k.variants))
+		}
+		out = append(out, [2]string{k.k.Name, src})
 	}
 	return out
 }
