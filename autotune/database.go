@@ -254,9 +254,10 @@ type BucketChoice struct {
 }
 
 // Buckets returns, for each bucket f was tuned for on target (records of
-// Task.Bucket), its fastest record that replays on f, ordered by the
-// buckets' ranges (of the sizes in name order). Buckets that overlap are
-// all returned; a dispatcher takes the first that holds the sizes.
+// Task.Bucket), its fastest record that replays on f, the narrower
+// buckets first (see compareBuckets). Buckets that overlap are all
+// returned; a dispatcher takes the first that holds the sizes: the most
+// specific.
 func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) {
 	recs, _, err := db.Load()
 	if err != nil {
@@ -292,9 +293,21 @@ func bucketKey(b map[string][2]int64) string {
 	return strings.Join(parts, ",")
 }
 
-// compareBuckets orders buckets by their ranges' lower, then upper
-// bounds, the sizes in name order.
+// compareBuckets orders buckets the narrower first (the sum of their
+// ranges' widths), so that a dispatcher taking the first bucket that
+// holds the sizes takes the most specific (a specialization for one size
+// before the bucket around it); then by their ranges' bounds, the sizes
+// in name order.
 func compareBuckets(a, b map[string][2]int64) int {
+	width := func(m map[string][2]int64) (w int64) {
+		for _, r := range m {
+			w += r[1] - r[0]
+		}
+		return w
+	}
+	if c := cmp.Compare(width(a), width(b)); c != 0 {
+		return c
+	}
 	for _, name := range slices.Sorted(maps.Keys(a)) {
 		if c := cmp.Or(cmp.Compare(a[name][0], b[name][0]), cmp.Compare(a[name][1], b[name][1])); c != 0 {
 			return c

@@ -59,6 +59,17 @@ func rangeBuckets(spec string) (string, error) {
 	return name + "=" + strings.Join(bounds, ","), nil
 }
 
+// specializeBucket reads -specialize NAME=VALUE: the bucket of that one
+// value.
+func specializeBucket(spec string) (string, [][2]int64, error) {
+	name, v, ok := strings.Cut(spec, "=")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if !ok || name == "" || err != nil || n < 1 || n > math.MaxInt32 {
+		return "", nil, fmt.Errorf("-specialize %q: want NAME=VALUE, 1 <= VALUE <= %d", spec, math.MaxInt32)
+	}
+	return name, [][2]int64{{n, n}}, nil
+}
+
 // bucketSizes are the values of a bucket's size a candidate is measured
 // at: its bounds and their geometric middle.
 func bucketSizes(b [2]int64) []int64 {
@@ -68,13 +79,9 @@ func bucketSizes(b [2]int64) []int64 {
 	return slices.Compact(out)
 }
 
-// bucketJobs makes each job whose function has the size spec names into
-// one job per bucket; the others stay as they are.
-func bucketJobs(jobs []*job, spec string) ([]*job, error) {
-	name, buckets, err := parseBuckets(spec)
-	if err != nil {
-		return nil, err
-	}
+// bucketJobs makes each job whose function has size name into one job
+// per bucket of it; the others stay as they are.
+func bucketJobs(jobs []*job, name string, buckets [][2]int64) ([]*job, error) {
 	var out []*job
 	any := false
 	for _, j := range jobs {

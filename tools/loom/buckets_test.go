@@ -29,6 +29,14 @@ func TestParseBuckets(t *testing.T) {
 			t.Errorf("rangeBuckets(%q) took it", bad)
 		}
 	}
+	if name, b, err := specializeBucket("S=1"); err != nil || name != "S" || !reflect.DeepEqual(b, [][2]int64{{1, 1}}) {
+		t.Errorf("specializeBucket = %s %v %v", name, b, err)
+	}
+	for _, bad := range []string{"S=0", "S", "=3", "S=x"} {
+		if _, _, err := specializeBucket(bad); err == nil {
+			t.Errorf("specializeBucket(%q) took it", bad)
+		}
+	}
 	for b, want := range map[[2]int64][]int64{{1, 15}: {1, 4, 15}, {16, 16}: {16}, {1, 2}: {1, 2}} {
 		if got := bucketSizes(b); !reflect.DeepEqual(got, want) {
 			t.Errorf("bucketSizes(%v) = %v, want %v", b, got, want)
@@ -44,11 +52,11 @@ func TestTuneBuckets(t *testing.T) {
 	os.WriteFile(graph, []byte(`{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 8]}],
   "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`), 0o644)
 	db := filepath.Join(dir, "db.jsonl")
-	code, out, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-buckets", "N=1,8,32", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q")
+	code, out, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-buckets", "N=1,8,32", "-specialize", "N=3", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q")
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
-	for _, want := range []string{"g_0 N=1..7, 1 threads: ", "g_0 N=8..32, 1 threads: "} {
+	for _, want := range []string{"g_0 N=3..3, 1 threads: ", "g_0 N=1..7, 1 threads: ", "g_0 N=8..32, 1 threads: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
@@ -62,7 +70,7 @@ func TestTuneBuckets(t *testing.T) {
 		json.Unmarshal([]byte(line), &r)
 		buckets[fmt.Sprint(r.Bucket)] = true
 	}
-	if !buckets["map[N:[1 7]]"] || !buckets["map[N:[8 32]]"] || len(buckets) != 2 {
+	if !buckets["map[N:[1 7]]"] || !buckets["map[N:[8 32]]"] || !buckets["map[N:[3 3]]"] || len(buckets) != 3 {
 		t.Errorf("records' buckets: %v", buckets)
 	}
 	// The sweep takes each size's bucket, the default past the last.
@@ -80,7 +88,10 @@ func TestTuneBuckets(t *testing.T) {
 			t.Fatalf("sweep line %s: %v", l, err)
 		}
 		want := map[bool]string{true: "N=1..7", false: "N=8..32"}[line.Sizes["N"] < 8]
-		if line.Sizes["N"] > 32 {
+		switch n := line.Sizes["N"]; {
+		case n == 3:
+			want = "N=3..3" // the specialization comes first
+		case n > 32:
 			want = ""
 		}
 		if line.Bucket != want {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	target := fs.String("target", "cpu", "what the kernels run on: cpu (this machine's, through LLVM) or cuda (an NVIDIA GPU, with the GPU search rules)")
 	validate := fs.Bool("validate", false, "check every schedule step with the translation validator; a candidate it rejects (a bug of loom) is recorded as failed and reported")
 	bucketsFlag := fs.String("buckets", "", "tune a symbolic size by buckets: `NAME=B0,B1,...,Bk` makes the buckets B0..B1-1, B1..B2-1, ..., up to Bk inclusive; each bucket is tuned on its own, every candidate measured at its bounds and their geometric middle (the geometric mean of the times counts), and its records keep the bucket (loom bench -sweep, and the dispatch of the built kernels, pick a bucket by the sizes at run time)")
+	specialize := fs.String("specialize", "", "tune a schedule for one value of a symbolic size, `NAME=VALUE` (S=1 for decoding steps, say): a bucket of that one size, which a dispatch takes before any wider bucket; with -buckets or -sizes, besides them")
 	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds grow 8 times (as -buckets NAME=LO,8LO,64LO,...,HI)")
 	profile := profileFlag(fs)
 	jobs, code, ok := src.parse(fs, args, stderr)
@@ -146,18 +148,46 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	}
 	status := 0
 	names := outNames(jobs, *symbol)
-	if *bucketsFlag != "" || *sizesFlag != "" {
+	if *bucketsFlag != "" || *sizesFlag != "" || *specialize != "" {
 		if *out != "" {
 			return fail(fmt.Errorf("-out writes one kernel per job, and a bucketed job has one per bucket: use loom build"))
 		}
+		type sizeBuckets struct {
+			name    string
+			buckets [][2]int64
+		}
+		var all []sizeBuckets
+		if *specialize != "" {
+			name, b, err := specializeBucket(*specialize)
+			if err != nil {
+				return fail(err)
+			}
+			all = append(all, sizeBuckets{name, b})
+		}
 		spec := *bucketsFlag
-		if spec == "" {
+		if spec == "" && *sizesFlag != "" {
 			if spec, err = rangeBuckets(*sizesFlag); err != nil {
 				return fail(err)
 			}
 		}
-		if jobs, err = bucketJobs(jobs, spec); err != nil {
-			return fail(err)
+		if spec != "" {
+			name, b, err := parseBuckets(spec)
+			if err != nil {
+				return fail(err)
+			}
+			all = append(all, sizeBuckets{name, b})
+		}
+		plain := jobs
+		jobs = nil
+		for i, sb := range all {
+			bj, err := bucketJobs(plain, sb.name, sb.buckets)
+			if err != nil {
+				return fail(err)
+			}
+			if i > 0 { // the jobs without the size came with the first
+				bj = slices.DeleteFunc(bj, func(j *job) bool { return j.Bucket == nil })
+			}
+			jobs = append(jobs, bj...)
 		}
 		names = outNames(jobs, *symbol)
 	}
