@@ -81,7 +81,7 @@ func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermos
 	case !ok && n >= 1 && t.decide:
 		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case !ok && n >= 1:
-		return sampleSymbolicTile(s, n, maxInnermost, r)
+		return sampleSymbolicTile(s, n, maxInnermost, r, extentBound(s, l, t.Bounds))
 	case !t.decide || n < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
 	case ext < 1:
@@ -113,8 +113,9 @@ func fixedTile(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int, facto
 // sampleSymbolicTile draws the factors of a loop of symbolic extent split
 // in n, the outermost inferred (a zero Value): the innermost among the
 // powers of two and their multiples by 3 up to maxInnermost (0: 64; a
-// reduction's up to 256), the levels between among 1, 2, 4 and 8.
-func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole) ([]schedule.Value, error) {
+// reduction's up to 256), the levels between among 1, 2, 4 and 8; none
+// above bound, the most the extent can be (0: unknown).
+func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole, bound int64) ([]schedule.Value, error) {
 	out := make([]schedule.Value, n)
 	for i := 1; i < n; i++ {
 		limit := int64(8)
@@ -127,6 +128,9 @@ func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole) (
 				limit = min(limit, int64(maxInnermost))
 			}
 		}
+		if bound > 0 {
+			limit = max(min(limit, bound), 1)
+		}
 		v, err := sampleAmong(s, tileChoices(limit))
 		if err != nil {
 			return nil, err
@@ -134,6 +138,35 @@ func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole) (
 		out[i] = v
 	}
 	return out, nil
+}
+
+// extentBound returns the most loop l's extent can be when every
+// symbolic size is at most its bound, or 0 when that is unknown (no
+// bounds, a size without one, or an extent that does not grow with the
+// sizes alone).
+func extentBound(s *schedule.Schedule, l schedule.Loop, bounds map[string]int64) int64 {
+	if len(bounds) == 0 {
+		return 0
+	}
+	var ext ast.Expr
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if lp, ok := n.(*ast.For); ok && lp.Var.Name == l.String() {
+			ext = lp.Extent
+		}
+		return ext == nil
+	})
+	if ext == nil {
+		return 0
+	}
+	m := map[string]ast.Expr{}
+	for name, b := range bounds {
+		m[name] = ast.IntConst(ast.Int32, b)
+	}
+	v, ok := ast.ConstIntValue(ast.Simplify(ast.Substitute(ext, m)))
+	if !ok || v < 1 {
+		return 0
+	}
+	return v
 }
 
 // tileChoices returns the factors a symbolic loop's level may take up

@@ -18,6 +18,10 @@ type Target struct {
 	// Caches are a CPU core's cache sizes, which Default sizes its
 	// cache tiles and reduction steps by (0: DefaultCaches's).
 	Caches Caches
+	// Bounds, when set, are the largest values the symbolic sizes take
+	// (a bucket's upper ends): the search then draws no tile of a
+	// symbolic loop larger than the loop can be.
+	Bounds map[string]int64
 
 	// decide makes the rules take each choice by a heuristic instead of
 	// a random draw (Default).

@@ -12,6 +12,7 @@ import (
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestRulesShapes: the default rules make the structures they promise,
@@ -328,5 +329,58 @@ func TestSymbolicLoopsSampledTiles(t *testing.T) {
 	}
 	if got := tileChoices(64); !slices.Equal(got, []int64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
 		t.Errorf("tileChoices(64) = %v", got)
+	}
+}
+
+// TestSymbolicTilesWithinBounds: with the sizes' bounds known (a
+// bucket's), a symbolic loop's extent is bounded by them, and the tile
+// factors drawn for it are no larger.
+func TestSymbolicTilesWithinBounds(t *testing.T) {
+	var f *ast.Func
+	corpus, err := schedgen.Load("../testdata/schedgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range corpus {
+		if c.Name == "matmul_sym" {
+			f = c.Func
+		}
+	}
+	if f == nil {
+		t.Fatal("no matmul_sym in the corpus")
+	}
+	s, err := schedule.New(f, schedule.WithSeed(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetBlock(f.Blocks()[len(f.Blocks())-1].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops, err := s.GetLoops(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := map[string]int64{"M": 5, "N": 40, "K": 700}
+	if got := extentBound(s, loops[0], bounds); got != 5 {
+		t.Errorf("extent bound of the first loop: %d, want 5", got)
+	}
+	if got := extentBound(s, loops[0], map[string]int64{"N": 40}); got != 0 {
+		t.Errorf("a loop over M without M's bound: %d, want 0 (unknown)", got)
+	}
+	for range 20 {
+		if _, err := sampleSymbolicTile(s, 3, 64, tileSpatial, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, in := range s.Trace().Insts {
+		if in.Kind != "sample_categorical" {
+			continue
+		}
+		for _, a := range in.Args[0].List {
+			if a.Int != nil && *a.Int > 5 {
+				t.Fatalf("a factor %d drawn for a loop of at most 5: %s", *a.Int, in)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
@@ -324,6 +325,14 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		Target: t.targetKey,
 		Space:  &autotune.Space{Rules: t.rules, Target: t.target},
 		Bucket: j.Bucket, SizeSets: j.SizeSets,
+	}
+	if j.Bucket != nil {
+		// No tile larger than a symbolic loop of the bucket can be (the
+		// other sizes at the values the bucket is tuned at).
+		task.Space.Target.Bounds = maps.Clone(j.Case.Sizes)
+		for name, r := range j.Bucket {
+			task.Space.Target.Bounds[name] = r[1]
+		}
 	}
 	// The starting schedule: the function as written (on a GPU, with no
 	// loop bound to threads, it does not run).
