@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example onednn suite graphbench defaulttable
+.PHONY: test check tools fuzz example onednn suite graphbench defaulttable sweep
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
@@ -87,3 +87,9 @@ graphbench:
 DEFAULT_THREADS ?= 1 2
 defaulttable:
 	tools/defaulttable/run $(DEFAULT_THREADS)
+
+# sweep measures issue 23's shape sweep: buckets tuned over a symbolic size,
+# against exact-size and one-size tuning, size by size (tools/sweep; hours).
+SWEEP_THREADS ?= 1 2
+sweep:
+	tools/sweep/run $(SWEEP_THREADS)
