@@ -9,28 +9,8 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/workload"
 )
-
-// symbolicKernel returns the first kernel of the fusion golden mlp.json
-// (a matmul with a GELU epilogue over T rows).
-func symbolicKernel(t testing.TB) *ast.Func {
-	t.Helper()
-	src, err := os.ReadFile("../testdata/fusion/mlp.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := fusion.ParseJSON(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := fusion.Compile(g, fusion.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Kernels[0].Func
-}
 
 // TestDispatch: the records of two buckets' tunings (and an older,
 // slower record of the first) give a dispatch that runs the best
@@ -38,7 +18,11 @@ func symbolicKernel(t testing.TB) *ast.Func {
 // sizes no bucket holds, each computing what the interpreter does, at
 // the buckets' edges and at sizes no tile divides.
 func TestDispatch(t *testing.T) {
-	f := symbolicKernel(t)
+	src, err := os.ReadFile("../testdata/fusion/mlp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fusedKernel(t, string(src)) // a matmul with a GELU epilogue over T rows
 	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
 	sp := &Space{Rules: DefaultRules(), Target: tg}
 	var traces []*Record

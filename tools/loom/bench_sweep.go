@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -188,26 +188,20 @@ func bucketText(b map[string][2]int64) string {
 	return strings.Join(parts, ",")
 }
 
-// timeCall is the best per-call time of k on args, in ms: samples of
-// calls lasting at least 20 ms each, at least 5, as ../shared/peers
-// takes them.
+// timeCall is the best per-call time of k on args, in ms, as bench.Time
+// takes it (and ../shared/peers); nil when it does not run.
 func timeCall(k *native.Kernel, sizes map[string]int64, args map[string]any) *float64 {
 	c, err := k.Bind(sizes, args)
 	if err != nil {
 		return nil
 	}
 	defer c.Release()
-	c.Run()
-	start := time.Now()
-	c.Run()
-	reps := max(1, int(20*time.Millisecond/max(time.Since(start), time.Microsecond)))
-	best := time.Duration(1 << 62)
-	for range 5 {
-		start := time.Now()
-		for range reps {
-			c.Run()
-		}
-		best = min(best, time.Since(start)/time.Duration(reps))
+	if c.Run() != nil {
+		return nil
+	}
+	best, err := bench.Time(c.Run)
+	if err != nil {
+		return nil
 	}
 	ms := float64(best) / 1e6
 	return &ms
