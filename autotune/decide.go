@@ -81,7 +81,7 @@ func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermos
 	case !ok && n >= 1 && t.decide:
 		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case !ok && n >= 1:
-		return sampleSymbolicTile(s, n, maxInnermost, r, extentBound(s, l, t.Bounds))
+		return sampleSymbolicTile(s, n, maxInnermost, r, extentBound(s, l, t.Bounds.max()))
 	case !t.decide || n < 1:
 		return s.SamplePerfectTile(l, n, maxInnermost)
 	case ext < 1:

@@ -333,7 +333,7 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 	if !ok && !t.decide && t.VectorLanes > 0 {
 		// A symbolic extent, sampled: one to four whole vectors (the
 		// split guards the tail), no more than the loop can hold.
-		bound := extentBound(s, l, t.Bounds)
+		bound := extentBound(s, l, t.Bounds.max())
 		for k := int64(1); k <= 4 && (m.MaxInnermost <= 0 || k*int64(t.VectorLanes) <= int64(m.MaxInnermost)); k++ {
 			if k > 1 && bound > 0 && k*int64(t.VectorLanes) > bound {
 				break

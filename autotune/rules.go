@@ -20,8 +20,9 @@ type Target struct {
 	Caches Caches
 	// Bounds, when set, are the largest values the symbolic sizes take
 	// (a bucket's upper ends): the search then draws no tile of a
-	// symbolic loop larger than the loop can be.
-	Bounds map[string]int64
+	// symbolic loop larger than the loop can be. (A pointer keeps
+	// Target comparable.)
+	Bounds *SizeBounds
 
 	// decide makes the rules take each choice by a heuristic instead of
 	// a random draw (Default).
@@ -29,6 +30,19 @@ type Target struct {
 	// shrink makes the GPU tiles Default decides smaller, halving the
 	// threads and the fetched chunk that many times (see gpuTiles).
 	shrink int
+}
+
+// SizeBounds are the largest values of symbolic sizes, by name.
+type SizeBounds struct {
+	Max map[string]int64
+}
+
+// max returns the bounds' map (nil when there are none).
+func (b *SizeBounds) max() map[string]int64 {
+	if b == nil {
+		return nil
+	}
+	return b.Max
 }
 
 // accumulators is how many vector registers a register tile may take:

@@ -329,10 +329,11 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	if j.Bucket != nil {
 		// No tile larger than a symbolic loop of the bucket can be (the
 		// other sizes at the values the bucket is tuned at).
-		task.Space.Target.Bounds = maps.Clone(j.Case.Sizes)
+		bounds := maps.Clone(j.Case.Sizes)
 		for name, r := range j.Bucket {
-			task.Space.Target.Bounds[name] = r[1]
+			bounds[name] = r[1]
 		}
+		task.Space.Target.Bounds = &autotune.SizeBounds{Max: bounds}
 	}
 	// The starting schedule: the function as written (on a GPU, with no
 	// loop bound to threads, it does not run).
