@@ -254,8 +254,9 @@ type BucketChoice struct {
 }
 
 // Buckets returns, for each bucket f was tuned for on target (records of
-// Task.Bucket), its fastest record that replays on f, the narrower
-// buckets first (see compareBuckets). Buckets that overlap are all
+// Task.Bucket), its fastest record that replays on f, neighbours whose
+// schedules agree merged into one (mergeBuckets), the narrower buckets
+// first (see compareBuckets). Buckets that overlap are all
 // returned; a dispatcher takes the first that holds the sizes: the most
 // specific.
 func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) {
@@ -280,8 +281,66 @@ func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) 
 		}
 		out = append(out, BucketChoice{Bucket: r.Bucket, Record: r, Func: fn})
 	}
+	out = mergeBuckets(out)
 	slices.SortStableFunc(out, func(a, b BucketChoice) int { return compareBuckets(a.Bucket, b.Bucket) })
 	return out, nil
+}
+
+// mergeBuckets merges neighbouring buckets of one size whose best
+// schedules build the same function (a boundary the tuning found no use
+// for): one bucket, one compiled kernel, the faster record's.
+func mergeBuckets(in []BucketChoice) []BucketChoice {
+	byLo := slices.Clone(in)
+	slices.SortStableFunc(byLo, func(a, b BucketChoice) int {
+		return cmp.Or(cmp.Compare(bucketKeyWithout(a.Bucket), bucketKeyWithout(b.Bucket)), compareLo(a.Bucket, b.Bucket))
+	})
+	var out []BucketChoice
+	for _, c := range byLo {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if name, ok := adjacent(last.Bucket, c.Bucket); ok && ast.Hash(last.Func) == ast.Hash(c.Func) {
+				merged := maps.Clone(last.Bucket)
+				merged[name] = [2]int64{last.Bucket[name][0], c.Bucket[name][1]}
+				rec := last.Record
+				if c.Record.Median < rec.Median {
+					rec = c.Record
+				}
+				*last = BucketChoice{Bucket: merged, Record: rec, Func: last.Func}
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// adjacent reports whether bucket b starts where a ends along one size,
+// the size they both range over alone, and names it.
+func adjacent(a, b map[string][2]int64) (string, bool) {
+	if len(a) != 1 || len(b) != 1 {
+		return "", false
+	}
+	for name, ra := range a {
+		rb, ok := b[name]
+		return name, ok && rb[0] == ra[1]+1
+	}
+	return "", false
+}
+
+// bucketKeyWithout names the sizes a bucket ranges over (not the ranges):
+// buckets of the same sizes sort together.
+func bucketKeyWithout(b map[string][2]int64) string {
+	return strings.Join(slices.Sorted(maps.Keys(b)), ",")
+}
+
+// compareLo orders buckets by their ranges' lower bounds.
+func compareLo(a, b map[string][2]int64) int {
+	for _, name := range slices.Sorted(maps.Keys(a)) {
+		if c := cmp.Compare(a[name][0], b[name][0]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // bucketKey names a bucket: its ranges in name order.

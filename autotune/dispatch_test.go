@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,5 +113,27 @@ func BenchmarkDispatchPick(b *testing.B) {
 	}
 	if n != 3*b.N {
 		b.Fatalf("picked %d over %d calls: want the fourth bucket each time", n, b.N)
+	}
+}
+
+// TestMergeBuckets: neighbouring buckets of one size whose schedules
+// build the same function become one bucket (the faster record's);
+// others stay apart.
+func TestMergeBuckets(t *testing.T) {
+	a := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 8]}],
+  "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	b := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 8]}],
+  "nodes": [{"op": "neg", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	choice := func(lo, hi int64, f *ast.Func, median float64) BucketChoice {
+		return BucketChoice{Bucket: map[string][2]int64{"N": {lo, hi}}, Func: f, Record: &Record{Median: median}}
+	}
+	got := mergeBuckets([]BucketChoice{choice(16, 31, a, 3), choice(1, 7, a, 1), choice(8, 15, a, 2), choice(32, 63, b, 1), choice(65, 99, b, 1)})
+	var text []string
+	for _, c := range got {
+		text = append(text, fmt.Sprintf("%s %g", bucketKey(c.Bucket), c.Record.Median))
+	}
+	want := []string{"N=1..31 1", "N=32..63 1", "N=65..99 1"}
+	if !slices.Equal(text, want) {
+		t.Errorf("merged: %v, want %v", text, want)
 	}
 }
