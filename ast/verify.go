@@ -118,8 +118,12 @@ func (v *verifier) define(n Node, x *Var, loop *For) {
 // lookup finds a visible variable; a block body hides the loops outside it.
 // ownsInstances reports whether a spatial binding takes a different value
 // in each iteration of loop x while the loops around x hold theirs: it is
-// c·x + terms over the loops that enclose x and the sizes (c != 0), so
-// concurrent iterations of x never meet on one instance.
+// c·x + terms over the loops that enclose x and the sizes (c != 0), plus
+// terms over loops inside x of constant extent whose span (the sum of
+// |coefficient|·(extent-1)) is less than |c|, so that the values one
+// iteration of x takes never meet another's (a split of a split: x's
+// parallel part of a row loop, the rows of a tile inside it); concurrent
+// iterations of x never meet on one instance.
 func (v *verifier) ownsInstances(binding Expr, x string) bool {
 	l, ok := toLinear(binding)
 	if !ok {
@@ -129,10 +133,24 @@ func (v *verifier) ownsInstances(binding Expr, x string) bool {
 	if depth < 0 {
 		return false
 	}
-	found := false
+	var c, span int64
 	for _, t := range l.terms {
 		if y, ok := t.atom.(*Var); ok && y.Name == x {
-			found = t.coef != 0
+			c = t.coef
+			continue
+		}
+		if y, ok := t.atom.(*Var); ok && v.scopeOf(y.Name) > depth {
+			// A loop inside x: fine while its values stay within one step
+			// of x.
+			info, _ := v.lookup(y.Name)
+			if info.loop == nil {
+				return false
+			}
+			ext, ok := ConstIntValue(Simplify(info.loop.Extent))
+			if !ok || ext < 1 {
+				return false
+			}
+			span += abs64(t.coef) * (ext - 1)
 			continue
 		}
 		inner := false
@@ -146,7 +164,14 @@ func (v *verifier) ownsInstances(binding Expr, x string) bool {
 			return false // a loop inside x (or x itself, nonlinearly) moves it too
 		}
 	}
-	return found
+	return c != 0 && span < abs64(c)
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // scopeOf returns the index of the innermost visible scope that defines

@@ -174,3 +174,38 @@ func TestParseDeepChain(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestVerifyParallelOwnsRows: a reduce variable bound through a parallel
+// loop x is no race when the block's row, x·4 plus a loop inside x, stays
+// within x's step (the inner loop of extent 4: each x its own rows); with
+// an inner loop of extent 5 two iterations of x share row 4x+4 and the
+// verifier says so.
+func TestVerifyParallelOwnsRows(t *testing.T) {
+	src := `func f(A: float32[16, 16], C: float32[16]) {
+  ScheduleBlock(root) {
+    parallel for (x, 0, 3) {
+      serial for (y, 0, EXT) {
+        serial for (k, 0, 2) {
+          ScheduleBlock(C) {
+            vi, vk = axis.bind(x * 4 + y, k * 4 + x)
+            axis.domain(vi = spatial(0, 16), vk = reduce(0, 16))
+            reads(C[vi], A[vi, vk])
+            writes(C[vi])
+            init {
+              C[vi] = 0.0f
+            }
+            C[vi] = C[vi] + A[vi, vk]
+          }
+        }
+      }
+    }
+  }
+}
+`
+	if _, err := ast.Parse(strings.ReplaceAll(src, "EXT", "4")); err != nil {
+		t.Errorf("rows within the parallel loop's step: %v", err)
+	}
+	if _, err := ast.Parse(strings.ReplaceAll(src, "EXT", "5")); err == nil || !strings.Contains(err.Error(), "would race on the reduction") {
+		t.Errorf("rows shared by two iterations of the parallel loop: %v, want a race", err)
+	}
+}

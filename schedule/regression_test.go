@@ -386,6 +386,19 @@ func TestLongRunParallelRowSplit(t *testing.T) {
 	replayClean(t, "triangular_matvec", 76, `split(i, [-1, 2, 4]); parallel(i_2); split(j, [3, -1])`)
 }
 
+// TestLongRunParallelSplitOfSplit: the long run's validator disagreement
+// in triangular_matvec, seed 76 again (at aa8db8a): the row loop split,
+// its inner part split again and the outer part of that made parallel;
+// the split of the triangle's inner loop then bound the reduce variable
+// through that parallel loop, and the verifier took it for a race,
+// because the row's binding also moves with loops inside the parallel one
+// (ownsInstances allowed none). Inside loops whose values stay within one
+// step of the parallel loop's coefficient leave each iteration its own
+// rows: no race.
+func TestLongRunParallelSplitOfSplit(t *testing.T) {
+	replayClean(t, "triangular_matvec", 76, `split(i, [-1, 2, 4]); split(i_2, [8, -1, 4]); parallel(i_2_0); split(j, [3, -1])`)
+}
+
 // TestLongRunRFactorTriangle: the long run's validator disagreement in
 // triangular_matvec, seed 11 (N=1): rfactor of the inner loop of a
 // triangle (extent i + 1) made an rf buffer and a block domain sized by
