@@ -14,7 +14,8 @@ import (
 // adds a contiguous vector of inputs to a vector of accumulators, with
 // no partial results to combine (VectorRFactor's way, for a row), and
 // ParallelVectorizeUnroll, applied after, vectorizes it and parallelizes
-// the outer part of the kept axis.
+// the outer part of the kept axis. A kept axis narrower than a vector
+// goes innermost whole.
 type OuterReduction struct {
 	MaxVectors int
 }
@@ -51,7 +52,14 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		}
 	}
 	if len(chunks) == 0 {
-		return errSkip
+		if n < 2 || n > int64(t.VectorLanes) {
+			return errSkip
+		}
+		// A kept axis narrower than a vector (six columns): the whole
+		// of it innermost, one partial vector of accumulators.
+		order := append([]schedule.Loop{}, bi.loops[:sp]...)
+		order = append(order, bi.loops[sp+1:]...)
+		return internal(s.Reorder(append(order, bi.loops[sp])...))
 	}
 	chunk, err := choose(s, t, chunks, 1) // Default: two vectors where the row has them
 	if err != nil {

@@ -384,3 +384,21 @@ func TestSymbolicTilesWithinBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestOuterReductionNarrowAxis: a column sum over six columns (fewer than
+// a vector's lanes) keeps its columns innermost and vectorized, under the
+// reduce loop: one partial vector of accumulators a row (it ran as six
+// scalar column walks, no faster than unscheduled).
+func TestOuterReductionNarrowAxis(t *testing.T) {
+	f := fusedKernel(t, `{"name": "colstats", "inputs": [{"name": "X", "dtype": "float32", "shape": ["R", 6]}],
+  "nodes": [{"op": "reduce_sum", "inputs": ["X"], "output": "S", "attrs": {"axes": [0]}}], "outputs": ["S"]}`)
+	s, err := Default(f, Target{VectorLanes: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ast.Print(s.Func())
+	r, v := strings.Index(text, "serial for (ri_S, 0, R)"), strings.Index(text, "vectorized for (i_S, 0, 6)")
+	if r < 0 || v < r {
+		t.Errorf("the columns are not vectorized under the reduce loop:\n%s", text)
+	}
+}
