@@ -15,7 +15,8 @@ import (
 // no partial results to combine (VectorRFactor's way, for a row), and
 // ParallelVectorizeUnroll, applied after, vectorizes it and parallelizes
 // the outer part of the kept axis. A kept axis narrower than a vector
-// goes innermost whole.
+// goes innermost whole; one that no whole number of vectors divides is
+// split by one vector, its tail guarded.
 type OuterReduction struct {
 	MaxVectors int
 }
@@ -51,8 +52,13 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 			chunks = append(chunks, c)
 		}
 	}
+	if len(chunks) == 0 && n > int64(t.VectorLanes) {
+		// No whole number of vectors divides the kept axis (24
+		// columns): vectors of it, the last one's tail guarded.
+		chunks = []int64{int64(t.VectorLanes)}
+	}
 	if len(chunks) == 0 {
-		if n < 2 || n > int64(t.VectorLanes) {
+		if n < 2 {
 			return errSkip
 		}
 		// A kept axis narrower than a vector (six columns): the whole
