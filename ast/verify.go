@@ -118,60 +118,39 @@ func (v *verifier) define(n Node, x *Var, loop *For) {
 // lookup finds a visible variable; a block body hides the loops outside it.
 // ownsInstances reports whether a spatial binding takes a different value
 // in each iteration of loop x while the loops around x hold theirs: it is
-// c·x + terms over the loops that enclose x and the sizes (c != 0), plus
-// terms over loops inside x of constant extent whose span (the sum of
-// |coefficient|·(extent-1)) is less than |c|, so that the values one
-// iteration of x takes never meet another's (a split of a split: x's
-// parallel part of a row loop, the rows of a tile inside it); concurrent
-// iterations of x never meet on one instance.
+// c·x plus terms over the loops around x and the sizes, plus terms of
+// loops inside x whose reach stays below c, for every value of the sizes
+// (ownsBySpan, owns.go: a split of a split of the row loop, symbolic
+// extents included), so concurrent iterations of x never meet on one
+// instance.
 func (v *verifier) ownsInstances(binding Expr, x string) bool {
-	l, ok := toLinear(binding)
-	if !ok {
-		return false
-	}
 	depth := v.scopeOf(x)
 	if depth < 0 {
 		return false
 	}
-	var c, span int64
-	for _, t := range l.terms {
-		if y, ok := t.atom.(*Var); ok && y.Name == x {
-			c = t.coef
-			continue
-		}
-		if y, ok := t.atom.(*Var); ok && v.scopeOf(y.Name) > depth {
-			// A loop inside x: fine while its values stay within one step
-			// of x.
-			info, _ := v.lookup(y.Name)
-			if info.loop == nil {
-				return false
+	// Every loop variable of the binding counts from a constant 0 or more.
+	fromZero := true
+	Inspect(binding, func(n Node) bool {
+		if y, ok := n.(*Var); ok {
+			if info, _ := v.lookup(y.Name); info.loop != nil {
+				m, ok := ConstIntValue(Simplify(info.loop.Min))
+				fromZero = fromZero && ok && m >= 0
 			}
-			ext, ok := ConstIntValue(Simplify(info.loop.Extent))
-			if !ok || ext < 1 {
-				return false
-			}
-			span += abs64(t.coef) * (ext - 1)
-			continue
 		}
-		inner := false
-		Inspect(t.atom, func(n Node) bool {
-			if y, ok := n.(*Var); ok && v.scopeOf(y.Name) >= depth {
-				inner = true
-			}
-			return !inner
-		})
-		if inner {
-			return false // a loop inside x (or x itself, nonlinearly) moves it too
-		}
+		return fromZero
+	})
+	if !fromZero {
+		return false
 	}
-	return c != 0 && span < abs64(c)
-}
-
-func abs64(n int64) int64 {
-	if n < 0 {
-		return -n
+	inner := func(name string) bool { return v.scopeOf(name) >= depth }
+	extent := func(name string) Expr {
+		info, _ := v.lookup(name)
+		if info.loop == nil {
+			return nil
+		}
+		return Simplify(info.loop.Extent)
 	}
-	return n
+	return ownsBySpan(Simplify(binding), x, inner, extent)
 }
 
 // scopeOf returns the index of the innermost visible scope that defines

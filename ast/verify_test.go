@@ -208,4 +208,36 @@ func TestVerifyParallelOwnsRows(t *testing.T) {
 	if _, err := ast.Parse(strings.ReplaceAll(src, "EXT", "5")); err == nil || !strings.Contains(err.Error(), "would race on the reduction") {
 		t.Errorf("rows shared by two iterations of the parallel loop: %v, want a race", err)
 	}
+	// Symbolic: row x·4E + y·4 + z with y < E, z < 4 stays within x's
+	// step (E = floordiv(N + 3, 4)); with y < E + 1 it does not.
+	sym := `func f[N: int32](A: float32[N, 16], C: float32[N]) {
+  ScheduleBlock(root) {
+    parallel for (x, 0, 2) {
+      serial for (y, 0, EXT) {
+        serial for (z, 0, 4) {
+          serial for (k, 0, 2) {
+            ScheduleBlock(C) {
+              vi, vk = axis.bind(floordiv(N + 3, 4) * x * 4 + y * 4 + z, k * 4 + x)
+              axis.domain(vi = spatial(0, N), vk = reduce(0, 16))
+              predicate(floordiv(N + 3, 4) * x * 4 + y * 4 + z < N)
+              reads(C[vi], A[vi, vk])
+              writes(C[vi])
+              init {
+                C[vi] = 0.0f
+              }
+              C[vi] = C[vi] + A[vi, vk]
+            }
+          }
+        }
+      }
+    }
+  }
+}
+`
+	if _, err := ast.Parse(strings.ReplaceAll(sym, "EXT", "floordiv(N + 3, 4)")); err != nil {
+		t.Errorf("symbolic rows within the parallel loop's step: %v", err)
+	}
+	if _, err := ast.Parse(strings.ReplaceAll(sym, "EXT", "floordiv(N + 3, 4) + 1")); err == nil || !strings.Contains(err.Error(), "would race on the reduction") {
+		t.Errorf("symbolic rows shared by two iterations: %v, want a race", err)
+	}
 }

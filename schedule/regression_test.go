@@ -397,6 +397,9 @@ func TestLongRunParallelRowSplit(t *testing.T) {
 // rows: no race.
 func TestLongRunParallelSplitOfSplit(t *testing.T) {
 	replayClean(t, "triangular_matvec", 76, `split(i, [-1, 2, 4]); split(i_2, [8, -1, 4]); parallel(i_2_0); split(j, [3, -1])`)
+	// At 7901365, the same under a split of the symbolic row loop: the
+	// parallel loop's coefficient and an inner loop's extent symbolic.
+	replayClean(t, "triangular_matvec", 76, `split(i, [5, -1, 8]); split(i_0, [-1, 2, 4]); split(i_0_2, [8, -1, 4]); parallel(i_0_2_0); split(j, [3, -1])`)
 }
 
 // TestLongRunRFactorTriangle: the long run's validator disagreement in
