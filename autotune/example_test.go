@@ -165,3 +165,67 @@ func ExampleDefault() {
 	// sample_categorical [1]
 	// sample_categorical [0]
 }
+
+// Dispatch runs one function at any size with the schedule tuned for the
+// bucket of sizes that holds it (loom tune -buckets records them), and
+// the default schedule elsewhere. Here two buckets' records, made by hand
+// from sampled schedules, stand for a tuning run's.
+func ExampleDispatch() {
+	f, err := ast.Parse(`func scale[N: int32](X: float32[N, 8], Y: float32[N, 8]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, N) {
+      serial for (j, 0, 8) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, N), vj = spatial(0, 8))
+          reads(X[vi, vj])
+          writes(Y[vi, vj])
+          Y[vi, vj] = X[vi, vj] * 2.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dir, _ := os.MkdirTemp("", "dispatch")
+	defer os.RemoveAll(dir)
+	db, _ := autotune.OpenDatabase(dir + "/db.jsonl")
+	tg := autotune.Target{VectorLanes: 16, Threads: 1}
+	space := &autotune.Space{Rules: autotune.DefaultRules(), Target: tg}
+	for i, b := range [][2]int64{{1, 15}, {16, 4096}} {
+		s, err := space.Sample(f, uint64(i+1))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		db.Append(&autotune.Record{Workload: ast.Hash(f).String(), Name: "scale", Target: "cpu", Trace: s.Trace(),
+			Median: 1e-6, Seconds: []float64{1e-6}, Bucket: map[string][2]int64{"N": b}, Sizes: map[string]int64{"N": b[0]}})
+	}
+	cache, _ := native.NewCache(dir + "/cache")
+	d, err := autotune.DispatchFromDatabase(f, db, "cpu", tg, cache, llvm.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, n := range []int64{3, 100, 5000} {
+		x, y := make([]float32, 8*n), make([]float32, 8*n)
+		x[8*n-1] = 1.5
+		if err := d.Run(map[string]int64{"N": n}, map[string]any{"X": x, "Y": y}); err != nil {
+			fmt.Println(err)
+			return
+		}
+		_, bucket, _ := d.Kernel(map[string]int64{"N": n})
+		from := "the default"
+		if bucket != nil {
+			from = fmt.Sprintf("the bucket N=%d..%d", bucket["N"][0], bucket["N"][1])
+		}
+		fmt.Printf("N=%d: %s, Y[N-1][7] = %g\n", n, from, y[8*n-1])
+	}
+	// Output:
+	// N=3: the bucket N=1..15, Y[N-1][7] = 3
+	// N=100: the bucket N=16..4096, Y[N-1][7] = 3
+	// N=5000: the default, Y[N-1][7] = 3
+}
