@@ -241,15 +241,19 @@ func inputNames(p *fusion.Plan) []string {
 
 // Kernels returns the names of the module's kernels in the order they
 // run, each with where its schedule came from ("record" or "default",
-// then " and N buckets" when it has schedules for buckets of its sizes; or
+// then " and 1 bucket" or " and N buckets" when it has schedules for
+// buckets of its sizes; or
 // "view": a reshape that does not run, its output sharing its input's
 // memory).
 func (m *Module) Kernels() [][2]string {
 	var out [][2]string
 	for _, k := range m.kernels {
 		src := k.Schedule
-		if len(k.variants) > 0 {
-			src += fmt.Sprintf(" and %d buckets", len(k.variants))
+		switch n := len(k.variants); {
+		case n == 1:
+			src += " and 1 bucket"
+		case n > 1:
+			src += fmt.Sprintf(" and %d buckets", n)
 		}
 		out = append(out, [2]string{k.k.Name, src})
 	}
