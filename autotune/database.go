@@ -258,7 +258,8 @@ type BucketChoice struct {
 // schedules agree merged into one (mergeBuckets), the narrower buckets
 // first (see compareBuckets). Buckets that overlap are all
 // returned; a dispatcher takes the first that holds the sizes: the most
-// specific.
+// specific. A bucket none of whose records replays on f (made by another
+// version of loom) is left out: its sizes get the fallback.
 func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) {
 	recs, _, err := db.Load()
 	if err != nil {
@@ -276,8 +277,8 @@ func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) 
 		g := groups[k]
 		slices.SortStableFunc(g, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
 		r, fn, err := firstReplaying(f, g, false)
-		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", k, err)
+		if err != nil || r == nil {
+			continue // no record of it replays (another loom's): the bucket's sizes take the default
 		}
 		out = append(out, BucketChoice{Bucket: r.Bucket, Record: r, Func: fn})
 	}

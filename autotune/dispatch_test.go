@@ -11,6 +11,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestDispatch: the records of two buckets' tunings (and an older,
@@ -135,5 +136,26 @@ func TestMergeBuckets(t *testing.T) {
 	want := []string{"N=1..31 1", "N=32..63 1", "N=65..99 1"}
 	if !slices.Equal(text, want) {
 		t.Errorf("merged: %v, want %v", text, want)
+	}
+}
+
+// TestBucketsSkipRecordsThatDoNotReplay: a bucket whose only record does
+// not replay on the function (another loom's decisions) is left out, not
+// an error: its sizes take the fallback.
+func TestBucketsSkipRecordsThatDoNotReplay(t *testing.T) {
+	f := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 8]}],
+  "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := schedule.ParseTraceText(`b0 = get_block("nothing")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Append(&Record{Workload: ast.Hash(f).String(), Name: f.Name, Target: "t", Trace: bad, Median: 1e-3, Seconds: []float64{1e-3}, Bucket: map[string][2]int64{"N": {1, 8}}})
+	choices, err := db.Buckets(f, "t")
+	if err != nil || len(choices) != 0 {
+		t.Errorf("buckets %v, %v; want none and no error", choices, err)
 	}
 }
