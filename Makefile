@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzGraph$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzShapes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./module -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./autotune -run '^$$' -fuzz '^FuzzModelJSON$$' -fuzztime $(FUZZTIME)
 
 # example is the main job for now: print and interpret an example function.
 example:

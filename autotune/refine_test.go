@@ -162,3 +162,21 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(data)
 }
+
+// FuzzModelJSON: a model file is user data: whatever it holds, reading it
+// gives a model that predicts, or an error, never a panic.
+func FuzzModelJSON(f *testing.F) {
+	f.Add(string(defaultModelJSON))
+	f.Add(`{"features_version": 1, "lambda": 1}`)
+	f.Add(`{"features_version": 1, "weights": [1], "mean": [], "scale": null}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var m RidgeModel
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			return
+		}
+		m.Predict(make([]float64, numFeatures))
+		if _, err := json.Marshal(&m); err != nil {
+			t.Errorf("a model read from %q does not write back: %v", data, err)
+		}
+	})
+}
