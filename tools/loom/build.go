@@ -27,14 +27,19 @@ runtime; a C program needs nothing else. The schedule is a trace from a file
 best record of the tuning database (tuned), the schedule loom decides
 without tuning (default), the hand-written schedule of a built-in workload
 (hand), none, or auto: the best record if there is one, else the default.
-It says which it used.
+It says which it used. A function's symbolic sizes (-func without -size)
+stay parameters of the kernel; when the database has schedules for buckets
+of them (loom tune -buckets, -specialize), NAME.o holds each bucket's code
+behind one entry point that picks it by the sizes at run time
+(NAME_dispatch.c shows the tests), the schedule above for the sizes no
+bucket holds.
 
 With -graph, it compiles the whole graph into one C library instead: NAME.h,
 libNAME.a and libNAME.so (NAME: the graph's name), holding every kernel (each
 with its best record, else the default schedule), the shape function, the
 memory plan and the runtime, behind one entry point that takes the inputs'
 and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stderr)
-	src := source{wholeGraph: true}
+	src := source{wholeGraph: true, symbolic: true}
 	src.register(fs)
 	var rf recordFlags
 	rf.register(fs)
@@ -78,8 +83,28 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	names := outNames(jobs, *symbol)
 	status := 0
 	for i, j := range jobs {
+		var choices []autotune.BucketChoice
+		if trace == nil && (*sched == "auto" || *sched == "tuned") && len(j.Case.Func.Sizes) > 0 {
+			var err error
+			if choices, err = bucketChoices(j, &rf); err != nil {
+				fmt.Fprintf(stderr, "loom build: %s: %v\n", j.Name, err)
+				status = 1
+				continue
+			}
+		}
 		f, used, err := buildSchedule(j, src, *sched, trace, &rf)
-		if err == nil {
+		if err != nil && len(choices) > 0 {
+			// Tuned for buckets of the sizes, not at these: the default
+			// for the sizes no bucket holds.
+			f, used, err = buildSchedule(j, src, "default", nil, &rf)
+		}
+		if err == nil && len(choices) > 0 {
+			var files []string
+			if files, err = writeDispatchKernel(*out, names[i], f, choices); err == nil {
+				fmt.Fprintf(stdout, "%s %s (schedule: %d bucket(s) of its sizes, else %s): %s\n", j.Name, j.Shape, len(choices), used, strings.Join(files, ", "))
+				continue
+			}
+		} else if err == nil {
 			var files []string
 			if files, err = writeKernel(*out, names[i], f); err == nil {
 				fmt.Fprintf(stdout, "%s %s (schedule: %s): %s\n", j.Name, j.Shape, used, strings.Join(files, ", "))
@@ -90,6 +115,16 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 		status = 1
 	}
 	return status
+}
+
+// bucketChoices returns the schedules the tuning database has for buckets
+// of the job's sizes (loom tune -buckets, -specialize), if any.
+func bucketChoices(j *job, rf *recordFlags) ([]autotune.BucketChoice, error) {
+	db, err := rf.open()
+	if err != nil {
+		return nil, nil // no database: nothing tuned
+	}
+	return db.Buckets(j.Case.Func, rf.target())
 }
 
 // buildGraph compiles a graph into one C library (module.Build): every

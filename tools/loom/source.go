@@ -123,6 +123,9 @@ type source struct {
 	// wholeGraph: the command takes -graph as a whole (its symbols stay
 	// symbolic), not as one job per kernel at -size.
 	wholeGraph bool
+	// symbolic: -func's sizes may go without values (the command
+	// compiles the function for every value: loom build).
+	symbolic bool
 }
 
 func (src *source) register(fs *flag.FlagSet) {
@@ -308,7 +311,7 @@ func (src *source) funcJob() ([]*job, error) {
 		sizes[s.Name] = v
 		dims = append(dims, fmt.Sprintf("%s=%d", s.Name, v))
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !src.symbolic {
 		return nil, fmt.Errorf("%s: give every symbolic size a value: -size %s=N", src.fn, strings.Join(missing, "=N -size "))
 	}
 	for name := range src.size.symbols {
@@ -317,6 +320,9 @@ func (src *source) funcJob() ([]*job, error) {
 		}
 	}
 	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
+	if len(missing) > 0 {
+		return []*job{{Name: f.Name, Shape: paramShapes(f), Case: c}}, nil
+	}
 	if err := checkCase(c); err != nil {
 		return nil, fmt.Errorf("%s: %v", src.fn, err)
 	}

@@ -486,18 +486,23 @@ func writeKernel(dir, name string, f *ast.Func) ([]string, error) {
 	if err := native.WriteObject(m, obj); err != nil {
 		return nil, err
 	}
-	header := m.Header()
-	usage := fmt.Sprintf("/*\n * Build a program that calls %s with the files of this directory:\n *\n *   cc -O2 -pthread -I. your_program.c %s.o loomrt.c -lm\n *\n * (loomrt.c is loom's runtime: the thread pool of the parallel loops;\n * LOOM_NUM_THREADS sets its size, all cores by default.)\n */\n", name, name)
-	if i := strings.Index(header, "\n"); i >= 0 {
-		header = header[:i+1] + usage + header[i+1:]
-	}
-	if err := os.WriteFile(h, []byte(header), 0o644); err != nil {
+	if err := os.WriteFile(h, []byte(withUsage(m.Header(), name, "")), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rt, native.RuntimeSource(), 0o644); err != nil {
 		return nil, err
 	}
 	return []string{ll, obj, h, rt}, nil
+}
+
+// withUsage puts into a kernel's header, after its first line, how to
+// link it, and note (comment lines, or "") at the end of that comment.
+func withUsage(header, name, note string) string {
+	usage := fmt.Sprintf("/*\n * Build a program that calls %s with the files of this directory:\n *\n *   cc -O2 -pthread -I. your_program.c %s.o loomrt.c -lm\n *\n * (loomrt.c is loom's runtime: the thread pool of the parallel loops;\n * LOOM_NUM_THREADS sets its size, all cores by default.)\n%s */\n", name, name, note)
+	if i := strings.Index(header, "\n"); i >= 0 {
+		header = header[:i+1] + usage + header[i+1:]
+	}
+	return header
 }
 
 // symbolName makes a C identifier of a kernel's name.
