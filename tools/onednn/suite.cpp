@@ -16,6 +16,7 @@
 //   matmul M K N ACT RES                              A B Bias [R]
 //   bmm B M K N                                       A B (batched, no bias)
 //   layernorm M N RES                                 X [R] Gamma Beta
+//   softmax M N                                       X (over the last axis)
 //   pool max|avg N C H W K STRIDE PT PL PB PR         X
 //   attention H M L D CAUSAL                          Q Kt V [Mask]
 //   reorder D0 D1 D2 D3 S0 S1 S2 S3                   X (dims, output strides)
@@ -232,6 +233,19 @@ int main(int argc, char **argv) {
             s.wait();
         };
         ms = best(run);
+        impl = pd.impl_info_str();
+    } else if (kind == "softmax") {
+        long M = arg(0), N = arg(1);
+        auto x = load("X", M * N);
+        out.assign(M * N, 0);
+        memory::desc d({M, N}, dt::f32, tag::ab);
+        auto pd = softmax_forward::primitive_desc(softmax_forward::desc(prop_kind::forward_inference, d, 1), eng);
+        memory xm(d, eng, x.data()), ym(d, eng, out.data());
+        softmax_forward p(pd);
+        ms = best([&] {
+            p.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+            s.wait();
+        });
         impl = pd.impl_info_str();
     } else if (kind == "pool") {
         bool isMax = sarg(0) == "max";
