@@ -39,6 +39,17 @@ func (b *basic) isEmpty() bool {
 	return !ok
 }
 
+// sampleIn is sample within the work e has left (nil: no bound), which it
+// spends; once e is spent the answer is "undecided" (nil, true).
+func (b *basic) sampleIn(e *effort) ([]Int, bool) { return b.system().sampleIn(e) }
+
+// isEmptyIn is isEmpty within the work e has left: false (the cautious
+// answer) once it is spent.
+func (b *basic) isEmptyIn(e *effort) bool {
+	_, ok := b.sampleIn(e)
+	return !ok
+}
+
 // insertVars returns b with m new unconstrained variables at variable
 // position at (shifting the later columns); the caller fixes the counts.
 func (b *basic) insertVars(at, m int) *basic {

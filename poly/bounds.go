@@ -406,6 +406,48 @@ func prunePieces(pieces []Aff, context []row, lower bool) []Aff {
 	if len(pieces) < 2 {
 		return pieces
 	}
+	if noParams(pieces) {
+		return pruneConstPieces(pieces, context, lower)
+	}
+	return prunePiecesSolved(pieces, context, lower)
+}
+
+// noParams reports whether the pieces are over no parameters (constants:
+// the bounds of a set without any, as withoutLocals asks of a local).
+func noParams(pieces []Aff) bool {
+	for _, a := range pieces {
+		if len(a.Params) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pruneConstPieces is prunePiecesSolved for constant pieces, whose context
+// rows are constants too: it keeps the first of the most extreme pieces
+// (the first piece alone when the context holds nowhere), without a
+// solver's question per pair. Eliminating many variables leaves thousands
+// of constant pieces, whose pairs took minutes.
+func pruneConstPieces(pieces []Aff, context []row, lower bool) []Aff {
+	for _, r := range context {
+		if r[0].Sign() < 0 {
+			return pieces[:1]
+		}
+	}
+	best := 0
+	for i, a := range pieces[1:] {
+		b := pieces[best]
+		// a/da > b/db (a maximum), a/da < b/db (a minimum).
+		c := b.Div.Mul(a.Const).Cmp(a.Div.Mul(b.Const))
+		if lower && c > 0 || !lower && c < 0 {
+			best = i + 1
+		}
+	}
+	return pieces[best : best+1]
+}
+
+// prunePiecesSolved is prunePieces by a solver's question per pair.
+func prunePiecesSolved(pieces []Aff, context []row, lower bool) []Aff {
 	// a/da > b/db somewhere in the context, i.e. db*A - da*B >= 1 (for a
 	// maximum; reversed for a minimum).
 	exceeds := func(a, b Aff) bool {

@@ -137,3 +137,29 @@ func TestDimBoundsGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneConstPieces: constant pieces pruned without the solver keep
+// what the solver's pairwise questions keep, ties, divisors and contexts
+// that hold nowhere included.
+func TestPruneConstPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 7))
+	for iter := 0; iter < 2000; iter++ {
+		n := 2 + r.IntN(6)
+		var pieces []Aff
+		for range n {
+			pieces = append(pieces, Aff{Const: IntOf(int64(r.IntN(13) - 6)), Div: IntOf(int64(1 + r.IntN(3)))}.reduced())
+		}
+		var context []row
+		for range r.IntN(3) {
+			c := newRow(0)
+			c[0] = IntOf(int64(r.IntN(5) - 1))
+			context = append(context, c)
+		}
+		lower := r.IntN(2) == 0
+		got := pruneConstPieces(pieces, context, lower)
+		want := prunePiecesSolved(pieces, context, lower)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("pieces %v, context %v, lower %v: got %v, the solver %v", pieces, context, lower, got, want)
+		}
+	}
+}

@@ -27,9 +27,19 @@ package poly
 // with no point. Every caller takes "non-empty" as the cautious answer
 // (a dependence that may exist, a bound that stays loose, a piece that is
 // kept), so the budget costs precision, never soundness.
-func (s *system) sample() ([]Int, bool) {
-	var sv solver
+func (s *system) sample() ([]Int, bool) { return s.sampleIn(nil) }
+
+// sampleIn is sample that also spends e's work (nil: no bound but the
+// check's own).
+func (s *system) sampleIn(e *effort) ([]Int, bool) {
+	if e.spent() {
+		return nil, true
+	}
+	sv := solver{effort: e}
 	x, ok := sv.solve(s)
+	if e != nil {
+		e.left -= sv.work
+	}
 	if sv.exhausted {
 		return nil, true
 	}
@@ -48,12 +58,21 @@ type solver struct {
 	steps     int64
 	work      int64 // coefficients visited so far
 	exhausted bool
+	// effort, when not nil, is the work left to the question this check
+	// is part of: the check stops when it is used up too.
+	effort *effort
+}
+
+// over reports whether the work so far passes the check's bound or what
+// its question has left.
+func (sv *solver) over() bool {
+	return sv.work > maxSolveWork || sv.effort != nil && sv.work > sv.effort.left
 }
 
 func (sv *solver) solve(s *system) ([]Int, bool) {
 	sv.steps++
 	sv.work += int64((len(s.ineqs) + len(s.eqs)) * (s.n + 1))
-	if sv.work > maxSolveWork {
+	if sv.over() {
 		sv.exhausted = true
 	}
 	if sv.exhausted {
@@ -383,7 +402,7 @@ func (sv *solver) solveInequalities(s *system) ([]Int, bool) {
 	// A shadow has a row per pair of bounds: on a system that has grown
 	// large it alone would pass the budget (and memory) before the next
 	// system is counted, so it is counted before it is made.
-	if sv.work += int64(len(lower)*len(upper)+len(rest)) * int64(s.n); sv.work > maxSolveWork {
+	if sv.work += int64(len(lower)*len(upper)+len(rest)) * int64(s.n); sv.over() {
 		sv.exhausted = true
 		return nil, false
 	}

@@ -386,7 +386,30 @@ var ErrUnsupported = errors.New("poly: unsupported")
 // tuple, or few values of them); otherwise, and when the solver gives up
 // on a piece of a outside b without finding a point in it, it returns an
 // error wrapping ErrUnsupported: false means a has a point outside b.
-func Subset(a, b Set) (bool, error) {
+func Subset(a, b Set) (bool, error) { return subset(a, b, nil) }
+
+// SubsetWithin is Subset with a bound on the solver's work over the whole
+// question (the coefficients of every system it visits, summed, as
+// maxSolveWork counts them for one emptiness check): past it, the pieces
+// not yet decided are kept and the answer is an error wrapping
+// ErrUnsupported, never a guess. Subset bounds each emptiness check, not
+// their number times their cost: a question whose sets have many
+// existential values (a fused loop split three ways over symbolic
+// sizes) can ask thousands of checks of half a second each. A caller
+// that may go without the answer (the translation validator, whose
+// undecided questions only lose a second opinion) bounds the whole.
+func SubsetWithin(a, b Set, work int64) (bool, error) {
+	return subset(a, b, &effort{left: work})
+}
+
+// effort is the solver's work left to one question of several emptiness
+// checks; nil means no bound beyond each check's own.
+type effort struct{ left int64 }
+
+// spent reports whether e is used up.
+func (e *effort) spent() bool { return e != nil && e.left <= 0 }
+
+func subset(a, b Set, e *effort) (bool, error) {
 	checkDims("Subset", len(a.Dims), len(b.Dims))
 	_, pa, withLocals := alignParams(a.Params, a.parts, b.Params, b.parts)
 	var pb []*basic
@@ -397,7 +420,7 @@ func Subset(a, b Set) (bool, error) {
 			pb = append(pb, x)
 			continue
 		}
-		parts, ok := x.withoutLocals(maxLocalValues)
+		parts, ok := x.withoutLocals(maxLocalValues, e)
 		if !ok {
 			return false, fmt.Errorf("%w: subset of a set with existential variables that take many values", ErrUnsupported)
 		}
@@ -410,7 +433,7 @@ func Subset(a, b Set) (bool, error) {
 	// the parts of b one by one then cuts only where they are.
 	var rest []*basic
 	for _, r := range pa {
-		if !r.isEmpty() {
+		if !r.isEmptyIn(e) {
 			rest = append(rest, r) // an empty piece meets no part of b
 		}
 	}
@@ -425,7 +448,7 @@ func Subset(a, b Set) (bool, error) {
 			if checks++; checks > maxSubsetChecks {
 				return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
 			}
-			if m := r.intersect(x).simplify(); m.trivial() || m.isEmpty() {
+			if m := r.intersect(x).simplify(); m.trivial() || m.isEmptyIn(e) {
 				next = append(next, r)
 				continue
 			}
@@ -438,7 +461,7 @@ func Subset(a, b Set) (bool, error) {
 					if checks++; checks > maxSubsetChecks {
 						return false, fmt.Errorf("%w: subset needs more than %d emptiness checks", ErrUnsupported, maxSubsetChecks)
 					}
-					if c := cur.intersect(neg).simplify(); !c.trivial() && !c.isEmpty() {
+					if c := cur.intersect(neg).simplify(); !c.trivial() && !c.isEmptyIn(e) {
 						next = append(next, c)
 					}
 				}
@@ -455,9 +478,12 @@ func Subset(a, b Set) (bool, error) {
 	// guess (and the translation validator would reject a correct step
 	// on it).
 	for _, r := range rest {
-		if x, ok := r.sample(); ok && x != nil {
+		if x, ok := r.sampleIn(e); ok && x != nil {
 			return false, nil
 		}
+	}
+	if e.spent() {
+		return false, fmt.Errorf("%w: subset needs more than its bound of the solver's work (%d pieces of a outside b left undecided)", ErrUnsupported, len(rest))
 	}
 	return false, fmt.Errorf("%w: the solver could not decide whether %d pieces of a outside b are empty", ErrUnsupported, len(rest))
 }
@@ -526,9 +552,10 @@ const maxLocalValues = 256
 // withoutLocals returns basic sets without existential variables whose
 // union is b: each local is replaced by each value it can take, when
 // their number (from its bounds over all of b's variables) stays within
-// limit in all. A floor division's quotient over a bounded range (the row
+// limit in all (e bounds the emptiness checks that drop the values no
+// point takes). A floor division's quotient over a bounded range (the row
 // of a fused and split loop) takes few.
-func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
+func (b *basic) withoutLocals(limit int, e *effort) ([]*basic, bool) {
 	if b.nLocal == 0 {
 		return []*basic{b}, true
 	}
@@ -564,10 +591,10 @@ func (b *basic) withoutLocals(limit int) ([]*basic, bool) {
 			v.ineqs = append(v.ineqs, r.substitute(k, value))
 		}
 		v = v.simplify()
-		if v.isEmpty() {
+		if v.isEmptyIn(e) {
 			continue
 		}
-		parts, ok := v.withoutLocals(limit / n)
+		parts, ok := v.withoutLocals(limit/n, e)
 		if !ok {
 			return nil, false
 		}

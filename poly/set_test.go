@@ -248,6 +248,36 @@ func TestSubsetWithLocals(t *testing.T) {
 	}
 }
 
+// TestSubsetWithin: a bound on the work of the whole question gives the
+// same answers as Subset when it is generous, and "unsupported" (never a
+// wrong answer) when it is not.
+func TestSubsetWithin(t *testing.T) {
+	tileA := "[i, k] -> { [x, y] : 64i <= x <= 64i + 63 and 16k <= y <= 16k + 15 and 0 <= i <= 1 and 0 <= k <= 7 }"
+	fetchA := "[i, k] -> { [x, y] : exists (t, s, q, v : 0 <= t <= 15 and 0 <= s <= 15 and 4q <= s <= 4q + 3 and 0 <= v <= 3 and x = 64i + 4t + q and y = 16k + 4s - 16q + v) and 0 <= i <= 1 and 0 <= k <= 7 }"
+	short := "[i, k] -> { [x, y] : exists (t, s, q, v : 0 <= t <= 14 and 0 <= s <= 15 and 4q <= s <= 4q + 3 and 0 <= v <= 3 and x = 64i + 4t + q and y = 16k + 4s - 16q + v) and 0 <= i <= 1 and 0 <= k <= 7 }"
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{tileA, fetchA, true}, {tileA, short, false}, {fetchA, tileA, true}} {
+		a, b := MustParseSet(c.a), MustParseSet(c.b)
+		if got, err := SubsetWithin(a, b, 1<<30); err != nil || got != c.want {
+			t.Errorf("SubsetWithin(%s, %s, 1<<30) = %v, %v; want %v", c.a, c.b, got, err, c.want)
+		}
+		for _, work := range []int64{0, 1, 100, 10000} {
+			got, err := SubsetWithin(a, b, work)
+			if err == nil && got != c.want {
+				t.Errorf("SubsetWithin(%s, %s, %d) = %v; want %v or undecided", c.a, c.b, work, got, c.want)
+			}
+			if err != nil && !errors.Is(err, ErrUnsupported) {
+				t.Errorf("SubsetWithin(..., %d): %v, not ErrUnsupported", work, err)
+			}
+		}
+		if _, err := SubsetWithin(a, b, 1); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("SubsetWithin(%s, %s, 1) decided with a work bound no emptiness check fits in", c.a, c.b)
+		}
+	}
+}
+
 // TestSpanFrom: the span from a valid lower bound, exact or not; a
 // function that is not a lower bound is refused.
 func TestSpanFrom(t *testing.T) {

@@ -127,7 +127,7 @@ func (v *validator) movedStore(x *poly.Instances, wx poly.Access, h *poly.Instan
 			if fed != nil {
 				// An overwrite that collapsed onto the very write the
 				// read takes its value from is no order to keep.
-				collapsed, err := poly.Subset(bad.Wrap(), fed.Wrap())
+				collapsed, err := poly.SubsetWithin(bad.Wrap(), fed.Wrap(), questionWork)
 				if err != nil {
 					v.stats.note("order: undecided")
 					continue
