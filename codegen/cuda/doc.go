@@ -48,6 +48,15 @@
 // the lanes is tested where the kernel runs, with the scalar loop as the
 // other path. Other vectorized loops are unrolled.
 //
+// Float16 and bfloat16: elements in memory are their 16-bit encodings
+// (unsigned short: no CUDA header needed), values in registers floats; a
+// load converts exactly, every operation computes in float and rounds its
+// result to the type, a store writes the encoding (the conversions are
+// integer arithmetic on the bits, the same on the GPU and in the
+// emulation), which gives the interpreter's results bit for bit outside
+// reductions. A cross-thread reduction's partial results are floats. Their
+// vectorized loops are unrolled (no half2 loads yet).
+//
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with

@@ -16,9 +16,12 @@ import (
 // saturate and take NaN to 0, and float32 math in float32 (expf, ...).
 // The helpers that C lacks are device functions of the kernel's prelude.
 
-// ctype returns the C type of t.
+// ctype returns the C type of a value of type t in registers: float16
+// and bfloat16 values are floats there (see halfNames).
 func ctype(t ast.DType) (string, error) {
 	switch t {
+	case ast.Float16, ast.BFloat16:
+		return "float", nil
 	case ast.Bool:
 		return "bool", nil
 	case ast.Int32:
@@ -30,13 +33,83 @@ func ctype(t ast.DType) (string, error) {
 	case ast.Float64:
 		return "double", nil
 	}
-	return "", fmt.Errorf("type %s has no CUDA lowering yet (float32, float64, int32, int64 and bool do)", t)
+	return "", fmt.Errorf("type %s has no CUDA lowering yet (float16, bfloat16, float32, float64, int32, int64 and bool do)", t)
 }
 
-// suffix is the helper name suffix of t: f32, f64, i32, i64.
+// memType returns the C type of an element of type t in memory: float16
+// and bfloat16 elements are their 16-bit encodings.
+func memType(t ast.DType) (string, error) {
+	if isHalf(t) {
+		return "unsigned short", nil
+	}
+	return ctype(t)
+}
+
+// float16 and bfloat16 values live in float registers, as in codegen/llvm:
+// a load converts the encoding to float (exactly), every operation computes
+// in float and rounds its result to the type's precision, a store writes
+// the encoding. That is the interpreter's result, which computes in
+// float64 and rounds once: float carries more than twice their precision
+// plus two bits, so rounding twice is rounding once for + - * / and sqrt.
+// The conversions are integer arithmetic on the bits (helpers.go), the
+// same on the GPU and in the CPU emulation.
+
+// isHalf reports whether t is float16 or bfloat16.
+func isHalf(t ast.DType) bool { return t == ast.Float16 || t == ast.BFloat16 }
+
+// halfName is the helper name part of a 16-bit float type.
+func halfName(t ast.DType) string {
+	if t == ast.BFloat16 {
+		return "bf16"
+	}
+	return "f16"
+}
+
+// fromMem converts an element loaded from memory, x, to its register
+// form.
+func (k *kernelWriter) fromMem(t ast.DType, x string) string {
+	if !isHalf(t) {
+		return x
+	}
+	name := "loom_from_" + halfName(t)
+	k.use(name)
+	return name + "(" + x + ")"
+}
+
+// toMem converts a register value x to its memory form.
+func (k *kernelWriter) toMem(t ast.DType, x string) string {
+	if !isHalf(t) {
+		return x
+	}
+	name := "loom_to_" + halfName(t)
+	k.use(name)
+	return name + "(" + x + ")"
+}
+
+// rounded rounds x, an operation's result computed in float, to the
+// precision of t when t is float16 or bfloat16.
+func (k *kernelWriter) rounded(t ast.DType, x string) string {
+	if !isHalf(t) {
+		return x
+	}
+	k.useHalf(t)
+	name := "loom_round_" + halfName(t)
+	k.use(name)
+	return name + "(" + x + ")"
+}
+
+// useHalf puts t's conversions into the prelude, which its rounding
+// helpers call.
+func (k *kernelWriter) useHalf(t ast.DType) {
+	k.use("loom_from_" + halfName(t))
+	k.use("loom_to_" + halfName(t))
+}
+
+// suffix is the helper name suffix of t: f32 (of float16 and bfloat16 too:
+// their values are floats), f64, i32, i64.
 func suffix(t ast.DType) string {
 	switch t {
-	case ast.Float32:
+	case ast.Float32, ast.Float16, ast.BFloat16:
 		return "f32"
 	case ast.Float64:
 		return "f64"
@@ -65,7 +138,7 @@ func (k *kernelWriter) expr(e ast.Expr) string {
 		if c, ok := k.laneLoads[e]; ok {
 			return c
 		}
-		return k.access(e.Buffer, e.Indices)
+		return k.fromMem(e.Buffer.DType, k.access(e.Buffer, e.Indices))
 	case *ast.Binary:
 		return k.binary(e)
 	case *ast.Not:
@@ -98,7 +171,7 @@ func constant(c *ast.Const) string {
 			return "(-9223372036854775807LL - 1)"
 		}
 		return strconv.FormatInt(c.Int, 10) + "LL"
-	case ast.Float32:
+	case ast.Float32, ast.Float16, ast.BFloat16: // a 16-bit float's value is a float's
 		return floatLit(c.Float, true)
 	}
 	return floatLit(c.Float, false)
@@ -152,9 +225,9 @@ func (k *kernelWriter) binary(e *ast.Binary) string {
 	if op, ok := helperOps[e.Op]; ok {
 		name := "loom_" + op + "_" + suffix(e.A.Type())
 		k.use(name)
-		return name + "(" + a + ", " + b + ")"
+		return k.rounded(e.Type(), name+"("+a+", "+b+")")
 	}
-	return "(" + a + " " + cOps[e.Op] + " " + b + ")"
+	return k.rounded(e.Type(), "("+a+" "+cOps[e.Op]+" "+b+")")
 }
 
 func (k *kernelWriter) cast(e *ast.Cast) string {
@@ -173,6 +246,18 @@ func (k *kernelWriter) cast(e *ast.Cast) string {
 		name := "loom_to_" + suffix(e.To) + "_" + suffix(from)
 		k.use(name)
 		return name + "(" + x + ")"
+	case isHalf(e.To) && (from == ast.Float64 || from.IsInt()):
+		// Rounded once from the exact value, as the interpreter does:
+		// through a double, narrowed to float rounding to odd.
+		name := "loom_round_" + halfName(e.To) + "_f64"
+		k.useHalf(e.To)
+		k.use("loom_round_" + halfName(e.To))
+		k.use(name)
+		return name + "((double)" + x + ")"
+	case isHalf(e.To) && from != ast.Bool:
+		return k.rounded(e.To, x) // from float32, float16 or bfloat16
+	case isHalf(from) && e.To == ast.Float32:
+		return x // exact
 	}
 	return "((" + to + ")" + x + ")"
 }
@@ -198,7 +283,7 @@ func (k *kernelWriter) call(e *ast.Call) string {
 	if e.Func == ast.IntrinsicSigmoid {
 		name := "loom_sigmoid_" + suffix(t)
 		k.use(name)
-		return name + "(" + args[0] + ")"
+		return k.rounded(t, name+"("+args[0]+")")
 	}
 	name, ok := mathNames[e.Func]
 	if !ok {
@@ -208,5 +293,5 @@ func (k *kernelWriter) call(e *ast.Call) string {
 	if t == ast.Float64 {
 		name = strings.TrimSuffix(name, "f")
 	}
-	return name + "(" + strings.Join(args, ", ") + ")"
+	return k.rounded(t, name+"("+strings.Join(args, ", ")+")")
 }

@@ -59,6 +59,54 @@ func init() {
 	}
 }
 
+// The 16-bit float conversions (see halfNames in expr.go): integer
+// arithmetic on the bits, rounding to nearest even, as codegen/llvm's.
+func init() {
+	helper("loom_from_f16", `__device__ __forceinline__ float loom_from_f16(unsigned short h) {
+  unsigned u = h, sign = (u & 0x8000u) << 16, e = (u >> 10) & 0x1fu, f = u & 0x3ffu, bits;
+  if (e == 0) bits = (unsigned)__float_as_int((float)f * (1.0f / 16777216.0f)); /* subnormal: f * 2^-24 */
+  else if (e == 31) bits = 0x7f800000u | (f << 13);
+  else bits = ((e + 112u) << 23) | (f << 13);
+  return __int_as_float((int)(bits | sign));
+}`)
+	helper("loom_to_f16", `__device__ __forceinline__ unsigned short loom_to_f16(float x) {
+  unsigned u = (unsigned)__float_as_int(x), mag = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u, h;
+  if (mag > 0x7f800000u) {
+    h = 0x7e00u; /* NaN */
+  } else if (mag < 0x38800000u) {
+    /* below the least normal float16: adding 0.5 rounds to a multiple of
+       2^-24, the subnormal step, and the bits above 0.5's are the encoding */
+    h = (unsigned)__float_as_int(__int_as_float((int)mag) + 0.5f) - 0x3f000000u;
+  } else {
+    unsigned r = mag + 0xfffu + ((mag >> 13) & 1u); /* drop 13 bits, to nearest even */
+    h = r >= 0x47800000u ? 0x7c00u : (r >> 13) - ((127u - 15u) << 10);
+  }
+  return (unsigned short)(h | sign);
+}`)
+	helper("loom_from_bf16", `__device__ __forceinline__ float loom_from_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }`)
+	helper("loom_to_bf16", `__device__ __forceinline__ unsigned short loom_to_bf16(float x) {
+  unsigned u = (unsigned)__float_as_int(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u | 0x400000u) >> 16); /* NaN stays NaN */
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}`)
+	for _, h := range []string{"f16", "bf16"} {
+		helper("loom_round_"+h, fmt.Sprintf(`__device__ __forceinline__ float loom_round_%[1]s(float x) { return loom_from_%[1]s(loom_to_%[1]s(x)); }`, h))
+		// From a double (or an integer through one) with one rounding:
+		// narrowed to float rounding to odd, so that the second rounding
+		// cannot land on a tie the first one made.
+		helper("loom_round_"+h+"_f64", fmt.Sprintf(`__device__ __forceinline__ float loom_round_%[1]s_f64(double x) {
+  float r = (float)x;
+  double back = (double)r;
+  if (back != x && back == back && x == x) {
+    int bits = __float_as_int(r);
+    if ((back < 0 ? -back : back) > (x < 0 ? -x : x)) bits -= 1;
+    r = __int_as_float(bits | 1);
+  }
+  return loom_round_%[1]s(r);
+}`, h))
+	}
+}
+
 // prelude returns the definitions of the helpers in used.
 func prelude(used map[string]bool) string {
 	var b strings.Builder

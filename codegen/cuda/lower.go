@@ -396,7 +396,7 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 	}
 	var params []string
 	for _, b := range k.globals {
-		t, _ := ctype(b.DType)
+		t, _ := memType(b.DType)
 		params = append(params, fmt.Sprintf("%s* __restrict__ %s", t, b.Name))
 		kern.Buffers = append(kern.Buffers, b)
 	}
@@ -458,6 +458,15 @@ func (k *kernelWriter) errorAt(n ast.Node, format string, a ...any) error {
 
 func (k *kernelWriter) ctypeOf(t ast.DType) string {
 	c, err := ctype(t)
+	if err != nil {
+		k.fail(err)
+	}
+	return c
+}
+
+// memTypeOf is memType, failing the kernel on a type without a lowering.
+func (k *kernelWriter) memTypeOf(t ast.DType) string {
+	c, err := memType(t)
 	if err != nil {
 		k.fail(err)
 	}

@@ -251,7 +251,7 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 		if !k.scratch[scratch] {
 			k.scratch[scratch] = true
 			k.shared = append(k.shared, fmt.Sprintf("__shared__ %s %s[%d];", t, scratch, 32*rows))
-			k.nShared += 32 * rows * int64(r.store.Buffer.DType.Bytes())
+			k.nShared += 32 * rows * int64(max(r.store.Buffer.DType.Bytes(), 4)) // 16-bit floats reduce as floats
 		}
 		if rows > 1 {
 			scratch = fmt.Sprintf("%s + 32 * (threadIdx.y + blockDim.y * threadIdx.z)", scratch)
@@ -317,7 +317,8 @@ func (k *kernelWriter) reduce(l *ast.For, r *xreduce, blockLevel bool) {
 		k.restoreNames(init)
 	}
 	target := k.access(r.store.Buffer, r.store.Indices)
-	k.line("%s = %s;", target, combine(target, acc))
+	dt := r.store.Buffer.DType
+	k.line("%s = %s;", target, k.toMem(dt, combine(k.fromMem(dt, target), acc)))
 	if len(cond) > 0 {
 		k.indent--
 		k.line("}")

@@ -132,7 +132,7 @@ func (k *kernelWriter) stmt(s ast.Stmt, blockLevel bool) {
 	case *ast.ScheduleBlock:
 		k.scheduleBlock(s)
 	case *ast.Store:
-		k.line("%s = %s;", k.access(s.Buffer, s.Indices), k.expr(s.Value))
+		k.line("%s = %s;", k.access(s.Buffer, s.Indices), k.toMem(s.Buffer.DType, k.expr(s.Value)))
 	case *ast.IfThenElse:
 		if blockLevel && k.threadDependent(s.Cond) {
 			k.checkNoExchange(s)
@@ -392,7 +392,7 @@ func (k *kernelWriter) allocsAt(l *ast.For) {
 
 // declareArray declares buf with the given extents (constants).
 func (k *kernelWriter) declareArray(buf *ast.Buffer, shape []ast.Expr, origin []string, shared bool) {
-	t := k.ctypeOf(buf.DType)
+	t := k.memTypeOf(buf.DType)
 	bi := &bufInfo{name: cname(buf.Name), origin: origin}
 	size := int64(1)
 	for _, d := range shape {

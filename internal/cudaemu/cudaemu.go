@@ -164,7 +164,7 @@ func program(m *cuda.Module, i int, sizes map[string]int64, args map[string]any)
 			}
 			n *= v
 		}
-		ct := map[ast.DType]string{ast.Float32: "float", ast.Float64: "double", ast.Int32: "int", ast.Int64: "long long"}[buf.DType]
+		ct := map[ast.DType]string{ast.Float32: "float", ast.Float64: "double", ast.Int32: "int", ast.Int64: "long long", ast.Float16: "unsigned short", ast.BFloat16: "unsigned short"}[buf.DType]
 		if ct == "" {
 			return "", fmt.Errorf("cudaemu: buffer %s: type %s not emulated", buf.Name, buf.DType)
 		}
