@@ -15,6 +15,13 @@ struct __attribute__((aligned(8))) float2 {
 struct __attribute__((aligned(16))) float4 {
   float x, y, z, w;
 };
+// Words of 16-bit float lanes.
+struct __attribute__((aligned(8))) uint2 {
+  unsigned int x, y;
+};
+struct __attribute__((aligned(16))) uint4 {
+  unsigned int x, y, z, w;
+};
 
 struct loom_uint3 {
   unsigned int x, y, z;

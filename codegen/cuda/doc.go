@@ -54,8 +54,9 @@
 // result to the type, a store writes the encoding (the conversions are
 // integer arithmetic on the bits, the same on the GPU and in the
 // emulation), which gives the interpreter's results bit for bit outside
-// reductions. A cross-thread reduction's partial results are floats. Their
-// vectorized loops are unrolled (no half2 loads yet).
+// reductions. A cross-thread reduction's partial results are floats. A
+// vectorized loop of 2, 4 or 8 of them moves words of lanes (unsigned int,
+// uint2, uint4: half2 and its wider kin).
 //
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The

@@ -11,8 +11,9 @@ import (
 // Vectorized loops.
 //
 // A vectorized loop of 2 or 4 iterations over one block that stores one
-// float32 element per iteration becomes float2 or float4 accesses: each
-// global or shared float32 buffer the block reads at consecutive elements
+// float32 element per iteration becomes float2 or float4 accesses (of 2, 4
+// or 8 iterations storing float16 or bfloat16, words of 16-bit lanes: see
+// vecKind): each global or shared buffer the block reads at consecutive elements
 // along the loop (the last index moves by one, the others stay) is loaded
 // as one vector, the lanes are computed one after the other from its
 // components, and the result is stored as one vector. Accesses that do not
@@ -32,13 +33,57 @@ import (
 // accesses are neither consecutive nor invariant along it runs as scalar
 // code, unrolled.
 
-// vectorTypes names the vector type of n float32 lanes and its lanes.
-var vectorTypes = map[int64]struct {
-	name  string
-	lanes []string
-}{
-	2: {"float2", []string{"x", "y"}},
-	4: {"float4", []string{"x", "y", "z", "w"}},
+// vecKind is how a vector access of n lanes of element type dt loads and
+// stores: float2 and float4 for float32; for float16 and bfloat16, whose
+// lanes are 16-bit encodings, the unsigned int, uint2 or uint4 that holds
+// 2, 4 or 8 of them (half2 and its wider kin, without CUDA's headers), a
+// lane the low or high half of a word.
+type vecKind struct {
+	name string
+	dt   ast.DType
+	n    int64
+}
+
+var xyzw = []string{"x", "y", "z", "w"}
+
+// vectorKind returns the vector access of n lanes of dt, if there is one.
+func vectorKind(dt ast.DType, n int64) (vecKind, bool) {
+	var name string
+	switch {
+	case dt == ast.Float32 && n == 2:
+		name = "float2"
+	case dt == ast.Float32 && n == 4:
+		name = "float4"
+	case isHalf(dt) && n == 2:
+		name = "unsigned int"
+	case isHalf(dt) && n == 4:
+		name = "uint2"
+	case isHalf(dt) && n == 8:
+		name = "uint4"
+	default:
+		return vecKind{}, false
+	}
+	return vecKind{name, dt, n}, true
+}
+
+// bytes is the size of the vector, to which its address must be aligned.
+func (v vecKind) bytes() int64 { return v.n * int64(v.dt.Bytes()) }
+
+// word returns the C of the 32-bit word of vector value x that holds
+// lane i of a 16-bit type.
+func (v vecKind) word(x string, i int64) string {
+	if v.n == 2 {
+		return x
+	}
+	return x + "." + xyzw[i/2]
+}
+
+// component returns the C of lane i of vector value x, in register form.
+func (k *kernelWriter) component(v vecKind, x string, i int64) string {
+	if !isHalf(v.dt) {
+		return x + "." + xyzw[i]
+	}
+	return k.fromMem(v.dt, fmt.Sprintf("(unsigned short)(%s >> %d)", v.word(x, i), 16*(i%2)))
 }
 
 // vectorAccess is one access of a vectorized block that moves one element
@@ -50,14 +95,14 @@ type vectorAccess struct {
 	aligned bool       // provably: no test where the kernel runs
 	ptr     string     // C name of its address at lane 0
 	value   string     // C name of the loaded vector
+	kind    vecKind
 }
 
 // vectorLoop prints vectorized loop l with vector accesses and reports
 // whether it could; when it cannot, it prints nothing.
 func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 	n, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
-	vt, isVector := vectorTypes[n]
-	if !ok || !isVector {
+	if !ok {
 		return false
 	}
 	body := flatten(l.Body)
@@ -69,7 +114,11 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 		return false
 	}
 	store, ok := b.Body.(*ast.Store)
-	if !ok || store.Buffer.DType != ast.Float32 {
+	if !ok {
+		return false
+	}
+	storeKind, ok := vectorKind(store.Buffer.DType, n)
+	if !ok {
 		return false
 	}
 	for _, c := range k.plans {
@@ -108,7 +157,7 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 	if !ok || !moves || !vectorScope(store.Buffer) {
 		return false
 	}
-	accesses := []*vectorAccess{{buf: store.Buffer, indices: store.Indices}}
+	accesses := []*vectorAccess{{buf: store.Buffer, indices: store.Indices, kind: storeKind}}
 	clean := true
 	ast.Inspect(store.Value, func(nd ast.Node) bool {
 		ld, isLoad := nd.(*ast.Load)
@@ -116,13 +165,14 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 			return clean
 		}
 		moves, ok := along(ld.Indices)
+		kind, isVector := vectorKind(ld.Buffer.DType, n)
 		switch {
 		case !ok:
 			clean = false
-		case moves && (ld.Buffer.DType != ast.Float32 || !vectorScope(ld.Buffer)):
+		case moves && (!isVector || !vectorScope(ld.Buffer)):
 			// Scalar loads, one a lane.
 		case moves:
-			accesses = append(accesses, &vectorAccess{buf: ld.Buffer, indices: ld.Indices, load: ld})
+			accesses = append(accesses, &vectorAccess{buf: ld.Buffer, indices: ld.Indices, load: ld, kind: kind})
 		}
 		return true
 	})
@@ -132,7 +182,7 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 	for _, a := range accesses {
 		a.aligned = k.alignedAt(l, bindings, a, n)
 	}
-	k.printVectorLoop(l, b, vt.name, vt.lanes, accesses)
+	k.printVectorLoop(l, b, n, accesses)
 	return k.err == nil
 }
 
@@ -198,7 +248,7 @@ func vectorScope(buf *ast.Buffer) bool {
 	return buf.Scope == ast.Global || buf.Scope == ast.Shared
 }
 
-func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, vtype string, lanes []string, accesses []*vectorAccess) {
+func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, n int64, accesses []*vectorAccess) {
 	store := b.Body.(*ast.Store)
 	k.line("{")
 	k.indent++
@@ -209,7 +259,7 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, vtype s
 		if i > 0 {
 			a.value = fmt.Sprintf("loom_vv%d", k.tmp)
 		}
-		k.line("float* %s;", a.ptr)
+		k.line("%s* %s;", k.memTypeOf(a.buf.DType), a.ptr)
 	}
 	// The addresses at the first lane.
 	var addressed []ast.Expr
@@ -224,7 +274,7 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, vtype s
 	var tests []string
 	for _, a := range accesses {
 		if !a.aligned {
-			tests = append(tests, fmt.Sprintf("((unsigned long long)%s & %d) == 0", a.ptr, 4*len(lanes)-1))
+			tests = append(tests, fmt.Sprintf("((unsigned long long)%s & %d) == 0", a.ptr, a.kind.bytes()-1))
 		}
 	}
 	if len(tests) > 0 {
@@ -232,23 +282,46 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, vtype s
 		k.indent++
 	}
 	for _, a := range accesses[1:] {
-		k.line("const %s %s = *reinterpret_cast<const %s*>(%s);", vtype, a.value, vtype, a.ptr)
+		k.line("const %s %s = *reinterpret_cast<const %s*>(%s);", a.kind.name, a.value, a.kind.name, a.ptr)
 	}
+	out := accesses[0].kind
 	k.tmp++
 	result := fmt.Sprintf("loom_vr%d", k.tmp)
-	k.line("%s %s;", vtype, result)
-	for i, lane := range lanes {
+	half := isHalf(out.dt)
+	if half {
+		// The lanes' encodings, packed into words after the last.
+		k.line("unsigned short %s[%d];", result, n)
+	} else {
+		k.line("%s %s;", out.name, result)
+	}
+	for i := range n {
 		components := map[*ast.Load]string{}
 		for _, a := range accesses[1:] {
-			components[a.load] = a.value + "." + lane
+			components[a.load] = k.component(a.kind, a.value, i)
 		}
-		k.lane(l, b, int64(i), []ast.Expr{store.Value}, components, func() {
+		k.lane(l, b, i, []ast.Expr{store.Value}, components, func() {
 			k.laneLoads = components
-			k.line("%s.%s = %s;", result, lane, k.expr(store.Value))
+			if half {
+				k.line("%s[%d] = %s;", result, i, k.toMem(out.dt, k.expr(store.Value)))
+			} else {
+				k.line("%s.%s = %s;", result, xyzw[i], k.expr(store.Value))
+			}
 			k.laneLoads = nil
 		})
 	}
-	k.line("*reinterpret_cast<%s*>(%s) = %s;", vtype, accesses[0].ptr, result)
+	if half {
+		var words []string
+		for w := int64(0); w < n/2; w++ {
+			words = append(words, fmt.Sprintf("(unsigned)%[1]s[%[2]d] | (unsigned)%[1]s[%[3]d] << 16", result, 2*w, 2*w+1))
+		}
+		packed := words[0]
+		if n > 2 {
+			packed = out.name + "{" + strings.Join(words, ", ") + "}"
+		}
+		k.line("*reinterpret_cast<%s*>(%s) = %s;", out.name, accesses[0].ptr, packed)
+	} else {
+		k.line("*reinterpret_cast<%s*>(%s) = %s;", out.name, accesses[0].ptr, result)
+	}
 	if len(tests) == 0 {
 		return
 	}

@@ -38,6 +38,12 @@ struct alignas(8) float2 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
 
 static std::barrier<>* loom_block_barrier;
 static inline void __syncthreads() { loom_block_barrier->arrive_and_wait(); }
