@@ -9,13 +9,15 @@ GO ?= go
 test: tools check
 	$(GO) test -timeout 30m ./...
 
-# tools installs what the tests need besides Go: clang-14, which compiles
-# the generated CUDA to PTX on machines without a GPU, and g++ (C++20),
+# tools installs what the tests need besides Go: clang-14 and clang-16
+# (sm_90), which compile the generated CUDA to PTX on machines without a
+# GPU, and g++ (C++20),
 # which runs the generated CUDA on the CPU, a thread per GPU thread
 # (codegen/cuda).
 tools:
 	@missing=; \
 	command -v clang-14 >/dev/null 2>&1 || missing="$$missing clang-14"; \
+	command -v clang-16 >/dev/null 2>&1 || missing="$$missing clang-16"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing for the CUDA checks"; \

@@ -18,16 +18,31 @@ import (
 //go:embed check.h
 var CheckHeader string
 
-// Clang is the compiler the PTX checks use.
-const Clang = "clang-14"
+// Clang is the compiler the PTX checks use, up to sm_86; ClangHopper
+// compiles for sm_90 (Hopper) and later, which clang-14 does not know.
+const (
+	Clang       = "clang-14"
+	ClangHopper = "clang-16"
+)
+
+// clangFor returns the clang the PTX check of arch uses and the PTX
+// version it asks for.
+func clangFor(arch string) (clang, ptx string) {
+	var n int
+	if _, err := fmt.Sscanf(arch, "sm_%d", &n); err == nil && n >= 90 {
+		return ClangHopper, "+ptx78"
+	}
+	return Clang, "+ptx70"
+}
 
 // CompilePTX compiles m's source to PTX with clang (the checks without a
 // GPU): the source must compile for m.Arch, its kernels must be there. It
 // returns the PTX.
 func CompilePTX(m *Module) (string, error) {
-	clang, err := exec.LookPath(Clang)
+	name, ptxVersion := clangFor(m.Arch)
+	clang, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("cuda: %s not found (make tools installs it): %v", Clang, err)
+		return "", fmt.Errorf("cuda: %s not found (make tools installs it): %v", name, err)
 	}
 	dir, err := os.MkdirTemp("", "loom-ptx")
 	if err != nil {
@@ -44,10 +59,10 @@ func CompilePTX(m *Module) (string, error) {
 		return "", err
 	}
 	cmd := exec.Command(clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch="+m.Arch, "-nocudainc", "-nocudalib",
-		"-Xclang", "-target-feature", "-Xclang", "+ptx70", "-O2", "-Wall", "-Werror", "-Wno-unknown-cuda-version", "-Wno-unused-variable",
+		"-Xclang", "-target-feature", "-Xclang", ptxVersion, "-O2", "-Wall", "-Werror", "-Wno-unknown-cuda-version", "-Wno-unused-variable",
 		"-include", header, "-S", "-o", out, src)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("cuda: %s rejects the source of %s: %v\n%s", Clang, m.Func.Name, err, msg)
+		return "", fmt.Errorf("cuda: %s rejects the source of %s: %v\n%s", name, m.Func.Name, err, msg)
 	}
 	ptx, err := os.ReadFile(out)
 	if err != nil {

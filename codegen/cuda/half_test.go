@@ -81,24 +81,27 @@ func halfErr(got, want any, value func(uint16) float64) float64 {
 	return worst
 }
 
-// runHalf lowers s's function, checks its PTX (sm_80: clang-14 knows no
-// later architecture), runs it in the emulation at sizes and compares
-// every parameter with the interpreter's within tol (halfErr).
+// runHalf lowers s's function, checks its PTX for sm_80 and sm_90, runs
+// it in the emulation at sizes and compares every parameter with the
+// interpreter's within tol (halfErr).
 func runHalf(t *testing.T, s *schedule.Schedule, sizes map[string]int64, args map[string]any, value func(uint16) float64, tol float64, wantPTX ...string) {
 	t.Helper()
-	{
-		m, err := cuda.Lower(s.Func(), cuda.Options{Arch: "sm_80"})
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		m, err := cuda.Lower(s.Func(), cuda.Options{Arch: arch})
 		if err != nil {
 			t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
 		}
 		ptx, err := cuda.CompilePTX(m)
 		if err != nil {
-			t.Fatalf("%v\n%s", err, m.Source)
+			t.Fatalf("%s: %v\n%s", arch, err, m.Source)
 		}
 		for _, ins := range wantPTX {
 			if !strings.Contains(ptx, ins) {
-				t.Errorf("the PTX lacks %s:\n%s", ins, m.Source)
+				t.Errorf("%s: the PTX lacks %s:\n%s", arch, ins, m.Source)
 			}
+		}
+		if arch != "sm_80" {
+			continue // one run in the emulation
 		}
 		got, want := cloneArgs(args), cloneArgs(args)
 		if err := ast.Interpret(s.Func(), sizes, want); err != nil {

@@ -336,16 +336,19 @@ func TestPTX(t *testing.T) {
 	for _, gc := range gpuCases() {
 		t.Run(gc.name, func(t *testing.T) {
 			m := lowered(t, gc)
-			ptx, err := cuda.CompilePTX(m)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, m.Source)
-			}
-			if !strings.Contains(ptx, ".target "+m.Arch) {
-				t.Errorf("PTX for another target:\n%.300s", ptx)
-			}
-			for _, inst := range gc.ptx {
-				if !strings.Contains(ptx, inst) {
-					t.Errorf("the PTX has no %s", inst)
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				m.Arch = arch // the source is the same (Options.Arch names it in a comment)
+				ptx, err := cuda.CompilePTX(m)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", arch, err, m.Source)
+				}
+				if !strings.Contains(ptx, ".target "+arch) {
+					t.Errorf("PTX for another target than %s:\n%.300s", arch, ptx)
+				}
+				for _, inst := range gc.ptx {
+					if !strings.Contains(ptx, inst) {
+						t.Errorf("%s: the PTX has no %s", arch, inst)
+					}
 				}
 			}
 		})
