@@ -111,6 +111,14 @@ func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at 
 	if was == nil || now == nil {
 		return nil
 	}
+	if !was.ExactDomain {
+		// The model over-approximates the instances the block runs where
+		// it is (a bound or binding that is not affine: a loop fused with
+		// one of symbolic extent, say), so a subset of it could still be
+		// instances it never ran: the part of a triangle the fused loop
+		// leaves out.
+		return illegal(prim, s.f, at, "cannot tell which instances block %s runs where it is (a loop bound, binding or condition there is not affine), so not whether its new place would run others", name)
+	}
 	kept, err := poly.Subset(now.Iterations(), was.Iterations())
 	switch {
 	case err != nil:
