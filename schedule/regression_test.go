@@ -536,3 +536,13 @@ func TestParallelTriangleSplit(t *testing.T) {
 func TestLongRunComputeAtFusedTriangle(t *testing.T) {
 	replayClean(t, "upper_inplace", 271, `split(i, [-1, 1]); fuse(i_1, j); compute_at(S, j_T)`)
 }
+
+// TestLongRunVectorOfThreeLanes: the long run's native failure in
+// upper_inplace, seed 132 (N=4), at c2395a1: a vectorized loop of 3
+// iterations with a predicate became vectors of 3 lanes and a mask of 3
+// lanes, on which LLVM 14's x86 instruction selection loops forever (llc
+// was killed at its two minutes). codegen/llvm now splits such a loop into
+// chunks of powers of two (2 lanes and a scalar one).
+func TestLongRunVectorOfThreeLanes(t *testing.T) {
+	replayClean(t, "upper_inplace", 132, `align(i, i_T); split(i, [2, 3, -1]); fuse(i_1, i_2); split(i_0, [2, 4, 4]); split(i_0_1, [4, 5, -1]); split(i_0_0, [2, -1]); split(i_0_0_1, [-1, 3]); vectorize(i_0_0_1_1)`)
+}

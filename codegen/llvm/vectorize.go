@@ -11,7 +11,8 @@ import (
 //
 // A vectorized loop of constant extent n runs its body once per chunk of W
 // iterations, W = the target's vector bits / the widest element the body
-// loads or stores (8 for float32 on AVX2), or n itself when smaller. In a
+// loads or stores (8 for float32 on AVX2), or the largest power of two
+// up to n when n is smaller. In a
 // chunk the loop variable is the ramp base + lane, and every expression of
 // the body is emitted once for all lanes (see lanes). A last chunk of
 // n mod W iterations runs with a mask that turns the missing lanes off.
@@ -63,7 +64,11 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 	}
 	w := e.vectorBits(l) / widestElement(l.Body)
 	if int64(w) > n {
-		w = int(n)
+		// A power of two: the rest as narrower chunks and a scalar lane
+		// below. (Vectors of 3 lanes, and their masks, made LLVM 14's x86
+		// instruction selection loop forever: the long run's upper_inplace
+		// seed 132.)
+		w = 1 << (bits.Len64(uint64(n)) - 1)
 	}
 	if w <= 1 {
 		return false
