@@ -52,6 +52,9 @@ struct loom_warp {
   explicit loom_warp(int n) : bar(n) {}
   std::barrier<> bar;
   unsigned long long slot[32];
+  // The fragments of an mma, by lane.
+  unsigned mma_a[32][4], mma_b[32][2];
+  float mma_c[32][4];
 };
 static std::vector<std::unique_ptr<loom_warp>> loom_warps;
 
@@ -75,6 +78,59 @@ static inline double __longlong_as_double(long long x) { double d; std::memcpy(&
 static inline long long __double_as_longlong(double x) { long long i; std::memcpy(&i, &x, 8); return i; }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+
+// loom_emu_mma_m16n8k16 stands in for mma.sync.aligned.m16n8k16.row.col
+// with float32 accumulators and float16 (bf16 = 0) or bfloat16 factors:
+// every lane of the warp passes its fragments, each gets its four results
+// of D = A · B + C. The tiles are put together from the fragments by the
+// PTX ISA's layout, as its formulas give it (groupID = lane >> 2,
+// threadID_in_group = lane % 4): A's element ai at row groupID (+ 8 for i
+// in 2, 3, 6, 7), column 2 threadID_in_group + (i & 1) (+ 8 for i >= 4);
+// B's bi at row 2 threadID_in_group + (i & 1) (+ 8 for i >= 2), column
+// groupID; C's ci at row groupID (+ 8 for i >= 2), column
+// 2 threadID_in_group + (i & 1). Products are exact in float; the sum runs
+// over k in order, in float.
+static float loom_emu_half(unsigned short h, int bf16) {
+  if (bf16) { unsigned u = (unsigned)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
+  unsigned sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) { float f = (float)m * (1.0f / 16777216.0f); return sign ? -f : f; }
+  u = e == 31 ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13);
+  u |= sign;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static void loom_emu_mma_m16n8k16(int lane, const unsigned a[4], const unsigned b[2], float c[4], int bf16) {
+  loom_warp* w = loom_warps[loom_lane_id / 32].get();
+  std::memcpy(w->mma_a[lane], a, sizeof w->mma_a[lane]);
+  std::memcpy(w->mma_b[lane], b, sizeof w->mma_b[lane]);
+  std::memcpy(w->mma_c[lane], c, sizeof w->mma_c[lane]);
+  w->bar.arrive_and_wait();
+  float A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    int group = l >> 2, tig = l % 4;
+    for (int i = 0; i < 8; ++i) {
+      int row = (i < 2 || (4 <= i && i < 6)) ? group : group + 8;
+      int col = i < 4 ? tig * 2 + (i & 1) : tig * 2 + (i & 1) + 8;
+      unsigned reg = w->mma_a[l][i / 2];
+      A[row][col] = loom_emu_half((unsigned short)(i % 2 ? reg >> 16 : reg), bf16);
+    }
+    for (int i = 0; i < 4; ++i) {
+      int row = i < 2 ? tig * 2 + (i & 1) : tig * 2 + (i & 1) + 8;
+      unsigned reg = w->mma_b[l][i / 2];
+      B[row][group] = loom_emu_half((unsigned short)(i % 2 ? reg >> 16 : reg), bf16);
+    }
+    for (int i = 0; i < 4; ++i) C[i < 2 ? group : group + 8][tig * 2 + (i & 1)] = w->mma_c[l][i];
+  }
+  int group = lane >> 2, tig = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    int row = i < 2 ? group : group + 8, col = tig * 2 + (i & 1);
+    float d = C[row][col];
+    for (int k = 0; k < 16; ++k) d += A[row][k] * B[k][col];
+    c[i] = d;
+  }
+  w->bar.arrive_and_wait(); // the slots are read before the next mma writes them
+}
 
 // loom_launch runs kernel over a grid of blocks of threads.
 template <class F>

@@ -1,0 +1,61 @@
+package cuda
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tensor Core helpers: mma.sync m16n8k16 on tiles in memory.
+//
+// A helper computes C[16, 8] += A[16, 16] · B[16, 8] with the 32 lanes of
+// a warp together (every lane must call it, with the same tiles): each
+// lane loads its fragments of A, B and C from the tiles (row strides lda,
+// ldb, ldc, in elements) by the layout of the PTX ISA ("Matrix Fragments
+// for mma.m16n8k16 with floating point type"), the Tensor Core multiplies
+// (inline PTX), and each lane stores its four results. A fragment
+// register holds two 16-bit elements, the lower-numbered one in the low
+// half. Without a GPU (the emulation, where __CUDA_ARCH__ is not defined)
+// loom_emu_mma_m16n8k16 stands in for the instruction: it gathers every
+// lane's fragments and computes the tile from them by the same layout,
+// written out apart (loom_emu.h).
+
+// mmaHelperName returns the helper of an mma intrinsic with factors of
+// type in ("f16" or "bf16") and float32 accumulators.
+func mmaHelperName(in string) string { return "loom_mma_m16n8k16_" + in + "_f32" }
+
+func init() {
+	for _, in := range []string{"f16", "bf16"} {
+		helper(mmaHelperName(in), strings.NewReplacer("@IN", in, "@BF", map[string]string{"f16": "0", "bf16": "1"}[in]).Replace(`__device__ __forceinline__ void loom_mma_m16n8k16_@IN_f32(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, float* C, long long ldc) {
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+  const int g = lane >> 2, t = lane & 3;
+  unsigned a[4], b[2];
+  float c[4];
+  for (int r = 0; r < 4; ++r) { /* a[r] holds a(2r) and a(2r+1): rows g, g+8, g, g+8; columns 2t, 2t, 2t+8, 2t+8 and one more */
+    const long long row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
+    a[r] = (unsigned)A[row * lda + col] | (unsigned)A[row * lda + col + 1] << 16;
+  }
+  for (int r = 0; r < 2; ++r) { /* b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next, column g */
+    const long long row = 2 * t + 8 * r;
+    b[r] = (unsigned)B[row * ldb + g] | (unsigned)B[(row + 1) * ldb + g] << 16;
+  }
+  for (int i = 0; i < 4; ++i) c[i] = C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)];
+#ifdef __CUDA_ARCH__
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.@IN.@IN.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  loom_emu_mma_m16n8k16(lane, a, b, c, @BF);
+#endif
+  for (int i = 0; i < 4; ++i) C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)] = c[i];
+}`))
+	}
+}
+
+// mmaHelper returns the source of an mma helper, for tests.
+func mmaHelper(in string) (string, error) {
+	src, ok := helpers[mmaHelperName(in)]
+	if !ok {
+		return "", fmt.Errorf("cuda: no mma helper for %s", in)
+	}
+	return src, nil
+}
