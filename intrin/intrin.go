@@ -8,6 +8,11 @@ import (
 	"github.com/loom-go/loom/ast"
 )
 
+// AnnotationKey is the loop annotation that marks a nest as computed by an
+// intrinsic (schedule.Tensorize puts it on the nest's outer loop): the
+// intrinsic's name.
+const AnnotationKey = "tensorize"
+
 // Intrinsic is an instruction that computes a tile, with its description.
 type Intrinsic struct {
 	Name   string

@@ -11,7 +11,7 @@ import (
 
 // TensorizeKey is the annotation Tensorize puts on a nest's outer loop:
 // the name of the intrinsic (package intrin) that computes the nest.
-const TensorizeKey = "tensorize"
+const TensorizeKey = intrin.AnnotationKey
 
 // Tensorize marks loop l, the outer loop of a perfect nest around one
 // block, as computed by the hardware instruction named intrinsic (see

@@ -58,6 +58,12 @@
 // vectorized loop of 2, 4 or 8 of them moves words of lanes (unsigned int,
 // uint2, uint4: half2 and its wider kin).
 //
+// Tensor Cores: a loop nest schedule.Tensorize marked for an mma.sync
+// intrinsic (package intrin) is one call of a helper that the 32 lanes of
+// a warp make together (tensorize.go, mma.go): the block is one warp along
+// x, the nest under no threadIdx.x loop and under a loop of each other
+// axis the block has, its operands global or shared.
+//
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/intrin"
 )
 
 // Statements.
@@ -159,6 +160,10 @@ func (k *kernelWriter) stmt(s ast.Stmt, blockLevel bool) {
 func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 	saved := k.savedNames()
 	defer k.restoreNames(saved)
+	if name, ok := l.Annotations[intrin.AnnotationKey].(string); ok {
+		k.tensorized(l, name)
+		return
+	}
 	t := k.ctypeOf(l.Var.DType)
 	switch {
 	case l.Kind.IsGPUThread():

@@ -1,0 +1,87 @@
+package cuda
+
+import (
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/intrin"
+)
+
+// Tensorized nests.
+//
+// A loop nest that schedule.Tensorize marked (intrin.AnnotationKey) is one
+// call of its intrinsic's helper (mma.go) instead of its loops: the 32
+// lanes of a warp compute the tile together. So the warp must be the
+// threads that run the nest alike: the block is 32 threads along x, the
+// nest is under no loop bound to threadIdx.x, and each of the y and z
+// axes the block has is bound by a loop around it (a warp a tile). The
+// operands are global or shared buffers of two dimensions (a thread's
+// local copy holds no other lane's results), addressed at the tiles'
+// offsets with their rows' strides.
+
+// mmaHelpers are the helpers of the intrinsics codegen/cuda emits.
+var mmaHelpers = map[string]string{
+	"mma_m16n8k16_f16_f32":  mmaHelperName("f16"),
+	"mma_m16n8k16_bf16_f32": mmaHelperName("bf16"),
+}
+
+// tensorized prints the nest at l, marked with intrinsic name, as a call
+// of the intrinsic's helper.
+func (k *kernelWriter) tensorized(l *ast.For, name string) {
+	in, ok := intrin.Lookup(name)
+	helperName := mmaHelpers[name]
+	if !ok || in.Target != "cuda" || helperName == "" {
+		k.fail(k.errorAt(l, "loop %s is marked for intrinsic %q, which codegen/cuda does not emit (it emits %s)", l.Var.Name, name, strings.Join(mmaNames(), ", ")))
+		return
+	}
+	m, err := in.Match(l)
+	if err != nil {
+		k.fail(k.errorAt(l, "loop %s: %v", l.Var.Name, err))
+		return
+	}
+	if k.block[0] != 32 {
+		k.fail(k.errorAt(l, "the nest at loop %s runs on a warp's 32 lanes together (%s), so the block must be 32 threads along x, not %d", l.Var.Name, name, k.block[0]))
+		return
+	}
+	bound := map[ast.ForKind]bool{}
+	for _, t := range k.threads {
+		bound[t.Kind] = true
+	}
+	if bound[ast.GPUThreadX] {
+		k.fail(k.errorAt(l, "the nest at loop %s is under a loop bound to threadIdx.x: the warp's lanes compute it together, each must run it alike", l.Var.Name))
+		return
+	}
+	for axis, kind := range map[int]ast.ForKind{1: ast.GPUThreadY, 2: ast.GPUThreadZ} {
+		if k.block[axis] > 1 && !bound[kind] {
+			k.fail(k.errorAt(l, "the nest at loop %s is under no loop bound to %s, so the block's %d warps along it would all update the same tile", l.Var.Name, kind, k.block[axis]))
+			return
+		}
+	}
+	var args []string
+	for _, op := range []string{"A", "B", "C"} {
+		buf := m.Buffers[in.Operands[op]]
+		if buf.Scope != ast.Global && buf.Scope != ast.Shared {
+			k.fail(k.errorAt(l, "operand %s of the nest at loop %s is %s buffer %s: the lanes share it, so it must be global or shared memory", op, l.Var.Name, buf.Scope, buf.Name))
+			return
+		}
+		bi := k.buffer(buf)
+		if len(bi.shape) != 2 {
+			k.fail(k.errorAt(l, "operand %s of the nest at loop %s, buffer %s, has %d dimensions; the helper takes rows of a matrix", op, l.Var.Name, buf.Name, len(bi.shape)))
+			return
+		}
+		args = append(args, "&"+k.access(buf, m.Offsets[in.Operands[op]]), "(long long)("+bi.shape[1]+")")
+	}
+	k.use(helperName)
+	k.line("%s(%s); /* %s: loop %s */", helperName, strings.Join(args, ", "), name, l.Var.Name)
+}
+
+func mmaNames() []string {
+	var out []string
+	for _, n := range intrin.Names() {
+		if mmaHelpers[n] != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
