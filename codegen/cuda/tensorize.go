@@ -84,4 +84,3 @@ func mmaNames() []string {
 	}
 	return out
 }
-

@@ -82,7 +82,9 @@ func tensorCoreGemmLanes(t *testing.T, in string, m, n, kk, lanes int) *schedule
 		}
 		return s.Bind(parts[1], "threadIdx.x")
 	})
-	h.do(func() error { return s.Tensorize(is[1], "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32") })
+	h.do(func() error {
+		return s.Tensorize(is[1], "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32")
+	})
 	if h.err != nil {
 		t.Fatal(schedule.Explain(h.err))
 	}
