@@ -60,14 +60,20 @@ func Names() []string {
 
 // The mma.sync m16n8k16 instructions of sm_80 and later: C[16, 8] +=
 // A[16, 16] · B[16, 8], the factors float16 or bfloat16, their products
-// exact, the accumulator float32 (or float16, for float16 factors).
+// exact, the accumulator float32 (or float16, for float16 factors). The
+// _nt ones take B transposed, as a [8, 16] tile (B[j, k]: the keys of
+// attention scores Q · Kᵀ, a weight stored [out, in]).
 func init() {
-	mma := func(in, acc, cast string) string {
-		prod := "A[vi, vk] * B[vk, vj]"
-		if cast != "" {
-			prod = fmt.Sprintf("%[1]s(A[vi, vk]) * %[1]s(B[vk, vj])", cast)
+	mma := func(in, acc, cast string, bt bool) string {
+		b, bShape := "B[vk, vj]", "[16, 8]"
+		if bt {
+			b, bShape = "B[vj, vk]", "[8, 16]"
 		}
-		return strings.NewReplacer("@IN", in, "@ACC", acc, "@PROD", prod).Replace(`func mma(A: @IN[16, 16], B: @IN[16, 8], C: @ACC[16, 8]) {
+		prod := "A[vi, vk] * " + b
+		if cast != "" {
+			prod = fmt.Sprintf("%[1]s(A[vi, vk]) * %[1]s(%[2]s)", cast, b)
+		}
+		return strings.NewReplacer("@IN", in, "@ACC", acc, "@PROD", prod, "@BSHAPE", bShape, "@B", b).Replace(`func mma(A: @IN[16, 16], B: @IN@BSHAPE, C: @ACC[16, 8]) {
   ScheduleBlock(root) {
     serial for (i, 0, 16) {
       serial for (j, 0, 8) {
@@ -75,7 +81,7 @@ func init() {
           ScheduleBlock(C) {
             vi, vj, vk = axis.bind(i, j, k)
             axis.domain(vi = spatial(0, 16), vj = spatial(0, 8), vk = reduce(0, 16))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            reads(C[vi, vj], A[vi, vk], @B)
             writes(C[vi, vj])
             C[vi, vj] = C[vi, vj] + @PROD
           }
@@ -86,7 +92,13 @@ func init() {
 }`)
 	}
 	ops := map[string]string{"A": "A", "B": "B", "C": "C"}
-	register("mma_m16n8k16_f16_f32", "cuda", "sm_80", ops, mma("float16", "float32", "float32"))
-	register("mma_m16n8k16_bf16_f32", "cuda", "sm_80", ops, mma("bfloat16", "float32", "float32"))
-	register("mma_m16n8k16_f16_f16", "cuda", "sm_80", ops, mma("float16", "float16", ""))
+	for _, bt := range []bool{false, true} {
+		suffix := ""
+		if bt {
+			suffix = "_nt"
+		}
+		register("mma_m16n8k16_f16_f32"+suffix, "cuda", "sm_80", ops, mma("float16", "float32", "float32", bt))
+		register("mma_m16n8k16_bf16_f32"+suffix, "cuda", "sm_80", ops, mma("bfloat16", "float32", "float32", bt))
+		register("mma_m16n8k16_f16_f16"+suffix, "cuda", "sm_80", ops, mma("float16", "float16", "", bt))
+	}
 }

@@ -8,8 +8,9 @@ import (
 
 // Match is a loop nest matched with an intrinsic: the nest's loops, outer
 // first, and for each parameter of the description the buffer it is and
-// the offset of the tile in each dimension (over the loops outside the
-// nest).
+// the offset of the tile in each of the buffer's dimensions (over the
+// loops outside the nest; a buffer of more dimensions than the operand
+// holds the tile in its last ones).
 type Match struct {
 	Intrinsic *Intrinsic
 	Loops     []*ast.For
@@ -231,20 +232,31 @@ func (m *matcher) expr(d, t ast.Expr) bool {
 // offsets at every access of the operand.
 func (m *matcher) load(d, t *ast.Load) bool {
 	name := d.Buffer.Name
-	if t.Buffer.DType != d.Buffer.DType || len(t.Indices) != len(d.Indices) {
+	if t.Buffer.DType != d.Buffer.DType || len(t.Indices) < len(d.Indices) {
 		return m.no(t, "%s is not a %d-dimensional %s tile, as the intrinsic's operand %s", show(t), len(d.Indices), d.Buffer.DType, name)
 	}
+	// A buffer of more dimensions holds the tile in its last ones, at
+	// indices of the others that the nest's loops leave alone (a head of
+	// attention, a batch).
+	extra := len(t.Indices) - len(d.Indices)
 	if b, ok := m.match.Buffers[name]; ok && b.Name != t.Buffer.Name {
 		return m.no(t, "the intrinsic's operand %s is both %s and %s", name, b.Name, t.Buffer.Name)
 	}
 	m.match.Buffers[name] = t.Buffer
 	var offs []ast.Expr
-	for i := range d.Indices {
-		off := ast.Simplify(ast.Sub(t.Indices[i], d.Indices[i]))
+	for i := range t.Indices {
+		off := ast.Simplify(t.Indices[i])
+		if i >= extra {
+			off = ast.Simplify(ast.Sub(t.Indices[i], d.Indices[i-extra]))
+		}
 		for _, l := range m.loops {
-			if ast.Mentions(off, l.Var.Name) {
-				return m.no(t, "index %d of %s is not the intrinsic's %s moved by an offset the nest's loops leave alone", i+1, show(t), show(d.Indices[i]))
+			if !ast.Mentions(off, l.Var.Name) {
+				continue
 			}
+			if i < extra {
+				return m.no(t, "index %d of %s moves with loop %s of the nest, outside the intrinsic's tile", i+1, show(t), l.Var.Name)
+			}
+			return m.no(t, "index %d of %s is not the intrinsic's %s moved by an offset the nest's loops leave alone", i+1, show(t), show(d.Indices[i-extra]))
 		}
 		offs = append(offs, off)
 	}

@@ -20,12 +20,25 @@ import (
 // written out apart (loom_emu.h).
 
 // mmaHelperName returns the helper of an mma intrinsic with factors of
-// type in ("f16" or "bf16") and float32 accumulators.
-func mmaHelperName(in string) string { return "loom_mma_m16n8k16_" + in + "_f32" }
+// type in ("f16" or "bf16") and float32 accumulators, B as a [16, 8] tile
+// or (bt) transposed, [8, 16].
+func mmaHelperName(in string, bt bool) string {
+	if bt {
+		return "loom_mma_m16n8k16_" + in + "_f32_nt"
+	}
+	return "loom_mma_m16n8k16_" + in + "_f32"
+}
 
 func init() {
 	for _, in := range []string{"f16", "bf16"} {
-		helper(mmaHelperName(in), strings.NewReplacer("@IN", in, "@BF", map[string]string{"f16": "0", "bf16": "1"}[in]).Replace(`__device__ __forceinline__ void loom_mma_m16n8k16_@IN_f32(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, float* C, long long ldc) {
+		for _, bt := range []bool{false, true} {
+			// b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next of
+			// B's column g; transposed, two neighbours of B's row g.
+			loadB := "b[r] = (unsigned)B[row * ldb + g] | (unsigned)B[(row + 1) * ldb + g] << 16;"
+			if bt {
+				loadB = "b[r] = (unsigned)B[g * ldb + row] | (unsigned)B[g * ldb + row + 1] << 16;"
+			}
+			helper(mmaHelperName(in, bt), strings.NewReplacer("@NAME", mmaHelperName(in, bt), "@IN", in, "@LOADB", loadB, "@BF", map[string]string{"f16": "0", "bf16": "1"}[in]).Replace(`__device__ __forceinline__ void @NAME(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, float* C, long long ldc) {
   const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
   const int g = lane >> 2, t = lane & 3;
   unsigned a[4], b[2];
@@ -34,9 +47,9 @@ func init() {
     const long long row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
     a[r] = (unsigned)A[row * lda + col] | (unsigned)A[row * lda + col + 1] << 16;
   }
-  for (int r = 0; r < 2; ++r) { /* b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next, column g */
+  for (int r = 0; r < 2; ++r) {
     const long long row = 2 * t + 8 * r;
-    b[r] = (unsigned)B[row * ldb + g] | (unsigned)B[(row + 1) * ldb + g] << 16;
+    @LOADB
   }
   for (int i = 0; i < 4; ++i) c[i] = C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)];
 #ifdef __CUDA_ARCH__
@@ -48,12 +61,13 @@ func init() {
 #endif
   for (int i = 0; i < 4; ++i) C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)] = c[i];
 }`))
+		}
 	}
 }
 
 // mmaHelper returns the source of an mma helper, for tests.
-func mmaHelper(in string) (string, error) {
-	src, ok := helpers[mmaHelperName(in)]
+func mmaHelper(in string, bt bool) (string, error) {
+	src, ok := helpers[mmaHelperName(in, bt)]
 	if !ok {
 		return "", fmt.Errorf("cuda: no mma helper for %s", in)
 	}

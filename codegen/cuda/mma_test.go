@@ -13,13 +13,17 @@ import (
 
 // mmaKernel calls the helper of factor type in on tiles with row strides
 // that are not the tiles' widths.
-func mmaKernel(t *testing.T, in string) string {
+func mmaKernel(t *testing.T, in string, bt bool) string {
 	t.Helper()
-	h, err := mmaHelper(in)
+	h, err := mmaHelper(in, bt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h + "\n\nextern \"C\" __global__ void k(const unsigned short* A, const unsigned short* B, float* C) {\n  loom_mma_m16n8k16_" + in + "_f32(A + 3, 24, B + 1, 9, C + 2, 12);\n}\n"
+	ldb := "9"
+	if bt {
+		ldb = "19"
+	}
+	return h + "\n\nextern \"C\" __global__ void k(const unsigned short* A, const unsigned short* B, float* C) {\n  " + mmaHelperName(in, bt) + "(A + 3, 24, B + 1, " + ldb + ", C + 2, 12);\n}\n"
 }
 
 // TestMMAPTX: the mma helpers compile to PTX for sm_80 and sm_90, with the
@@ -27,7 +31,7 @@ func mmaKernel(t *testing.T, in string) string {
 func TestMMAPTX(t *testing.T) {
 	for _, in := range []string{"f16", "bf16"} {
 		for _, arch := range []string{"sm_80", "sm_90"} {
-			m := &Module{Func: &ast.Func{Name: "mma_" + in}, Source: mmaKernel(t, in), Kernels: []*Kernel{{Name: "k"}}, Arch: arch}
+			m := &Module{Func: &ast.Func{Name: "mma_" + in}, Source: mmaKernel(t, in, false) + strings.Replace(mmaKernel(t, in, true), "void k(", "void k2(", 1), Kernels: []*Kernel{{Name: "k"}, {Name: "k2"}}, Arch: arch}
 			ptx, err := CompilePTX(m)
 			if err != nil {
 				t.Fatalf("%s %s: %v", in, arch, err)
@@ -54,13 +58,17 @@ func TestMMAEmulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, in := range []string{"f16", "bf16"} {
-		t.Run(in, func(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		bt bool
+	}{{"f16", false}, {"bf16", false}, {"f16", true}, {"bf16", true}} {
+		in, bt := c.in, c.bt
+		t.Run(fmt.Sprintf("%s/bt=%v", in, bt), func(t *testing.T) {
 			bits := ast.Float16Bits
 			if in == "bf16" {
 				bits = ast.BFloat16Bits
 			}
-			a, b, c := make([]uint16, 16*24+3), make([]uint16, 16*9+1), make([]float32, 16*12+2)
+			a, b, c := make([]uint16, 16*24+3), make([]uint16, 16*19+1), make([]float32, 16*12+2)
 			va := func(i, k int) float64 { return float64((i*7+k*3)%9-4) / 4 }
 			vb := func(k, j int) float64 { return float64((k*5+j*11)%7-3) / 4 }
 			for i := range 16 {
@@ -70,7 +78,11 @@ func TestMMAEmulated(t *testing.T) {
 			}
 			for k := range 16 {
 				for j := range 8 {
-					b[1+k*9+j] = bits(vb(k, j))
+					if bt {
+						b[1+j*19+k] = bits(vb(k, j))
+					} else {
+						b[1+k*9+j] = bits(vb(k, j))
+					}
 				}
 			}
 			for i := range 16 {
@@ -92,7 +104,7 @@ func TestMMAEmulated(t *testing.T) {
 					want = append(want, fmt.Sprintf("%g", d))
 				}
 			}
-			prog := string(emu) + "\n#include <cstdio>\n" + mmaKernel(t, in) + fmt.Sprintf(`
+			prog := string(emu) + "\n#include <cstdio>\n" + mmaKernel(t, in, bt) + fmt.Sprintf(`
 int main() {
   static unsigned short A[] = {%s};
   static unsigned short B[] = {%s};

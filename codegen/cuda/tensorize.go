@@ -15,14 +15,16 @@ import (
 // threads that run the nest alike: the block is 32 threads along x, the
 // nest is under no loop bound to threadIdx.x, and each of the y and z
 // axes the block has is bound by a loop around it (a warp a tile). The
-// operands are global or shared buffers of two dimensions (a thread's
-// local copy holds no other lane's results), addressed at the tiles'
-// offsets with their rows' strides.
+// operands are global or shared buffers (a thread's local copy holds no
+// other lane's results), addressed at the tiles' offsets with their rows'
+// strides (the last dimension's extent).
 
 // mmaHelpers are the helpers of the intrinsics codegen/cuda emits.
 var mmaHelpers = map[string]string{
-	"mma_m16n8k16_f16_f32":  mmaHelperName("f16"),
-	"mma_m16n8k16_bf16_f32": mmaHelperName("bf16"),
+	"mma_m16n8k16_f16_f32":     mmaHelperName("f16", false),
+	"mma_m16n8k16_bf16_f32":    mmaHelperName("bf16", false),
+	"mma_m16n8k16_f16_f32_nt":  mmaHelperName("f16", true),
+	"mma_m16n8k16_bf16_f32_nt": mmaHelperName("bf16", true),
 }
 
 // tensorized prints the nest at l, marked with intrinsic name, as a call
@@ -65,11 +67,8 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 			return
 		}
 		bi := k.buffer(buf)
-		if len(bi.shape) != 2 {
-			k.fail(k.errorAt(l, "operand %s of the nest at loop %s, buffer %s, has %d dimensions; the helper takes rows of a matrix", op, l.Var.Name, buf.Name, len(bi.shape)))
-			return
-		}
-		args = append(args, "&"+k.access(buf, m.Offsets[in.Operands[op]]), "(long long)("+bi.shape[1]+")")
+		// The tile's rows are along the buffer's next-to-last dimension.
+		args = append(args, "&"+k.access(buf, m.Offsets[in.Operands[op]]), "(long long)("+bi.shape[len(bi.shape)-1]+")")
 	}
 	k.use(helperName)
 	k.line("%s(%s); /* %s: loop %s */", helperName, strings.Join(args, ", "), name, l.Var.Name)
