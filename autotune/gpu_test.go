@@ -3,6 +3,9 @@ package autotune
 import (
 	"context"
 	"flag"
+	"math"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // TestGPUSpaceLowers samples the GPU space of each workload and lowers
@@ -137,6 +141,65 @@ func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 					if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
 						t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", c.name, r.Sizes, p.Name, e, s.Trace())
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestGPUDefaultHalf: the CUDA default schedule of workloads in float16
+// (their float32 buffers, constants and casts made float16) lowers,
+// compiles to PTX and matches the interpreter in the emulation, within
+// what sums in float, not rounded to 16 bits at every step, differ by
+// (relative to the output's largest value).
+func TestGPUDefaultHalf(t *testing.T) {
+	for _, c := range []workload.Case{
+		workload.Matmul(64, 64, 64),
+		workload.Softmax(64, 256),
+		workload.RMSNorm(64, 256),
+		workload.Chain(4, 8, 256),
+	} {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			src := strings.ReplaceAll(ast.Print(c.Func), "float32", "float16")
+			src = regexp.MustCompile(`([0-9]|inf|nan)f\b`).ReplaceAllString(src, "${1}h")
+			f, err := ast.Parse(src)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			s, err := Default(f, CUDATarget())
+			if err != nil {
+				t.Fatal(schedule.Explain(err))
+			}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, s.Trace())
+			}
+			if _, err := cuda.CompilePTX(m); err != nil {
+				t.Fatal(err)
+			}
+			h := workload.Case{Name: c.Name, Func: f, Sizes: c.Sizes}
+			got, want := h.Args(1), h.Args(1)
+			if err := ast.Interpret(f, c.Sizes, want); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err = cudaemu.Run(ctx, m, c.Sizes, got)
+			cancel()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, s.Trace())
+			}
+			for _, p := range f.Params {
+				g, w := got[p.Name].([]uint16), want[p.Name].([]uint16)
+				scale, worst := 1.0, 0.0
+				for i := range w {
+					scale = math.Max(scale, math.Abs(ast.Float16Value(w[i])))
+				}
+				for i := range w {
+					worst = math.Max(worst, math.Abs(ast.Float16Value(g[i])-ast.Float16Value(w[i]))/scale)
+				}
+				if worst > 2e-2 {
+					t.Errorf("%s differs from the interpreter's by %g (of its largest value)\n%s", p.Name, worst, s.Trace())
 				}
 			}
 		})
