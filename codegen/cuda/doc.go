@@ -59,8 +59,10 @@
 // uint2, uint4: half2 and its wider kin).
 //
 // Tensor Cores: a loop nest schedule.Tensorize marked for an mma.sync
-// intrinsic (package intrin) is one call of a helper that the 32 lanes of
-// a warp make together (tensorize.go, mma.go): the block is one warp along
+// intrinsic (package intrin: float16 or bfloat16 factors, B as a tile or
+// transposed, float32 accumulators, or float16 ones for float16 factors:
+// the function's accumulator type picks the instruction) is one call of a
+// helper that the 32 lanes of a warp make together (tensorize.go, mma.go): the block is one warp along
 // x, the nest under no threadIdx.x loop and under a loop of each other
 // axis the block has, its operands global or shared.
 //

@@ -20,17 +20,18 @@ import (
 // written out apart (loom_emu.h).
 
 // mmaHelperName returns the helper of an mma intrinsic with factors of
-// type in ("f16" or "bf16") and float32 accumulators, B as a [16, 8] tile
-// or (bt) transposed, [8, 16].
-func mmaHelperName(in string, bt bool) string {
+// type in ("f16" or "bf16") and accumulators of type acc ("f32", or "f16"
+// for float16 factors), B as a [16, 8] tile or (bt) transposed, [8, 16].
+func mmaHelperName(in, acc string, bt bool) string {
+	name := "loom_mma_m16n8k16_" + in + "_" + acc
 	if bt {
-		return "loom_mma_m16n8k16_" + in + "_f32_nt"
+		name += "_nt"
 	}
-	return "loom_mma_m16n8k16_" + in + "_f32"
+	return name
 }
 
 func init() {
-	for _, in := range []string{"f16", "bf16"} {
+	for _, v := range []struct{ in, acc string }{{"f16", "f32"}, {"bf16", "f32"}, {"f16", "f16"}} {
 		for _, bt := range []bool{false, true} {
 			// b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next of
 			// B's column g; transposed, two neighbours of B's row g.
@@ -38,19 +39,9 @@ func init() {
 			if bt {
 				loadB = "b[r] = (unsigned)B[g * ldb + row] | (unsigned)B[g * ldb + row + 1] << 16;"
 			}
-			helper(mmaHelperName(in, bt), strings.NewReplacer("@NAME", mmaHelperName(in, bt), "@IN", in, "@LOADB", loadB, "@BF", map[string]string{"f16": "0", "bf16": "1"}[in]).Replace(`__device__ __forceinline__ void @NAME(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, float* C, long long ldc) {
-  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
-  const int g = lane >> 2, t = lane & 3;
-  unsigned a[4], b[2];
-  float c[4];
-  for (int r = 0; r < 4; ++r) { /* a[r] holds a(2r) and a(2r+1): rows g, g+8, g, g+8; columns 2t, 2t, 2t+8, 2t+8 and one more */
-    const long long row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
-    a[r] = (unsigned)A[row * lda + col] | (unsigned)A[row * lda + col + 1] << 16;
-  }
-  for (int r = 0; r < 2; ++r) {
-    const long long row = 2 * t + 8 * r;
-    @LOADB
-  }
+			// The accumulators: four floats, or two registers of two
+			// float16 each (c0 c1 of row g, c2 c3 of row g+8).
+			accC := map[string]string{"f32": `float c[4];
   for (int i = 0; i < 4; ++i) c[i] = C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)];
 #ifdef __CUDA_ARCH__
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.@IN.@IN.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -59,15 +50,44 @@ func init() {
 #else
   loom_emu_mma_m16n8k16(lane, a, b, c, @BF);
 #endif
-  for (int i = 0; i < 4; ++i) C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)] = c[i];
+  for (int i = 0; i < 4; ++i) C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)] = c[i];`,
+				"f16": `unsigned c[2];
+  for (int r = 0; r < 2; ++r) c[r] = (unsigned)C[(g + 8 * r) * ldc + 2 * t] | (unsigned)C[(g + 8 * r) * ldc + 2 * t + 1] << 16;
+#ifdef __CUDA_ARCH__
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+               : "+r"(c[0]), "+r"(c[1])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  loom_emu_mma_m16n8k16_f16acc(lane, a, b, c);
+#endif
+  for (int r = 0; r < 2; ++r) {
+    C[(g + 8 * r) * ldc + 2 * t] = (unsigned short)c[r];
+    C[(g + 8 * r) * ldc + 2 * t + 1] = (unsigned short)(c[r] >> 16);
+  }`}[v.acc]
+			cType := map[string]string{"f32": "float", "f16": "unsigned short"}[v.acc]
+			name := mmaHelperName(v.in, v.acc, bt)
+			helper(name, strings.NewReplacer("@ACCC", accC, "@CTYPE", cType, "@NAME", name, "@LOADB", loadB).Replace(`__device__ __forceinline__ void @NAME(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, @CTYPE* C, long long ldc) {
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+  const int g = lane >> 2, t = lane & 3;
+  unsigned a[4], b[2];
+  for (int r = 0; r < 4; ++r) { /* a[r] holds a(2r) and a(2r+1): rows g, g+8, g, g+8; columns 2t, 2t, 2t+8, 2t+8 and one more */
+    const long long row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
+    a[r] = (unsigned)A[row * lda + col] | (unsigned)A[row * lda + col + 1] << 16;
+  }
+  for (int r = 0; r < 2; ++r) {
+    const long long row = 2 * t + 8 * r;
+    @LOADB
+  }
+  @ACCC
 }`))
+			helpers[name] = strings.NewReplacer("@IN", v.in, "@BF", map[string]string{"f16": "0", "bf16": "1"}[v.in]).Replace(helpers[name])
 		}
 	}
 }
 
 // mmaHelper returns the source of an mma helper, for tests.
-func mmaHelper(in string, bt bool) (string, error) {
-	src, ok := helpers[mmaHelperName(in, bt)]
+func mmaHelper(in, acc string, bt bool) (string, error) {
+	src, ok := helpers[mmaHelperName(in, acc, bt)]
 	if !ok {
 		return "", fmt.Errorf("cuda: no mma helper for %s", in)
 	}

@@ -15,7 +15,7 @@ import (
 // that are not the tiles' widths.
 func mmaKernel(t *testing.T, in string, bt bool) string {
 	t.Helper()
-	h, err := mmaHelper(in, bt)
+	h, err := mmaHelper(in, "f32", bt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func mmaKernel(t *testing.T, in string, bt bool) string {
 	if bt {
 		ldb = "19"
 	}
-	return h + "\n\nextern \"C\" __global__ void k(const unsigned short* A, const unsigned short* B, float* C) {\n  " + mmaHelperName(in, bt) + "(A + 3, 24, B + 1, " + ldb + ", C + 2, 12);\n}\n"
+	return h + "\n\nextern \"C\" __global__ void k(const unsigned short* A, const unsigned short* B, float* C) {\n  " + mmaHelperName(in, "f32", bt) + "(A + 3, 24, B + 1, " + ldb + ", C + 2, 12);\n}\n"
 }
 
 // TestMMAPTX: the mma helpers compile to PTX for sm_80 and sm_90, with the

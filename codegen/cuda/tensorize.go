@@ -21,10 +21,12 @@ import (
 
 // mmaHelpers are the helpers of the intrinsics codegen/cuda emits.
 var mmaHelpers = map[string]string{
-	"mma_m16n8k16_f16_f32":     mmaHelperName("f16", false),
-	"mma_m16n8k16_bf16_f32":    mmaHelperName("bf16", false),
-	"mma_m16n8k16_f16_f32_nt":  mmaHelperName("f16", true),
-	"mma_m16n8k16_bf16_f32_nt": mmaHelperName("bf16", true),
+	"mma_m16n8k16_f16_f32":     mmaHelperName("f16", "f32", false),
+	"mma_m16n8k16_bf16_f32":    mmaHelperName("bf16", "f32", false),
+	"mma_m16n8k16_f16_f16":     mmaHelperName("f16", "f16", false),
+	"mma_m16n8k16_f16_f32_nt":  mmaHelperName("f16", "f32", true),
+	"mma_m16n8k16_bf16_f32_nt": mmaHelperName("bf16", "f32", true),
+	"mma_m16n8k16_f16_f16_nt":  mmaHelperName("f16", "f16", true),
 }
 
 // tensorized prints the nest at l, marked with intrinsic name, as a call

@@ -132,6 +132,34 @@ static void loom_emu_mma_m16n8k16(int lane, const unsigned a[4], const unsigned 
   w->bar.arrive_and_wait(); // the slots are read before the next mma writes them
 }
 
+// loom_emu_mma_m16n8k16_f16acc is loom_emu_mma_m16n8k16 with float16
+// factors and float16 accumulators, two to a register (the lower-numbered
+// in the low half): the sums in float, rounded to float16 at the end.
+static unsigned short loom_emu_to_half(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, 4);
+  unsigned mag = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u, h;
+  if (mag > 0x7f800000u) {
+    h = 0x7e00u;
+  } else if (mag < 0x38800000u) {
+    float f, half = 0.5f;
+    std::memcpy(&f, &mag, 4);
+    f += half;
+    std::memcpy(&h, &f, 4);
+    h -= 0x3f000000u;
+  } else {
+    unsigned r = mag + 0xfffu + ((mag >> 13) & 1u);
+    h = r >= 0x47800000u ? 0x7c00u : (r >> 13) - ((127u - 15u) << 10);
+  }
+  return (unsigned short)(h | sign);
+}
+static void loom_emu_mma_m16n8k16_f16acc(int lane, const unsigned a[4], const unsigned b[2], unsigned c[2]) {
+  float f[4];
+  for (int i = 0; i < 4; ++i) f[i] = loom_emu_half((unsigned short)(c[i / 2] >> (16 * (i % 2))), 0);
+  loom_emu_mma_m16n8k16(lane, a, b, f, 0);
+  for (int r = 0; r < 2; ++r) c[r] = (unsigned)loom_emu_to_half(f[2 * r]) | (unsigned)loom_emu_to_half(f[2 * r + 1]) << 16;
+}
+
 // loom_launch runs kernel over a grid of blocks of threads.
 template <class F>
 static void loom_launch(loom_dim3 grid, loom_dim3 block, F kernel) {
