@@ -19,6 +19,8 @@ func CUDATarget() Target {
 // block (consumers first, as for the CPU rules):
 //
 //   - auto-inline, as on CPUs;
+//   - Tensor Core tiling of contractions of 16-bit float factors whose
+//     extents divide by the mma tile (TensorCoreTiling);
 //   - multi-level tiling SSSRRSRS of blocks that reuse data (matmul,
 //     convolution): the first spatial level bound to blockIdx.x, the second
 //     a virtual-thread level, the third to threadIdx.x, a local write cache
@@ -33,6 +35,7 @@ func CUDATarget() Target {
 func GPURules() []Rule {
 	return []Rule{
 		AutoInline{},
+		TensorCoreTiling{},
 		MultiLevelTilingGPU{Structure: "SSSRRSRS", MaxInnermost: 64},
 		CrossThreadReduction{ThreadCounts: []int64{32, 64, 128, 256, 512}},
 		GPUComputeLocation{},

@@ -151,7 +151,8 @@ func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 // (their float32 buffers, constants and casts made float16) lowers,
 // compiles to PTX and matches the interpreter in the emulation, within
 // what sums in float, not rounded to 16 bits at every step, differ by
-// (relative to the output's largest value).
+// (relative to the output's largest value); the matmul's runs on Tensor
+// Cores (TensorCoreTiling).
 func TestGPUDefaultHalf(t *testing.T) {
 	for _, c := range []workload.Case{
 		workload.Matmul(64, 64, 64),
@@ -175,8 +176,12 @@ func TestGPUDefaultHalf(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, s.Trace())
 			}
-			if _, err := cuda.CompilePTX(m); err != nil {
+			ptx, err := cuda.CompilePTX(m)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Name == "matmul" && !strings.Contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") {
+				t.Errorf("the float16 matmul's default does not run on Tensor Cores:\n%s", s.Trace())
 			}
 			h := workload.Case{Name: c.Name, Func: f, Sizes: c.Sizes}
 			got, want := h.Args(1), h.Args(1)
@@ -201,6 +206,120 @@ func TestGPUDefaultHalf(t *testing.T) {
 				if worst > 2e-2 {
 					t.Errorf("%s differs from the interpreter's by %g (of its largest value)\n%s", p.Name, worst, s.Trace())
 				}
+			}
+		})
+	}
+}
+
+// TestGPUDefaultTensorCores: the CUDA default of contractions with 16-bit
+// float factors and float32 sums (a gemm, a batched matmul with the second
+// factor transposed: attention's scores) tiles them for mma.sync, and the
+// kernels match the interpreter in the emulation; one whose extents the
+// tile does not divide is left to the other rules, and still matches.
+func TestGPUDefaultTensorCores(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		sizes     map[string]int64
+		tc        bool
+	}{
+		{"gemm", `func gemm(A: float16[64, 32], B: float16[32, 64], C: float32[64, 64]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 64) {
+      serial for (j, 0, 64) {
+        serial for (k, 0, 32) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, 64), vj = spatial(0, 64), vk = reduce(0, 32))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + float32(A[vi, vk]) * float32(B[vk, vj])
+          }
+        }
+      }
+    }
+  }
+}`, nil, true},
+		{"scores", `func scores(Q: bfloat16[3, 32, 16], K: bfloat16[3, 24, 16], S: float32[3, 32, 24]) {
+  ScheduleBlock(root) {
+    serial for (h, 0, 3) {
+      serial for (i, 0, 32) {
+        serial for (j, 0, 24) {
+          serial for (d, 0, 16) {
+            ScheduleBlock(S) {
+              vh, vi, vj, vd = axis.bind(h, i, j, d)
+              axis.domain(vh = spatial(0, 3), vi = spatial(0, 32), vj = spatial(0, 24), vd = reduce(0, 16))
+              reads(S[vh, vi, vj], Q[vh, vi, vd], K[vh, vj, vd])
+              writes(S[vh, vi, vj])
+              init {
+                S[vh, vi, vj] = 0.0f
+              }
+              S[vh, vi, vj] = S[vh, vi, vj] + float32(Q[vh, vi, vd]) * float32(K[vh, vj, vd])
+            }
+          }
+        }
+      }
+    }
+  }
+}`, nil, true},
+		{"ragged", `func ragged(A: float16[20, 32], B: float16[32, 64], C: float32[20, 64]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 20) {
+      serial for (j, 0, 64) {
+        serial for (k, 0, 32) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, 20), vj = spatial(0, 64), vk = reduce(0, 32))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + float32(A[vi, vk]) * float32(B[vk, vj])
+          }
+        }
+      }
+    }
+  }
+}`, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := ast.Parse(c.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Default(f, CUDATarget())
+			if err != nil {
+				t.Fatal(schedule.Explain(err))
+			}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, s.Trace())
+			}
+			ptx, err := cuda.CompilePTX(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(ptx, "mma.sync.aligned.m16n8k16"); got != c.tc {
+				t.Errorf("Tensor Cores used: %v, want %v\n%s", got, c.tc, s.Trace())
+			}
+			h := workload.Case{Name: c.name, Func: f, Sizes: c.sizes}
+			got, want := h.Args(1), h.Args(1)
+			if err := ast.Interpret(f, c.sizes, want); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err = cudaemu.Run(ctx, m, c.sizes, got)
+			cancel()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, s.Trace())
+			}
+			out := f.Params[len(f.Params)-1].Name
+			if e := workload.MaxRelErr(got[out], want[out]); e > 1e-4 {
+				t.Errorf("%s differs from the interpreter's by %g\n%s", out, e, s.Trace())
 			}
 		})
 	}

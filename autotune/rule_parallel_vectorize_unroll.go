@@ -3,6 +3,7 @@ package autotune
 import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/intrin"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -142,6 +143,9 @@ func unrolls(f *ast.Func) []string {
 func unrollUnder(s ast.Stmt, limit int64, out *[]string) int64 {
 	lp, isLoop := s.(*ast.For)
 	if isLoop {
+		if _, ok := lp.Annotations[intrin.AnnotationKey]; ok {
+			return 1 // one instruction: its loops stay as the intrinsic matched them
+		}
 		if n, ok := lp.Annotations[unrollKey].(int64); ok {
 			limit = n
 		}

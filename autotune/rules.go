@@ -84,6 +84,11 @@ func DefaultRules() []Rule {
 // errSkip tells the space a rule does not apply; it is not a failure.
 var errSkip = errors.New("rule does not apply")
 
+// errDone is returned by a rule that scheduled its block completely: the
+// rules after it leave the block alone (TensorCoreTiling: its nest is one
+// instruction).
+var errDone = errors.New("rule scheduled the block completely")
+
 // internal returns err when it wraps schedule.ErrInternal, else nil. A
 // rule may take a primitive's refusal for an answer (the loop stays
 // serial, the block where it is), but not a bug of loom (a result the

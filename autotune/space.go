@@ -44,6 +44,9 @@ func (sp *Space) Sample(f *ast.Func, seed uint64) (*schedule.Schedule, error) {
 			// what the rule did before stays, legal as it is.
 			err = r.Apply(s, b, sp.Target)
 			var se *schedule.Error
+			if errors.Is(err, errDone) {
+				break // the block is scheduled: no later rule touches it
+			}
 			switch {
 			case err == nil || errors.Is(err, errSkip):
 			case internal(err) != nil:

@@ -1,0 +1,216 @@
+package autotune
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/intrin"
+	"github.com/loom-go/loom/schedule"
+)
+
+// TensorCoreTiling runs a contraction of 16-bit float factors (a gemm,
+// attention's scores, a batched matmul) on Tensor Cores: the last three
+// loops of the block, i, j (spatial) and k (reduce), are split by the
+// mma.sync m16n8k16 tile (16, 8, 16) and by warps, and ordered
+//
+//	io, jo, iw, jw, ko, ii, ji, ki
+//
+// io bound to blockIdx.x, jo to blockIdx.y, the loops before i (a batch,
+// heads, fused) to blockIdx.z, iw to threadIdx.z and jw to threadIdx.y (a
+// warp a tile of the block's), the init decomposed before ko and spread
+// over each warp's 32 lanes (threadIdx.x), and the 16 x 8 x 16 nest
+// tensorized with the first intrinsic of package intrin it matches
+// (float16 or bfloat16 factors, B as a tile or transposed, float32 or
+// float16 sums). The warps: up to 4 along j and 2 along i, as many as
+// divide the block's tiles.
+//
+// It applies only where the extents divide by the tile (no tails: the
+// instruction computes whole tiles) and the whole sequence works: it is
+// tried on a copy first, so a block it cannot take is left untouched for
+// the other GPU rules. The C operand stays where it is (global memory):
+// each step of ko loads and stores each lane's accumulators; keeping
+// them in registers across ko, and staging A and B in shared memory
+// (cp.async, ldmatrix), is to come.
+type TensorCoreTiling struct{}
+
+func (TensorCoreTiling) Name() string { return "tensor-core-tiling" }
+
+// tensorCoreIntrinsics are the intrinsics the rule tries, in order.
+var tensorCoreIntrinsics = []string{
+	"mma_m16n8k16_f16_f32", "mma_m16n8k16_bf16_f32", "mma_m16n8k16_f16_f16",
+	"mma_m16n8k16_f16_f32_nt", "mma_m16n8k16_bf16_f32_nt", "mma_m16n8k16_f16_f16_nt",
+}
+
+func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
+	if t.GPU == nil || t.GPU.WarpSize != 32 {
+		return errSkip
+	}
+	bi, err := info(s, b)
+	if err != nil || !bi.hasReduce() || len(bi.blk.Writes) != 1 || bi.blk.Predicate != nil {
+		return errSkip
+	}
+	n := len(bi.loops)
+	if n < 3 || bi.roles[n-3] != roleSpatial || bi.roles[n-2] != roleSpatial || bi.roles[n-1] != roleReduce {
+		return errSkip
+	}
+	for _, r := range bi.roles[:n-3] {
+		if r != roleSpatial {
+			return errSkip
+		}
+	}
+	var ext [3]int64
+	for d := range 3 {
+		e, ok := s.Extent(bi.loops[n-3+d])
+		if !ok || e%[]int64{16, 8, 16}[d] != 0 {
+			return errSkip
+		}
+		ext[d] = e
+	}
+	warpsN := int64(1)
+	for _, w := range []int64{4, 2} {
+		if (ext[1]/8)%w == 0 {
+			warpsN = w
+			break
+		}
+	}
+	warpsM := int64(1)
+	if (ext[0]/16)%2 == 0 {
+		warpsM = 2
+	}
+	// Only intrinsics whose accumulator is the block's output type and
+	// whose factors' type the block reads are worth a try.
+	reads := map[ast.DType]bool{}
+	for _, r := range bi.blk.Reads {
+		reads[r.Buffer.DType] = true
+	}
+	out := bi.blk.Writes[0].Buffer.DType
+	for _, name := range tensorCoreIntrinsics {
+		in, _ := intrin.Lookup(name)
+		if in == nil {
+			continue
+		}
+		if operand(in, "C").DType != out || !reads[operand(in, "A").DType] {
+			continue
+		}
+		// On a copy first: a sequence refused part-way must leave s as it was.
+		try, err := schedule.New(s.Func())
+		if err != nil {
+			return err
+		}
+		if tensorCoreSteps(try, b.Name(), name, warpsM, warpsN) != nil {
+			continue
+		}
+		if err := tensorCoreSteps(s, b.Name(), name, warpsM, warpsN); err != nil {
+			return fmt.Errorf("%s: the steps that worked on a copy fail: %w", name, err)
+		}
+		return errDone
+	}
+	return errSkip
+}
+
+// operand returns the description's parameter that plays role (A, B, C).
+func operand(in *intrin.Intrinsic, role string) *ast.Buffer {
+	for _, p := range in.Desc.Params {
+		if p.Name == in.Operands[role] {
+			return p
+		}
+	}
+	return &ast.Buffer{}
+}
+
+// tensorCoreSteps applies TensorCoreTiling's primitives to block name of
+// s with intrinsic and the warps along i and j.
+func tensorCoreSteps(s *schedule.Schedule, name, intrinsic string, warpsM, warpsN int64) error {
+	b, err := s.GetBlock(name)
+	if err != nil {
+		return err
+	}
+	ls, err := s.GetLoops(b)
+	if err != nil {
+		return err
+	}
+	n := len(ls)
+	// Each of i and j: [blocks, warps, tile], or [blocks, tile] with one
+	// warp along it (a thread loop of one iteration binds nothing).
+	split := func(l schedule.Loop, warps int64, tile int) (outer, warp, inner schedule.Loop, err error) {
+		if warps == 1 {
+			p, err := s.Split(l, -1, tile)
+			if err != nil {
+				return outer, warp, inner, err
+			}
+			return p[0], schedule.Loop{}, p[1], nil
+		}
+		p, err := s.Split(l, -1, int(warps), tile)
+		if err != nil {
+			return outer, warp, inner, err
+		}
+		return p[0], p[1], p[2], nil
+	}
+	io, iw, ii, err := split(ls[n-3], warpsM, 16)
+	if err != nil {
+		return err
+	}
+	jo, jw, ji, err := split(ls[n-2], warpsN, 8)
+	if err != nil {
+		return err
+	}
+	ks, err := s.Split(ls[n-1], -1, 16)
+	if err != nil {
+		return err
+	}
+	order := []schedule.Loop{io, jo}
+	for _, w := range []schedule.Loop{iw, jw} {
+		if w != (schedule.Loop{}) {
+			order = append(order, w)
+		}
+	}
+	if err := s.Reorder(append(order, ks[0], ii, ji, ks[1])...); err != nil {
+		return err
+	}
+	if n > 3 {
+		outer := ls[0]
+		for _, l := range ls[1 : n-3] {
+			if outer, err = s.Fuse(outer, l); err != nil {
+				return err
+			}
+		}
+		if err := s.Bind(outer, "blockIdx.z"); err != nil {
+			return err
+		}
+	}
+	for _, bind := range []struct {
+		l    schedule.Loop
+		axis string
+	}{{io, "blockIdx.x"}, {jo, "blockIdx.y"}, {iw, "threadIdx.z"}, {jw, "threadIdx.y"}} {
+		if bind.l == (schedule.Loop{}) {
+			continue
+		}
+		if err := s.Bind(bind.l, bind.axis); err != nil {
+			return err
+		}
+	}
+	init, err := s.DecomposeReduction(b, ks[0])
+	if err != nil {
+		return err
+	}
+	inits, err := s.GetLoops(init)
+	if err != nil {
+		return err
+	}
+	if len(inits) < 2 {
+		return errors.New("the init has fewer than two loops")
+	}
+	fused, err := s.Fuse(inits[len(inits)-2], inits[len(inits)-1])
+	if err != nil {
+		return err
+	}
+	lanes, err := s.Split(fused, -1, 32)
+	if err != nil {
+		return err
+	}
+	if err := s.Bind(lanes[1], "threadIdx.x"); err != nil {
+		return err
+	}
+	return s.Tensorize(ii, intrinsic)
+}
