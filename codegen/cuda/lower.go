@@ -103,7 +103,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 				return nil, &Error{Func: f.Name, Reason: fmt.Sprintf("%s buffer %s is declared outside every kernel, and the region one block (or thread) uses of it cannot be found: compute its producer at a loop under the blockIdx loops", a.Buffer.Scope, a.Buffer.Name), At: ast.Print(s)}
 			}
 		}
-		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
+		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, accumulators: map[*ast.For]string{}, hoisted: map[*ast.For]bool{}, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
 		src, k, err := kw.kernel(s)
 		if err != nil {
 			return nil, err
@@ -311,6 +311,12 @@ type kernelWriter struct {
 	tmp     int
 
 	laneLoads map[*ast.Load]string // in a lane of a vector loop: the loads that are vector components
+
+	// accumulators names the registers of the tensorized nests whose
+	// lanes' accumulators stay in registers across the loop around them;
+	// hoisted marks those loops while they print.
+	accumulators map[*ast.For]string
+	hoisted      map[*ast.For]bool
 
 	pending access     // shared and global accesses since the last barrier
 	guarded bool       // inside a thread loop's guard

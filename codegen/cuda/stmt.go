@@ -164,6 +164,9 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		k.tensorized(l, name)
 		return
 	}
+	if k.hoistAccumulators(l, blockLevel) {
+		return
+	}
 	t := k.ctypeOf(l.Var.DType)
 	switch {
 	case l.Kind.IsGPUThread():

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -72,8 +73,75 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 		// The tile's rows are along the buffer's next-to-last dimension.
 		args = append(args, "&"+k.access(buf, m.Offsets[in.Operands[op]]), "(long long)("+bi.shape[len(bi.shape)-1]+")")
 	}
-	k.use(helperName)
+	for _, part := range []string{"_load", "_store", "_frag", ""} {
+		k.use(helperName + part)
+	}
+	if reg, ok := k.accumulators[l]; ok {
+		// The lanes' accumulators are in registers across the loop around
+		// (hoistAccumulators): only A and B are loaded.
+		k.line("%s_frag(%s, %s); /* %s: loop %s */", helperName, strings.Join(args[:4], ", "), reg, name, l.Var.Name)
+		return
+	}
 	k.line("%s(%s); /* %s: loop %s */", helperName, strings.Join(args, ", "), name, l.Var.Name)
+}
+
+// hoistAccumulators prints serial loop l, whose body is one tensorized
+// nest whose accumulator tile does not move with l (the k steps of a
+// gemm), with the lanes' accumulators loaded into registers before it and
+// stored after it, the nest only loading its factors; it reports whether
+// l is such a loop (else it prints nothing).
+func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
+	if l.Kind != ast.Serial || k.hoisted[l] {
+		return false
+	}
+	body := flatten(l.Body)
+	if len(body) != 1 {
+		return false
+	}
+	nest, ok := body[0].(*ast.For)
+	if !ok {
+		return false
+	}
+	name, ok := nest.Annotations[intrin.AnnotationKey].(string)
+	helperName := mmaHelpers[name]
+	if !ok || helperName == "" {
+		return false
+	}
+	in, _ := intrin.Lookup(name)
+	m, err := in.Match(nest)
+	if err != nil {
+		return false // tensorized says why
+	}
+	c := in.Operands["C"]
+	for _, off := range m.Offsets[c] {
+		if ast.Mentions(off, l.Var.Name) {
+			return false
+		}
+	}
+	buf := m.Buffers[c]
+	if buf.Scope != ast.Global && buf.Scope != ast.Shared {
+		return false // tensorized says why
+	}
+	bi := k.buffer(buf)
+	cPtr, ldc := "&"+k.access(buf, m.Offsets[c]), "(long long)("+bi.shape[len(bi.shape)-1]+")"
+	k.tmp++
+	reg := fmt.Sprintf("loom_acc%d", k.tmp)
+	acc := mmaAccs["f32"]
+	if buf.DType == ast.Float16 {
+		acc = mmaAccs["f16"]
+	}
+	k.line("{")
+	k.indent++
+	k.line("%s;", strings.ReplaceAll(acc.decl, "@R", reg))
+	k.line("%s_load(%s, %s, %s);", helperName, cPtr, ldc, reg)
+	k.hoisted[l], k.accumulators[nest] = true, reg
+	k.loop(l, blockLevel)
+	delete(k.hoisted, l)
+	delete(k.accumulators, nest)
+	k.line("%s_store(%s, %s, %s);", helperName, cPtr, ldc, reg)
+	k.indent--
+	k.line("}")
+	return true
 }
 
 func mmaNames() []string {

@@ -92,7 +92,7 @@ func tensorCoreGemmLanes(t *testing.T, in string, m, n, kk, lanes int) *schedule
 }
 
 // TestTensorCoreGemm: a gemm tensorized for mma.sync lowers to calls of
-// the helper, compiles to PTX with the Tensor Core instruction for sm_80
+// the helper (each lane's accumulators in registers across the k steps), compiles to PTX with the Tensor Core instruction for sm_80
 // and sm_90, and in the emulation matches the interpreter (the sums in
 // another order: within float32 rounding), for float16 and bfloat16
 // factors, at several shapes.
@@ -109,8 +109,10 @@ func TestTensorCoreGemm(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
 				}
-				if !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32(&") {
-					t.Fatalf("no mma call:\n%s", m.Source)
+				// The accumulators stay in registers across the k steps:
+				// loaded before their loop, the nest loads A and B only.
+				if !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_load(&") || !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_frag(&") {
+					t.Fatalf("no mma call with its accumulators in registers:\n%s", m.Source)
 				}
 				ptx, err := cuda.CompilePTX(m)
 				if err != nil {
