@@ -213,8 +213,9 @@ func TestGPUDefaultHalf(t *testing.T) {
 
 // TestGPUDefaultTensorCores: the CUDA default of contractions with 16-bit
 // float factors and float32 sums (a gemm, a batched matmul with the second
-// factor transposed: attention's scores) tiles them for mma.sync, and the
-// kernels match the interpreter in the emulation; one whose extents the
+// factor transposed: attention's scores) tiles them for mma.sync, their
+// factors' tiles fetched into shared memory by the block, and the kernels
+// match the interpreter in the emulation; one whose extents the
 // tile does not divide is left to the other rules, and still matches.
 func TestGPUDefaultTensorCores(t *testing.T) {
 	for _, c := range []struct {
@@ -305,6 +306,11 @@ func TestGPUDefaultTensorCores(t *testing.T) {
 			}
 			if got := strings.Contains(ptx, "mma.sync.aligned.m16n8k16"); got != c.tc {
 				t.Errorf("Tensor Cores used: %v, want %v\n%s", got, c.tc, s.Trace())
+			}
+			// The factors' tiles staged in shared memory, the accumulators
+			// in registers across the k steps.
+			if c.tc && (!strings.Contains(m.Source, "__shared__") || !strings.Contains(m.Source, "_frag(&")) {
+				t.Errorf("no shared tiles, or accumulators not in registers:\n%s", m.Source)
 			}
 			h := workload.Case{Name: c.name, Func: f, Sizes: c.sizes}
 			got, want := h.Args(1), h.Args(1)

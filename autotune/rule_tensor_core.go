@@ -28,10 +28,11 @@ import (
 // It applies only where the extents divide by the tile (no tails: the
 // instruction computes whole tiles) and the whole sequence works: it is
 // tried on a copy first, so a block it cannot take is left untouched for
-// the other GPU rules. The C operand stays where it is (global memory):
-// each step of ko loads and stores each lane's accumulators; keeping
-// them in registers across ko, and staging A and B in shared memory
-// (cp.async, ldmatrix), is to come.
+// the other GPU rules. The factors' tiles of each step of ko are fetched
+// into shared memory by the whole block (cooperativeFetch; without them
+// when their fetch is refused); the accumulators stay where they are
+// (global memory), which codegen/cuda keeps in each lane's registers
+// across ko. Not yet: cp.async double buffering, ldmatrix.
 type TensorCoreTiling struct{}
 
 func (TensorCoreTiling) Name() string { return "tensor-core-tiling" }
@@ -98,10 +99,18 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		if err != nil {
 			return err
 		}
-		if tensorCoreSteps(try, b.Name(), name, warpsM, warpsN) != nil {
-			continue
+		stage := true
+		if tensorCoreSteps(try, t, b.Name(), name, warpsM, warpsN, stage) != nil {
+			// Without the shared tiles (their fetch refused, or too big).
+			stage = false
+			if try, err = schedule.New(s.Func()); err != nil {
+				return err
+			}
+			if tensorCoreSteps(try, t, b.Name(), name, warpsM, warpsN, stage) != nil {
+				continue
+			}
 		}
-		if err := tensorCoreSteps(s, b.Name(), name, warpsM, warpsN); err != nil {
+		if err := tensorCoreSteps(s, t, b.Name(), name, warpsM, warpsN, stage); err != nil {
 			return fmt.Errorf("%s: the steps that worked on a copy fail: %w", name, err)
 		}
 		return errDone
@@ -119,9 +128,24 @@ func operand(in *intrin.Intrinsic, role string) *ast.Buffer {
 	return &ast.Buffer{}
 }
 
+// nestMatch matches the nest at loop l of s with intrinsic in.
+func nestMatch(s *schedule.Schedule, l schedule.Loop, in *intrin.Intrinsic) (*intrin.Match, error) {
+	var nest *ast.For
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if f, ok := n.(*ast.For); ok && f.Var.Name == l.Name() {
+			nest = f
+		}
+		return nest == nil
+	})
+	if nest == nil {
+		return nil, fmt.Errorf("no loop %s", l.Name())
+	}
+	return in.Match(nest)
+}
+
 // tensorCoreSteps applies TensorCoreTiling's primitives to block name of
 // s with intrinsic and the warps along i and j.
-func tensorCoreSteps(s *schedule.Schedule, name, intrinsic string, warpsM, warpsN int64) error {
+func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, warpsM, warpsN int64, stage bool) error {
 	b, err := s.GetBlock(name)
 	if err != nil {
 		return err
@@ -179,17 +203,32 @@ func tensorCoreSteps(s *schedule.Schedule, name, intrinsic string, warpsM, warps
 			return err
 		}
 	}
-	for _, bind := range []struct {
-		l    schedule.Loop
-		axis string
-	}{{io, "blockIdx.x"}, {jo, "blockIdx.y"}, {iw, "threadIdx.z"}, {jw, "threadIdx.y"}} {
-		if bind.l == (schedule.Loop{}) {
-			continue
+	if err := s.Bind(io, "blockIdx.x"); err != nil {
+		return err
+	}
+	if err := s.Bind(jo, "blockIdx.y"); err != nil {
+		return err
+	}
+	// The warps: along y, then z (the lanes are x); the shape of the
+	// block's threads, outer axis first, for the cooperative fetches.
+	var warps []schedule.Loop
+	var shape []int64
+	for _, w := range []struct {
+		l schedule.Loop
+		n int64
+	}{{iw, warpsM}, {jw, warpsN}} {
+		if w.l != (schedule.Loop{}) {
+			warps = append(warps, w.l)
+			shape = append(shape, w.n)
 		}
-		if err := s.Bind(bind.l, bind.axis); err != nil {
+	}
+	shape = append(shape, 32)
+	for i, w := range warps {
+		if err := s.Bind(w, [...]string{"threadIdx.y", "threadIdx.z"}[len(warps)-1-i]); err != nil {
 			return err
 		}
 	}
+
 	init, err := s.DecomposeReduction(b, ks[0])
 	if err != nil {
 		return err
@@ -211,6 +250,20 @@ func tensorCoreSteps(s *schedule.Schedule, name, intrinsic string, warpsM, warps
 	}
 	if err := s.Bind(lanes[1], "threadIdx.x"); err != nil {
 		return err
+	}
+	if stage {
+		// The factors' tiles of each step of ko in shared memory, fetched
+		// by the whole block together.
+		in, _ := intrin.Lookup(intrinsic)
+		m, err := nestMatch(s, ii, in)
+		if err != nil {
+			return err
+		}
+		for _, op := range []string{"A", "B"} {
+			if _, err := cooperativeFetch(s, t, b, m.Buffers[in.Operands[op]].Name, ks[0], shape); err != nil {
+				return err
+			}
+		}
 	}
 	return s.Tensorize(ii, intrinsic)
 }

@@ -85,21 +85,29 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 	k.line("%s(%s); /* %s: loop %s */", helperName, strings.Join(args, ", "), name, l.Var.Name)
 }
 
-// hoistAccumulators prints serial loop l, whose body is one tensorized
+// hoistAccumulators prints serial loop l, whose body holds one tensorized
 // nest whose accumulator tile does not move with l (the k steps of a
-// gemm), with the lanes' accumulators loaded into registers before it and
+// gemm) and nothing else that touches the accumulators' buffer, with the lanes' accumulators loaded into registers before it and
 // stored after it, the nest only loading its factors; it reports whether
 // l is such a loop (else it prints nothing).
 func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	if l.Kind != ast.Serial || k.hoisted[l] {
 		return false
 	}
-	body := flatten(l.Body)
-	if len(body) != 1 {
-		return false
+	// One tensorized nest among the statements of l's body (the others:
+	// the fetches of its factors' tiles, say).
+	var nest *ast.For
+	for _, st := range flatten(l.Body) {
+		if f, ok := st.(*ast.For); ok {
+			if _, ok := f.Annotations[intrin.AnnotationKey].(string); ok {
+				if nest != nil {
+					return false
+				}
+				nest = f
+			}
+		}
 	}
-	nest, ok := body[0].(*ast.For)
-	if !ok {
+	if nest == nil {
 		return false
 	}
 	name, ok := nest.Annotations[intrin.AnnotationKey].(string)
@@ -121,6 +129,11 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	buf := m.Buffers[c]
 	if buf.Scope != ast.Global && buf.Scope != ast.Shared {
 		return false // tensorized says why
+	}
+	for _, st := range flatten(l.Body) {
+		if st != ast.Stmt(nest) && touches(st, buf) {
+			return false // the tile in memory must be current for it
+		}
 	}
 	bi := k.buffer(buf)
 	cPtr, ldc := "&"+k.access(buf, m.Offsets[c]), "(long long)("+bi.shape[len(bi.shape)-1]+")"
@@ -152,4 +165,19 @@ func mmaNames() []string {
 		}
 	}
 	return out
+}
+
+// touches reports whether s loads or stores buf.
+func touches(s ast.Stmt, buf *ast.Buffer) bool {
+	found := false
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Load:
+			found = found || n.Buffer.Name == buf.Name
+		case *ast.Store:
+			found = found || n.Buffer.Name == buf.Name
+		}
+		return !found
+	})
+	return found
 }
