@@ -168,31 +168,9 @@ func TestGPUDefaultHalf(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, src)
 			}
-			s, err := Default(f, CUDATarget())
-			if err != nil {
-				t.Fatal(schedule.Explain(err))
-			}
-			m, err := cuda.Lower(s.Func(), cuda.Options{})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, s.Trace())
-			}
-			ptx, err := cuda.CompilePTX(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, _, ptx, got, want := defaultOnGPU(t, c.Name, f, c.Sizes)
 			if c.Name == "matmul" && !strings.Contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") {
 				t.Errorf("the float16 matmul's default does not run on Tensor Cores:\n%s", s.Trace())
-			}
-			h := workload.Case{Name: c.Name, Func: f, Sizes: c.Sizes}
-			got, want := h.Args(1), h.Args(1)
-			if err := ast.Interpret(f, c.Sizes, want); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err = cudaemu.Run(ctx, m, c.Sizes, got)
-			cancel()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, s.Trace())
 			}
 			for _, p := range f.Params {
 				g, w := got[p.Name].([]uint16), want[p.Name].([]uint16)
@@ -292,18 +270,7 @@ func TestGPUDefaultTensorCores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := Default(f, CUDATarget())
-			if err != nil {
-				t.Fatal(schedule.Explain(err))
-			}
-			m, err := cuda.Lower(s.Func(), cuda.Options{})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, s.Trace())
-			}
-			ptx, err := cuda.CompilePTX(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, m, ptx, got, want := defaultOnGPU(t, c.name, f, c.sizes)
 			if got := strings.Contains(ptx, "mma.sync.aligned.m16n8k16"); got != c.tc {
 				t.Errorf("Tensor Cores used: %v, want %v\n%s", got, c.tc, s.Trace())
 			}
@@ -312,21 +279,42 @@ func TestGPUDefaultTensorCores(t *testing.T) {
 			if c.tc && (!strings.Contains(m.Source, "__shared__") || !strings.Contains(m.Source, "_frag(&")) {
 				t.Errorf("no shared tiles, or accumulators not in registers:\n%s", m.Source)
 			}
-			h := workload.Case{Name: c.name, Func: f, Sizes: c.sizes}
-			got, want := h.Args(1), h.Args(1)
-			if err := ast.Interpret(f, c.sizes, want); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err = cudaemu.Run(ctx, m, c.sizes, got)
-			cancel()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, s.Trace())
-			}
 			out := f.Params[len(f.Params)-1].Name
 			if e := workload.MaxRelErr(got[out], want[out]); e > 1e-4 {
 				t.Errorf("%s differs from the interpreter's by %g\n%s", out, e, s.Trace())
 			}
 		})
 	}
+}
+
+// defaultOnGPU decides f's CUDA default schedule, lowers it, checks its
+// PTX, and runs it in the emulation at sizes on random inputs, returning
+// the schedule, the module, the PTX and the parameters as the kernels and
+// the interpreter leave them.
+func defaultOnGPU(t *testing.T, name string, f *ast.Func, sizes map[string]int64) (*schedule.Schedule, *cuda.Module, string, map[string]any, map[string]any) {
+	t.Helper()
+	s, err := Default(f, CUDATarget())
+	if err != nil {
+		t.Fatal(schedule.Explain(err))
+	}
+	m, err := cuda.Lower(s.Func(), cuda.Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Trace())
+	}
+	ptx, err := cuda.CompilePTX(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := workload.Case{Name: name, Func: f, Sizes: sizes}
+	got, want := h.Args(1), h.Args(1)
+	if err := ast.Interpret(f, sizes, want); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err = cudaemu.Run(ctx, m, sizes, got)
+	cancel()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Trace())
+	}
+	return s, m, ptx, got, want
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -103,7 +104,7 @@ func runHalf(t *testing.T, s *schedule.Schedule, sizes map[string]int64, args ma
 		if arch != "sm_80" {
 			continue // one run in the emulation
 		}
-		got, want := cloneArgs(args), cloneArgs(args)
+		got, want := workload.Clone(args), workload.Clone(args)
 		if err := ast.Interpret(s.Func(), sizes, want); err != nil {
 			t.Fatal(err)
 		}
@@ -121,25 +122,6 @@ func runHalf(t *testing.T, s *schedule.Schedule, sizes map[string]int64, args ma
 			}
 		}
 	}
-}
-
-func cloneArgs(args map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range args {
-		switch d := v.(type) {
-		case []uint16:
-			out[k] = append([]uint16(nil), d...)
-		case []float32:
-			out[k] = append([]float32(nil), d...)
-		case []float64:
-			out[k] = append([]float64(nil), d...)
-		case []int32:
-			out[k] = append([]int32(nil), d...)
-		default:
-			panic(fmt.Sprintf("cloneArgs: %T", v))
-		}
-	}
-	return out
 }
 
 // TestHalfElementwise: every conversion and rounding of a 16-bit float

@@ -56,46 +56,16 @@ func tensorCoreGemmLanes(t *testing.T, in string, m, n, kk, lanes int) *schedule
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &steps{s: s}
-	ls := h.loops("C")
-	var is, js, ks, inits []schedule.Loop
-	var init schedule.Block
-	h.do(func() (err error) { is, err = s.Split(ls[0], -1, 16); return err })
-	h.do(func() (err error) { js, err = s.Split(ls[1], -1, 8); return err })
-	h.do(func() (err error) { ks, err = s.Split(ls[2], -1, 16); return err })
-	h.do(func() error { return s.Reorder(is[0], js[0], ks[0], is[1], js[1], ks[1]) })
-	h.do(func() error { return s.Bind(is[0], "blockIdx.x") })
-	h.do(func() error { return s.Bind(js[0], "threadIdx.y") })
-	h.do(func() (err error) { init, err = s.DecomposeReduction(h.block("C"), ks[0]); return err })
-	h.do(func() (err error) { inits, err = s.GetLoops(init); return err })
-	h.do(func() error {
-		if lanes == 0 {
-			return nil
-		}
-		fused, err := s.Fuse(inits[len(inits)-2], inits[len(inits)-1])
-		if err != nil {
-			return err
-		}
-		parts, err := s.Split(fused, -1, lanes)
-		if err != nil {
-			return err
-		}
-		return s.Bind(parts[1], "threadIdx.x")
-	})
-	h.do(func() error {
-		return s.Tensorize(is[1], "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32")
-	})
-	if h.err != nil {
-		t.Fatal(schedule.Explain(h.err))
-	}
+	tensorizeMMALanes(t, s, "C", "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32", lanes)
 	return s
 }
 
 // TestTensorCoreGemm: a gemm tensorized for mma.sync lowers to calls of
-// the helper (each lane's accumulators in registers across the k steps), compiles to PTX with the Tensor Core instruction for sm_80
-// and sm_90, and in the emulation matches the interpreter (the sums in
-// another order: within float32 rounding), for float16 and bfloat16
-// factors, at several shapes.
+// the helper (each lane's accumulators in registers across the k steps),
+// compiles to PTX with the Tensor Core instruction for sm_80 and sm_90,
+// and in the emulation matches the interpreter (the sums in another
+// order: within float32 rounding), for float16 and bfloat16 factors, at
+// several shapes.
 func TestTensorCoreGemm(t *testing.T) {
 	for _, c := range []struct {
 		in      string
@@ -104,56 +74,20 @@ func TestTensorCoreGemm(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%dx%dx%d", c.in, c.m, c.n, c.k), func(t *testing.T) {
 			s := tensorCoreGemm(t, c.in, c.m, c.n, c.k)
 			short := map[string]string{"float16": "f16", "bfloat16": "bf16"}[c.in]
-			for _, arch := range []string{"sm_80", "sm_90"} {
-				m, err := cuda.Lower(s.Func(), cuda.Options{Arch: arch})
-				if err != nil {
-					t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
-				}
-				// The accumulators stay in registers across the k steps:
-				// loaded before their loop, the nest loads A and B only.
-				if !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_load(&") || !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_frag(&") {
-					t.Fatalf("no mma call with its accumulators in registers:\n%s", m.Source)
-				}
-				ptx, err := cuda.CompilePTX(m)
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", arch, err, m.Source)
-				}
-				if want := "mma.sync.aligned.m16n8k16.row.col.f32." + short; !strings.Contains(ptx, want) {
-					t.Errorf("%s: the PTX lacks %s", arch, want)
-				}
-				if arch != "sm_80" {
-					continue
-				}
-				bits := ast.Float16Bits
-				if c.in == "bfloat16" {
-					bits = ast.BFloat16Bits
-				}
-				r := rand.New(rand.NewPCG(11, uint64(c.k)))
-				a, b := make([]uint16, c.m*c.k), make([]uint16, c.k*c.n)
-				for i := range a {
-					a[i] = bits(r.NormFloat64())
-				}
-				for i := range b {
-					b[i] = bits(r.NormFloat64())
-				}
-				got := map[string]any{"A": a, "B": b, "C": make([]float32, c.m*c.n)}
-				want := map[string]any{"A": a, "B": b, "C": make([]float32, c.m*c.n)}
-				if err := ast.Interpret(s.Func(), nil, want); err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				err = cudaemu.Run(ctx, m, nil, got)
-				cancel()
-				if err != nil {
-					t.Fatalf("%v\n%s", err, m.Source)
-				}
-				g, w := got["C"].([]float32), want["C"].([]float32)
-				for i := range w {
-					if math.Abs(float64(g[i]-w[i])) > 1e-4*(1+math.Abs(float64(w[i]))) {
-						t.Fatalf("C[%d] = %g, the interpreter %g\n%s", i, g[i], w[i], m.Source)
-					}
-				}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
 			}
+			// The accumulators stay in registers across the k steps:
+			// loaded before their loop, the nest loads A and B only.
+			if !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_load(&") || !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_frag(&") {
+				t.Fatalf("no mma call with its accumulators in registers:\n%s", m.Source)
+			}
+			bits := ast.Float16Bits
+			if c.in == "bfloat16" {
+				bits = ast.BFloat16Bits
+			}
+			runTensorCore(t, s, bits, "C")
 		})
 	}
 }
@@ -178,6 +112,13 @@ func TestTensorCoreRefused(t *testing.T) {
 // the 16 x 8 x 16 nest tensorized with intrinsic.
 func tensorizeMMA(t *testing.T, s *schedule.Schedule, name, intrinsic string) {
 	t.Helper()
+	tensorizeMMALanes(t, s, name, intrinsic, 32)
+}
+
+// tensorizeMMALanes is tensorizeMMA with the init spread over lanes
+// threads along x (none: 0).
+func tensorizeMMALanes(t *testing.T, s *schedule.Schedule, name, intrinsic string, lanes int) {
+	t.Helper()
 	h := &steps{s: s}
 	ls := h.loops(name)
 	if h.err != nil {
@@ -200,11 +141,14 @@ func tensorizeMMA(t *testing.T, s *schedule.Schedule, name, intrinsic string) {
 	h.do(func() (err error) { init, err = s.DecomposeReduction(h.block(name), ks[0]); return err })
 	h.do(func() (err error) { inits, err = s.GetLoops(init); return err })
 	h.do(func() error {
+		if lanes == 0 {
+			return nil
+		}
 		fused, err := s.Fuse(inits[len(inits)-2], inits[len(inits)-1])
 		if err != nil {
 			return err
 		}
-		parts, err := s.Split(fused, -1, 32)
+		parts, err := s.Split(fused, -1, lanes)
 		if err != nil {
 			return err
 		}
