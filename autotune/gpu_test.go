@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -276,7 +277,7 @@ func TestGPUDefaultTensorCores(t *testing.T) {
 			}
 			// The factors' tiles staged in shared memory, the accumulators
 			// in registers across the k steps.
-			if c.tc && (!strings.Contains(m.Source, "__shared__") || !strings.Contains(m.Source, "_frag(&")) {
+			if c.tc && (!strings.Contains(m.Source, "__shared__") || !strings.Contains(m.Source, "(loom_a, loom_b, loom_acc")) {
 				t.Errorf("no shared tiles, or accumulators not in registers:\n%s", m.Source)
 			}
 			out := f.Params[len(f.Params)-1].Name
@@ -317,4 +318,128 @@ func defaultOnGPU(t *testing.T, name string, f *ast.Func, sizes map[string]int64
 		t.Fatalf("%v\n%s", err, s.Trace())
 	}
 	return s, m, ptx, got, want
+}
+
+// TestTensorCoreShapes: TensorCoreTiling's steps at several shapes (warps,
+// warp tiles of several mma tiles, k steps of one or two mma steps, no
+// shared tiles, shared tiles fetched in the step that uses them, and
+// pipelines of 2 and 3 stages) lower to a kernel that keeps every warp
+// tile's accumulators in registers, loads shared fragments with ldmatrix
+// and pipelined tiles with cp.async, compiles to PTX for sm_80 and sm_90,
+// and matches the interpreter in the emulation; a float16 contraction
+// with B transposed (attention's keys) too. Default's shape for a large
+// gemm is a pipelined 128 × 128 block tile.
+func TestTensorCoreShapes(t *testing.T) {
+	gemm := func(m, n, k int, bt bool) *ast.Func {
+		b, bidx := fmt.Sprintf("B: float16[%d, %d]", k, n), "B[vk, vj]"
+		if bt {
+			b, bidx = fmt.Sprintf("B: float16[%d, %d]", n, k), "B[vj, vk]"
+		}
+		f, err := ast.Parse(fmt.Sprintf(`func gemm(A: float16[%[1]d, %[3]d], %[4]s, C: float32[%[1]d, %[2]d]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, %[1]d) {
+      serial for (j, 0, %[2]d) {
+        serial for (k, 0, %[3]d) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, %[1]d), vj = spatial(0, %[2]d), vk = reduce(0, %[3]d))
+            reads(C[vi, vj], A[vi, vk], %[5]s)
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + float32(A[vi, vk]) * float32(%[5]s)
+          }
+        }
+      }
+    }
+  }
+}`, m, n, k, b, bidx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		m, n, k int
+		bt      bool
+		shape   tensorCoreShape
+	}{
+		{128, 128, 96, false, tensorCoreShape{2, 2, 4, 8, 2, 3}},
+		{64, 64, 64, false, tensorCoreShape{2, 2, 2, 4, 1, 2}},
+		{64, 32, 64, true, tensorCoreShape{1, 2, 4, 2, 2, 2}},
+		{32, 64, 48, false, tensorCoreShape{2, 1, 1, 8, 1, 1}},
+		{32, 32, 32, true, tensorCoreShape{1, 1, 2, 4, 2, 0}},
+	} {
+		name := fmt.Sprintf("%dx%dx%d/bt=%v/%v", c.m, c.n, c.k, c.bt, c.shape)
+		t.Run(name, func(t *testing.T) {
+			f := gemm(c.m, c.n, c.k, c.bt)
+			s, err := schedule.New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			intrinsic := "mma_m16n8k16_f16_f32"
+			if c.bt {
+				intrinsic += "_nt"
+			}
+			tgt := CUDATarget()
+			tgt.decide = true // the widest fetches: 16 bytes, cp.async.cg
+			if err := tensorCoreSteps(s, tgt, "C", intrinsic, c.shape); err != nil {
+				t.Fatal(schedule.Explain(err))
+			}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
+			}
+			want := []string{fmt.Sprintf("float loom_acc1[%d][4]", c.shape.wm*c.shape.wn)}
+			if c.shape.stages > 0 {
+				want = append(want, "loom_mma_ld_a_shared(", "loom_mma_ld_b"+map[bool]string{false: "", true: "t"}[c.bt]+"_shared(")
+			}
+			if c.shape.stages > 1 {
+				want = append(want, fmt.Sprintf("loom_cp_async_wait<%d>()", c.shape.stages-1))
+			}
+			for _, w := range want {
+				if !strings.Contains(m.Source, w) {
+					t.Errorf("the kernel has no %s:\n%s", w, m.Source)
+				}
+			}
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				m.Arch = arch
+				ptx, err := cuda.CompilePTX(m)
+				if err != nil {
+					t.Fatalf("%s: %v", arch, err)
+				}
+				insts := []string{"mma.sync.aligned.m16n8k16"}
+				if c.shape.stages > 0 {
+					insts = append(insts, "ldmatrix.sync.aligned")
+				}
+				if c.shape.stages > 1 {
+					insts = append(insts, "cp.async.cg.shared.global")
+				}
+				for _, inst := range insts {
+					if !strings.Contains(ptx, inst) {
+						t.Errorf("%s: the PTX has no %s", arch, inst)
+					}
+				}
+			}
+			m.Arch = "sm_80"
+			h := workload.Case{Name: "gemm", Func: f}
+			got, wantArgs := h.Args(1), h.Args(1)
+			if err := ast.Interpret(f, nil, wantArgs); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := cudaemu.Run(ctx, m, nil, got); err != nil {
+				t.Fatal(err)
+			}
+			if e := workload.MaxRelErr(got["C"], wantArgs["C"]); e > 1e-4 {
+				t.Errorf("C differs from the interpreter's by %g\n%s", e, m.Source)
+			}
+		})
+	}
+	shapes := tensorCoreShapes(4096/16, 4096/8, 4096/16, 1, 4, 48<<10)
+	if want := (tensorCoreShape{2, 2, 4, 8, 2, 2}); len(shapes) == 0 || shapes[0] != want {
+		t.Errorf("the default shape of a 4096³ gemm is %v, want %v", shapes[0], want)
+	}
 }

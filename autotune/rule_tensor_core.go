@@ -3,36 +3,43 @@ package autotune
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/intrin"
 	"github.com/loom-go/loom/schedule"
 )
 
 // TensorCoreTiling runs a contraction of 16-bit float factors (a gemm,
-// attention's scores, a batched matmul) on Tensor Cores: the last three
-// loops of the block, i, j (spatial) and k (reduce), are split by the
-// mma.sync m16n8k16 tile (16, 8, 16) and by warps, and ordered
+// attention's scores, a batched matmul) on Tensor Cores, tiled at three
+// levels as CUTLASS's and MetaSchedule's Tensor Core kernels are: the
+// last three loops of the block, i, j (spatial) and k (reduce), are split
 //
-//	io, jo, iw, jw, ko, ii, ji, ki
+//	i: io, iw, im, ii (16)    j: jo, jw, jn, ji (8)    k: ko, kk, ki (16)
 //
-// io bound to blockIdx.x, jo to blockIdx.y, the loops before i (a batch,
-// heads, fused) to blockIdx.z, iw to threadIdx.z and jw to threadIdx.y (a
-// warp a tile of the block's), the init decomposed before ko and spread
-// over each warp's 32 lanes (threadIdx.x), and the 16 x 8 x 16 nest
-// tensorized with the first intrinsic of package intrin it matches
-// (float16 or bfloat16 factors, B as a tile or transposed, float32 or
-// float16 sums). The warps: up to 4 along j and 2 along i, as many as
-// divide the block's tiles.
+// and ordered io, jo, iw, jw, ko, kk, im, jn, ii, ji, ki. A thread block
+// computes a tile of warpsM × warpsN warp tiles (io bound to blockIdx.x,
+// jo to blockIdx.y, the loops before i, a batch or heads, fused to
+// blockIdx.z); a warp (iw bound to threadIdx.z, jw to threadIdx.y; the
+// lanes are x) computes wm × wn mma tiles of 16 × 8, their accumulators
+// in its lanes' registers across the k steps (codegen/cuda); each k step
+// (ko) covers kk mma steps of 16, whose factors' tiles the whole block
+// fetches into shared memory at ko (cooperativeFetch), ldmatrix loading
+// the warps' fragments from there; the fetches run stages-1 steps ahead
+// of the mma (cp.async, a software pipeline: cuda.PipelineKey on ko). The
+// init is decomposed before ko and spread over each warp's 32 lanes, and
+// the 16 × 8 × 16 nest tensorized with the first intrinsic of package
+// intrin it matches (float16 or bfloat16 factors, B as a tile or
+// transposed, float32 or float16 sums).
 //
-// It applies only where the extents divide by the tile (no tails: the
-// instruction computes whole tiles) and the whole sequence works: it is
-// tried on a copy first, so a block it cannot take is left untouched for
-// the other GPU rules. The factors' tiles of each step of ko are fetched
-// into shared memory by the whole block (cooperativeFetch; without them
-// when their fetch is refused); the accumulators stay where they are
-// (global memory), which codegen/cuda keeps in each lane's registers
-// across ko. Not yet: cp.async double buffering, ldmatrix.
+// The shape (warps, warp tile, k step, stages) is one sampled choice
+// among those the extents divide and shared memory holds, Default taking
+// the first of tensorCoreShapes' order; it applies only where the extents
+// divide by the mma tile (no tails: the instruction computes whole
+// tiles), and where the whole sequence works: it is tried on a copy
+// first, without the shared tiles when their fetch is refused, so a
+// block it cannot take is left untouched for the other GPU rules.
 type TensorCoreTiling struct{}
 
 func (TensorCoreTiling) Name() string { return "tensor-core-tiling" }
@@ -41,6 +48,66 @@ func (TensorCoreTiling) Name() string { return "tensor-core-tiling" }
 var tensorCoreIntrinsics = []string{
 	"mma_m16n8k16_f16_f32", "mma_m16n8k16_bf16_f32", "mma_m16n8k16_f16_f16",
 	"mma_m16n8k16_f16_f32_nt", "mma_m16n8k16_bf16_f32_nt", "mma_m16n8k16_f16_f16_nt",
+}
+
+// tensorCoreShape is how TensorCoreTiling tiles a contraction: warps
+// along i and j, mma tiles a warp computes along each (a warp tile of
+// 16 wm × 8 wn), mma steps of 16 along k per fetched k step, and the
+// stages of the fetches' pipeline (1: fetched and used in the same step).
+type tensorCoreShape struct {
+	warpsM, warpsN, wm, wn, kk, stages int64
+}
+
+func (c tensorCoreShape) String() string {
+	return fmt.Sprintf("warps %dx%d, warp tile %dx%d, k step %d, %d stages", c.warpsM, c.warpsN, 16*c.wm, 8*c.wn, 16*c.kk, c.stages)
+}
+
+// tensorCoreShapes are the shapes for a contraction of m × n × k (in mma
+// tiles: 16, 8 and 16 elements) with batch independent problems, whose
+// accumulators take accRegs registers a tile, best first: those that
+// make at least 64 thread blocks before those that make fewer, then the
+// larger tiles a block computes (more reuse of each fetched tile), then
+// the larger warp tiles, deeper k steps and pipelines. Only shapes whose
+// tiles divide the extents, whose accumulators fit a lane's registers and
+// whose shared tiles fit in maxShared bytes are listed.
+func tensorCoreShapes(m, n, k, batch, accRegs, maxShared int64) []tensorCoreShape {
+	var out []tensorCoreShape
+	for _, warps := range [][2]int64{{2, 2}, {2, 1}, {1, 2}, {1, 1}} {
+		for _, tile := range [][2]int64{{4, 8}, {4, 4}, {2, 4}, {2, 2}, {1, 2}, {1, 1}} {
+			for _, kk := range []int64{2, 1} {
+				for _, stages := range []int64{2, 3, 1} {
+					c := tensorCoreShape{warps[0], warps[1], tile[0], tile[1], kk, stages}
+					if m%(c.warpsM*c.wm) != 0 || n%(c.warpsN*c.wn) != 0 || k%c.kk != 0 || c.wm*c.wn*accRegs > 128 {
+						continue
+					}
+					if stages > 1 && k/c.kk < stages {
+						continue // a pipeline deeper than the steps
+					}
+					// Two bytes an element, A's tile and B's, in every stage.
+					if shared := 2 * 16 * c.kk * (16*c.warpsM*c.wm + 8*c.warpsN*c.wn) * c.stages; shared > maxShared {
+						continue
+					}
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	blocks := func(c tensorCoreShape) int64 { return batch * (m / (c.warpsM * c.wm)) * (n / (c.warpsN * c.wn)) }
+	slices.SortStableFunc(out, func(a, b tensorCoreShape) int {
+		if ea, eb := blocks(a) >= 64, blocks(b) >= 64; ea != eb {
+			if ea {
+				return -1
+			}
+			return 1
+		}
+		// Fewer than 64 blocks: more blocks first.
+		if blocks(a) < 64 && blocks(a) != blocks(b) {
+			return int(blocks(b) - blocks(a))
+		}
+		ta, tb := a.warpsM*a.wm*a.warpsN*a.wn, b.warpsM*b.wm*b.warpsN*b.wn
+		return int(tb - ta)
+	})
+	return out
 }
 
 func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
@@ -55,10 +122,16 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 	if n < 3 || bi.roles[n-3] != roleSpatial || bi.roles[n-2] != roleSpatial || bi.roles[n-1] != roleReduce {
 		return errSkip
 	}
-	for _, r := range bi.roles[:n-3] {
+	batch := int64(1)
+	for i, r := range bi.roles[:n-3] {
 		if r != roleSpatial {
 			return errSkip
 		}
+		e, ok := s.Extent(bi.loops[i])
+		if !ok {
+			return errSkip
+		}
+		batch *= e
 	}
 	var ext [3]int64
 	for d := range 3 {
@@ -67,17 +140,6 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 			return errSkip
 		}
 		ext[d] = e
-	}
-	warpsN := int64(1)
-	for _, w := range []int64{4, 2} {
-		if (ext[1]/8)%w == 0 {
-			warpsN = w
-			break
-		}
-	}
-	warpsM := int64(1)
-	if (ext[0]/16)%2 == 0 {
-		warpsM = 2
 	}
 	// Only intrinsics whose accumulator is the block's output type and
 	// whose factors' type the block reads are worth a try.
@@ -94,26 +156,49 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		if operand(in, "C").DType != out || !reads[operand(in, "A").DType] {
 			continue
 		}
-		// On a copy first: a sequence refused part-way must leave s as it was.
+		accRegs := int64(4) // float32 sums; float16 ones two to a register
+		if out == ast.Float16 {
+			accRegs = 2
+		}
+		shapes := tensorCoreShapes(ext[0]/16, ext[1]/8, ext[2]/16, batch, accRegs, int64(t.GPU.MaxSharedBytes))
+		if len(shapes) == 0 {
+			continue
+		}
+		ids := make([]int64, len(shapes))
+		for i := range ids {
+			ids[i] = int64(i)
+		}
+		// Whether the nest matches the intrinsic does not depend on the
+		// shape: try the least one on a copy before sampling.
 		try, err := schedule.New(s.Func())
 		if err != nil {
 			return err
 		}
-		stage := true
-		if tensorCoreSteps(try, t, b.Name(), name, warpsM, warpsN, stage) != nil {
-			// Without the shared tiles (their fetch refused, or too big).
-			stage = false
-			if try, err = schedule.New(s.Func()); err != nil {
+		last := shapes[len(shapes)-1]
+		last.stages = 0 // no shared tiles
+		if tensorCoreSteps(try, t, b.Name(), name, last) != nil {
+			continue
+		}
+		v, err := choose(s, t, ids, 0)
+		if err != nil {
+			return err
+		}
+		shape := shapes[v.Int()]
+		// On a copy first: a sequence refused part-way must leave s as it
+		// was. Without the shared tiles when their fetch is refused.
+		for _, c := range []tensorCoreShape{shape, {shape.warpsM, shape.warpsN, shape.wm, shape.wn, shape.kk, 0}} {
+			try, err := schedule.New(s.Func())
+			if err != nil {
 				return err
 			}
-			if tensorCoreSteps(try, t, b.Name(), name, warpsM, warpsN, stage) != nil {
+			if tensorCoreSteps(try, t, b.Name(), name, c) != nil {
 				continue
 			}
+			if err := tensorCoreSteps(s, t, b.Name(), name, c); err != nil {
+				return fmt.Errorf("%s, %v: the steps that worked on a copy fail: %w", name, c, err)
+			}
+			return errDone
 		}
-		if err := tensorCoreSteps(s, t, b.Name(), name, warpsM, warpsN, stage); err != nil {
-			return fmt.Errorf("%s: the steps that worked on a copy fail: %w", name, err)
-		}
-		return errDone
 	}
 	return errSkip
 }
@@ -144,8 +229,9 @@ func nestMatch(s *schedule.Schedule, l schedule.Loop, in *intrin.Intrinsic) (*in
 }
 
 // tensorCoreSteps applies TensorCoreTiling's primitives to block name of
-// s with intrinsic and the warps along i and j.
-func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, warpsM, warpsN int64, stage bool) error {
+// s with intrinsic and shape c; c.stages 0 leaves the factors where they
+// are (no shared tiles).
+func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, c tensorCoreShape) error {
 	b, err := s.GetBlock(name)
 	if err != nil {
 		return err
@@ -155,41 +241,51 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, war
 		return err
 	}
 	n := len(ls)
-	// Each of i and j: [blocks, warps, tile], or [blocks, tile] with one
-	// warp along it (a thread loop of one iteration binds nothing).
-	split := func(l schedule.Loop, warps int64, tile int) (outer, warp, inner schedule.Loop, err error) {
-		if warps == 1 {
-			p, err := s.Split(l, -1, tile)
-			if err != nil {
-				return outer, warp, inner, err
+	// split splits l by factors, leaving out the factors of 1 but the
+	// last (a loop of one iteration binds or tiles nothing); it returns
+	// the parts, a zero Loop for each factor left out.
+	split := func(l schedule.Loop, factors ...int64) ([]schedule.Loop, error) {
+		kept := []int{-1}
+		for i, f := range factors {
+			if f > 1 || i == len(factors)-1 {
+				kept = append(kept, int(f))
 			}
-			return p[0], schedule.Loop{}, p[1], nil
 		}
-		p, err := s.Split(l, -1, int(warps), tile)
+		parts, err := s.Split(l, kept...)
 		if err != nil {
-			return outer, warp, inner, err
+			return nil, err
 		}
-		return p[0], p[1], p[2], nil
+		out := []schedule.Loop{parts[0]}
+		next := 1
+		for i, f := range factors {
+			if f > 1 || i == len(factors)-1 {
+				out = append(out, parts[next])
+				next++
+			} else {
+				out = append(out, schedule.Loop{})
+			}
+		}
+		return out, nil
 	}
-	io, iw, ii, err := split(ls[n-3], warpsM, 16)
+	is, err := split(ls[n-3], c.warpsM, c.wm, 16)
 	if err != nil {
 		return err
 	}
-	jo, jw, ji, err := split(ls[n-2], warpsN, 8)
+	js, err := split(ls[n-2], c.warpsN, c.wn, 8)
 	if err != nil {
 		return err
 	}
-	ks, err := s.Split(ls[n-1], -1, 16)
+	ks, err := split(ls[n-1], c.kk, 16)
 	if err != nil {
 		return err
 	}
-	order := []schedule.Loop{io, jo}
-	for _, w := range []schedule.Loop{iw, jw} {
-		if w != (schedule.Loop{}) {
-			order = append(order, w)
+	var order []schedule.Loop
+	for _, l := range []schedule.Loop{is[0], js[0], is[1], js[1], ks[0], ks[1], is[2], js[2], is[3], js[3], ks[2]} {
+		if l != (schedule.Loop{}) {
+			order = append(order, l)
 		}
 	}
-	if err := s.Reorder(append(order, ks[0], ii, ji, ks[1])...); err != nil {
+	if err := s.Reorder(order...); err != nil {
 		return err
 	}
 	if n > 3 {
@@ -203,10 +299,10 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, war
 			return err
 		}
 	}
-	if err := s.Bind(io, "blockIdx.x"); err != nil {
+	if err := s.Bind(is[0], "blockIdx.x"); err != nil {
 		return err
 	}
-	if err := s.Bind(jo, "blockIdx.y"); err != nil {
+	if err := s.Bind(js[0], "blockIdx.y"); err != nil {
 		return err
 	}
 	// The warps: along y, then z (the lanes are x); the shape of the
@@ -216,7 +312,7 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, war
 	for _, w := range []struct {
 		l schedule.Loop
 		n int64
-	}{{iw, warpsM}, {jw, warpsN}} {
+	}{{is[1], c.warpsM}, {js[1], c.warpsN}} {
 		if w.l != (schedule.Loop{}) {
 			warps = append(warps, w.l)
 			shape = append(shape, w.n)
@@ -251,19 +347,24 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, war
 	if err := s.Bind(lanes[1], "threadIdx.x"); err != nil {
 		return err
 	}
-	if stage {
+	if c.stages > 0 {
 		// The factors' tiles of each step of ko in shared memory, fetched
-		// by the whole block together.
+		// by the whole block together, stages-1 steps ahead.
 		in, _ := intrin.Lookup(intrinsic)
-		m, err := nestMatch(s, ii, in)
+		m, err := nestMatch(s, is[3], in)
 		if err != nil {
 			return err
 		}
 		for _, op := range []string{"A", "B"} {
-			if _, err := cooperativeFetch(s, t, b, m.Buffers[in.Operands[op]].Name, ks[0], shape); err != nil {
+			if _, err := cooperativeFetch(s, t, b, m.Buffers[in.Operands[op]], ks[0], shape); err != nil {
+				return err
+			}
+		}
+		if c.stages > 1 {
+			if err := s.AnnotateLoop(ks[0], cuda.PipelineKey, c.stages); err != nil {
 				return err
 			}
 		}
 	}
-	return s.Tensorize(ii, intrinsic)
+	return s.Tensorize(is[3], intrinsic)
 }

@@ -169,7 +169,7 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 			continue
 		}
 		fetched[r.Buffer.Name] = true
-		elems, err := cooperativeFetch(s, t, b, r.Buffer.Name, r0[len(r0)-1], shape)
+		elems, err := cooperativeFetch(s, t, b, r.Buffer, r0[len(r0)-1], shape)
 		if err != nil {
 			return err
 		}
@@ -182,9 +182,15 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 }
 
 // fetchVectorLanes are the elements each thread copies at once in a
-// cooperative fetch (a float2 or float4 access for 2 or 4; see
+// cooperative fetch of elements of type dt (a float2 or float4 access for
+// 2 or 4 float32; words of 2, 4 or 8 16-bit lanes, up to 16 bytes: see
 // codegen/cuda), sampled per fetch as MetaSchedule's vector_load_lens.
-var fetchVectorLanes = []int64{1, 2, 4}
+func fetchVectorLanes(dt ast.DType) []int64 {
+	if dt.Bytes() == 2 {
+		return []int64{1, 2, 4, 8}
+	}
+	return []int64{1, 2, 4}
+}
 
 // cooperativeFetch caches buf, read by b, in shared memory computed at
 // loop at, and spreads the copy over the block's threads: its innermost
@@ -192,8 +198,8 @@ var fetchVectorLanes = []int64{1, 2, 4}
 // divide it) and vectorized, its other loops fused and split by the
 // block's shape (the thread extents, outermost axis first), the parts
 // bound to the same axes. It returns how many elements the tile holds.
-func cooperativeFetch(s *schedule.Schedule, t Target, b schedule.Block, buf string, at schedule.Loop, shape []int64) (int64, error) {
-	fetch, err := s.CacheRead(b, buf, "shared")
+func cooperativeFetch(s *schedule.Schedule, t Target, b schedule.Block, buf *ast.Buffer, at schedule.Loop, shape []int64) (int64, error) {
+	fetch, err := s.CacheRead(b, buf.Name, "shared")
 	if err != nil {
 		return 0, err
 	}
@@ -213,13 +219,13 @@ func cooperativeFetch(s *schedule.Schedule, t Target, b schedule.Block, buf stri
 	for _, l := range own {
 		n, ok := s.Extent(l)
 		if !ok {
-			return 0, fmt.Errorf("the shared tile of %s has a loop %s of no constant extent", buf, l.Name())
+			return 0, fmt.Errorf("the shared tile of %s has a loop %s of no constant extent", buf.Name, l.Name())
 		}
 		elems *= n
 	}
 	last, _ := s.Extent(own[len(own)-1])
 	var lengths []int64
-	for _, n := range fetchVectorLanes {
+	for _, n := range fetchVectorLanes(buf.DType) {
 		if last%n == 0 {
 			lengths = append(lengths, n)
 		}

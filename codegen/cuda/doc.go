@@ -61,10 +61,17 @@
 // Tensor Cores: a loop nest schedule.Tensorize marked for an mma.sync
 // intrinsic (package intrin: float16 or bfloat16 factors, B as a tile or
 // transposed, float32 accumulators, or float16 ones for float16 factors:
-// the function's accumulator type picks the instruction) is one call of a
-// helper that the 32 lanes of a warp make together (tensorize.go, mma.go): the block is one warp along
-// x, the nest under no threadIdx.x loop and under a loop of each other
-// axis the block has, its operands global or shared.
+// the function's accumulator type picks the instruction) is calls of
+// helpers that the 32 lanes of a warp make together (tensorize.go,
+// mma.go): the block is one warp along x, the nest under no threadIdx.x
+// loop and under a loop of each other axis the block has, its operands
+// global or shared (the factors' fragments then loaded with ldmatrix). A
+// warp's accumulators stay in its lanes' registers across the loop of k
+// steps, one register tile per mma tile of its warp tile.
+//
+// Software pipelines (pipeline.go): a serial loop annotated PipelineKey
+// fetches its shared tiles stages-1 iterations ahead of their use, with
+// cp.async, into as many copies of each tile as it has stages.
 //
 // Expressions keep the interpreter's meaning: floordiv and floormod,
 // NaN-propagating min and max, saturating float-to-integer casts. The

@@ -12,9 +12,26 @@ var helpers = map[string]string{}
 
 var helperOrder []string
 
+// helperDeps are the helpers each helper calls, which must come before it.
+var helperDeps = map[string][]string{}
+
 func helper(name, src string) {
 	helpers[name] = src
 	helperOrder = append(helperOrder, name)
+}
+
+// loom_smem_addr is the 32-bit shared-memory address of a generic pointer
+// into shared memory, the operand of ldmatrix and cp.async.
+func init() {
+	helper("loom_smem_addr", `__device__ __forceinline__ unsigned loom_smem_addr(const void* p) {
+#ifdef __CUDA_ARCH__
+  unsigned a;
+  asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+  return a;
+#else
+  return 0;
+#endif
+}`)
 }
 
 func init() {

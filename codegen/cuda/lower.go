@@ -103,7 +103,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 				return nil, &Error{Func: f.Name, Reason: fmt.Sprintf("%s buffer %s is declared outside every kernel, and the region one block (or thread) uses of it cannot be found: compute its producer at a loop under the blockIdx loops", a.Buffer.Scope, a.Buffer.Name), At: ast.Print(s)}
 			}
 		}
-		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, accumulators: map[*ast.For]string{}, hoisted: map[*ast.For]bool{}, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
+		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, accumulators: map[*ast.For]*registerTiles{}, hoisted: map[*ast.For]bool{}, unroll: map[*ast.For]bool{}, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
 		src, k, err := kw.kernel(s)
 		if err != nil {
 			return nil, err
@@ -311,12 +311,16 @@ type kernelWriter struct {
 	tmp     int
 
 	laneLoads map[*ast.Load]string // in a lane of a vector loop: the loads that are vector components
+	async     map[*ast.Buffer]bool // in a pipeline's fetch: the buffers it fetches (copies into them may be cp.async)
 
-	// accumulators names the registers of the tensorized nests whose
+	// accumulators are the registers of the tensorized nests whose
 	// lanes' accumulators stay in registers across the loop around them;
-	// hoisted marks those loops while they print.
-	accumulators map[*ast.For]string
+	// hoisted marks those loops while they print, unroll the loops that
+	// pick a nest's registers (unrolled, so that the registers stay
+	// registers).
+	accumulators map[*ast.For]*registerTiles
 	hoisted      map[*ast.For]bool
+	unroll       map[*ast.For]bool
 
 	pending access     // shared and global accesses since the last barrier
 	guarded bool       // inside a thread loop's guard
@@ -336,7 +340,16 @@ func (k *kernelWriter) fail(err error) {
 	}
 }
 
-func (k *kernelWriter) use(name string) { k.used[name] = true }
+// use notes that the kernel calls helper name (and what it calls).
+func (k *kernelWriter) use(name string) {
+	if k.used[name] {
+		return
+	}
+	k.used[name] = true
+	for _, d := range helperDeps[name] {
+		k.use(d)
+	}
+}
 
 func (k *kernelWriter) line(format string, a ...any) {
 	k.b.WriteString(strings.Repeat("  ", k.indent))

@@ -28,6 +28,8 @@ func gpuCases() []gpuCase {
 		{"softmax", workload.Softmax(64, 256), scheduleRows("Y", []string{"S", "E", "M"}), nil},
 		{"rmsnorm", workload.RMSNorm(64, 256), scheduleRows("Y", []string{"R", "MS", "MS_sum"}), nil},
 		{"gemm", workload.Matmul(128, 128, 128), scheduleGemm, []string{"ld.global.nc.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"}},
+		{"gemm_pipelined", workload.Matmul(128, 128, 128), pipelined(scheduleGemm, 2), []string{"cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 1"}},
+		{"gemm_pipelined3", workload.Matmul(96, 64, 80), pipelined(scheduleGemm, 3), []string{"cp.async.cg.shared.global", "cp.async.wait_group 2"}},
 		{"slice", sliceCase(), scheduleSlice, []string{"ld.global.v4.f32", "st.global.v4.f32"}},
 		{"softmax_rows", workload.Softmax(64, 256), scheduleRowPairs, []string{"bar.sync"}},
 		{"chain", workload.Chain(4, 8, 256), scheduleChain, []string{"shfl.sync.bfly.b32"}},
@@ -311,6 +313,23 @@ func scheduleGemm(s *schedule.Schedule) error {
 		})
 	}
 	return h.err
+}
+
+// pipelined is schedule with the loop of k steps (the first loop that
+// the fetches are computed at) run as a software pipeline of stages.
+func pipelined(sched func(s *schedule.Schedule) error, stages int) func(s *schedule.Schedule) error {
+	return func(s *schedule.Schedule) error {
+		if err := sched(s); err != nil {
+			return err
+		}
+		h := &steps{s: s}
+		for _, l := range h.loops("A_shared") {
+			if l.Name() == "k_0" {
+				h.do(func() error { return s.AnnotateLoop(l, cuda.PipelineKey, stages) })
+			}
+		}
+		return h.err
+	}
 }
 
 func lowered(t *testing.T, gc gpuCase) *cuda.Module {

@@ -1,46 +1,97 @@
 package cuda
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 )
 
 // Tensor Core helpers: mma.sync m16n8k16 on tiles in memory.
 //
-// A helper computes C[16, 8] += A[16, 16] · B[16, 8] with the 32 lanes of
-// a warp together (every lane must call it, with the same tiles): each
-// lane loads its fragments of A, B and C from the tiles (row strides lda,
-// ldb, ldc, in elements) by the layout of the PTX ISA ("Matrix Fragments
-// for mma.m16n8k16 with floating point type"), the Tensor Core multiplies
-// (inline PTX), and each lane stores its four results. A fragment
-// register holds two 16-bit elements, the lower-numbered one in the low
-// half. Without a GPU (the emulation, where __CUDA_ARCH__ is not defined)
-// loom_emu_mma_m16n8k16 stands in for the instruction: it gathers every
-// lane's fragments and computes the tile from them by the same layout,
-// written out apart (loom_emu.h).
+// A warp's 32 lanes compute D[16, 8] = A[16, 16] · B[16, 8] + C together:
+// each lane holds its fragments of A (four registers of two 16-bit
+// elements, the lower-numbered one in the low half), of B (two) and of C
+// (four float32, or two registers of two float16) by the layout of the
+// PTX ISA ("Matrix Fragments for mma.m16n8k16 with floating point type"),
+// and the instruction (inline PTX) updates the lane's C fragment. A
+// tensorized nest is printed as calls of three kinds of helpers (every
+// lane calls them, with the same tiles; row strides in elements):
+//
+//   - loom_mma_ld_a, loom_mma_ld_b and loom_mma_ld_bt load a lane's
+//     fragments of A, of B as a [16, 8] tile, and of B transposed (an
+//     [8, 16] tile: attention's keys, weights stored [out, in]), element by
+//     element from any memory. Their _shared forms, for tiles in shared
+//     memory, load with ldmatrix (the warp's lanes pass the rows'
+//     addresses, the instruction hands every lane its fragment) when the
+//     rows are 16-byte aligned, and element by element otherwise.
+//   - loom_mma_ld_c_ACC and loom_mma_st_c_ACC move a lane's C fragment
+//     between a tile in memory and registers (ACC: f32 or f16), so that
+//     the accumulators can stay in registers across the loop of k steps.
+//   - loom_mma_m16n8k16_IN_ACC runs the instruction on the registers (IN:
+//     f16 or bf16 factors).
+//
+// Without a GPU (the emulation, where __CUDA_ARCH__ is not defined) the
+// instructions have stand-ins in loom_emu.h that exchange the lanes'
+// values as the instructions do: loom_emu_mma_m16n8k16 gathers every
+// lane's fragments and computes the tile from them by the layout, written
+// out apart; loom_emu_ldmatrix hands each lane the elements of the rows
+// other lanes address.
 
-// mmaHelperName returns the helper of an mma intrinsic with factors of
-// type in ("f16" or "bf16") and accumulators of type acc ("f32", or "f16"
-// for float16 factors), B as a [16, 8] tile or (bt) transposed, [8, 16].
-func mmaHelperName(in, acc string, bt bool) string {
-	name := "loom_mma_m16n8k16_" + in + "_" + acc
-	if bt {
-		name += "_nt"
-	}
-	return name
+// mmaIntrinsic is how codegen/cuda emits one intrinsic of package intrin:
+// its factors' and accumulators' types and whether B comes transposed.
+type mmaIntrinsic struct {
+	in, acc string // "f16" or "bf16"; "f32" or "f16"
+	bt      bool
 }
 
-// mmaAcc describes an accumulator type's registers: the declaration of
-// a lane's accumulators (name @R), and the C of loading and storing them
-// from and to the tile C (ldc) and of the instruction on them.
+// mmaIntrinsics are the intrinsics codegen/cuda emits.
+var mmaIntrinsics = map[string]mmaIntrinsic{
+	"mma_m16n8k16_f16_f32":     {"f16", "f32", false},
+	"mma_m16n8k16_bf16_f32":    {"bf16", "f32", false},
+	"mma_m16n8k16_f16_f16":     {"f16", "f16", false},
+	"mma_m16n8k16_f16_f32_nt":  {"f16", "f32", true},
+	"mma_m16n8k16_bf16_f32_nt": {"bf16", "f32", true},
+	"mma_m16n8k16_f16_f16_nt":  {"f16", "f16", true},
+}
+
+// op is the helper of the instruction.
+func (m mmaIntrinsic) op() string { return "loom_mma_m16n8k16_" + m.in + "_" + m.acc }
+
+// loadA and loadB are the fragment loaders for a tile in memory of scope
+// shared or not.
+func (m mmaIntrinsic) loadA(shared bool) string { return fragLoader("a", shared) }
+
+func (m mmaIntrinsic) loadB(shared bool) string {
+	if m.bt {
+		return fragLoader("bt", shared)
+	}
+	return fragLoader("b", shared)
+}
+
+func fragLoader(op string, shared bool) string {
+	if shared {
+		return "loom_mma_ld_" + op + "_shared"
+	}
+	return "loom_mma_ld_" + op
+}
+
+// loadC and storeC move the C fragment.
+func (m mmaIntrinsic) loadC() string  { return "loom_mma_ld_c_" + m.acc }
+func (m mmaIntrinsic) storeC() string { return "loom_mma_st_c_" + m.acc }
+
+// mmaAcc describes an accumulator type's registers: the element type of
+// the tile C, the type and count of a lane's registers, the C of loading
+// and storing them from and to the tile (ldc), and the instruction on
+// them.
 type mmaAcc struct {
-	cType, decl, load, store, asm, emu string
+	cType, reg  string
+	n           int
+	load, store string
+	asm, emu    string
 }
 
 var mmaAccs = map[string]mmaAcc{
 	"f32": {
-		cType: "float",
-		decl:  "float @R[4]",
+		cType: "float", reg: "float", n: 4,
 		load:  "for (int i = 0; i < 4; ++i) c[i] = C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)];",
 		store: "for (int i = 0; i < 4; ++i) C[(g + 8 * (i >> 1)) * ldc + 2 * t + (i & 1)] = c[i];",
 		asm: `asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.@IN.@IN.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -50,8 +101,7 @@ var mmaAccs = map[string]mmaAcc{
 	},
 	// Two registers of two float16 each: c0 c1 of row g, c2 c3 of row g+8.
 	"f16": {
-		cType: "unsigned short",
-		decl:  "unsigned @R[2]",
+		cType: "unsigned short", reg: "unsigned", n: 2,
 		load:  "for (int r = 0; r < 2; ++r) c[r] = (unsigned)C[(g + 8 * r) * ldc + 2 * t] | (unsigned)C[(g + 8 * r) * ldc + 2 * t + 1] << 16;",
 		store: "for (int r = 0; r < 2; ++r) { C[(g + 8 * r) * ldc + 2 * t] = (unsigned short)c[r]; C[(g + 8 * r) * ldc + 2 * t + 1] = (unsigned short)(c[r] >> 16); }",
 		asm: `asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
@@ -61,74 +111,115 @@ var mmaAccs = map[string]mmaAcc{
 	},
 }
 
-// Each mma helper NAME comes in four: NAME_load and NAME_store move a
-// lane's accumulators between the tile C and registers, NAME_frag loads
-// the lane's fragments of A and B and runs the instruction on the
-// registers, and NAME does all three (a nest whose accumulators are not
-// kept in registers across the loop around it).
-func init() {
-	const lane = `const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+// decl declares a lane's accumulators named name.
+func (a mmaAcc) decl(name string) string { return a.reg + " " + name + "[" + strconv.Itoa(a.n) + "]" }
+
+// The lane's position in its warp: groupID and threadID_in_group.
+const mmaLane = `const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
   const int g = lane >> 2, t = lane & 3;`
-	for _, v := range []struct{ in, acc string }{{"f16", "f32"}, {"bf16", "f32"}, {"f16", "f16"}} {
-		acc := mmaAccs[v.acc]
-		for _, bt := range []bool{false, true} {
-			// b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next of
-			// B's column g; transposed, two neighbours of B's row g.
-			loadB := "b[r] = (unsigned)B[row * ldb + g] | (unsigned)B[(row + 1) * ldb + g] << 16;"
-			if bt {
-				loadB = "b[r] = (unsigned)B[g * ldb + row] | (unsigned)B[g * ldb + row + 1] << 16;"
-			}
-			name := mmaHelperName(v.in, v.acc, bt)
-			r := strings.NewReplacer("@NAME", name, "@CTYPE", acc.cType, "@CDECL", strings.ReplaceAll(acc.decl, "@R", "c"),
-				"@LANE", lane, "@LOADC", acc.load, "@STOREC", acc.store, "@LOADB", loadB, "@ASM", acc.asm, "@EMU", acc.emu)
-			helper(name+"_load", r.Replace(`__device__ __forceinline__ void @NAME_load(const @CTYPE* C, long long ldc, @CDECL) {
+
+func init() {
+	r := strings.NewReplacer("@LANE", mmaLane)
+	// a[r] holds a(2r) and a(2r+1): rows g, g+8, g, g+8; columns 2t, 2t,
+	// 2t+8, 2t+8 and the next.
+	helper("loom_mma_ld_a", r.Replace(`__device__ __forceinline__ void loom_mma_ld_a(const unsigned short* A, long long lda, unsigned a[4]) {
   @LANE
-  @LOADC
-}`))
-			helper(name+"_store", r.Replace(`__device__ __forceinline__ void @NAME_store(@CTYPE* C, long long ldc, const @CDECL) {
-  @LANE
-  @STOREC
-}`))
-			helper(name+"_frag", r.Replace(`__device__ __forceinline__ void @NAME_frag(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, @CDECL) {
-  @LANE
-  unsigned a[4], b[2];
-  for (int r = 0; r < 4; ++r) { /* a[r] holds a(2r) and a(2r+1): rows g, g+8, g, g+8; columns 2t, 2t, 2t+8, 2t+8 and one more */
+  for (int r = 0; r < 4; ++r) {
     const long long row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
     a[r] = (unsigned)A[row * lda + col] | (unsigned)A[row * lda + col + 1] << 16;
   }
+}`))
+	// b[r] holds b(2r) and b(2r+1): rows 2t+8r and the next of B's column
+	// g; transposed, two neighbours of B's row g.
+	helper("loom_mma_ld_b", r.Replace(`__device__ __forceinline__ void loom_mma_ld_b(const unsigned short* B, long long ldb, unsigned b[2]) {
+  @LANE
   for (int r = 0; r < 2; ++r) {
     const long long row = 2 * t + 8 * r;
-    @LOADB
+    b[r] = (unsigned)B[row * ldb + g] | (unsigned)B[(row + 1) * ldb + g] << 16;
   }
+}`))
+	helper("loom_mma_ld_bt", r.Replace(`__device__ __forceinline__ void loom_mma_ld_bt(const unsigned short* B, long long ldb, unsigned b[2]) {
+  @LANE
+  for (int r = 0; r < 2; ++r) {
+    const long long row = 2 * t + 8 * r;
+    b[r] = (unsigned)B[g * ldb + row] | (unsigned)B[g * ldb + row + 1] << 16;
+  }
+}`))
+	// ldmatrix: lane l passes the address of row l % 8 of matrix l / 8;
+	// matrix m lands in register m of every lane, the lane's two
+	// elements of row (lane >> 2), columns 2 (lane & 3) and the next (with
+	// .trans, of column (lane >> 2), rows 2 (lane & 3) and the next): the
+	// mma fragments, when A's matrices are its quarters in the order of
+	// a[], B's its upper and lower halves.
+	helper("loom_mma_ld_a_shared", `__device__ __forceinline__ void loom_mma_ld_a_shared(const unsigned short* A, long long lda, unsigned a[4]) {
+  if ((((unsigned long long)A & 15) | (lda & 7)) != 0) { /* rows not 16-byte aligned */
+    loom_mma_ld_a(A, lda, a);
+    return;
+  }
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31, m = lane >> 3;
+  const unsigned short* row = A + ((lane & 7) + 8 * (m & 1)) * lda + 8 * (m >> 1);
+#ifdef __CUDA_ARCH__
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(loom_smem_addr(row)));
+#else
+  loom_emu_ldmatrix(lane, row, a, 4, 0);
+#endif
+}`)
+	helper("loom_mma_ld_b_shared", `__device__ __forceinline__ void loom_mma_ld_b_shared(const unsigned short* B, long long ldb, unsigned b[2]) {
+  if ((((unsigned long long)B & 15) | (ldb & 7)) != 0) {
+    loom_mma_ld_b(B, ldb, b);
+    return;
+  }
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+  const unsigned short* row = B + (lane & 15) * ldb;
+#ifdef __CUDA_ARCH__
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+               : "=r"(b[0]), "=r"(b[1]) : "r"(loom_smem_addr(row)));
+#else
+  loom_emu_ldmatrix(lane, row, b, 2, 1);
+#endif
+}`)
+	helper("loom_mma_ld_bt_shared", `__device__ __forceinline__ void loom_mma_ld_bt_shared(const unsigned short* B, long long ldb, unsigned b[2]) {
+  if ((((unsigned long long)B & 15) | (ldb & 7)) != 0) {
+    loom_mma_ld_bt(B, ldb, b);
+    return;
+  }
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+  const unsigned short* row = B + (lane & 7) * ldb + 8 * ((lane >> 3) & 1);
+#ifdef __CUDA_ARCH__
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(b[0]), "=r"(b[1]) : "r"(loom_smem_addr(row)));
+#else
+  loom_emu_ldmatrix(lane, row, b, 2, 0);
+#endif
+}`)
+	for _, accName := range []string{"f32", "f16"} {
+		acc := mmaAccs[accName]
+		r := strings.NewReplacer("@ACC", accName, "@CTYPE", acc.cType, "@CDECL", acc.decl("c"), "@LANE", mmaLane, "@LOADC", acc.load, "@STOREC", acc.store)
+		helper("loom_mma_ld_c_"+accName, r.Replace(`__device__ __forceinline__ void loom_mma_ld_c_@ACC(const @CTYPE* C, long long ldc, @CDECL) {
+  @LANE
+  @LOADC
+}`))
+		helper("loom_mma_st_c_"+accName, r.Replace(`__device__ __forceinline__ void loom_mma_st_c_@ACC(@CTYPE* C, long long ldc, const @CDECL) {
+  @LANE
+  @STOREC
+}`))
+	}
+	for _, v := range []struct{ in, acc string }{{"f16", "f32"}, {"bf16", "f32"}, {"f16", "f16"}} {
+		acc := mmaAccs[v.acc]
+		name := mmaIntrinsic{in: v.in, acc: v.acc}.op()
+		r := strings.NewReplacer("@NAME", name, "@CDECL", acc.decl("c"), "@ASM", acc.asm, "@EMU", acc.emu)
+		types := strings.NewReplacer("@IN", v.in, "@BF", map[string]string{"f16": "0", "bf16": "1"}[v.in])
+		helper(name, types.Replace(r.Replace(`__device__ __forceinline__ void @NAME(const unsigned a[4], const unsigned b[2], @CDECL) {
 #ifdef __CUDA_ARCH__
   @ASM
 #else
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
   @EMU
 #endif
-}`))
-			helper(name, r.Replace(`__device__ __forceinline__ void @NAME(const unsigned short* A, long long lda, const unsigned short* B, long long ldb, @CTYPE* C, long long ldc) {
-  @CDECL;
-  @NAME_load(C, ldc, c);
-  @NAME_frag(A, lda, B, ldb, c);
-  @NAME_store(C, ldc, c);
-}`))
-			for _, part := range []string{name + "_load", name + "_store", name + "_frag", name} {
-				helpers[part] = strings.NewReplacer("@IN", v.in, "@BF", map[string]string{"f16": "0", "bf16": "1"}[v.in]).Replace(helpers[part])
-			}
-		}
+}`)))
 	}
-}
-
-// mmaHelper returns the source of an mma helper and its parts, for tests.
-func mmaHelper(in, acc string, bt bool) (string, error) {
-	name := mmaHelperName(in, acc, bt)
-	var srcs []string
-	for _, part := range []string{name + "_load", name + "_store", name + "_frag", name} {
-		src, ok := helpers[part]
-		if !ok {
-			return "", fmt.Errorf("cuda: no mma helper %s", part)
-		}
-		srcs = append(srcs, src)
-	}
-	return strings.Join(srcs, "\n\n"), nil
+	helperDeps["loom_mma_ld_a_shared"] = []string{"loom_mma_ld_a", "loom_smem_addr"}
+	helperDeps["loom_mma_ld_b_shared"] = []string{"loom_mma_ld_b", "loom_smem_addr"}
+	helperDeps["loom_mma_ld_bt_shared"] = []string{"loom_mma_ld_bt", "loom_smem_addr"}
 }

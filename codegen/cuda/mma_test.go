@@ -11,36 +11,122 @@ import (
 	"github.com/loom-go/loom/ast"
 )
 
-// mmaKernel calls the helper of factor type in on tiles with row strides
-// that are not the tiles' widths.
-func mmaKernel(t *testing.T, in string, bt bool) string {
-	t.Helper()
-	h, err := mmaHelper(in, "f32", bt)
-	if err != nil {
-		t.Fatal(err)
+// mmaSource is the source of the named helpers and of those they call,
+// in the prelude's order.
+func mmaSource(names ...string) string {
+	need := map[string]bool{}
+	var add func(string)
+	add = func(n string) {
+		if need[n] {
+			return
+		}
+		need[n] = true
+		for _, d := range helperDeps[n] {
+			add(d)
+		}
 	}
-	ldb := "9"
+	for _, n := range names {
+		add(n)
+	}
+	return prelude(need)
+}
+
+// mmaLayout places the tiles of an mma test: A's rows lda elements
+// apart from element aoff of its array, B's ldb apart from boff; in
+// shared memory when shared (copied there by the kernel).
+type mmaLayout struct {
+	shared               bool
+	lda, aoff, ldb, boff int
+}
+
+// mmaLayouts: tiles in global memory (fragments loaded element by
+// element), in shared memory with rows 16-byte aligned (ldmatrix), and
+// in shared memory unaligned (element by element again).
+func mmaLayouts(bt bool) map[string]mmaLayout {
+	ldb, ldbAligned := 9, 16
 	if bt {
-		ldb = "19"
+		ldb, ldbAligned = 19, 24
 	}
-	return h + "\n\nextern \"C\" __global__ void k(const unsigned short* A, const unsigned short* B, float* C) {\n  " + mmaHelperName(in, "f32", bt) + "(A + 3, 24, B + 1, " + ldb + ", C + 2, 12);\n}\n"
+	return map[string]mmaLayout{
+		"global":           {false, 24, 3, ldb, 1},
+		"shared":           {true, 24, 8, ldbAligned, 8},
+		"shared-unaligned": {true, 24, 3, ldb, 1},
+	}
+}
+
+// mmaKernel runs the helpers of factor type in on tiles laid out as lay,
+// C's rows 12 apart from element 2.
+func mmaKernel(in string, bt bool, lay mmaLayout, kernel string) string {
+	mi := mmaIntrinsic{in: in, acc: "f32", bt: bt}
+	src := mmaSource(mi.loadA(lay.shared), mi.loadB(lay.shared), mi.op(), mi.loadC(), mi.storeC())
+	sizeA, sizeB := 16*lay.lda+lay.aoff, 16*lay.ldb+lay.boff
+	body := ""
+	a, b := "A", "B"
+	if lay.shared {
+		body = fmt.Sprintf(`__shared__ __align__(16) unsigned short As[%d], Bs[%d];
+  for (int i = threadIdx.x; i < %d; i += 32) As[i] = A[i];
+  for (int i = threadIdx.x; i < %d; i += 32) Bs[i] = B[i];
+  __syncthreads();
+  `, sizeA, sizeB, sizeA, sizeB)
+		a, b = "As", "Bs"
+	}
+	return src + fmt.Sprintf(`extern "C" __global__ void %s(const unsigned short* A, const unsigned short* B, float* C) {
+  %sunsigned a[4], b[2];
+  float c[4];
+  %s(%s + %d, %d, a);
+  %s(%s + %d, %d, b);
+  %s(C + 2, 12, c);
+  %s(a, b, c);
+  %s(C + 2, 12, c);
+}
+`, kernel, body, mi.loadA(lay.shared), a, lay.aoff, lay.lda, mi.loadB(lay.shared), b, lay.boff, lay.ldb, mi.loadC(), mi.op(), mi.storeC())
 }
 
 // TestMMAPTX: the mma helpers compile to PTX for sm_80 and sm_90, with the
-// Tensor Core instruction in them.
+// Tensor Core instruction in them, and ldmatrix for tiles in shared
+// memory (transposing B's for a [16, 8] tile).
 func TestMMAPTX(t *testing.T) {
 	for _, in := range []string{"f16", "bf16"} {
 		for _, arch := range []string{"sm_80", "sm_90"} {
-			m := &Module{Func: &ast.Func{Name: "mma_" + in}, Source: mmaKernel(t, in, false) + strings.Replace(mmaKernel(t, in, true), "void k(", "void k2(", 1), Kernels: []*Kernel{{Name: "k"}, {Name: "k2"}}, Arch: arch}
+			var src []string
+			var kernels []*Kernel
+			for _, bt := range []bool{false, true} {
+				for name, lay := range mmaLayouts(bt) {
+					kernel := fmt.Sprintf("k_%s_%v", strings.ReplaceAll(name, "-", "_"), bt)
+					src = append(src, mmaKernel(in, bt, lay, kernel))
+					kernels = append(kernels, &Kernel{Name: kernel})
+				}
+			}
+			// Each kernel brings its helpers; keep the first definition.
+			m := &Module{Func: &ast.Func{Name: "mma_" + in}, Source: dedupHelpers(strings.Join(src, "\n")), Kernels: kernels, Arch: arch}
 			ptx, err := CompilePTX(m)
 			if err != nil {
 				t.Fatalf("%s %s: %v", in, arch, err)
 			}
-			if want := "mma.sync.aligned.m16n8k16.row.col.f32." + in + "." + in + ".f32"; !strings.Contains(ptx, want) {
-				t.Errorf("%s %s: the PTX lacks %s", in, arch, want)
+			for _, want := range []string{"mma.sync.aligned.m16n8k16.row.col.f32." + in + "." + in + ".f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.shared.b16"} {
+				if !strings.Contains(ptx, want) {
+					t.Errorf("%s %s: the PTX lacks %s", in, arch, want)
+				}
 			}
 		}
 	}
+}
+
+// dedupHelpers drops the second definition of a helper from src, whose
+// helpers are blocks separated by blank lines.
+func dedupHelpers(src string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, part := range strings.Split(src, "\n\n") {
+		if strings.HasPrefix(part, "__device__") {
+			if seen[part] {
+				continue
+			}
+			seen[part] = true
+		}
+		out = append(out, part)
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // TestMMAEmulated: a warp of emulated threads runs the helpers on tiles
@@ -58,30 +144,39 @@ func TestMMAEmulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		in string
-		bt bool
-	}{{"f16", false}, {"bf16", false}, {"f16", true}, {"bf16", true}} {
-		in, bt := c.in, c.bt
-		t.Run(fmt.Sprintf("%s/bt=%v", in, bt), func(t *testing.T) {
+	type mmaCase struct {
+		in, layout string
+		bt         bool
+	}
+	var cases []mmaCase
+	for _, in := range []string{"f16", "bf16"} {
+		for _, bt := range []bool{false, true} {
+			for _, layout := range []string{"global", "shared", "shared-unaligned"} {
+				cases = append(cases, mmaCase{in, layout, bt})
+			}
+		}
+	}
+	for _, c := range cases {
+		in, bt, lay := c.in, c.bt, mmaLayouts(c.bt)[c.layout]
+		t.Run(fmt.Sprintf("%s/bt=%v/%s", in, bt, c.layout), func(t *testing.T) {
 			bits := ast.Float16Bits
 			if in == "bf16" {
 				bits = ast.BFloat16Bits
 			}
-			a, b, c := make([]uint16, 16*24+3), make([]uint16, 16*19+1), make([]float32, 16*12+2)
+			a, b, c := make([]uint16, 16*lay.lda+lay.aoff), make([]uint16, 16*lay.ldb+lay.boff), make([]float32, 16*12+2)
 			va := func(i, k int) float64 { return float64((i*7+k*3)%9-4) / 4 }
 			vb := func(k, j int) float64 { return float64((k*5+j*11)%7-3) / 4 }
 			for i := range 16 {
 				for k := range 16 {
-					a[3+i*24+k] = bits(va(i, k))
+					a[lay.aoff+i*lay.lda+k] = bits(va(i, k))
 				}
 			}
 			for k := range 16 {
 				for j := range 8 {
 					if bt {
-						b[1+j*19+k] = bits(vb(k, j))
+						b[lay.boff+j*lay.ldb+k] = bits(vb(k, j))
 					} else {
-						b[1+k*9+j] = bits(vb(k, j))
+						b[lay.boff+k*lay.ldb+j] = bits(vb(k, j))
 					}
 				}
 			}
@@ -104,7 +199,7 @@ func TestMMAEmulated(t *testing.T) {
 					want = append(want, fmt.Sprintf("%g", d))
 				}
 			}
-			prog := string(emu) + "\n#include <cstdio>\n" + mmaKernel(t, in, bt) + fmt.Sprintf(`
+			prog := string(emu) + "\n#include <cstdio>\n" + mmaKernel(in, bt, lay, "k") + fmt.Sprintf(`
 int main() {
   static unsigned short A[] = {%s};
   static unsigned short B[] = {%s};
@@ -136,5 +231,78 @@ int main() {
 				t.Fatalf("%v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestCpAsyncEmulated: in the emulation a cp.async copy lands only when a
+// cp.async.wait_group lets its group land, so a kernel that reads a
+// fetched tile before it waits reads what was there before (as it may on
+// the GPU) and a missing wait shows as a wrong result; wait_group N
+// leaves the N newest groups pending. The helpers compile to PTX with
+// the instructions.
+func TestCpAsyncEmulated(t *testing.T) {
+	src := mmaSource("loom_cp_async", "loom_cp_async_commit", "loom_cp_async_wait") + `
+extern "C" __global__ void k(const float* G, float* out) {
+  __shared__ __align__(16) float s[64];
+  const int i = threadIdx.x;
+  s[i] = -1.0f;
+  s[32 + i] = -1.0f;
+  __syncthreads();
+  loom_cp_async<4>(&s[i], &G[i]);
+  loom_cp_async_commit();
+  loom_cp_async<4>(&s[32 + i], &G[32 + i]);
+  loom_cp_async_commit();
+  out[i] = s[i];             /* before any wait: -1 */
+  loom_cp_async_wait<1>();   /* the first group landed, not the second */
+  out[32 + i] = s[i];
+  out[64 + i] = s[32 + i];
+  loom_cp_async_wait<0>();
+  out[96 + i] = s[32 + i];
+}
+`
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		ptx, err := CompilePTX(&Module{Func: &ast.Func{Name: "cp"}, Source: src, Kernels: []*Kernel{{Name: "k"}}, Arch: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group 1", "cp.async.wait_group 0"} {
+			if !strings.Contains(ptx, want) {
+				t.Errorf("%s: the PTX lacks %s", arch, want)
+			}
+		}
+	}
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ (make tools installs it)")
+	}
+	emu, err := os.ReadFile("../../internal/cudaemu/loom_emu.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := string(emu) + "\n#include <cstdio>\n" + src + `
+int main() {
+  static float G[64], out[128];
+  for (int i = 0; i < 64; ++i) G[i] = (float)i;
+  loom_launch({1, 1, 1}, {32, 1, 1}, [&] { k(G, out); });
+  int bad = 0;
+  for (int i = 0; i < 32; ++i) {
+    const float want[4] = {-1.0f, (float)i, -1.0f, (float)(32 + i)};
+    for (int r = 0; r < 4; ++r)
+      if (out[32 * r + i] != want[r] && bad++ < 5) printf("out[%d][%d] = %g, want %g\n", r, i, out[32 * r + i], want[r]);
+  }
+  return bad != 0;
+}
+`
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cp.cpp")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cp")
+	if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-pthread", "-o", bin, file).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -133,7 +133,18 @@ func (k *kernelWriter) stmt(s ast.Stmt, blockLevel bool) {
 	case *ast.ScheduleBlock:
 		k.scheduleBlock(s)
 	case *ast.Store:
-		k.line("%s = %s;", k.access(s.Buffer, s.Indices), k.toMem(s.Buffer.DType, k.expr(s.Value)))
+		dst := k.access(s.Buffer, s.Indices)
+		if ld, ok := s.Value.(*ast.Load); ok && ld.Buffer.DType == s.Buffer.DType && k.laneLoads[ld] == "" {
+			// A copy moves the encoding as it is.
+			src := k.access(ld.Buffer, ld.Indices)
+			if cp, ok := k.asyncCopy(s.Buffer, ld, int64(s.Buffer.DType.Bytes()), "&"+dst, "&"+src); ok {
+				k.line("%s", cp)
+				return
+			}
+			k.line("%s = %s;", dst, src)
+			return
+		}
+		k.line("%s = %s;", dst, k.toMem(s.Buffer.DType, k.expr(s.Value)))
 	case *ast.IfThenElse:
 		if blockLevel && k.threadDependent(s.Cond) {
 			k.checkNoExchange(s)
@@ -164,7 +175,7 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		k.tensorized(l, name)
 		return
 	}
-	if k.hoistAccumulators(l, blockLevel) {
+	if k.hoistAccumulators(l, blockLevel) || k.pipelined(l, blockLevel) {
 		return
 	}
 	t := k.ctypeOf(l.Var.DType)
@@ -228,7 +239,7 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 	}
 	min, ext := k.expr(l.Min), k.expr(l.Extent)
 	name := k.declare(l.Var)
-	if l.Kind == ast.Unrolled || l.Kind == ast.Vectorized {
+	if l.Kind == ast.Unrolled || l.Kind == ast.Vectorized || k.unroll[l] {
 		k.line("#pragma unroll")
 	}
 	if min == "0" || min == "0LL" {
@@ -378,10 +389,13 @@ func (k *kernelWriter) alloc(a *ast.Alloc, blockLevel bool) {
 // allocsAt declares the buffers compacted at loop l, at the top of its
 // body: a shared one among the kernel's shared arrays, a local one here;
 // the origin of each here.
-func (k *kernelWriter) allocsAt(l *ast.For) {
+func (k *kernelWriter) allocsAt(l *ast.For) { k.allocsAtExcept(l, nil) }
+
+// allocsAtExcept is allocsAt for the buffers not in except.
+func (k *kernelWriter) allocsAtExcept(l *ast.For, except map[*ast.Buffer]bool) {
 	var bufs []*ast.Buffer
 	for b, c := range k.plans {
-		if c.Loop == l {
+		if c.Loop == l && !except[b] {
 			bufs = append(bufs, b)
 		}
 	}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -10,33 +11,36 @@ import (
 
 // Tensorized nests.
 //
-// A loop nest that schedule.Tensorize marked (intrin.AnnotationKey) is one
-// call of its intrinsic's helper (mma.go) instead of its loops: the 32
+// A loop nest that schedule.Tensorize marked (intrin.AnnotationKey) is
+// calls of its intrinsic's helpers (mma.go) instead of its loops: the 32
 // lanes of a warp compute the tile together. So the warp must be the
 // threads that run the nest alike: the block is 32 threads along x, the
 // nest is under no loop bound to threadIdx.x, and each of the y and z
 // axes the block has is bound by a loop around it (a warp a tile). The
 // operands are global or shared buffers (a thread's local copy holds no
 // other lane's results), addressed at the tiles' offsets with their rows'
-// strides (the last dimension's extent).
+// strides (the last dimension's extent); the factors' fragments come from
+// shared memory by ldmatrix.
+//
+// A warp's accumulators stay in its lanes' registers across a serial loop
+// around the nest whose iterations update the same tiles (the k steps of
+// a gemm): loaded before the loop, stored after it. The nest may sit in
+// loops of constant extent inside that loop (a warp tile of several mma
+// tiles: a loop over its rows of tiles, one over its columns): the loops
+// that move the accumulator tile pick one of the lanes' register tiles
+// and are unrolled.
 
-// mmaHelpers are the helpers of the intrinsics codegen/cuda emits.
-var mmaHelpers = map[string]string{
-	"mma_m16n8k16_f16_f32":     mmaHelperName("f16", "f32", false),
-	"mma_m16n8k16_bf16_f32":    mmaHelperName("bf16", "f32", false),
-	"mma_m16n8k16_f16_f16":     mmaHelperName("f16", "f16", false),
-	"mma_m16n8k16_f16_f32_nt":  mmaHelperName("f16", "f32", true),
-	"mma_m16n8k16_bf16_f32_nt": mmaHelperName("bf16", "f32", true),
-	"mma_m16n8k16_f16_f16_nt":  mmaHelperName("f16", "f16", true),
-}
-
-// tensorized prints the nest at l, marked with intrinsic name, as a call
-// of the intrinsic's helper.
+// tensorized prints the nest at l, marked with intrinsic name, as calls of
+// the intrinsic's helpers.
 func (k *kernelWriter) tensorized(l *ast.For, name string) {
 	in, ok := intrin.Lookup(name)
-	helperName := mmaHelpers[name]
-	if !ok || in.Target != "cuda" || helperName == "" {
+	mi, emitted := mmaIntrinsics[name]
+	if !ok || in.Target != "cuda" || !emitted {
 		k.fail(k.errorAt(l, "loop %s is marked for intrinsic %q, which codegen/cuda does not emit (it emits %s)", l.Var.Name, name, strings.Join(mmaNames(), ", ")))
+		return
+	}
+	if k.archNumber() < 80 {
+		k.fail(k.errorAt(l, "loop %s is marked for intrinsic %q, whose mma.sync m16n8k16 needs sm_80 or later, not %s", l.Var.Name, name, k.m.Arch))
 		return
 	}
 	m, err := in.Match(l)
@@ -62,7 +66,9 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 			return
 		}
 	}
-	var args []string
+	type tile struct{ ptr, ld string }
+	tiles := map[string]tile{}
+	shared := map[string]bool{}
 	for _, op := range []string{"A", "B", "C"} {
 		buf := m.Buffers[in.Operands[op]]
 		if buf.Scope != ast.Global && buf.Scope != ast.Shared {
@@ -71,48 +77,101 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 		}
 		bi := k.buffer(buf)
 		// The tile's rows are along the buffer's next-to-last dimension.
-		args = append(args, "&"+k.access(buf, m.Offsets[in.Operands[op]]), "(long long)("+bi.shape[len(bi.shape)-1]+")")
+		tiles[op] = tile{"&" + k.access(buf, m.Offsets[in.Operands[op]]), "(long long)(" + bi.shape[len(bi.shape)-1] + ")"}
+		shared[op] = buf.Scope == ast.Shared
 	}
-	for _, part := range []string{"_load", "_store", "_frag", ""} {
-		k.use(helperName + part)
+	loadA, loadB := mi.loadA(shared["A"]), mi.loadB(shared["B"])
+	for _, h := range []string{loadA, loadB, mi.op()} {
+		k.use(h)
 	}
+	acc := mmaAccs[mi.acc]
+	k.line("{ /* %s: loop %s */", name, l.Var.Name)
+	k.indent++
+	k.line("unsigned loom_a[4], loom_b[2];")
+	k.line("%s(%s, %s, loom_a);", loadA, tiles["A"].ptr, tiles["A"].ld)
+	k.line("%s(%s, %s, loom_b);", loadB, tiles["B"].ptr, tiles["B"].ld)
 	if reg, ok := k.accumulators[l]; ok {
 		// The lanes' accumulators are in registers across the loop around
-		// (hoistAccumulators): only A and B are loaded.
-		k.line("%s_frag(%s, %s); /* %s: loop %s */", helperName, strings.Join(args[:4], ", "), reg, name, l.Var.Name)
-		return
+		// (hoistAccumulators).
+		k.line("%s(loom_a, loom_b, %s);", mi.op(), reg.at(k))
+	} else {
+		k.use(mi.loadC())
+		k.use(mi.storeC())
+		k.line("%s;", acc.decl("loom_c"))
+		k.line("%s(%s, %s, loom_c);", mi.loadC(), tiles["C"].ptr, tiles["C"].ld)
+		k.line("%s(loom_a, loom_b, loom_c);", mi.op())
+		k.line("%s(%s, %s, loom_c);", mi.storeC(), tiles["C"].ptr, tiles["C"].ld)
 	}
-	k.line("%s(%s); /* %s: loop %s */", helperName, strings.Join(args, ", "), name, l.Var.Name)
+	k.indent--
+	k.line("}")
 }
 
-// hoistAccumulators prints serial loop l, whose body holds one tensorized
-// nest whose accumulator tile does not move with l (the k steps of a
-// gemm) and nothing else that touches the accumulators' buffer, with the lanes' accumulators loaded into registers before it and
-// stored after it, the nest only loading its factors; it reports whether
-// l is such a loop (else it prints nothing).
+// archNumber is the module's compute capability as a number (80 for
+// sm_80), 0 when it does not read as one.
+func (k *kernelWriter) archNumber() int {
+	var n int
+	if _, err := fmt.Sscanf(k.m.Arch, "sm_%d", &n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// registerTiles are a lane's accumulators of one tensorized nest, kept in
+// registers across a loop: an array of register tiles, one per value of
+// the loops that move the nest's accumulator tile.
+type registerTiles struct {
+	name  string
+	loops []*ast.For // the loops that pick the tile, outermost first
+	exts  []int64
+	mins  []int64
+}
+
+// at is the C of the register tile for the current iteration of the
+// loops.
+func (r *registerTiles) at(k *kernelWriter) string {
+	if len(r.loops) == 0 {
+		return r.name + "[0]"
+	}
+	idx := ""
+	for i, l := range r.loops {
+		v := k.names[l.Var.Name]
+		if r.mins[i] != 0 {
+			v = fmt.Sprintf("(%s - %d)", v, r.mins[i])
+		}
+		if i == 0 {
+			idx = v
+			continue
+		}
+		idx = fmt.Sprintf("(%s) * %d + %s", idx, r.exts[i], v)
+	}
+	return r.name + "[" + idx + "]"
+}
+
+// maxRegisterTiles bounds the accumulator registers a lane keeps across a
+// loop (tiles × registers a tile): past it, the accumulators go through
+// memory at every step instead of spilling.
+const maxRegisterTiles = 128
+
+// hoistAccumulators prints serial loop l, which holds one tensorized nest
+// whose accumulator tile does not move with l (the k steps of a gemm),
+// perhaps inside loops of constant extent, and nothing else that touches
+// the accumulators' buffer, with the lanes' accumulators loaded into
+// registers before it and stored after it, the nest only loading its
+// factors; it reports whether l is such a loop (else it prints nothing).
 func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	if l.Kind != ast.Serial || k.hoisted[l] {
 		return false
 	}
-	// One tensorized nest among the statements of l's body (the others:
-	// the fetches of its factors' tiles, say).
-	var nest *ast.For
-	for _, st := range flatten(l.Body) {
-		if f, ok := st.(*ast.For); ok {
-			if _, ok := f.Annotations[intrin.AnnotationKey].(string); ok {
-				if nest != nil {
-					return false
-				}
-				nest = f
-			}
-		}
-	}
+	nest, path := tensorizedNest(l)
 	if nest == nil {
 		return false
 	}
-	name, ok := nest.Annotations[intrin.AnnotationKey].(string)
-	helperName := mmaHelpers[name]
-	if !ok || helperName == "" {
+	if _, outer := k.accumulators[nest]; outer {
+		return false // a loop around l keeps them in registers already
+	}
+	name, _ := nest.Annotations[intrin.AnnotationKey].(string)
+	mi, ok := mmaIntrinsics[name]
+	if !ok {
 		return false
 	}
 	in, _ := intrin.Lookup(name)
@@ -121,57 +180,180 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 		return false // tensorized says why
 	}
 	c := in.Operands["C"]
-	for _, off := range m.Offsets[c] {
-		if ast.Mentions(off, l.Var.Name) {
-			return false
-		}
-	}
 	buf := m.Buffers[c]
 	if buf.Scope != ast.Global && buf.Scope != ast.Shared {
 		return false // tensorized says why
 	}
-	for _, st := range flatten(l.Body) {
-		if st != ast.Stmt(nest) && touches(st, buf) {
-			return false // the tile in memory must be current for it
+	mentioned := func(v *ast.Var) bool {
+		return slices.ContainsFunc(m.Offsets[c], func(off ast.Expr) bool { return ast.Mentions(off, v.Name) })
+	}
+	if mentioned(l.Var) {
+		return false
+	}
+	acc := mmaAccs[mi.acc]
+	k.tmp++
+	reg := &registerTiles{name: fmt.Sprintf("loom_acc%d", k.tmp)}
+	tiles := int64(1)
+	for _, p := range path {
+		if !mentioned(p.Var) {
+			continue
+		}
+		min, okMin := ast.ConstIntValue(ast.Simplify(p.Min))
+		ext, okExt := ast.ConstIntValue(ast.Simplify(p.Extent))
+		if !okMin || !okExt || ext < 1 {
+			return false
+		}
+		reg.loops, reg.mins, reg.exts = append(reg.loops, p), append(reg.mins, min), append(reg.exts, ext)
+		tiles *= ext
+	}
+	if tiles*int64(acc.n) > maxRegisterTiles {
+		return false
+	}
+	if touchesOutside(l.Body, buf, nest) {
+		return false // the tile in memory must be current for it
+	}
+	// The offsets of the accumulator tile mention, of the loops inside l,
+	// only those that pick a register tile (a variable bound between l and
+	// the nest would be unknown before l).
+	for _, off := range m.Offsets[c] {
+		unknown := false
+		ast.Inspect(off, func(n ast.Node) bool {
+			if v, ok := n.(*ast.Var); ok && declaredInside(l, v.Name) && !slices.ContainsFunc(reg.loops, func(p *ast.For) bool { return p.Var.Name == v.Name }) {
+				unknown = true
+			}
+			return !unknown
+		})
+		if unknown {
+			return false
 		}
 	}
 	bi := k.buffer(buf)
-	cPtr, ldc := "&"+k.access(buf, m.Offsets[c]), "(long long)("+bi.shape[len(bi.shape)-1]+")"
-	k.tmp++
-	reg := fmt.Sprintf("loom_acc%d", k.tmp)
-	acc := mmaAccs["f32"]
-	if buf.DType == ast.Float16 {
-		acc = mmaAccs["f16"]
-	}
+	ldc := "(long long)(" + bi.shape[len(bi.shape)-1] + ")"
+	k.use(mi.loadC())
+	k.use(mi.storeC())
 	k.line("{")
 	k.indent++
-	k.line("%s;", strings.ReplaceAll(acc.decl, "@R", reg))
-	k.line("%s_load(%s, %s, %s);", helperName, cPtr, ldc, reg)
+	k.line("%s[%d][%d];", acc.reg+" "+reg.name, tiles, acc.n)
+	// move prints the load or store of every register tile.
+	move := func(helper string) {
+		saved := k.savedNames()
+		for i, p := range reg.loops {
+			v := k.declare(p.Var)
+			k.line("#pragma unroll")
+			k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, reg.mins[i], v, reg.mins[i]+reg.exts[i], v)
+			k.indent++
+		}
+		k.line("%s(&%s, %s, %s);", helper, k.access(buf, m.Offsets[c]), ldc, reg.at(k))
+		for range reg.loops {
+			k.indent--
+			k.line("}")
+		}
+		k.restoreNames(saved)
+	}
+	move(mi.loadC())
 	k.hoisted[l], k.accumulators[nest] = true, reg
+	for _, p := range reg.loops {
+		k.unroll[p] = true
+	}
 	k.loop(l, blockLevel)
 	delete(k.hoisted, l)
 	delete(k.accumulators, nest)
-	k.line("%s_store(%s, %s, %s);", helperName, cPtr, ldc, reg)
+	for _, p := range reg.loops {
+		delete(k.unroll, p)
+	}
+	move(mi.storeC())
 	k.indent--
 	k.line("}")
 	return true
 }
 
+// tensorizedNest returns the one tensorized nest inside loop l and the
+// loops between them (outermost first), or nil when there is none, more
+// than one, or one under something other than loops of l's body, serial
+// or unrolled, not bound to threads.
+func tensorizedNest(l *ast.For) (*ast.For, []*ast.For) {
+	var nest *ast.For
+	var path []*ast.For
+	count := 0
+	var walk func(s ast.Stmt, around []*ast.For)
+	walk = func(s ast.Stmt, around []*ast.For) {
+		for _, st := range flatten(s) {
+			f, ok := st.(*ast.For)
+			if !ok {
+				ast.Inspect(st, func(n ast.Node) bool {
+					if g, ok := n.(*ast.For); ok {
+						if _, ok := g.Annotations[intrin.AnnotationKey].(string); ok {
+							count += 2 // a nest under a block or condition: not ours
+						}
+					}
+					return true
+				})
+				continue
+			}
+			if _, ok := f.Annotations[intrin.AnnotationKey].(string); ok {
+				count++
+				nest, path = f, slices.Clone(around)
+				continue
+			}
+			if f.Kind != ast.Serial && f.Kind != ast.Unrolled {
+				ast.Inspect(f, func(n ast.Node) bool {
+					if g, ok := n.(*ast.For); ok {
+						if _, ok := g.Annotations[intrin.AnnotationKey].(string); ok {
+							count += 2
+						}
+					}
+					return true
+				})
+				continue
+			}
+			walk(f.Body, append(around, f))
+		}
+	}
+	walk(l.Body, nil)
+	if count != 1 {
+		return nil, nil
+	}
+	return nest, path
+}
+
+// declaredInside reports whether name is a loop variable or block
+// iteration variable declared inside loop l.
+func declaredInside(l *ast.For, name string) bool {
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			found = found || n.Var.Name == name
+		case *ast.ScheduleBlock:
+			for _, it := range n.Iters {
+				found = found || it.Var.Name == name
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 func mmaNames() []string {
 	var out []string
 	for _, n := range intrin.Names() {
-		if mmaHelpers[n] != "" {
+		if _, ok := mmaIntrinsics[n]; ok {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// touches reports whether s loads or stores buf.
-func touches(s ast.Stmt, buf *ast.Buffer) bool {
+// touchesOutside reports whether s loads or stores buf outside statement
+// except.
+func touchesOutside(s ast.Stmt, buf *ast.Buffer, except ast.Stmt) bool {
 	found := false
 	ast.Inspect(s, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.For:
+			if ast.Stmt(n) == except {
+				return false
+			}
 		case *ast.Load:
 			found = found || n.Buffer.Name == buf.Name
 		case *ast.Store:

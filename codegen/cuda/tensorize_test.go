@@ -80,7 +80,7 @@ func TestTensorCoreGemm(t *testing.T) {
 			}
 			// The accumulators stay in registers across the k steps:
 			// loaded before their loop, the nest loads A and B only.
-			if !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_load(&") || !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32_frag(&") {
+			if !strings.Contains(m.Source, "loom_mma_ld_c_f32(&") || !strings.Contains(m.Source, "loom_mma_m16n8k16_"+short+"_f32(loom_a, loom_b, loom_acc") {
 				t.Fatalf("no mma call with its accumulators in registers:\n%s", m.Source)
 			}
 			bits := ast.Float16Bits

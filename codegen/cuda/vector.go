@@ -110,7 +110,7 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 		return false
 	}
 	b, ok := body[0].(*ast.ScheduleBlock)
-	if !ok || b.Init != nil || b.Predicate != nil {
+	if !ok || b.Init != nil {
 		return false
 	}
 	store, ok := b.Body.(*ast.Store)
@@ -152,6 +152,14 @@ func (k *kernelWriter) vectorLoop(l *ast.For, blockLevel bool) bool {
 			}
 		}
 		return moves, true
+	}
+	if b.Predicate != nil {
+		// A predicate that holds for all the lanes or none (a tail of the
+		// threads, not of the lanes) guards the vector code as a whole.
+		at := ast.Substitute(b.Predicate, bindings)
+		if ast.Mentions(at, l.Var.Name) {
+			return false
+		}
 	}
 	moves, ok := along(store.Indices)
 	if !ok || !moves || !vectorScope(store.Buffer) {
@@ -261,16 +269,31 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, n int64
 		}
 		k.line("%s* %s;", k.memTypeOf(a.buf.DType), a.ptr)
 	}
-	// The addresses at the first lane.
+	// The addresses at the first lane, and the predicate.
 	var addressed []ast.Expr
 	for _, a := range accesses {
 		addressed = append(addressed, a.indices...)
+	}
+	guard := ""
+	if b.Predicate != nil {
+		k.tmp++
+		guard = fmt.Sprintf("loom_vg%d", k.tmp)
+		k.line("bool %s;", guard)
+		addressed = append(addressed, b.Predicate)
 	}
 	k.lane(l, b, 0, addressed, nil, func() {
 		for _, a := range accesses {
 			k.line("%s = &%s;", a.ptr, k.access(a.buf, a.indices))
 		}
+		if guard != "" {
+			k.line("%s = %s;", guard, k.expr(b.Predicate))
+		}
 	})
+	if guard != "" {
+		k.line("if (%s) {", guard)
+		k.indent++
+		defer func() { k.indent--; k.line("}") }()
+	}
 	var tests []string
 	for _, a := range accesses {
 		if !a.aligned {
@@ -281,10 +304,34 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, n int64
 		k.line("if (%s) {", strings.Join(tests, " && "))
 		k.indent++
 	}
+	out := accesses[0].kind
+	if len(accesses) == 2 && store.Value == ast.Expr(accesses[1].load) && accesses[1].kind == out {
+		// A copy moves the vector as it is.
+		src := accesses[1]
+		if cp, ok := k.asyncCopy(store.Buffer, store.Value, out.bytes(), accesses[0].ptr, src.ptr); ok {
+			k.line("%s", cp)
+		} else {
+			// Through the components: a copy of the whole struct may
+			// become narrower moves.
+			k.tmp++
+			v := fmt.Sprintf("loom_vc%d", k.tmp)
+			k.line("const %s %s = *reinterpret_cast<const %s*>(%s);", out.name, v, out.name, src.ptr)
+			value := v
+			if words := out.bytes() / 4; words > 1 {
+				var parts []string
+				for w := range words {
+					parts = append(parts, v+"."+xyzw[w])
+				}
+				value = out.name + "{" + strings.Join(parts, ", ") + "}"
+			}
+			k.line("*reinterpret_cast<%s*>(%s) = %s;", out.name, accesses[0].ptr, value)
+		}
+		k.scalarFallback(l, tests)
+		return
+	}
 	for _, a := range accesses[1:] {
 		k.line("const %s %s = *reinterpret_cast<const %s*>(%s);", a.kind.name, a.value, a.kind.name, a.ptr)
 	}
-	out := accesses[0].kind
 	k.tmp++
 	result := fmt.Sprintf("loom_vr%d", k.tmp)
 	half := isHalf(out.dt)
@@ -322,6 +369,13 @@ func (k *kernelWriter) printVectorLoop(l *ast.For, b *ast.ScheduleBlock, n int64
 	} else {
 		k.line("*reinterpret_cast<%s*>(%s) = %s;", out.name, accesses[0].ptr, result)
 	}
+	k.scalarFallback(l, tests)
+}
+
+// scalarFallback ends the vector code of loop l, under the alignment
+// tests when there are any, with the loop as scalar code for the
+// addresses that fail them.
+func (k *kernelWriter) scalarFallback(l *ast.For, tests []string) {
 	if len(tests) == 0 {
 		return
 	}

@@ -160,6 +160,54 @@ static void loom_emu_mma_m16n8k16_f16acc(int lane, const unsigned a[4], const un
   for (int r = 0; r < 2; ++r) c[r] = (unsigned)loom_emu_to_half(f[2 * r]) | (unsigned)loom_emu_to_half(f[2 * r + 1]) << 16;
 }
 
+// loom_emu_ldmatrix stands in for ldmatrix.sync.aligned.m8n8.xNUM.b16
+// (.trans when trans): every lane passes the address of a row, lane l
+// row l % 8 of matrix l / 8, and gets in register m the two elements of
+// matrix m at row lane >> 2, columns 2 (lane & 3) and the next (with
+// .trans, at column lane >> 2, rows 2 (lane & 3) and the next), the
+// lower-numbered in the low half.
+static void loom_emu_ldmatrix(int lane, const unsigned short* row, unsigned* regs, int num, int trans) {
+  loom_warp* w = loom_warps[loom_lane_id / 32].get();
+  w->slot[lane] = (unsigned long long)row;
+  w->bar.arrive_and_wait();
+  for (int m = 0; m < num; ++m) {
+    unsigned short e[2];
+    for (int i = 0; i < 2; ++i) {
+      int r = trans ? 2 * (lane & 3) + i : lane >> 2, c = trans ? lane >> 2 : 2 * (lane & 3) + i;
+      e[i] = ((const unsigned short*)w->slot[8 * m + r])[c];
+    }
+    regs[m] = (unsigned)e[0] | (unsigned)e[1] << 16;
+  }
+  w->bar.arrive_and_wait();
+}
+
+// cp.async: each thread's copies wait in its queue until a
+// cp.async.wait_group lets them land (the source is read when the copy
+// is issued), so a kernel that reads a tile before it waits for it reads
+// what was there before, as it might on the GPU.
+struct loom_cp {
+  void* dst;
+  unsigned char data[16];
+  int n;
+};
+static thread_local std::vector<loom_cp> loom_cp_open;
+static thread_local std::vector<std::vector<loom_cp>> loom_cp_groups;
+static void loom_emu_cp_async(void* dst, const void* src, int n) {
+  loom_cp c{dst, {}, n};
+  std::memcpy(c.data, src, n);
+  loom_cp_open.push_back(c);
+}
+static void loom_emu_cp_commit() {
+  loom_cp_groups.push_back(std::move(loom_cp_open));
+  loom_cp_open.clear();
+}
+static void loom_emu_cp_wait(int pending) {
+  while ((int)loom_cp_groups.size() > pending) {
+    for (auto& c : loom_cp_groups.front()) std::memcpy(c.dst, c.data, c.n);
+    loom_cp_groups.erase(loom_cp_groups.begin());
+  }
+}
+
 // loom_launch runs kernel over a grid of blocks of threads.
 template <class F>
 static void loom_launch(loom_dim3 grid, loom_dim3 block, F kernel) {

@@ -42,13 +42,8 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel0(float* __restri
                   loom_vp1 = &A_shared[((v0_1 - A_shared_o0)) * 16 + (v1_1 - A_shared_o1)];
                   loom_vp2 = &A[(v0_1) * 128 + v1_1];
                 }
-                const float4 loom_vv2 = *reinterpret_cast<const float4*>(loom_vp2);
-                float4 loom_vr3;
-                loom_vr3.x = loom_vv2.x;
-                loom_vr3.y = loom_vv2.y;
-                loom_vr3.z = loom_vv2.z;
-                loom_vr3.w = loom_vv2.w;
-                *reinterpret_cast<float4*>(loom_vp1) = loom_vr3;
+                const float4 loom_vc3 = *reinterpret_cast<const float4*>(loom_vp2);
+                *reinterpret_cast<float4*>(loom_vp1) = float4{loom_vc3.x, loom_vc3.y, loom_vc3.z, loom_vc3.w};
               }
             }
           }
@@ -68,13 +63,8 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel0(float* __restri
                   loom_vp4 = &B_shared[((v0_2 - B_shared_o0)) * 64 + (v1_2 - B_shared_o1)];
                   loom_vp5 = &B[(v0_2) * 128 + v1_2];
                 }
-                const float4 loom_vv5 = *reinterpret_cast<const float4*>(loom_vp5);
-                float4 loom_vr6;
-                loom_vr6.x = loom_vv5.x;
-                loom_vr6.y = loom_vv5.y;
-                loom_vr6.z = loom_vv5.z;
-                loom_vr6.w = loom_vv5.w;
-                *reinterpret_cast<float4*>(loom_vp4) = loom_vr6;
+                const float4 loom_vc6 = *reinterpret_cast<const float4*>(loom_vp5);
+                *reinterpret_cast<float4*>(loom_vp4) = float4{loom_vc6.x, loom_vc6.y, loom_vc6.z, loom_vc6.w};
               }
             }
           }
