@@ -103,7 +103,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 				return nil, &Error{Func: f.Name, Reason: fmt.Sprintf("%s buffer %s is declared outside every kernel, and the region one block (or thread) uses of it cannot be found: compute its producer at a loop under the blockIdx loops", a.Buffer.Scope, a.Buffer.Name), At: ast.Print(s)}
 			}
 		}
-		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, accumulators: map[*ast.For]*registerTiles{}, hoisted: map[*ast.For]bool{}, unroll: map[*ast.For]bool{}, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
+		kw := &kernelWriter{f: f, m: m, plans: plans, model: model, names: map[string]string{}, used: used, accumulators: map[*ast.For]*registerTiles{}, hoisted: map[*ast.For]bool{}, unroll: map[*ast.For]bool{}, fragments: map[*ast.For]map[string]*registerTiles{}, preload: map[*ast.For]func(){}, name: fmt.Sprintf("%s_kernel%d", f.Name, len(m.Kernels))}
 		src, k, err := kw.kernel(s)
 		if err != nil {
 			return nil, err
@@ -321,6 +321,11 @@ type kernelWriter struct {
 	accumulators map[*ast.For]*registerTiles
 	hoisted      map[*ast.For]bool
 	unroll       map[*ast.For]bool
+	// fragments are the factors' fragments of those nests, by operand (A,
+	// B), loaded before the loops of the warp tile once for all its mma
+	// tiles; preload prints those loads before a loop.
+	fragments map[*ast.For]map[string]*registerTiles
+	preload   map[*ast.For]func()
 
 	pending access     // shared and global accesses since the last barrier
 	guarded bool       // inside a thread loop's guard

@@ -90,12 +90,44 @@ func accessesOf(s ast.Stmt) access {
 	return a
 }
 
+// memAccessesOf is accessesOf less the accumulators of tensorized nests
+// kept in registers while they print (hoistAccumulators): the nests do
+// not touch them in memory.
+func (k *kernelWriter) memAccessesOf(s ast.Stmt) access {
+	a := accessesOf(s)
+	if len(k.accumulators) == 0 {
+		return a
+	}
+	other := newAccess() // of the statements outside the nests
+	ast.Inspect(s, func(n ast.Node) bool {
+		if f, ok := n.(*ast.For); ok {
+			if _, kept := k.accumulators[f]; kept {
+				return false
+			}
+		}
+		if b, ok := n.(*ast.ScheduleBlock); ok {
+			other.add(accessesOf(b))
+			return false
+		}
+		return true
+	})
+	for _, r := range k.accumulators {
+		if !other.reads[r.buf] {
+			delete(a.reads, r.buf)
+		}
+		if !other.writes[r.buf] {
+			delete(a.writes, r.buf)
+		}
+	}
+	return a
+}
+
 // stmts prints a list of statements; at block level it places barriers.
 func (k *kernelWriter) stmts(list []ast.Stmt, blockLevel bool) {
 	saved := k.savedNames()
 	for _, s := range list {
 		if blockLevel {
-			a := accessesOf(s)
+			a := k.memAccessesOf(s)
 			if k.pending.conflicts(a) {
 				k.line("__syncthreads();")
 				k.pending = newAccess()
@@ -237,6 +269,9 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 	if l.Kind == ast.Vectorized && k.vectorLoop(l, blockLevel) {
 		return
 	}
+	if p := k.preload[l]; p != nil {
+		p()
+	}
 	min, ext := k.expr(l.Min), k.expr(l.Extent)
 	name := k.declare(l.Var)
 	if l.Kind == ast.Unrolled || l.Kind == ast.Vectorized || k.unroll[l] {
@@ -254,7 +289,7 @@ func (k *kernelWriter) loop(l *ast.For, blockLevel bool) {
 		k.stmts(flatten(l.Body), true)
 		// The next iteration after this one, if it depends on this one
 		// through memory the threads share.
-		if k.pending.conflicts(accessesOf(l.Body)) && k.acrossIterations(l) {
+		if k.pending.conflicts(k.memAccessesOf(l.Body)) && k.acrossIterations(l) {
 			k.line("__syncthreads();")
 			k.pending = newAccess()
 		}

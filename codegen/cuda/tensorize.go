@@ -87,19 +87,26 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 	acc := mmaAccs[mi.acc]
 	k.line("{ /* %s: loop %s */", name, l.Var.Name)
 	k.indent++
-	k.line("unsigned loom_a[4], loom_b[2];")
-	k.line("%s(%s, %s, loom_a);", loadA, tiles["A"].ptr, tiles["A"].ld)
-	k.line("%s(%s, %s, loom_b);", loadB, tiles["B"].ptr, tiles["B"].ld)
+	// The fragments: loaded here, or before the warp tile's loops.
+	frag := map[string]string{"A": "loom_a", "B": "loom_b"}
+	for _, op := range []string{"A", "B"} {
+		if f := k.fragments[l][op]; f != nil {
+			frag[op] = f.at(k)
+			continue
+		}
+		k.line("unsigned %s[%d];", frag[op], map[string]int{"A": 4, "B": 2}[op])
+		k.line("%s(%s, %s, %s);", map[string]string{"A": loadA, "B": loadB}[op], tiles[op].ptr, tiles[op].ld, frag[op])
+	}
 	if reg, ok := k.accumulators[l]; ok {
 		// The lanes' accumulators are in registers across the loop around
 		// (hoistAccumulators).
-		k.line("%s(loom_a, loom_b, %s);", mi.op(), reg.at(k))
+		k.line("%s(%s, %s, %s);", mi.op(), frag["A"], frag["B"], reg.at(k))
 	} else {
 		k.use(mi.loadC())
 		k.use(mi.storeC())
 		k.line("%s;", acc.decl("loom_c"))
 		k.line("%s(%s, %s, loom_c);", mi.loadC(), tiles["C"].ptr, tiles["C"].ld)
-		k.line("%s(loom_a, loom_b, loom_c);", mi.op())
+		k.line("%s(%s, %s, loom_c);", mi.op(), frag["A"], frag["B"])
 		k.line("%s(%s, %s, loom_c);", mi.storeC(), tiles["C"].ptr, tiles["C"].ld)
 	}
 	k.indent--
@@ -120,6 +127,7 @@ func (k *kernelWriter) archNumber() int {
 // registers across a loop: an array of register tiles, one per value of
 // the loops that move the nest's accumulator tile.
 type registerTiles struct {
+	buf   *ast.Buffer // the tiles' buffer in memory
 	name  string
 	loops []*ast.For // the loops that pick the tile, outermost first
 	exts  []int64
@@ -192,7 +200,7 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	}
 	acc := mmaAccs[mi.acc]
 	k.tmp++
-	reg := &registerTiles{name: fmt.Sprintf("loom_acc%d", k.tmp)}
+	reg := &registerTiles{buf: buf, name: fmt.Sprintf("loom_acc%d", k.tmp)}
 	tiles := int64(1)
 	for _, p := range path {
 		if !mentioned(p.Var) {
@@ -255,9 +263,14 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	for _, p := range reg.loops {
 		k.unroll[p] = true
 	}
+	at := k.planFragments(nest, path, reg, mi, in, m)
 	k.loop(l, blockLevel)
 	delete(k.hoisted, l)
 	delete(k.accumulators, nest)
+	delete(k.fragments, nest)
+	if at != nil {
+		delete(k.preload, at)
+	}
 	for _, p := range reg.loops {
 		delete(k.unroll, p)
 	}
@@ -265,6 +278,91 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	k.indent--
 	k.line("}")
 	return true
+}
+
+// maxFragmentRegisters bounds the registers of a factor's fragments
+// loaded for a whole warp tile.
+const maxFragmentRegisters = 32
+
+// planFragments arranges for nest's factors' fragments to be loaded once
+// for the whole warp tile: before the loops of path (the loops from the
+// hoisted loop down to the nest) that pick the register tile and are the
+// innermost ones, into register arrays indexed by those of them the
+// factor's tile moves with (A with the rows of tiles, B with the
+// columns), instead of once per mma tile. It returns the loop the loads
+// go before, or nil when there is none.
+func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *registerTiles, mi mmaIntrinsic, in *intrin.Intrinsic, m *intrin.Match) *ast.For {
+	h := len(path)
+	for h > 0 && slices.Contains(reg.loops, path[h-1]) {
+		h--
+	}
+	if h == len(path) {
+		return nil
+	}
+	inner := path[h:]
+	plan := map[string]*registerTiles{}
+	loaders := map[string]string{}
+	for _, op := range []string{"A", "B"} {
+		x := in.Operands[op]
+		buf := m.Buffers[x]
+		if buf.Scope != ast.Global && buf.Scope != ast.Shared {
+			return nil // tensorized says why
+		}
+		k.tmp++
+		ft := &registerTiles{name: fmt.Sprintf("loom_frag%s%d", strings.ToLower(op), k.tmp)}
+		n := int64(map[string]int{"A": 4, "B": 2}[op])
+		for _, p := range inner {
+			if slices.ContainsFunc(m.Offsets[x], func(off ast.Expr) bool { return ast.Mentions(off, p.Var.Name) }) {
+				j := slices.Index(reg.loops, p)
+				ft.loops, ft.mins, ft.exts = append(ft.loops, p), append(ft.mins, reg.mins[j]), append(ft.exts, reg.exts[j])
+				n *= reg.exts[j]
+			}
+		}
+		if n > maxFragmentRegisters {
+			continue
+		}
+		plan[op] = ft
+		if op == "A" {
+			loaders[op] = mi.loadA(buf.Scope == ast.Shared)
+		} else {
+			loaders[op] = mi.loadB(buf.Scope == ast.Shared)
+		}
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+	k.fragments[nest] = plan
+	at := inner[0]
+	k.preload[at] = func() {
+		for _, op := range []string{"A", "B"} {
+			ft := plan[op]
+			if ft == nil {
+				continue
+			}
+			x := in.Operands[op]
+			buf := m.Buffers[x]
+			bi := k.buffer(buf)
+			tiles := int64(1)
+			for _, e := range ft.exts {
+				tiles *= e
+			}
+			k.line("unsigned %s[%d][%d];", ft.name, tiles, map[string]int{"A": 4, "B": 2}[op])
+			saved := k.savedNames()
+			for i, p := range ft.loops {
+				v := k.declare(p.Var)
+				k.line("#pragma unroll")
+				k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, ft.mins[i], v, ft.mins[i]+ft.exts[i], v)
+				k.indent++
+			}
+			k.line("%s(&%s, (long long)(%s), %s);", loaders[op], k.access(buf, m.Offsets[x]), bi.shape[len(bi.shape)-1], ft.at(k))
+			for range ft.loops {
+				k.indent--
+				k.line("}")
+			}
+			k.restoreNames(saved)
+		}
+	}
+	return at
 }
 
 // tensorizedNest returns the one tensorized nest inside loop l and the
