@@ -1,18 +1,33 @@
 package autotune
 
+import "fmt"
+
 // GPU describes a CUDA device for the GPU rules: how many threads a block
-// may have and how much shared memory, and the warp a block's thread count
-// should be a multiple of.
+// may have and how much shared memory, the warp a block's thread count
+// should be a multiple of, and the compute capability (80 for sm_80),
+// which says what instructions the kernels may use: Tensor Cores'
+// mma.sync m16n8k16 and cp.async from 80 on.
 type GPU struct {
 	MaxThreadsPerBlock int
 	MaxSharedBytes     int
 	WarpSize           int
+	Arch               int
 }
 
-// CUDATarget is the target of the GPU rules on any NVIDIA GPU since sm_50:
-// 1024 threads and 48 KiB of static shared memory per block, warps of 32.
-func CUDATarget() Target {
-	return Target{GPU: &GPU{MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, WarpSize: 32}}
+// CUDATarget is the target of the GPU rules on an NVIDIA GPU of compute
+// capability 8.0 (sm_80, codegen/cuda's default) or later: 1024 threads
+// and 48 KiB of static shared memory per block, warps of 32.
+func CUDATarget() Target { return CUDATargetFor("sm_80") }
+
+// CUDATargetFor is CUDATarget for a device of compute capability arch
+// ("sm_75", "sm_90"); an arch that does not read as one is taken for
+// sm_50, which rules out every instruction of later ones.
+func CUDATargetFor(arch string) Target {
+	n := 50
+	if _, err := fmt.Sscanf(arch, "sm_%d", &n); err != nil || n < 50 {
+		n = 50
+	}
+	return Target{GPU: &GPU{MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, WarpSize: 32, Arch: n}}
 }
 
 // GPURules are the rules for CUDA, in the order they are applied to each

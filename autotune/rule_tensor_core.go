@@ -111,7 +111,7 @@ func tensorCoreShapes(m, n, k, batch, accRegs, maxShared int64) []tensorCoreShap
 }
 
 func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) error {
-	if t.GPU == nil || t.GPU.WarpSize != 32 {
+	if t.GPU == nil || t.GPU.WarpSize != 32 || t.GPU.Arch < 80 {
 		return errSkip
 	}
 	bi, err := info(s, b)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -30,7 +31,8 @@ import (
 //     threads read next, its loops fused and split over the block's
 //     threads (a cooperative fetch), each thread copying 1, 2 or 4
 //     consecutive elements at once (sampled; a float2 or float4 access),
-//     and the threads then read the tile.
+//     and the threads then read the tile; the fetches may run a step
+//     ahead (a software pipeline, sampled: pipeline).
 //
 // A sample whose threads exceed the target's block or whose tiles exceed
 // its shared memory is dropped.
@@ -178,7 +180,27 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	if shared > int64(t.GPU.MaxSharedBytes) {
 		return fmt.Errorf("the shared tiles take %d bytes, more than %d", shared, t.GPU.MaxSharedBytes)
 	}
-	return nil
+	return pipeline(s, t, r0[len(r0)-1], shared)
+}
+
+// pipeline samples whether the fetches at loop l (shared bytes a step)
+// run a step ahead of their use, a software pipeline of two stages
+// (cuda.PipelineKey): on devices with cp.async (sm_80), when l has two
+// steps or more and the shared memory holds two copies of the tiles.
+// Default pipelines wherever it can.
+func pipeline(s *schedule.Schedule, t Target, l schedule.Loop, shared int64) error {
+	steps, ok := s.Extent(l)
+	if t.GPU.Arch < 80 || !ok || steps < 2 || 2*shared > int64(t.GPU.MaxSharedBytes) {
+		return nil
+	}
+	stages, err := choose(s, t, []int64{1, 2}, 1)
+	if err != nil {
+		return err
+	}
+	if stages.Int() < 2 {
+		return nil
+	}
+	return s.AnnotateLoopBy(l, cuda.PipelineKey, stages)
 }
 
 // fetchVectorLanes are the elements each thread copies at once in a

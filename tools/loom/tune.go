@@ -144,7 +144,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		runner := t.runner.(*autotune.ProcessRunner)
 		runner.Target = "cuda"
 		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
-		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATarget(), autotune.CUDATargetKey(dev.Arch())
+		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATargetFor(dev.Arch()), autotune.CUDATargetKey(dev.Arch())
 		t.arch = dev.Arch()
 	}
 	status := 0
