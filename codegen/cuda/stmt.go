@@ -493,6 +493,15 @@ func (k *kernelWriter) scheduleBlock(b *ast.ScheduleBlock) {
 		k.indent++
 		defer func() { k.indent--; k.line("}") }()
 	}
+	if name, ok := b.Annotations[intrin.AnnotationKey].(string); ok {
+		nest := blockNest(b)
+		if nest == nil {
+			k.fail(k.errorAt(b, "block %s is marked for intrinsic %q, but it has an init, a predicate or a body other than one loop nest", b.Name, name))
+			return
+		}
+		k.tensorized(nest, name)
+		return
+	}
 	if b.Init != nil {
 		var first []string
 		for _, it := range b.Iters {

@@ -170,14 +170,14 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	if l.Kind != ast.Serial || k.hoisted[l] {
 		return false
 	}
-	nest, path := tensorizedNest(l)
+	nest, block, path := tensorizedNest(l)
 	if nest == nil {
 		return false
 	}
 	if _, outer := k.accumulators[nest]; outer {
 		return false // a loop around l keeps them in registers already
 	}
-	name, _ := nest.Annotations[intrin.AnnotationKey].(string)
+	name := tensorizedAs(nest, block)
 	mi, ok := mmaIntrinsics[name]
 	if !ok {
 		return false
@@ -187,13 +187,28 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	if err != nil {
 		return false // tensorized says why
 	}
+	// The tiles' offsets over the loops (through the bindings of the
+	// block around a blockized nest).
+	offsets := map[string][]ast.Expr{}
+	for x, offs := range m.Offsets {
+		for _, off := range offs {
+			if block != nil {
+				bindings := map[string]ast.Expr{}
+				for _, it := range block.Iters {
+					bindings[it.Var.Name] = it.Binding
+				}
+				off = ast.Simplify(ast.Substitute(off, bindings))
+			}
+			offsets[x] = append(offsets[x], off)
+		}
+	}
 	c := in.Operands["C"]
 	buf := m.Buffers[c]
 	if buf.Scope != ast.Global && buf.Scope != ast.Shared {
 		return false // tensorized says why
 	}
 	mentioned := func(v *ast.Var) bool {
-		return slices.ContainsFunc(m.Offsets[c], func(off ast.Expr) bool { return ast.Mentions(off, v.Name) })
+		return slices.ContainsFunc(offsets[c], func(off ast.Expr) bool { return ast.Mentions(off, v.Name) })
 	}
 	if mentioned(l.Var) {
 		return false
@@ -217,13 +232,17 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	if tiles*int64(acc.n) > maxRegisterTiles {
 		return false
 	}
-	if touchesOutside(l.Body, buf, nest) {
+	var whole ast.Stmt = nest
+	if block != nil {
+		whole = block
+	}
+	if touchesOutside(l.Body, buf, whole) {
 		return false // the tile in memory must be current for it
 	}
 	// The offsets of the accumulator tile mention, of the loops inside l,
 	// only those that pick a register tile (a variable bound between l and
 	// the nest would be unknown before l).
-	for _, off := range m.Offsets[c] {
+	for _, off := range offsets[c] {
 		unknown := false
 		ast.Inspect(off, func(n ast.Node) bool {
 			if v, ok := n.(*ast.Var); ok && declaredInside(l, v.Name) && !slices.ContainsFunc(reg.loops, func(p *ast.For) bool { return p.Var.Name == v.Name }) {
@@ -251,7 +270,7 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 			k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, reg.mins[i], v, reg.mins[i]+reg.exts[i], v)
 			k.indent++
 		}
-		k.line("%s(&%s, %s, %s);", helper, k.access(buf, m.Offsets[c]), ldc, reg.at(k))
+		k.line("%s(&%s, %s, %s);", helper, k.access(buf, offsets[c]), ldc, reg.at(k))
 		for range reg.loops {
 			k.indent--
 			k.line("}")
@@ -263,7 +282,7 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	for _, p := range reg.loops {
 		k.unroll[p] = true
 	}
-	at := k.planFragments(nest, path, reg, mi, in, m)
+	at := k.planFragments(nest, path, reg, mi, in, m, offsets)
 	k.loop(l, blockLevel)
 	delete(k.hoisted, l)
 	delete(k.accumulators, nest)
@@ -291,7 +310,7 @@ const maxFragmentRegisters = 32
 // factor's tile moves with (A with the rows of tiles, B with the
 // columns), instead of once per mma tile. It returns the loop the loads
 // go before, or nil when there is none.
-func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *registerTiles, mi mmaIntrinsic, in *intrin.Intrinsic, m *intrin.Match) *ast.For {
+func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *registerTiles, mi mmaIntrinsic, in *intrin.Intrinsic, m *intrin.Match, offsets map[string][]ast.Expr) *ast.For {
 	h := len(path)
 	for h > 0 && slices.Contains(reg.loops, path[h-1]) {
 		h--
@@ -312,7 +331,7 @@ func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *regist
 		ft := &registerTiles{name: fmt.Sprintf("loom_frag%s%d", strings.ToLower(op), k.tmp)}
 		n := int64(map[string]int{"A": 4, "B": 2}[op])
 		for _, p := range inner {
-			if slices.ContainsFunc(m.Offsets[x], func(off ast.Expr) bool { return ast.Mentions(off, p.Var.Name) }) {
+			if slices.ContainsFunc(offsets[x], func(off ast.Expr) bool { return ast.Mentions(off, p.Var.Name) }) {
 				j := slices.Index(reg.loops, p)
 				ft.loops, ft.mins, ft.exts = append(ft.loops, p), append(ft.mins, reg.mins[j]), append(ft.exts, reg.exts[j])
 				n *= reg.exts[j]
@@ -354,7 +373,7 @@ func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *regist
 				k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, ft.mins[i], v, ft.mins[i]+ft.exts[i], v)
 				k.indent++
 			}
-			k.line("%s(&%s, (long long)(%s), %s);", loaders[op], k.access(buf, m.Offsets[x]), bi.shape[len(bi.shape)-1], ft.at(k))
+			k.line("%s(&%s, (long long)(%s), %s);", loaders[op], k.access(buf, offsets[x]), bi.shape[len(bi.shape)-1], ft.at(k))
 			for range ft.loops {
 				k.indent--
 				k.line("}")
@@ -365,53 +384,90 @@ func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *regist
 	return at
 }
 
-// tensorizedNest returns the one tensorized nest inside loop l and the
-// loops between them (outermost first), or nil when there is none, more
-// than one, or one under something other than loops of l's body, serial
-// or unrolled, not bound to threads.
-func tensorizedNest(l *ast.For) (*ast.For, []*ast.For) {
+// tensorizedNest returns the one tensorized nest inside loop l (with the
+// block around it when the nest was blockized and the block tensorized)
+// and the loops between them (outermost first), or nil when there is
+// none, more than one, or one under something other than loops of l's
+// body, serial or unrolled, not bound to threads.
+func tensorizedNest(l *ast.For) (*ast.For, *ast.ScheduleBlock, []*ast.For) {
 	var nest *ast.For
+	var block *ast.ScheduleBlock
 	var path []*ast.For
 	count := 0
+	// marked counts the tensorized nests under s, which l cannot keep.
+	marked := func(s ast.Stmt) {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.For:
+				if _, ok := n.Annotations[intrin.AnnotationKey].(string); ok {
+					count += 2
+				}
+			case *ast.ScheduleBlock:
+				if _, ok := n.Annotations[intrin.AnnotationKey].(string); ok {
+					count += 2
+				}
+			}
+			return true
+		})
+	}
 	var walk func(s ast.Stmt, around []*ast.For)
 	walk = func(s ast.Stmt, around []*ast.For) {
 		for _, st := range flatten(s) {
-			f, ok := st.(*ast.For)
-			if !ok {
-				ast.Inspect(st, func(n ast.Node) bool {
-					if g, ok := n.(*ast.For); ok {
-						if _, ok := g.Annotations[intrin.AnnotationKey].(string); ok {
-							count += 2 // a nest under a block or condition: not ours
-						}
-					}
-					return true
-				})
-				continue
+			switch st := st.(type) {
+			case *ast.For:
+				if _, ok := st.Annotations[intrin.AnnotationKey].(string); ok {
+					count++
+					nest, block, path = st, nil, slices.Clone(around)
+					continue
+				}
+				if st.Kind != ast.Serial && st.Kind != ast.Unrolled {
+					marked(st)
+					continue
+				}
+				walk(st.Body, append(around, st))
+			case *ast.ScheduleBlock:
+				if inner := blockNest(st); inner != nil {
+					count++
+					nest, block, path = inner, st, slices.Clone(around)
+					continue
+				}
+				marked(st)
+			default:
+				marked(st)
 			}
-			if _, ok := f.Annotations[intrin.AnnotationKey].(string); ok {
-				count++
-				nest, path = f, slices.Clone(around)
-				continue
-			}
-			if f.Kind != ast.Serial && f.Kind != ast.Unrolled {
-				ast.Inspect(f, func(n ast.Node) bool {
-					if g, ok := n.(*ast.For); ok {
-						if _, ok := g.Annotations[intrin.AnnotationKey].(string); ok {
-							count += 2
-						}
-					}
-					return true
-				})
-				continue
-			}
-			walk(f.Body, append(around, f))
 		}
 	}
 	walk(l.Body, nil)
 	if count != 1 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return nest, path
+	return nest, block, path
+}
+
+// blockNest returns the loop nest of block b when b is a tensorized block
+// (schedule.Blockize, then Tensorize of the block): no init, no
+// predicate, its body one loop.
+func blockNest(b *ast.ScheduleBlock) *ast.For {
+	if _, ok := b.Annotations[intrin.AnnotationKey].(string); !ok || b.Init != nil || b.Predicate != nil {
+		return nil
+	}
+	body := flatten(b.Body)
+	if len(body) != 1 {
+		return nil
+	}
+	f, _ := body[0].(*ast.For)
+	return f
+}
+
+// tensorizedAs returns the intrinsic of a tensorized nest: its loop's
+// annotation, or its block's.
+func tensorizedAs(nest *ast.For, block *ast.ScheduleBlock) string {
+	if block != nil {
+		name, _ := block.Annotations[intrin.AnnotationKey].(string)
+		return name
+	}
+	name, _ := nest.Annotations[intrin.AnnotationKey].(string)
+	return name
 }
 
 // declaredInside reports whether name is a loop variable or block
@@ -447,11 +503,10 @@ func mmaNames() []string {
 func touchesOutside(s ast.Stmt, buf *ast.Buffer, except ast.Stmt) bool {
 	found := false
 	ast.Inspect(s, func(n ast.Node) bool {
+		if st, ok := n.(ast.Stmt); ok && st == except {
+			return false
+		}
 		switch n := n.(type) {
-		case *ast.For:
-			if ast.Stmt(n) == except {
-				return false
-			}
 		case *ast.Load:
 			found = found || n.Buffer.Name == buf.Name
 		case *ast.Store:
