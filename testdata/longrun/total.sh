@@ -1,8 +1,9 @@
 #!/bin/sh
-# Adds up the pieces of the long run in this directory: the accepted and
-# tried steps, the failures, and the counts by primitive and by refusal
-# reason (the 20 most common).
+# total.sh [DIR]: adds up the pieces of the long run in DIR (default this
+# directory): the accepted and tried steps, the failures, and the counts
+# by primitive and by refusal reason (the 20 most common).
 cd "$(dirname "$0")" || exit 1
+[ $# -gt 0 ] && { cd "$1" || exit 1; }
 awk '
 FNR == 1 { section = "" }
 /^done: / { pieces++; acc += $3; tried += $6 }
