@@ -16,7 +16,8 @@
 // operation, with every access of a description parameter P[e] an access
 // B[e + o] of one buffer B of the same element type, the offsets o the
 // same at every access of P and free of the nest's loops (they may depend
-// on the loops outside: which tile). A buffer of more dimensions holds the
+// on the loops outside, or on the iteration variables of the block
+// schedule.Blockize made around the nest: which tile). A buffer of more dimensions holds the
 // tile in its last ones, B[h, e + o], h free of the nest's loops too (a
 // head of attention, a batch).
 //

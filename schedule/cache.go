@@ -153,11 +153,12 @@ func findBuffer(b *ast.ScheduleBlock, name string) *ast.Buffer {
 	return nil
 }
 
-// othersTouch returns a block other than b in stmt that accesses buf.
+// othersTouch returns a leaf block other than b in stmt that accesses buf
+// (a block around a nest accesses what the blocks inside it do).
 func othersTouch(stmt ast.Stmt, b *ast.ScheduleBlock, buf *ast.Buffer) *ast.ScheduleBlock {
 	var found *ast.ScheduleBlock
 	ast.Inspect(stmt, func(n ast.Node) bool {
-		if c, ok := n.(*ast.ScheduleBlock); ok && c != b && found == nil {
+		if c, ok := n.(*ast.ScheduleBlock); ok && c != b && found == nil && !holdsBlock(c) {
 			for _, r := range append(slices.Clone(c.Reads), c.Writes...) {
 				if r.Buffer == buf {
 					found = c
@@ -220,6 +221,9 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 		// Only a reduction whose init writes each element before the
 		// block reads it starts from values the cache holds.
 		return Block{}, illegal(prim, s.f, here, "block %s reads %s before it writes it (it updates the values already there, with no init), so the cache would start without them", blk.Name, orig.Name)
+	}
+	if holdsBlock(blk) {
+		return Block{}, notLeaf(prim, s.f, blk)
 	}
 	top, _ := topLevel(s.f, at)
 	if other := othersTouch(top, blk, orig); other != nil {

@@ -180,6 +180,12 @@ func (s *Schedule) moveTarget(prim string, b Block, l Loop) (*move, error) {
 		return nil, err
 	}
 	m := &move{blk: blk, at: at, loop: loop, lat: lat, here: []ast.Node{blk, loop}, inLoop: map[*ast.ScheduleBlock]bool{}}
+	if err := leafAtRoot(prim, s.f, blk, at); err != nil {
+		return nil, err
+	}
+	if outer := nestOf(s.f, lat); outer != nil {
+		return nil, inNest(prim, s.f, loop, outer)
+	}
 	if slices.Contains(at, ast.Stmt(loop)) {
 		return nil, illegal(prim, s.f, m.here, "block %s is already under loop %s", blk.Name, loop.Var.Name)
 	}

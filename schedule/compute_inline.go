@@ -21,6 +21,13 @@ func (s *Schedule) ComputeInline(b Block) error {
 	}
 	here := nodes(blk)
 	st := singleStore(blk)
+	if ast.Stmt(blk) != s.f.Body {
+		// Inlined away, a block inside a block around a nest would leave
+		// that block empty.
+		if err := leafAtRoot(prim, s.f, blk, at); err != nil {
+			return err
+		}
+	}
 	switch {
 	case blk.Name == "root" || len(blk.Iters) == 0 && st == nil:
 		return illegal(prim, s.f, here, "block %s is not a computation", blk.Name)
@@ -62,7 +69,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 	g := removeBlock(s.f, blk, at)
 	var stmt func(x ast.Stmt) ast.Stmt
 	stmt = func(x ast.Stmt) ast.Stmt {
-		if c, ok := x.(*ast.ScheduleBlock); ok && readsBuffer(c, st.Buffer) {
+		if c, ok := x.(*ast.ScheduleBlock); ok && readsBuffer(c, st.Buffer) && !holdsBlock(c) {
 			return inlineIntoBlock(c, st.Buffer, perm, blk, inline, stmt)
 		}
 		return ast.MapChildren(x, stmt, keepExpr)

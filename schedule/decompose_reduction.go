@@ -19,9 +19,15 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 	if err != nil {
 		return Block{}, err
 	}
-	loop, _, err := s.loop(prim, l)
+	loop, lat, err := s.loop(prim, l)
 	if err != nil {
 		return Block{}, err
+	}
+	if err := leafAtRoot(prim, s.f, blk, at); err != nil {
+		return Block{}, err
+	}
+	if outer := nestOf(s.f, lat); outer != nil {
+		return Block{}, inNest(prim, s.f, loop, outer)
 	}
 	here := []ast.Node{blk, loop}
 	if blk.Init == nil {

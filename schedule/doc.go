@@ -23,6 +23,16 @@
 // loops and blocks, which [Explain] prints marked in the function; it
 // leaves the schedule exactly as it was. No primitive panics on bad input.
 //
+// A block may hold loops and blocks of its own: Blockize makes one around
+// a nest. It is context, as the root block is: its iteration variables
+// and predicate bound the blocks inside it, and its regions, which every
+// primitive keeps up to date, are what they access. The primitives that
+// move blocks or add blocks next to one (compute_at, reverse_compute_at,
+// the inlines, decompose_reduction, rfactor) refuse such a block and the
+// blocks and loops inside it; those that change loops (split, fuse,
+// reorder, tile, the loop kinds) work inside and outside it, on loops of
+// one side at a time.
+//
 // A second, independent check can follow every primitive: with
 // [WithValidation] (or [SetValidation] for a whole program) the translation
 // validator of package validate compares the result with the function the
@@ -47,6 +57,10 @@
 //     [Schedule.Parallel], [Schedule.Bind] (GPU blocks and threads).
 //   - Memory: [Schedule.CacheRead], [Schedule.CacheWrite],
 //     [Schedule.SetScope].
+//   - Tensor instructions: [Schedule.Blockize] (the nest at a loop becomes
+//     a block of its own, over its tile: TVM's blockize),
+//     [Schedule.Tensorize] and [Schedule.TensorizeBlock] (a nest, or the
+//     block around one, computed by an instruction of package intrin).
 //   - Annotations: [Schedule.AnnotateLoop], [Schedule.AnnotateBlock].
 //   - Sampling, for the autotuner: [Schedule.SamplePerfectTile],
 //     [Schedule.SampleCategorical], [Schedule.SampleComputeLocation].

@@ -26,7 +26,7 @@ func (s *Schedule) models(prim string, g *ast.Func, at []ast.Node) (before, afte
 	if before, err = s.model(); err != nil {
 		return nil, nil, illegal(prim, s.f, at, "cannot analyze the function: %v", err)
 	}
-	if after, err = poly.Extract(g); err != nil {
+	if after, err = poly.Extract(refreshNests(g)); err != nil {
 		return nil, nil, illegal(prim, s.f, at, "cannot analyze the transformed function: %v", err)
 	}
 	return before, after, nil

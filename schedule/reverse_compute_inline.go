@@ -17,8 +17,11 @@ import (
 // joins the computation before it.
 func (s *Schedule) ReverseComputeInline(b Block) error {
 	const prim = "reverse_compute_inline"
-	blk, _, err := s.block(prim, b)
+	blk, bat, err := s.block(prim, b)
 	if err != nil {
+		return err
+	}
+	if err := leafAtRoot(prim, s.f, blk, bat); err != nil {
 		return err
 	}
 	here := nodes(blk)

@@ -46,6 +46,12 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	blk := blocks[0]
 	here := []ast.Node{blk, loop}
 	at := append(append(place(nil), lat[:len(lat)-1]...), blockAt...) // the block's place in the function
+	if outer := nestOf(s.f, lat); outer != nil {
+		return Block{}, inNest(prim, s.f, loop, outer)
+	}
+	if err := leafAtRoot(prim, s.f, blk, at); err != nil {
+		return Block{}, err
+	}
 	if !blk.IsReduction() || blk.Init == nil {
 		return Block{}, illegal(prim, s.f, here, "block %s is not a reduction with an init", blk.Name)
 	}

@@ -379,6 +379,9 @@ func (l Loop) IsRoot() bool { return l.s != nil && l.name == "" }
 // reading what b writes) that are not around b, outermost first, down to
 // the first vectorized one.
 func computeLocations(f *ast.Func, b *ast.ScheduleBlock, at place) []*ast.For {
+	if leafAtRoot("", f, b, at) != nil {
+		return nil // compute_at moves leaf blocks outside blocks around nests only
+	}
 	var consumers []*ast.ScheduleBlock
 	for _, w := range b.Writes {
 		_, readers := accessors(f, w.Buffer)
@@ -394,7 +397,7 @@ func computeLocations(f *ast.Func, b *ast.ScheduleBlock, at place) []*ast.For {
 	var common []*ast.For
 	for i, c := range consumers {
 		_, cat, _ := findBlock(f, c.Name)
-		ls := cat.loops()
+		ls := rootLoops(f, cat) // compute_at goes no further
 		if i == 0 {
 			common = ls
 			continue

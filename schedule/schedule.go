@@ -306,6 +306,7 @@ func (s *Schedule) record(in Inst) {
 // ill-formed result is a bug in a primitive, reported as an error rather
 // than left in the schedule.
 func (s *Schedule) commit(prim string, g *ast.Func) error {
+	g = refreshNests(g) // blocks around nests declare what is inside them now
 	if err := ast.Verify(g); err != nil {
 		return &Error{Primitive: prim, Reason: "internal error: the transformed function is ill-formed: " + err.Error(), Func: g, Kind: ErrInternal}
 	}

@@ -207,7 +207,7 @@ func (v *validator) order() error {
 		}
 		v.lazily(s)
 		v.lazily(t)
-		if d.Kind == poly.WAR && v.repeated[snk] && pure(t.Block) && soleWriter(v.after.Func, t.Block, d.Buffer) {
+		if d.Kind == poly.WAR && v.repeated[snk] && pure(t.Block) && soleWriter(v.after, t.Block, d.Buffer) {
 			// A pure block recomputed writes the value it wrote before:
 			// a read before a repeated execution reads that value as
 			// well (the read needs an execution before it, checked as a
@@ -560,9 +560,12 @@ func sameIters(a, b *ast.ScheduleBlock) bool {
 // wrote the first time (see ast.ScheduleBlock.IsPure).
 func pure(b *ast.ScheduleBlock) bool { return b.IsPure() }
 
-// soleWriter reports whether b is the only block of f that writes buf.
-func soleWriter(f *ast.Func, b *ast.ScheduleBlock, buf *ast.Buffer) bool {
-	for _, o := range f.Blocks() {
+// soleWriter reports whether b is the only leaf block of p that writes
+// buf (a block around a nest, as blockize makes, declares what the blocks
+// inside it write: it writes nothing of its own).
+func soleWriter(p *poly.Program, b *ast.ScheduleBlock, buf *ast.Buffer) bool {
+	for _, in := range p.Blocks {
+		o := in.Block
 		if o.Name == b.Name {
 			continue
 		}

@@ -29,6 +29,18 @@ func tensorCoreGemm(t *testing.T, in string, m, n, kk int) *schedule.Schedule {
 // threads along x (none: 0).
 func tensorCoreGemmLanes(t *testing.T, in string, m, n, kk, lanes int) *schedule.Schedule {
 	t.Helper()
+	s, err := schedule.New(gemmFunc(t, in, m, n, kk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensorizeMMALanes(t, s, "C", "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32", lanes)
+	return s
+}
+
+// gemmFunc is C[M, N] = A[M, K] · B[K, N] with factors of type in and
+// float32 sums.
+func gemmFunc(t *testing.T, in string, m, n, kk int) *ast.Func {
+	t.Helper()
 	f, err := ast.Parse(fmt.Sprintf(`func gemm(A: %[1]s[%[2]d, %[4]d], B: %[1]s[%[4]d, %[3]d], C: float32[%[2]d, %[3]d]) {
   ScheduleBlock(root) {
     serial for (i, 0, %[2]d) {
@@ -52,12 +64,7 @@ func tensorCoreGemmLanes(t *testing.T, in string, m, n, kk, lanes int) *schedule
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := schedule.New(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tensorizeMMALanes(t, s, "C", "mma_m16n8k16_"+map[string]string{"float16": "f16", "bfloat16": "bf16"}[in]+"_f32", lanes)
-	return s
+	return f
 }
 
 // TestTensorCoreGemm: a gemm tensorized for mma.sync lowers to calls of
@@ -119,6 +126,14 @@ func tensorizeMMA(t *testing.T, s *schedule.Schedule, name, intrinsic string) {
 // threads along x (none: 0).
 func tensorizeMMALanes(t *testing.T, s *schedule.Schedule, name, intrinsic string, lanes int) {
 	t.Helper()
+	tensorizeMMAAs(t, s, name, intrinsic, lanes, false)
+}
+
+// tensorizeMMAAs is tensorizeMMALanes; with blockize, the 16 x 8 x 16
+// nest becomes a block of its own (schedule.Blockize) and the block is
+// tensorized (TVM's way) instead of the nest's loop.
+func tensorizeMMAAs(t *testing.T, s *schedule.Schedule, name, intrinsic string, lanes int, blockize bool) {
+	t.Helper()
 	h := &steps{s: s}
 	ls := h.loops(name)
 	if h.err != nil {
@@ -154,9 +169,55 @@ func tensorizeMMALanes(t *testing.T, s *schedule.Schedule, name, intrinsic strin
 		}
 		return s.Bind(parts[1], "threadIdx.x")
 	})
-	h.do(func() error { return s.Tensorize(is[1], intrinsic) })
+	h.do(func() error {
+		if !blockize {
+			return s.Tensorize(is[1], intrinsic)
+		}
+		tile, err := s.Blockize(is[1])
+		if err != nil {
+			return err
+		}
+		return s.TensorizeBlock(tile, intrinsic)
+	})
 	if h.err != nil {
 		t.Fatal(schedule.Explain(h.err))
+	}
+}
+
+// TestTensorCoreBlockized: a gemm whose 16 x 8 x 16 tile nest was made a
+// block (Blockize) and the block tensorized lowers as the tensorized nest
+// does (its accumulators in registers across the k steps), compiles to
+// PTX and matches the interpreter in the emulation, for float16 and
+// bfloat16 factors.
+func TestTensorCoreBlockized(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		m, n, k int
+	}{{"float16", 32, 16, 48}, {"bfloat16", 16, 24, 32}} {
+		t.Run(fmt.Sprintf("%s/%dx%dx%d", c.in, c.m, c.n, c.k), func(t *testing.T) {
+			g := gemmFunc(t, c.in, c.m, c.n, c.k)
+			s, err := schedule.New(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			short := map[string]string{"float16": "f16", "bfloat16": "bf16"}[c.in]
+			tensorizeMMAAs(t, s, "C", "mma_m16n8k16_"+short+"_f32", 32, true)
+			if !strings.Contains(ast.Print(s.Func()), `attrs(tensorize = "mma_m16n8k16_`+short+`_f32")`) {
+				t.Fatalf("no tensorized block:\n%s", ast.Print(s.Func()))
+			}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
+			}
+			if !strings.Contains(m.Source, "loom_mma_ld_c_f32(&") || !strings.Contains(m.Source, "(loom_a, loom_b, loom_acc") {
+				t.Fatalf("no mma call with its accumulators in registers:\n%s", m.Source)
+			}
+			bits := ast.Float16Bits
+			if c.in == "bfloat16" {
+				bits = ast.BFloat16Bits
+			}
+			runTensorCore(t, s, bits, "C")
+		})
 	}
 }
 
