@@ -384,7 +384,7 @@ func TestTensorCoreShapes(t *testing.T) {
 			}
 			tgt := CUDATarget()
 			tgt.decide = true // the widest fetches: 16 bytes, cp.async.cg
-			if err := tensorCoreSteps(s, tgt, "C", intrinsic, c.shape); err != nil {
+			if err := tensorCoreSteps(s, tgt, "C", intrinsic, c.shape, ""); err != nil {
 				t.Fatal(schedule.Explain(err))
 			}
 			m, err := cuda.Lower(s.Func(), cuda.Options{})
@@ -441,5 +441,117 @@ func TestTensorCoreShapes(t *testing.T) {
 	shapes := tensorCoreShapes(4096/16, 4096/8, 4096/16, 1, 4, 48<<10)
 	if want := (tensorCoreShape{2, 2, 4, 8, 2, 2}); len(shapes) == 0 || shapes[0] != want {
 		t.Errorf("the default shape of a 4096³ gemm is %v, want %v", shapes[0], want)
+	}
+}
+
+// TestTensorCoreAccumulate: a contraction with 16-bit sums (a float16
+// gemm summed in float16, a bfloat16 one summed in bfloat16, for which no
+// Tensor Core instruction sums in its type) accumulated in float32
+// (Accumulate into a global float32 copy of the output) runs on Tensor
+// Cores with float32 accumulators, each warp rounding its tile into the
+// output after the k steps: it compiles to PTX, matches the interpreter
+// of the scheduled function in the emulation, and is within one rounding
+// of the output type of the exact result. Default does not take this
+// path (it keeps the function's own sums), and a bfloat16 gemm then has
+// no Tensor Core schedule.
+func TestTensorCoreAccumulate(t *testing.T) {
+	for _, dt := range []string{"float16", "bfloat16"} {
+		t.Run(dt, func(t *testing.T) {
+			f, err := ast.Parse(strings.ReplaceAll(`func gemm(A: T[64, 64], B: T[64, 32], C: T[64, 32]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 64) {
+      serial for (j, 0, 32) {
+        serial for (k, 0, 64) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, 64), vj = spatial(0, 32), vk = reduce(0, 64))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = T(0.0f)
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`, "T", dt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tgt := CUDATarget()
+			tgt.decide = true
+			if d, err := Default(f, tgt); err != nil {
+				t.Fatal(err)
+			} else if tc := strings.Contains(d.Trace().String(), "tensorize"); tc != (dt == "float16") {
+				t.Errorf("Default uses Tensor Cores: %v, want %v (the function's own sums)", tc, dt == "float16")
+			}
+			s, err := schedule.New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.GetBlock("C")
+			wb, err := s.Accumulate(b, "C", ast.Float32, "global")
+			if err != nil {
+				t.Fatal(schedule.Explain(err))
+			}
+			short := map[string]string{"float16": "f16", "bfloat16": "bf16"}[dt]
+			if err := tensorCoreSteps(s, tgt, "C", "mma_m16n8k16_"+short+"_f32", tensorCoreShape{2, 1, 2, 4, 2, 2}, wb.Name()); err != nil {
+				t.Fatal(schedule.Explain(err))
+			}
+			m, err := cuda.Lower(s.Func(), cuda.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(s.Func()))
+			}
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				m.Arch = arch
+				ptx, err := cuda.CompilePTX(m)
+				if err != nil {
+					t.Fatalf("%s: %v", arch, err)
+				}
+				if !strings.Contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32."+short+"."+short+".f32") {
+					t.Errorf("%s: no mma with float32 accumulators in the PTX", arch)
+				}
+			}
+			m.Arch = "sm_80"
+			h := workload.Case{Name: "gemm", Func: f}
+			got, want := h.Args(1), h.Args(1)
+			args := workload.Clone(got)
+			if err := ast.Interpret(s.Func(), nil, want); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := cudaemu.Run(ctx, m, nil, got); err != nil {
+				t.Fatal(err)
+			}
+			value := ast.Float16Value
+			if dt == "bfloat16" {
+				value = ast.BFloat16Value
+			}
+			a, bb, g, w := args["A"].([]uint16), args["B"].([]uint16), got["C"].([]uint16), want["C"].([]uint16)
+			ulp := map[string]float64{"float16": 0x1p-10, "bfloat16": 0x1p-7}[dt]
+			for i := range 64 {
+				for j := range 32 {
+					exact, mag := 0.0, 0.0
+					for k := range 64 {
+						p := value(a[i*64+k]) * value(bb[k*32+j])
+						exact, mag = exact+p, mag+math.Abs(p)
+					}
+					// The float32 sums round once at the end: within one
+					// rounding of the exact sum (and a float32 error of the
+					// magnitudes summed); the emulation's sums run in
+					// another order than the interpreter's.
+					tol := ulp*math.Abs(exact) + 1e-6*mag
+					if e := math.Abs(value(g[i*32+j]) - exact); e > tol {
+						t.Fatalf("C[%d, %d] = %g on the Tensor Cores, exact %g (off by %g > %g)", i, j, value(g[i*32+j]), exact, e, tol)
+					}
+					if e := math.Abs(value(w[i*32+j]) - exact); e > tol {
+						t.Fatalf("C[%d, %d] = %g in the interpreter, exact %g (off by %g > %g)", i, j, value(w[i*32+j]), exact, e, tol)
+					}
+				}
+			}
+		})
 	}
 }

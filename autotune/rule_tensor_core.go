@@ -33,6 +33,12 @@ import (
 // intrin it matches (float16 or bfloat16 factors, B as a tile or
 // transposed, float32 or float16 sums).
 //
+// The search may also sum 16-bit products in float32 where the output is
+// 16-bit (Accumulate into a float32 copy of the output in global memory,
+// rounded once into the output by each warp after its k steps): more
+// exact, and the only Tensor Core path for bfloat16 outputs. Default
+// keeps the function's own sums.
+//
 // The shape (warps, warp tile, k step, stages) is one sampled choice
 // among those the extents divide and shared memory holds, Default taking
 // the first of tensorCoreShapes' order; it applies only where the extents
@@ -147,17 +153,68 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 	for _, r := range bi.blk.Reads {
 		reads[r.Buffer.DType] = true
 	}
-	out := bi.blk.Writes[0].Buffer.DType
+	outBuf := bi.blk.Writes[0].Buffer
+	out := outBuf.DType
+	// The sums: in the block's own type where an intrinsic sums in it;
+	// in float32 for 16-bit ones (Accumulate into a float32 copy of the
+	// output, rounded once), a choice of the search only: Default keeps
+	// the function's rounding.
+	var accs []ast.DType
+	for _, acc := range []ast.DType{out, ast.Float32} {
+		if acc != out && (t.decide || !out.IsFloat() || out.Bits() != 16) {
+			continue
+		}
+		for _, name := range tensorCoreIntrinsics {
+			if in, _ := intrin.Lookup(name); in != nil && operand(in, "C").DType == acc && reads[operand(in, "A").DType] {
+				accs = append(accs, acc)
+				break
+			}
+		}
+	}
+	if len(accs) == 0 {
+		return errSkip
+	}
+	acc := accs[0]
+	if len(accs) > 1 {
+		v, err := choose(s, t, []int64{0, 1}, 0)
+		if err != nil {
+			return err
+		}
+		acc = accs[v.Int()]
+	}
+	// prepare accumulates in acc; it returns the block that rounds the sums
+	// back to the output ("" when acc is the output's type).
+	prepare := func(x *schedule.Schedule) (string, error) {
+		if acc == out {
+			return "", nil
+		}
+		xb, err := x.GetBlock(b.Name())
+		if err != nil {
+			return "", err
+		}
+		wb, err := x.Accumulate(xb, outBuf.Name, acc, "global")
+		if err != nil {
+			return "", err
+		}
+		return wb.Name(), nil
+	}
+	steps := func(x *schedule.Schedule, name string, c tensorCoreShape) error {
+		wb, err := prepare(x)
+		if err != nil {
+			return err
+		}
+		return tensorCoreSteps(x, t, b.Name(), name, c, wb)
+	}
 	for _, name := range tensorCoreIntrinsics {
 		in, _ := intrin.Lookup(name)
 		if in == nil {
 			continue
 		}
-		if operand(in, "C").DType != out || !reads[operand(in, "A").DType] {
+		if operand(in, "C").DType != acc || !reads[operand(in, "A").DType] {
 			continue
 		}
 		accRegs := int64(4) // float32 sums; float16 ones two to a register
-		if out == ast.Float16 {
+		if acc == ast.Float16 {
 			accRegs = 2
 		}
 		shapes := tensorCoreShapes(ext[0]/16, ext[1]/8, ext[2]/16, batch, accRegs, int64(t.GPU.MaxSharedBytes))
@@ -176,7 +233,7 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		}
 		last := shapes[len(shapes)-1]
 		last.stages = 0 // no shared tiles
-		if tensorCoreSteps(try, t, b.Name(), name, last) != nil {
+		if steps(try, name, last) != nil {
 			continue
 		}
 		v, err := choose(s, t, ids, 0)
@@ -191,10 +248,10 @@ func (TensorCoreTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 			if err != nil {
 				return err
 			}
-			if tensorCoreSteps(try, t, b.Name(), name, c) != nil {
+			if steps(try, name, c) != nil {
 				continue
 			}
-			if err := tensorCoreSteps(s, t, b.Name(), name, c); err != nil {
+			if err := steps(s, name, c); err != nil {
 				return fmt.Errorf("%s, %v: the steps that worked on a copy fail: %w", name, c, err)
 			}
 			return errDone
@@ -230,8 +287,10 @@ func nestMatch(s *schedule.Schedule, l schedule.Loop, in *intrin.Intrinsic) (*in
 
 // tensorCoreSteps applies TensorCoreTiling's primitives to block name of
 // s with intrinsic and shape c; c.stages 0 leaves the factors where they
-// are (no shared tiles).
-func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, c tensorCoreShape) error {
+// are (no shared tiles). writeback, when not "", is the block that copies
+// the sums into the output (Accumulate's): it goes after the k steps of
+// each warp, spread over the warp's lanes.
+func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, c tensorCoreShape, writeback string) error {
 	b, err := s.GetBlock(name)
 	if err != nil {
 		return err
@@ -325,6 +384,40 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, c t
 		}
 	}
 
+	// The write-back first: its place is simpler to prove before the
+	// init's loops are fused.
+	if writeback != "" {
+		wb, err := s.GetBlock(writeback)
+		if err != nil {
+			return err
+		}
+		at := js[0]
+		if len(warps) > 0 {
+			at = warps[len(warps)-1]
+		}
+		if err := s.ReverseComputeAt(wb, at); err != nil {
+			return err
+		}
+		wls, err := s.GetLoops(wb)
+		if err != nil {
+			return err
+		}
+		own := wls[slices.IndexFunc(wls, func(l schedule.Loop) bool { return l.Name() == at.Name() })+1:]
+		if len(own) < 2 {
+			return errors.New("the write-back has fewer than two loops")
+		}
+		fused, err := s.Fuse(own[len(own)-2], own[len(own)-1])
+		if err != nil {
+			return err
+		}
+		parts, err := s.Split(fused, -1, 32)
+		if err != nil {
+			return err
+		}
+		if err := s.Bind(parts[1], "threadIdx.x"); err != nil {
+			return err
+		}
+	}
 	init, err := s.DecomposeReduction(b, ks[0])
 	if err != nil {
 		return err

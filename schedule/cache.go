@@ -96,7 +96,11 @@ func copyBlock(f *ast.Func, name string, src, dst *ast.Buffer, box poly.Set, use
 	}
 	blk.Reads = []ast.Region{point(src)}
 	blk.Writes = []ast.Region{point(dst)}
-	blk.Body = ast.NewStore(dst, ast.NewLoad(src, idx...), idx...)
+	var value ast.Expr = ast.NewLoad(src, idx...)
+	if src.DType != dst.DType {
+		value = ast.NewCast(dst.DType, value) // rounded once, or widened exactly
+	}
+	blk.Body = ast.NewStore(dst, value, idx...)
 	var nest ast.Stmt = blk
 	for i := len(loops) - 1; i >= 0; i-- {
 		loops[i].Body = nest
@@ -179,7 +183,7 @@ func othersTouch(stmt ast.Stmt, b *ast.ScheduleBlock, buf *ast.Buffer) *ast.Sche
 // b must not write buf, and no other block in b's top-level statement may
 // access it (the copy would be stale). CacheRead returns the copy block.
 func (s *Schedule) CacheRead(b Block, buf, scope string) (Block, error) {
-	return s.cache("cache_read", b, buf, scope, false)
+	return s.cache("cache_read", b, buf, scope, false, ast.Invalid)
 }
 
 // CacheWrite makes block b write buffer buf through a cache: b writes (and,
@@ -189,13 +193,15 @@ func (s *Schedule) CacheRead(b Block, buf, scope string) (Block, error) {
 // b with ReverseComputeAt. No other block in b's top-level statement may
 // access buf. CacheWrite returns the copy block.
 func (s *Schedule) CacheWrite(b Block, buf, scope string) (Block, error) {
-	return s.cache("cache_write", b, buf, scope, true)
+	return s.cache("cache_write", b, buf, scope, true, ast.Invalid)
 }
 
 // cache implements CacheRead and (with write) CacheWrite, which mirror
 // each other: the copy goes before b and fills the cache from buf, or after
-// b and empties the cache into buf.
-func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (Block, error) {
+// b and empties the cache into buf. A cache of another type dt than buf's
+// (Accumulate; ast.Invalid: buf's) converts in the copies, and b computes
+// its update in dt.
+func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool, dt ast.DType) (Block, error) {
 	blk, at, err := s.block(prim, b)
 	if err != nil {
 		return Block{}, err
@@ -238,7 +244,10 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 		return Block{}, illegal(prim, s.f, here, "%v", err)
 	}
 	used := names(s.f)
-	cache := &ast.Buffer{Name: fresh(used, orig.Name+"_"+scope), DType: orig.DType, Shape: orig.Shape, Scope: sc}
+	if dt == ast.Invalid {
+		dt = orig.DType
+	}
+	cache := &ast.Buffer{Name: fresh(used, orig.Name+"_"+scope), DType: dt, Shape: orig.Shape, Scope: sc}
 	blockName := fresh(blockNames(s.f), cache.Name)
 	src, dst := orig, cache
 	if write {
@@ -248,7 +257,11 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 	if !ok {
 		return Block{}, illegal(prim, s.f, here, "the region of %s that block %s accesses has no bounds", orig.Name, blk.Name)
 	}
-	g := replace(s.f, blk, replaceBuffer(blk, orig, cache, true, write))
+	cached := replaceBuffer(blk, orig, cache, true, write)
+	if dt != orig.DType {
+		cached = computeIn(cached, dt)
+	}
+	g := replace(s.f, blk, cached)
 	_, at2, _ := findBlock(g, blk.Name)
 	top2, _ := topLevel(g, at2)
 	if write {
@@ -270,7 +283,11 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool) (B
 		return Block{}, err
 	}
 	out := s.blockHandle(blockName)
-	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Str(buf), Str(scope)}, Outputs: []string{out.rv}})
+	args := []Arg{Ref(b.rv), Str(buf), Str(scope)}
+	if dt != orig.DType {
+		args = append(args, Str(dt.String()))
+	}
+	s.record(Inst{Kind: prim, Args: args, Outputs: []string{out.rv}})
 	return out, nil
 }
 
@@ -325,7 +342,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				_, err = s.cache(prim, b, buf, scope, write)
+				_, err = s.cache(prim, b, buf, scope, write, ast.Invalid)
 				return err
 			},
 			goCall: func(args []string) string {

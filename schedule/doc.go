@@ -57,6 +57,10 @@
 //     [Schedule.Parallel], [Schedule.Bind] (GPU blocks and threads).
 //   - Memory: [Schedule.CacheRead], [Schedule.CacheWrite],
 //     [Schedule.SetScope].
+//   - Precision: [Schedule.Accumulate] sums a reduction in a wider float
+//     type (float16 products in float32), rounding once at the end: the
+//     one primitive that changes what a function computes, its rounding
+//     only.
 //   - Tensor instructions: [Schedule.Blockize] (the nest at a loop becomes
 //     a block of its own, over its tile: TVM's blockize),
 //     [Schedule.Tensorize] and [Schedule.TensorizeBlock] (a nest, or the
