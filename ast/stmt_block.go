@@ -116,6 +116,25 @@ func (b *ScheduleBlock) IsPure() bool {
 	return true
 }
 
+// HoldsBlock reports whether b holds another block in its init or body:
+// the root block, or a block around a nest (schedule.Blockize makes one).
+// Only a block that holds none computes: the others give context.
+func (b *ScheduleBlock) HoldsBlock() bool {
+	found := false
+	for _, s := range []Stmt{b.Init, b.Body} {
+		if s == nil {
+			continue
+		}
+		Inspect(s, func(n Node) bool {
+			if _, ok := n.(*ScheduleBlock); ok {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
 // IsReduction reports whether b has a reduce iteration variable.
 func (b *ScheduleBlock) IsReduction() bool {
 	for _, it := range b.Iters {

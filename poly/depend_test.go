@@ -181,7 +181,7 @@ func simulate(f *ast.Func, sizes []int64) []event {
 			for i, it := range s.Iters {
 				env[it.Var.Name] = vals[i]
 			}
-			if !hasNestedBlock(s) {
+			if !s.HoldsBlock() {
 				e := event{block: s.Name, tuple: append(slices.Clone(loopVals), vals...), reads: map[string]bool{}, writes: map[string]bool{}}
 				for _, rs := range []struct {
 					regions []ast.Region

@@ -185,7 +185,7 @@ func (w *walker) stmt(s ast.Stmt) {
 		for _, it := range s.Iters {
 			noLoads("the binding or domain of "+s.Name+"."+it.Var.Name, it.Binding, it.Dom.Min, it.Dom.Extent)
 		}
-		if !hasNestedBlock(s) {
+		if !s.HoldsBlock() {
 			switch {
 			case w.only == nil:
 				w.prog.Blocks = append(w.prog.Blocks, w.instances(s))
@@ -212,22 +212,6 @@ func (w *walker) stmt(s ast.Stmt) {
 	default:
 		panic(fmt.Sprintf("poly.Extract: unexpected statement %T", s))
 	}
-}
-
-func hasNestedBlock(b *ast.ScheduleBlock) bool {
-	found := false
-	for _, s := range []ast.Stmt{b.Init, b.Body} {
-		if s == nil {
-			continue
-		}
-		ast.Inspect(s, func(n ast.Node) bool {
-			if _, ok := n.(*ast.ScheduleBlock); ok {
-				found = true
-			}
-			return !found
-		})
-	}
-	return found
 }
 
 // instances builds the model of one leaf block in the current context.

@@ -162,7 +162,7 @@ func findBuffer(b *ast.ScheduleBlock, name string) *ast.Buffer {
 func othersTouch(stmt ast.Stmt, b *ast.ScheduleBlock, buf *ast.Buffer) *ast.ScheduleBlock {
 	var found *ast.ScheduleBlock
 	ast.Inspect(stmt, func(n ast.Node) bool {
-		if c, ok := n.(*ast.ScheduleBlock); ok && c != b && found == nil && !holdsBlock(c) {
+		if c, ok := n.(*ast.ScheduleBlock); ok && c != b && found == nil && !c.HoldsBlock() {
 			for _, r := range append(slices.Clone(c.Reads), c.Writes...) {
 				if r.Buffer == buf {
 					found = c
@@ -228,7 +228,7 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool, dt
 		// block reads it starts from values the cache holds.
 		return Block{}, illegal(prim, s.f, here, "block %s reads %s before it writes it (it updates the values already there, with no init), so the cache would start without them", blk.Name, orig.Name)
 	}
-	if holdsBlock(blk) {
+	if blk.HoldsBlock() {
 		return Block{}, notLeaf(prim, s.f, blk)
 	}
 	top, _ := topLevel(s.f, at)

@@ -69,7 +69,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 	g := removeBlock(s.f, blk, at)
 	var stmt func(x ast.Stmt) ast.Stmt
 	stmt = func(x ast.Stmt) ast.Stmt {
-		if c, ok := x.(*ast.ScheduleBlock); ok && readsBuffer(c, st.Buffer) && !holdsBlock(c) {
+		if c, ok := x.(*ast.ScheduleBlock); ok && readsBuffer(c, st.Buffer) && !c.HoldsBlock() {
 			return inlineIntoBlock(c, st.Buffer, perm, blk, inline, stmt)
 		}
 		return ast.MapChildren(x, stmt, keepExpr)

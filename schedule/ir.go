@@ -335,7 +335,7 @@ func loadsOf(s ast.Node, buf *ast.Buffer) []*ast.Load {
 // that read it.
 func accessors(f *ast.Func, buf *ast.Buffer) (writers, readers []*ast.ScheduleBlock) {
 	for _, b := range f.Blocks() {
-		if holdsBlock(b) {
+		if b.HoldsBlock() {
 			continue // the root, or a block around a nest: its regions are the leaves'
 		}
 		for _, r := range b.Writes {

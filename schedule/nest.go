@@ -21,22 +21,6 @@ import (
 // every primitive that needs a leaf block refuses one around a nest
 // (notLeaf).
 
-// holdsBlock reports whether b holds another block.
-func holdsBlock(b *ast.ScheduleBlock) bool {
-	found := false
-	for _, s := range []ast.Stmt{b.Init, b.Body} {
-		if s == nil {
-			continue
-		}
-		ast.Inspect(s, func(n ast.Node) bool {
-			if _, ok := n.(*ast.ScheduleBlock); ok {
-				found = true
-			}
-			return !found
-		})
-	}
-	return found
-}
 
 // nestOf returns the innermost block around the statement at place at
 // (the statement itself not counted) other than f's root block, or nil.
@@ -81,7 +65,7 @@ func notLeaf(prim string, f *ast.Func, b *ast.ScheduleBlock) *Error {
 // leafAtRoot refuses block b (at place at) unless it is a leaf block
 // outside every block around a nest.
 func leafAtRoot(prim string, f *ast.Func, b *ast.ScheduleBlock, at place) error {
-	if ast.Stmt(b) != f.Body && holdsBlock(b) {
+	if ast.Stmt(b) != f.Body && b.HoldsBlock() {
 		return notLeaf(prim, f, b)
 	}
 	if outer := nestOf(f, at); outer != nil {
@@ -99,7 +83,7 @@ func refreshNests(f *ast.Func) *ast.Func {
 	root := f.Body
 	has := false
 	ast.Inspect(f.Body, func(n ast.Node) bool {
-		if b, ok := n.(*ast.ScheduleBlock); ok && ast.Stmt(b) != root && holdsBlock(b) {
+		if b, ok := n.(*ast.ScheduleBlock); ok && ast.Stmt(b) != root && b.HoldsBlock() {
 			has = true
 		}
 		return !has
@@ -111,7 +95,7 @@ func refreshNests(f *ast.Func) *ast.Func {
 	stmt = func(s ast.Stmt) ast.Stmt {
 		n := ast.MapChildren(s, stmt, keepExpr)
 		b, ok := n.(*ast.ScheduleBlock)
-		if !ok || s == root || !holdsBlock(b) || accessesOwn(b) {
+		if !ok || s == root || !b.HoldsBlock() || accessesOwn(b) {
 			return n
 		}
 		reads, writes := nestRegions(f, b)

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -151,48 +152,44 @@ func init() {
 	// .trans, of column (lane >> 2), rows 2 (lane & 3) and the next): the
 	// mma fragments, when A's matrices are its quarters in the order of
 	// a[], B's its upper and lower halves.
-	helper("loom_mma_ld_a_shared", `__device__ __forceinline__ void loom_mma_ld_a_shared(const unsigned short* A, long long lda, unsigned a[4]) {
-  if ((((unsigned long long)A & 15) | (lda & 7)) != 0) { /* rows not 16-byte aligned */
-    loom_mma_ld_a(A, lda, a);
-    return;
-  }
-  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31, m = lane >> 3;
-  const unsigned short* row = A + ((lane & 7) + 8 * (m & 1)) * lda + 8 * (m >> 1);
-#ifdef __CUDA_ARCH__
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(loom_smem_addr(row)));
-#else
-  loom_emu_ldmatrix(lane, row, a, 4, 0);
-#endif
-}`)
-	helper("loom_mma_ld_b_shared", `__device__ __forceinline__ void loom_mma_ld_b_shared(const unsigned short* B, long long ldb, unsigned b[2]) {
-  if ((((unsigned long long)B & 15) | (ldb & 7)) != 0) {
-    loom_mma_ld_b(B, ldb, b);
-    return;
-  }
-  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
-  const unsigned short* row = B + (lane & 15) * ldb;
-#ifdef __CUDA_ARCH__
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
-               : "=r"(b[0]), "=r"(b[1]) : "r"(loom_smem_addr(row)));
-#else
-  loom_emu_ldmatrix(lane, row, b, 2, 1);
-#endif
-}`)
-	helper("loom_mma_ld_bt_shared", `__device__ __forceinline__ void loom_mma_ld_bt_shared(const unsigned short* B, long long ldb, unsigned b[2]) {
-  if ((((unsigned long long)B & 15) | (ldb & 7)) != 0) {
-    loom_mma_ld_bt(B, ldb, b);
+	for _, l := range []struct {
+		op, x string // the loader (a, b, bt) and its tile's name
+		n     int    // matrices: registers a lane gets
+		trans bool   // B as a [16, 8] tile: its 8 x 8 halves transposed
+		row   string // the row lane passes: of matrix lane >> 3, row lane & 7
+	}{
+		{"a", "A", 4, false, "A + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ld + 8 * (lane >> 4)"},
+		{"b", "B", 2, true, "B + (lane & 15) * ld"},
+		{"bt", "B", 2, false, "B + (lane & 7) * ld + 8 * ((lane >> 3) & 1)"},
+	} {
+		name := "loom_mma_ld_" + l.op + "_shared"
+		var regs, outs []string
+		for i := range l.n {
+			regs = append(regs, fmt.Sprintf("%%%d", i))
+			outs = append(outs, fmt.Sprintf(`"=r"(f[%d])`, i))
+		}
+		trans := ""
+		if l.trans {
+			trans = ".trans"
+		}
+		helper(name, strings.NewReplacer("@NAME", name, "@X", l.x, "@N", strconv.Itoa(l.n), "@FALLBACK", "loom_mma_ld_"+l.op,
+			"@ROW", l.row, "@TRANS", trans, "@REGS", strings.Join(regs, ", "), "@OUTS", strings.Join(outs, ", "), "@ADDR", fmt.Sprintf("%%%d", l.n),
+			"@TR", map[bool]string{false: "0", true: "1"}[l.trans]).Replace(`__device__ __forceinline__ void @NAME(const unsigned short* @X, long long ld, unsigned f[@N]) {
+  if ((((unsigned long long)@X & 15) | (ld & 7)) != 0) { /* rows not 16-byte aligned */
+    @FALLBACK(@X, ld, f);
     return;
   }
   const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
-  const unsigned short* row = B + (lane & 7) * ldb + 8 * ((lane >> 3) & 1);
+  const unsigned short* row = @ROW;
 #ifdef __CUDA_ARCH__
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-               : "=r"(b[0]), "=r"(b[1]) : "r"(loom_smem_addr(row)));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x@N@TRANS.shared.b16 {@REGS}, [@ADDR];"
+               : @OUTS : "r"(loom_smem_addr(row)));
 #else
-  loom_emu_ldmatrix(lane, row, b, 2, 0);
+  loom_emu_ldmatrix(lane, row, f, @N, @TR);
 #endif
-}`)
+}`))
+		helperDeps[name] = []string{"loom_mma_ld_" + l.op, "loom_smem_addr"}
+	}
 	for _, accName := range []string{"f32", "f16"} {
 		acc := mmaAccs[accName]
 		r := strings.NewReplacer("@ACC", accName, "@CTYPE", acc.cType, "@CDECL", acc.decl("c"), "@LANE", mmaLane, "@LOADC", acc.load, "@STOREC", acc.store)
@@ -219,7 +216,4 @@ func init() {
 #endif
 }`)))
 	}
-	helperDeps["loom_mma_ld_a_shared"] = []string{"loom_mma_ld_a", "loom_smem_addr"}
-	helperDeps["loom_mma_ld_b_shared"] = []string{"loom_mma_ld_b", "loom_smem_addr"}
-	helperDeps["loom_mma_ld_bt_shared"] = []string{"loom_mma_ld_bt", "loom_smem_addr"}
 }

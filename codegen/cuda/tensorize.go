@@ -155,6 +155,24 @@ func (r *registerTiles) at(k *kernelWriter) string {
 	return r.name + "[" + idx + "]"
 }
 
+// eachTile prints body in unrolled loops over r's loops, their variables
+// declared for it.
+func (k *kernelWriter) eachTile(r *registerTiles, body func()) {
+	saved := k.savedNames()
+	defer k.restoreNames(saved)
+	for i, p := range r.loops {
+		v := k.declare(p.Var)
+		k.line("#pragma unroll")
+		k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, r.mins[i], v, r.mins[i]+r.exts[i], v)
+		k.indent++
+	}
+	body()
+	for range r.loops {
+		k.indent--
+		k.line("}")
+	}
+}
+
 // maxRegisterTiles bounds the accumulator registers a lane keeps across a
 // loop (tiles × registers a tile): past it, the accumulators go through
 // memory at every step instead of spilling.
@@ -263,19 +281,7 @@ func (k *kernelWriter) hoistAccumulators(l *ast.For, blockLevel bool) bool {
 	k.line("%s[%d][%d];", acc.reg+" "+reg.name, tiles, acc.n)
 	// move prints the load or store of every register tile.
 	move := func(helper string) {
-		saved := k.savedNames()
-		for i, p := range reg.loops {
-			v := k.declare(p.Var)
-			k.line("#pragma unroll")
-			k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, reg.mins[i], v, reg.mins[i]+reg.exts[i], v)
-			k.indent++
-		}
-		k.line("%s(&%s, %s, %s);", helper, k.access(buf, offsets[c]), ldc, reg.at(k))
-		for range reg.loops {
-			k.indent--
-			k.line("}")
-		}
-		k.restoreNames(saved)
+		k.eachTile(reg, func() { k.line("%s(&%s, %s, %s);", helper, k.access(buf, offsets[c]), ldc, reg.at(k)) })
 	}
 	move(mi.loadC())
 	k.hoisted[l], k.accumulators[nest] = true, reg
@@ -366,19 +372,9 @@ func (k *kernelWriter) planFragments(nest *ast.For, path []*ast.For, reg *regist
 				tiles *= e
 			}
 			k.line("unsigned %s[%d][%d];", ft.name, tiles, map[string]int{"A": 4, "B": 2}[op])
-			saved := k.savedNames()
-			for i, p := range ft.loops {
-				v := k.declare(p.Var)
-				k.line("#pragma unroll")
-				k.line("for (%s %s = %d; %s < %d; ++%s) {", k.ctypeOf(p.Var.DType), v, ft.mins[i], v, ft.mins[i]+ft.exts[i], v)
-				k.indent++
-			}
-			k.line("%s(&%s, (long long)(%s), %s);", loaders[op], k.access(buf, offsets[x]), bi.shape[len(bi.shape)-1], ft.at(k))
-			for range ft.loops {
-				k.indent--
-				k.line("}")
-			}
-			k.restoreNames(saved)
+			k.eachTile(ft, func() {
+				k.line("%s(&%s, (long long)(%s), %s);", loaders[op], k.access(buf, offsets[x]), bi.shape[len(bi.shape)-1], ft.at(k))
+			})
 		}
 	}
 	return at
