@@ -21,7 +21,6 @@ import (
 // every primitive that needs a leaf block refuses one around a nest
 // (notLeaf).
 
-
 // nestOf returns the innermost block around the statement at place at
 // (the statement itself not counted) other than f's root block, or nil.
 func nestOf(f *ast.Func, at place) *ast.ScheduleBlock {
