@@ -7,7 +7,7 @@ GO ?= go
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
 test: tools check
-	$(GO) test -timeout 30m ./...
+	$(GO) test -timeout 45m ./...
 
 # tools installs what the tests need besides Go: clang-14 and clang-16
 # (sm_90), which compile the generated CUDA to PTX on machines without a
