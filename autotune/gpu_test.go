@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -365,7 +366,7 @@ func TestTensorCoreShapes(t *testing.T) {
 		bt      bool
 		shape   tensorCoreShape
 	}{
-		{128, 128, 96, false, tensorCoreShape{2, 2, 4, 8, 2, 3}},
+		{128, 128, 96, false, tensorCoreShape{2, 2, 4, 8, 1, 3}},
 		{64, 64, 64, false, tensorCoreShape{2, 2, 2, 4, 1, 2}},
 		{64, 32, 64, true, tensorCoreShape{1, 2, 4, 2, 2, 2}},
 		{32, 64, 48, false, tensorCoreShape{2, 1, 1, 8, 1, 1}},
@@ -401,6 +402,18 @@ func TestTensorCoreShapes(t *testing.T) {
 			for _, w := range want {
 				if !strings.Contains(m.Source, w) {
 					t.Errorf("the kernel has no %s:\n%s", w, m.Source)
+				}
+			}
+			// The shared tiles' rows, as ldmatrix reads them, an odd number
+			// of 16 bytes apart (no bank conflicts).
+			lds := regexp.MustCompile(`loom_mma_ld_bt?_shared\(.*\(long long\)\((\d+)\)|loom_mma_ld_a_shared\(.*\(long long\)\((\d+)\)`).FindAllStringSubmatch(m.Source, -1)
+			if c.shape.stages > 0 && len(lds) < 2 {
+				t.Errorf("%d calls of the shared loaders, want both factors'", len(lds))
+			}
+			for _, ld := range lds {
+				n, _ := strconv.Atoi(ld[1] + ld[2])
+				if n%8 != 0 || (n/8)%2 != 1 {
+					t.Errorf("a shared tile's rows are %d elements apart: ldmatrix's eight rows share banks", n)
 				}
 			}
 			for _, arch := range []string{"sm_80", "sm_90"} {

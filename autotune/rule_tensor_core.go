@@ -89,8 +89,16 @@ func tensorCoreShapes(m, n, k, batch, accRegs, maxShared int64) []tensorCoreShap
 					if stages > 1 && k/c.kk < stages {
 						continue // a pipeline deeper than the steps
 					}
-					// Two bytes an element, A's tile and B's, in every stage.
-					if shared := 2 * 16 * c.kk * (16*c.warpsM*c.wm + 8*c.warpsN*c.wn) * c.stages; shared > maxShared {
+					// Two bytes an element, A's tile and B's, in every stage,
+					// their rows padded as codegen/cuda pads them for ldmatrix
+					// (by 8 elements where they are an even number of 8).
+					padded := func(n int64) int64 {
+						if (n/8)%2 == 0 {
+							return n + 8
+						}
+						return n
+					}
+					if shared := 2 * (16*c.warpsM*c.wm*padded(16*c.kk) + 16*c.kk*padded(8*c.warpsN*c.wn)) * c.stages; shared > maxShared {
 						continue
 					}
 					out = append(out, c)

@@ -312,6 +312,7 @@ type kernelWriter struct {
 
 	laneLoads map[*ast.Load]string // in a lane of a vector loop: the loads that are vector components
 	async     map[*ast.Buffer]bool // in a pipeline's fetch: the buffers it fetches (copies into them may be cp.async)
+	padded    map[*ast.Buffer]bool // shared tiles whose rows ldmatrix reads: padded against bank conflicts (rowExtent)
 
 	// accumulators are the registers of the tensorized nests whose
 	// lanes' accumulators stay in registers across the loop around them;
@@ -398,6 +399,7 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 		return "", nil, k.errorAt(s, "%d threads per block (%d x %d x %d); CUDA allows 1024", n, kern.Block[0], kern.Block[1], kern.Block[2])
 	}
 	k.block = kern.Block
+	k.padded = paddedTiles(s)
 	k.pending = newAccess()
 	k.scratch = map[string]bool{}
 	k.bufs = map[*ast.Buffer]*bufInfo{}

@@ -134,13 +134,17 @@ func (k *kernelWriter) pipelined(l *ast.For, blockLevel bool) bool {
 		c := k.plans[buf]
 		size := int64(1)
 		var shape []string
-		for _, d := range c.Shape {
-			e, ok := ast.ConstIntValue(ast.Simplify(d))
+		for d, dim := range c.Shape {
+			e, ok := ast.ConstIntValue(ast.Simplify(dim))
 			if !ok {
-				return fail("shared buffer %s has the non-constant extent %s: tile the loops around its uses by constants", buf.Name, ast.Print(d))
+				return fail("shared buffer %s has the non-constant extent %s: tile the loops around its uses by constants", buf.Name, ast.Print(dim))
+			}
+			shape = append(shape, fmt.Sprint(e))
+			if d == len(c.Shape)-1 {
+				e = k.rowExtent(buf, e)
+				shape[d] = fmt.Sprint(e)
 			}
 			size *= e
-			shape = append(shape, fmt.Sprint(e))
 		}
 		base := cname(buf.Name)
 		k.shared = append(k.shared, fmt.Sprintf("__shared__ __align__(16) %s %s[%d];", k.memTypeOf(buf.DType), base, stages*size))

@@ -461,6 +461,13 @@ func (k *kernelWriter) declareArray(buf *ast.Buffer, shape []ast.Expr, origin []
 		size *= n
 		bi.shape = append(bi.shape, fmt.Sprint(n))
 	}
+	if shared && len(bi.shape) > 0 {
+		last, _ := ast.ConstIntValue(ast.Simplify(shape[len(shape)-1]))
+		if row := k.rowExtent(buf, last); row != last {
+			size = size / last * row
+			bi.shape[len(bi.shape)-1] = fmt.Sprint(row)
+		}
+	}
 	k.bufs[buf] = bi
 	if shared {
 		k.shared = append(k.shared, fmt.Sprintf("__shared__ __align__(16) %s %s[%d];", t, bi.name, size))

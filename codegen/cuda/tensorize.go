@@ -113,6 +113,53 @@ func (k *kernelWriter) tensorized(l *ast.For, name string) {
 	k.line("}")
 }
 
+// paddedTiles returns the shared buffers that tensorized nests under s
+// read as factors: ldmatrix reads eight of their rows at once.
+func paddedTiles(s ast.Stmt) map[*ast.Buffer]bool {
+	out := map[*ast.Buffer]bool{}
+	ast.Inspect(s, func(n ast.Node) bool {
+		var nest *ast.For
+		var name string
+		switch n := n.(type) {
+		case *ast.For:
+			name, _ = n.Annotations[intrin.AnnotationKey].(string)
+			nest = n
+		case *ast.ScheduleBlock:
+			if nest = blockNest(n); nest != nil {
+				name, _ = n.Annotations[intrin.AnnotationKey].(string)
+			}
+		}
+		in, ok := intrin.Lookup(name)
+		if nest == nil || !ok {
+			return true
+		}
+		if m, err := in.Match(nest); err == nil {
+			for _, op := range []string{"A", "B"} {
+				if buf := m.Buffers[in.Operands[op]]; buf.Scope == ast.Shared {
+					out[buf] = true
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// rowExtent is the extent a shared buffer's rows of n elements take in
+// memory. The eight rows of 16 bytes that an ldmatrix reads fall in eight
+// distinct 16-byte columns of the 128 bytes of shared memory's banks only
+// when the rows are an odd number of 16 bytes apart: the rows of a tile
+// ldmatrix reads are padded by 16 bytes where they would be an even
+// number (a 32-element row of float16, 64 bytes, would put every other
+// row on the same banks: a 4-way conflict).
+func (k *kernelWriter) rowExtent(buf *ast.Buffer, n int64) int64 {
+	per := 16 / int64(buf.DType.Bytes()) // elements in 16 bytes
+	if !k.padded[buf] || n%per != 0 || (n/per)%2 == 1 {
+		return n
+	}
+	return n + per
+}
+
 // archNumber is the module's compute capability as a number (80 for
 // sm_80), 0 when it does not read as one.
 func (k *kernelWriter) archNumber() int {
