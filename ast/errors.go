@@ -20,6 +20,9 @@ var (
 	// division by zero, a binding outside its block's domain, an access
 	// outside the block's declared region, a bad argument).
 	ErrRuntime = errors.New("run-time error")
+	// ErrBudget: InterpretWithin ran more loop iterations than it was
+	// allowed (no fault of f's: the check was too costly to finish).
+	ErrBudget = errors.New("interpreter's budget exhausted")
 )
 
 // ParseError is a syntax or validity error in the text form, at a position.

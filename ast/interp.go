@@ -32,14 +32,26 @@ import (
 //
 // f is verified first; an ill-formed f returns its *VerifyError.
 func Interpret(f *Func, sizes map[string]int64, buffers map[string]any) error {
+	_, err := InterpretWithin(f, sizes, buffers, 0)
+	return err
+}
+
+// InterpretWithin is [Interpret] that gives up after iterations loop
+// iterations in all (0: no limit), returning an error wrapping ErrBudget;
+// the buffers are then partly written. It returns the loop iterations it
+// ran. Callers that check many schedules (a property test, a search) use
+// it to skip one whose loops, legal but padded by splits far beyond the
+// extents they split, would take hours to interpret.
+func InterpretWithin(f *Func, sizes map[string]int64, buffers map[string]any, iterations int64) (int64, error) {
 	if err := Verify(f); err != nil {
-		return err
+		return 0, err
 	}
-	in := &interp{bufs: map[string]*tensor{}}
-	return catch(func() {
+	in := &interp{bufs: map[string]*tensor{}, budget: iterations}
+	err := catch(func() {
 		in.bind(f, sizes, buffers)
 		in.stmt(f.Body)
 	})
+	return in.spent, err
 }
 
 // NewData returns a zeroed Go slice of the right element type and length
@@ -82,11 +94,13 @@ var maxLive = func() int64 {
 
 // interp is the state of one run.
 type interp struct {
-	live  int64              // bytes of the Alloc buffers in scope
-	env   []binding          // sizes, then loop and iteration variables, innermost last
-	bufs  map[string]*tensor // every buffer in scope, by name
-	stmt0 Stmt               // the statement being executed, for messages
-	block *blockInstance     // the innermost block instance, nil outside blocks
+	live   int64              // bytes of the Alloc buffers in scope
+	env    []binding          // sizes, then loop and iteration variables, innermost last
+	bufs   map[string]*tensor // every buffer in scope, by name
+	stmt0  Stmt               // the statement being executed, for messages
+	block  *blockInstance     // the innermost block instance, nil outside blocks
+	budget int64              // loop iterations left before ErrBudget; 0: no limit
+	spent  int64              // loop iterations run
 }
 
 // binding is a variable's value in scope.
@@ -204,6 +218,9 @@ func (in *interp) stmt(s Stmt) {
 		at := len(in.env)
 		in.bind1(s.Var.Name, value{})
 		for i := lo; i < lo+ext; i++ {
+			if in.spent++; in.budget > 0 && in.spent > in.budget {
+				panic(bailout{fmt.Errorf("ast: interpret: more than %d loop iterations (at loop %s): %w", in.budget, s.Var.Name, ErrBudget)})
+			}
 			in.env[at].v = value{i: i}
 			in.stmt(s.Body)
 		}

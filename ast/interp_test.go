@@ -5,6 +5,7 @@ import (
 	"github.com/loom-go/loom/internal/golden"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -455,5 +456,31 @@ func TestHalfEncodings(t *testing.T) {
 				t.Fatalf("encoding %#04x decodes to %v, which encodes to %#04x", b, v, got)
 			}
 		}
+	}
+}
+
+// TestInterpretWithin: the budget counts loop iterations; a run within it
+// reports what it spent and the results of Interpret, one beyond it stops
+// with ErrBudget, naming the loop it stopped in.
+func TestInterpretWithin(t *testing.T) {
+	f := goldenFunc(t, "tail_predicate")
+	run := func(budget int64) (int64, []float32, error) {
+		a, b := make([]float32, 100), make([]float32, 100)
+		for i := range a {
+			a[i] = float32(i)
+		}
+		n, err := ast.InterpretWithin(f, nil, map[string]any{"A": a, "B": b}, budget)
+		return n, b, err
+	}
+	spent, want, err := run(0)
+	if err != nil || spent == 0 {
+		t.Fatalf("no budget: spent %d, %v", spent, err)
+	}
+	if n, got, err := run(spent); err != nil || n != spent || !slices.Equal(got, want) {
+		t.Errorf("a budget of exactly %d: spent %d, %v", spent, n, err)
+	}
+	n, _, err := run(spent - 1)
+	if !errors.Is(err, ast.ErrBudget) || n != spent || !strings.Contains(err.Error(), "at loop") {
+		t.Errorf("a budget of %d: spent %d, %v; want ErrBudget at the %dth iteration, naming its loop", spent-1, n, err, spent)
 	}
 }

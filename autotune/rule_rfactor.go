@@ -12,8 +12,11 @@ import (
 // results are summed at the end. The inits of both steps are moved
 // before their reduction loops (so that the partial results stay in
 // registers). It applies to reductions without reuse (those are
-// MultiLevelTiling's) whose innermost loop is a reduce loop of constant
-// extent divisible by a vector.
+// MultiLevelTiling's) whose innermost loop is a reduce loop longer than a
+// vector. A chunk that divides a constant extent is preferred; one that
+// does not (or any chunk, for a symbolic extent: a row of N elements)
+// leaves a tail, which rfactor handles with a separate init of the
+// partial results and the vector loop handles with a mask.
 type VectorRFactor struct {
 	MaxVectors int
 }
@@ -26,17 +29,24 @@ func (r VectorRFactor) Apply(s *schedule.Schedule, b schedule.Block, t Target) e
 		return errSkip
 	}
 	last := bi.loops[len(bi.loops)-1]
-	n, ok := s.Extent(last)
-	if !ok || bi.roles[len(bi.loops)-1] != roleReduce {
+	if bi.roles[len(bi.loops)-1] != roleReduce {
 		return errSkip
 	}
-	// rfactor refuses a tail, so the chunk divides the row.
-	var chunks []int64
+	n, known := s.Extent(last)
+	var dividing, all []int64
 	for v := 1; v <= max(r.MaxVectors, 1); v *= 2 {
 		c := int64(v * t.VectorLanes)
-		if n%c == 0 && c < n {
-			chunks = append(chunks, c)
+		if known && c >= n {
+			break
 		}
+		all = append(all, c)
+		if known && n%c == 0 {
+			dividing = append(dividing, c)
+		}
+	}
+	chunks := all
+	if len(dividing) > 0 {
+		chunks = dividing // no tail: no mask, no separate init
 	}
 	if len(chunks) == 0 {
 		return errSkip
@@ -57,9 +67,13 @@ func (r VectorRFactor) Apply(s *schedule.Schedule, b schedule.Block, t Target) e
 	if err != nil {
 		return err
 	}
-	init, err := s.DecomposeReduction(rf, rfLoops[len(rfLoops)-2])
+	// With a tail, rfactor already made the partial results' init a block
+	// of its own, before the reduction.
+	init, err := s.GetBlock(rf.Name() + "_init")
 	if err != nil {
-		return err
+		if init, err = s.DecomposeReduction(rf, rfLoops[len(rfLoops)-2]); err != nil {
+			return err
+		}
 	}
 	if err := s.Vectorize(rfLoops[len(rfLoops)-1]); err != nil {
 		return err

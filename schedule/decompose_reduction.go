@@ -33,10 +33,30 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 	if blk.Init == nil {
 		return Block{}, illegal(prim, s.f, here, "block %s has no init to decompose", blk.Name)
 	}
+	g, initName, err := decomposeInit(prim, s.f, blk, at, loop, nil)
+	if err != nil {
+		return Block{}, err
+	}
+	if err := s.commit(prim, g); err != nil {
+		return Block{}, err
+	}
+	h := s.blockHandle(initName)
+	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}, Outputs: []string{h.rv}})
+	return h, nil
+}
+
+// decomposeInit returns f with the init of reduction block blk (at place
+// at) moved into a block of its own before loop, and that block's name:
+// DecomposeReduction's transformation, which RFactor also makes of the
+// partial results' block when a tail leaves some of them without an
+// update. The init covers every iteration of loop whole (when not nil):
+// the conjuncts of blk's predicate that mention it are dropped.
+func decomposeInit(prim string, f *ast.Func, blk *ast.ScheduleBlock, at place, loop, whole *ast.For) (*ast.Func, string, error) {
+	here := []ast.Node{blk, loop}
 	loops := at.loops()
 	k := slices.Index(loops, loop)
 	if k < 0 {
-		return Block{}, illegal(prim, s.f, here, "loop %s is not around block %s", loop.Var.Name, blk.Name)
+		return nil, "", illegal(prim, f, here, "loop %s is not around block %s", loop.Var.Name, blk.Name)
 	}
 	uses := func(e ast.Expr, lp *ast.For) bool { return ast.Mentions(e, lp.Var.Name) }
 	bindsReduce := func(lp *ast.For) bool {
@@ -49,18 +69,18 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 	}
 	for _, lp := range loops[:k] {
 		if bindsReduce(lp) {
-			return Block{}, illegal(prim, s.f, []ast.Node{blk, loop, lp}, "loop %s, outside loop %s, binds a reduce variable of block %s: the init would run before updates that precede it", lp.Var.Name, loop.Var.Name, blk.Name)
+			return nil, "", illegal(prim, f, []ast.Node{blk, loop, lp}, "loop %s, outside loop %s, binds a reduce variable of block %s: the init would run before updates that precede it", lp.Var.Name, loop.Var.Name, blk.Name)
 		}
 	}
 	// The spatial loops from l down, repeated for the init.
-	used := names(s.f)
+	used := names(f)
 	sub := map[string]ast.Expr{}
 	var initLoops []*ast.For
 	for _, lp := range loops[k:] {
 		if bindsReduce(lp) {
 			for _, it := range blk.Iters {
 				if it.Kind == ast.Spatial && uses(it.Binding, lp) {
-					return Block{}, illegal(prim, s.f, []ast.Node{blk, lp}, "loop %s binds both spatial and reduce variables of block %s", lp.Var.Name, blk.Name)
+					return nil, "", illegal(prim, f, []ast.Node{blk, lp}, "loop %s binds both spatial and reduce variables of block %s", lp.Var.Name, blk.Name)
 				}
 			}
 			continue
@@ -69,7 +89,7 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 		sub[lp.Var.Name] = nv
 		initLoops = append(initLoops, &ast.For{Var: nv, Min: ast.Substitute(lp.Min, sub), Extent: ast.Substitute(lp.Extent, sub)})
 	}
-	initBlk := &ast.ScheduleBlock{Name: fresh(blockNames(s.f), blk.Name+"_init")}
+	initBlk := &ast.ScheduleBlock{Name: fresh(blockNames(f), blk.Name+"_init")}
 	for _, it := range blk.Iters {
 		if it.Kind == ast.Spatial {
 			initBlk.Iters = append(initBlk.Iters, &ast.IterVar{Var: it.Var, Kind: ast.Spatial, Dom: it.Dom, Binding: ast.Substitute(it.Binding, sub)})
@@ -85,7 +105,7 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 					reduce = true
 				}
 			}
-			if reduce {
+			if reduce || whole != nil && uses(c, whole) {
 				continue
 			}
 			c = ast.Substitute(c, sub)
@@ -109,7 +129,7 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 		}
 		for _, other := range loops[k:] {
 			if bindsReduce(other) && other != lp && (uses(lp.Extent, other) || uses(lp.Min, other)) {
-				return Block{}, illegal(prim, s.f, []ast.Node{blk, lp}, "the extent of reduce loop %s depends on reduce loop %s: cannot tell where block %s's update runs at least once, which its init must keep to", lp.Var.Name, other.Var.Name, blk.Name)
+				return nil, "", illegal(prim, f, []ast.Node{blk, lp}, "the extent of reduce loop %s depends on reduce loop %s: cannot tell where block %s's update runs at least once, which its init must keep to", lp.Var.Name, other.Var.Name, blk.Name)
 			}
 		}
 		c := ast.GT(ast.Substitute(lp.Extent, sub), ast.IntConst(lp.Extent.Type(), 0))
@@ -136,16 +156,10 @@ func (s *Schedule) DecomposeReduction(b Block, l Loop) (Block, error) {
 	}
 	nb := *blk
 	nb.Init = nil
-	g := replace(s.f, blk, &nb)
+	g := replace(f, blk, &nb)
 	loop2, _, _ := findLoop(g, loop.Var.Name)
 	g = replace(g, loop2, &ast.Seq{Stmts: []ast.Stmt{nest, loop2}})
-	g = ast.SimplifyFunc(g)
-	if err := s.commit(prim, g); err != nil {
-		return Block{}, err
-	}
-	h := s.blockHandle(initBlk.Name)
-	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv), Ref(l.rv)}, Outputs: []string{h.rv}})
-	return h, nil
+	return ast.SimplifyFunc(g), initBlk.Name, nil
 }
 
 // conjuncts splits a && b && ... into its parts.

@@ -54,7 +54,11 @@ func TestIllegalRequests(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = s.RFactor(ks[0])
+			fused, err := s.Fuse(ks[0], ks[1]) // the only reduce loop, with the tail
+			if err != nil {
+				return err
+			}
+			_, err = s.RFactor(fused)
 			return err
 		}, ErrIllegal, "never be initialized"},
 		{"split a symbolic extent by fixed factors", chain, func(s *Schedule) error {

@@ -88,11 +88,30 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	if !slices.Contains(reduceLoops, loop) {
 		return Block{}, illegal(prim, s.f, here, "loop %s binds no reduce variable of block %s", loop.Var.Name, blk.Name)
 	}
-	if blk.Predicate != nil && usesLoop(blk.Predicate, loop) {
-		// A tail: some iterations of l may run no instance at all, and
-		// their slots of the rf buffer would reach the final sum without
-		// an init.
-		return Block{}, illegal(prim, s.f, here, "the predicate of block %s depends on loop %s (a split's tail), so some slots of the rfactor buffer would never be initialized; split by a factor that divides the extent", blk.Name, loop.Var.Name)
+	// A tail (the predicate depends on l): some slots of the rf buffer
+	// may get no term at all. Their init then cannot wait for the first
+	// term: the partial results' init becomes a block of its own, before
+	// the other reduce loops (as DecomposeReduction makes it), which
+	// fills every slot. With no other reduce loop, there is no place
+	// for it.
+	tail := blk.Predicate != nil && usesLoop(blk.Predicate, loop)
+	if tail && len(reduceLoops) == 1 {
+		return Block{}, illegal(prim, s.f, here, "the predicate of block %s depends on loop %s (a split's tail) and no other loop reduces: the slots of the rfactor buffer it leaves without a term would never be initialized; split the reduction first and rfactor its inner part", blk.Name, loop.Var.Name)
+	}
+	if tail {
+		// The init covers every slot, so it drops the tail's conjuncts:
+		// they may mention l and reduce loops only (a spatial loop's
+		// bound there would be dropped with them).
+		for _, c := range conjuncts(blk.Predicate) {
+			if !usesLoop(c, loop) {
+				continue
+			}
+			for _, lp := range at.loops() {
+				if lp != loop && !slices.Contains(reduceLoops, lp) && usesLoop(c, lp) {
+					return Block{}, illegal(prim, s.f, []ast.Node{blk, loop, lp}, "the predicate of block %s ties loop %s (a split's tail) to spatial loop %s: the slots of the rfactor buffer it leaves without a term cannot be initialized apart", blk.Name, loop.Var.Name, lp.Var.Name)
+				}
+			}
+		}
 	}
 	// The rf buffer is sized by l's extent, and the rf block's domains
 	// are the reduction loops' ranges: both must be fixed by the sizes
@@ -168,6 +187,17 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 		return &ast.For{Var: rl, Min: loop.Min, Extent: loop.Extent, Body: body}
 	}
 
+	// Where no term is summed at all (a reduce loop of symbolic extent
+	// at 0), the block never ran: its write-back must not run either.
+	for _, lp := range reduceLoops {
+		if lp == loop {
+			continue
+		}
+		if n, ok := ast.ConstIntValue(ast.Simplify(lp.Extent)); !ok || n <= 0 {
+			wb.Predicate = andOf(wb.Predicate, ast.GT(lp.Extent, ast.IntConst(lp.Extent.Type(), 0)))
+		}
+	}
+
 	g := replace(s.f, blk, rf)
 	_, rfAt, _ := findBlock(g, rf.Name)
 	top, _ := topLevel(g, rfAt)
@@ -234,6 +264,26 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 			wbNest = wbLoops[i]
 		}
 		g = insertTop(g, top, true, wbNest)
+	}
+	if tail {
+		// The partial results' init before the outermost other reduce
+		// loop, over every slot.
+		rfBlk, at2, _ := findBlock(g, rf.Name)
+		var outer *ast.For
+		for _, lp := range at2.loops() {
+			if lp.Var.Name != loop.Var.Name && slices.ContainsFunc(reduceLoops, func(r *ast.For) bool { return r.Var.Name == lp.Var.Name }) {
+				outer = lp
+				break
+			}
+		}
+		if outer == nil {
+			return Block{}, &Error{Primitive: prim, Reason: "internal error: no reduce loop to put the partial results' init before", Func: s.f, At: here, Kind: ErrInternal}
+		}
+		var err error
+		rfLoop, _, _ := findLoop(g, loop.Var.Name)
+		if g, _, err = decomposeInit(prim, g, rfBlk, at2, outer, rfLoop); err != nil {
+			return Block{}, err
+		}
 	}
 	g = ast.SimplifyFunc(g)
 	if err := s.commit(prim, g); err != nil {
