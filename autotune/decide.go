@@ -140,6 +140,39 @@ func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole, b
 	return out, nil
 }
 
+// sampleGPUSymbolicTile draws the factors of a loop of symbolic extent
+// split in n for MultiLevelTilingGPU, the outermost inferred (blocks, or a
+// reduction's steps): a spatial loop's virtual threads among 1 and 2, its
+// threads among the powers of two up to 32, its levels below (registers)
+// among 1, 2 and 4; a reduction's chunk (the innermost level) among the
+// powers of two up to 32 (and maxInnermost), the levels between among 1,
+// 2 and 4.
+func sampleGPUSymbolicTile(s *schedule.Schedule, n, maxInnermost int, reduce bool) ([]schedule.Value, error) {
+	out := make([]schedule.Value, n)
+	for i := 1; i < n; i++ {
+		limit := int64(4)
+		switch {
+		case reduce && i == n-1, !reduce && i == 2:
+			limit = 32
+		case !reduce && i == 1:
+			limit = 2
+		}
+		if i == n-1 && maxInnermost > 0 {
+			limit = min(limit, int64(maxInnermost))
+		}
+		var choices []int64
+		for c := int64(1); c <= limit; c *= 2 {
+			choices = append(choices, c)
+		}
+		v, err := sampleAmong(s, choices)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // extentBound returns the most loop l's extent can be when every
 // symbolic size is at most its bound, or 0 when that is unknown (no
 // bounds, a size without one, or an extent that does not grow with the
@@ -327,6 +360,10 @@ func preferredVector(inner []int64, lanes int) int {
 //
 // shrink halves the threads and the chunk that many times (a first
 // choice whose shared tiles do not fit).
+//
+// A symbolic extent (0 in exts) is tiled as a large one would be: 4
+// registers and 16 threads of a spatial loop, a chunk of 16 of the
+// reduction, the outermost level inferred (the split guards the tail).
 func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int64 {
 	out := make([][]int64, len(exts))
 	regs, threads := int64(16), int64(max(256>>shrink, 32))
@@ -334,6 +371,9 @@ func gpuTiles(exts []int64, roles []role, sLevels, rLevels, shrink int) [][]int6
 	firstReduce := slices.Index(roles, roleReduce)
 	for i := len(exts) - 1; i >= 0; i-- {
 		e := exts[i]
+		if e == 0 {
+			e = 1 << 20 // divisible by every factor below
+		}
 		switch roles[i] {
 		case roleSpatial:
 			f := make([]int64, sLevels)

@@ -568,3 +568,75 @@ func TestTensorCoreAccumulate(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUSymbolicTiling: MultiLevelTilingGPU tiles a matmul of symbolic
+// sizes (its tails guarded, the cache's fill and write-back under the
+// thread loop), in Default and in samples; each such kernel lowers and
+// computes what the interpreter does, on the CPU's emulation of a GPU, at
+// the case's sizes and the edges (0, 1, sizes no tile divides).
+func TestGPUSymbolicTiling(t *testing.T) {
+	var c defaultCase
+	for _, dc := range defaultCases(t) {
+		if dc.name == "matmul_sym" {
+			c = dc
+		}
+	}
+	if c.f == nil {
+		t.Fatal("no matmul_sym among the cases")
+	}
+	c.sizes = append(c.sizes, map[string]int64{"M": 70, "N": 97, "K": 33})
+	sp := &Space{Rules: GPURules(), Target: CUDATarget()}
+	d, err := Default(c.f, CUDATarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schedules := []*schedule.Schedule{d}
+	seeds := uint64(2) // each kernel's emulation costs about a minute
+	if testing.Short() {
+		seeds = 0
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		if s, err := sp.Sample(c.f, seed); err == nil {
+			schedules = append(schedules, s)
+		}
+	}
+	tiled := 0
+	for i, s := range schedules {
+		if !strings.Contains(s.Trace().String(), "reverse_compute_at") || s.Func().Block("C_local") == nil {
+			continue
+		}
+		tiled++
+		m, err := cuda.Lower(s.Func(), cuda.Options{})
+		if err != nil {
+			t.Errorf("schedule %d: %v\n%s", i, err, s.Trace())
+			continue
+		}
+		var runs []cudaemu.Binding
+		var wants []map[string]any
+		for j, at := range c.sizes {
+			want := c.args(at, uint64(j))
+			if err := ast.Interpret(c.f, at, want); err != nil {
+				t.Fatal(err)
+			}
+			wants = append(wants, want)
+			runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(j))})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err = cudaemu.RunEach(ctx, m, runs)
+		cancel()
+		if err != nil {
+			t.Errorf("schedule %d: %v\n%s", i, err, s.Trace())
+			continue
+		}
+		for j, r := range runs {
+			for _, p := range c.f.Params {
+				if e := workload.MaxRelErr(r.Args[p.Name], wants[j][p.Name]); e > 1e-4 {
+					t.Errorf("schedule %d at %v: %s differs from the interpreter's by %g\n%s", i, r.Sizes, p.Name, e, s.Trace())
+				}
+			}
+		}
+	}
+	if tiled == 0 || !strings.Contains(d.Trace().String(), "reverse_compute_at") {
+		t.Errorf("Default and %d samples: %d tiled with a write cache (Default must be)", seeds, tiled)
+	}
+}

@@ -74,12 +74,11 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	if len(sLevels) < 3 || len(rLevels) < 1 {
 		return fmt.Errorf("structure %q needs three S levels (blocks, virtual threads, threads) and an R level", m.Structure)
 	}
-	// Loops of symbolic extent (no perfect tiles; the tails' predicates
-	// would keep the write cache from its thread loop) and loops whose
-	// bounds depend on others (a triangle: no reorder) are left to the
-	// other rules.
+	// Loops whose bounds depend on others (a triangle: no reorder) are
+	// left to the other rules. A loop of symbolic extent is split by
+	// constant factors (gpuSymbolicTile), its tail guarded.
 	for _, l := range bi.loops {
-		if _, ok := s.Extent(l); !ok || dependsOnOthers(s, l, bi.loops) {
+		if dependsOnOthers(s, l, bi.loops) {
 			return errSkip
 		}
 	}
@@ -115,10 +114,14 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 			return errSkip
 		}
 		var vals []schedule.Value
-		if t.decide {
+		_, known := s.Extent(l)
+		switch {
+		case t.decide:
 			vals, err = fixedTile(s, l, len(at), m.MaxInnermost, decided[i])
-		} else {
+		case known:
 			vals, err = s.SamplePerfectTile(l, len(at), m.MaxInnermost)
+		default:
+			vals, err = sampleGPUSymbolicTile(s, len(at), m.MaxInnermost, bi.roles[i] == roleReduce)
 		}
 		if err != nil {
 			return err
@@ -159,6 +162,14 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	}
 	if err := s.ReverseComputeAt(wb, thread[len(thread)-1]); err != nil {
 		return err
+	}
+	// Where the block may write only part of its tile (a reduction over
+	// a symbolic extent, which may be 0), the cache starts as a copy of
+	// the output: that copy goes to the thread too.
+	if fill, err := s.GetBlock(wb.Name() + "_fill"); err == nil {
+		if err := s.ComputeAt(fill, thread[len(thread)-1]); err != nil {
+			return err
+		}
 	}
 	r0 := levels[rLevels[0]]
 	if len(r0) == 0 {

@@ -259,6 +259,46 @@ func (s Set) tighten(d int, b Bound) Bound {
 	return Bound{Lower: b.Lower, Parts: [][]Aff{{{Const: lo, Div: IntOf(1)}}}, Exact: decided}
 }
 
+// ConstUpper returns a constant that upper bound b never exceeds, when
+// each of its parts has a constant piece: the greatest over the parts of
+// their least constant piece. (min(4, N, (N + 4)/2) gives 4: a tile's
+// width, which pieces in the sizes only tighten where a size is small.)
+func (b Bound) ConstUpper() (int64, bool) {
+	if b.Lower || b.Empty || b.Unbounded || len(b.Parts) == 0 {
+		return 0, false
+	}
+	var out int64
+	for i, part := range b.Parts {
+		least, found := int64(0), false
+		for _, a := range part {
+			if !a.IsConst() || a.Div.Sign() <= 0 {
+				continue
+			}
+			c, ok := a.Const.FloorDiv(a.Div).Int64()
+			if ok && (!found || c < least) {
+				least, found = c, true
+			}
+		}
+		if !found {
+			return 0, false
+		}
+		if i == 0 || least > out {
+			out = least
+		}
+	}
+	return out, true
+}
+
+// ParamsAtLeast returns the part of s where every parameter is at least
+// v: with v = 1, the sizes at which every loop over a size runs.
+func (s Set) ParamsAtLeast(v int64) Set {
+	b := newBasic(len(s.Params), 0, len(s.Dims))
+	for p := range s.Params {
+		b.addIneq(unitRow(b.nVars(), p, IntOf(-v)))
+	}
+	return Intersect(s, Set{Params: s.Params, Name: s.Name, Dims: s.Dims, parts: []*basic{b}})
+}
+
 // withConstraint returns the universe of s's space cut by r >= 0 (r over
 // the dimensions only).
 func (s Set) withConstraint(r row) Set {

@@ -163,3 +163,57 @@ func TestPruneConstPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestConstUpper: a bound with a constant piece in each part has a
+// constant upper bound, at least every value the dimension takes; one
+// without (N alone) has none.
+func TestConstUpper(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int64
+		ok   bool
+	}{
+		{"[N] -> { A[i] : 0 <= i < 4 and i < N }", 3, true},
+		{"[N] -> { A[i] : 0 <= i < N }", 0, false},
+		{"[N] -> { A[i] : 0 <= i < 4 and 2i < N + 4 }", 3, true},
+		{"[N] -> { A[i] : 0 <= i < 4 or 10 <= i < 12 and i < N }", 11, true},
+	} {
+		s := MustParseSet(c.src)
+		_, hi := s.DimBounds(0)
+		got, ok := hi.ConstUpper()
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("%s: upper bound %v: ConstUpper = %d, %v; want %d, %v", c.src, hi, got, ok, c.want, c.ok)
+		}
+		if !ok {
+			continue
+		}
+		for n := int64(0); n < 20; n++ {
+			for i := got + 1; i < got+20; i++ {
+				if s.Contains([]int64{n}, []int64{i}) {
+					t.Errorf("%s: contains %d at N = %d, beyond %d", c.src, i, n, got)
+				}
+			}
+		}
+	}
+	lower, _ := MustParseSet("{ A[i] : 0 <= i < 4 }").DimBounds(0)
+	if _, ok := lower.ConstUpper(); ok {
+		t.Error("a lower bound gave a constant upper bound")
+	}
+}
+
+// TestParamsAtLeast: the part of a set where every parameter is at least
+// the value.
+func TestParamsAtLeast(t *testing.T) {
+	s := MustParseSet("[N, K] -> { A[i] : 0 <= i < N + K }")
+	p := s.ParamsAtLeast(1)
+	for n := int64(0); n < 4; n++ {
+		for k := int64(0); k < 4; k++ {
+			for i := int64(0); i < 8; i++ {
+				want := s.Contains([]int64{n, k}, []int64{i}) && n >= 1 && k >= 1
+				if got := p.Contains([]int64{n, k}, []int64{i}); got != want {
+					t.Errorf("N=%d K=%d i=%d: %v, want %v", n, k, i, got, want)
+				}
+			}
+		}
+	}
+}

@@ -45,12 +45,17 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	// Its consumers, all under the loop.
 	outputs := map[*ast.Buffer]bool{}
 	var consumers []*ast.ScheduleBlock
+	// Another writer of b's output (a cache's fill that the cached block
+	// then updates): b may then not run an instance twice (it would
+	// overwrite the other's values), and its dependences on that buffer
+	// are all checked, not taken as kept by construction.
+	var otherWriter *ast.ScheduleBlock
 	for _, w := range blk.Writes {
 		outputs[w.Buffer] = true
 		writers, readers := accessors(s.f, w.Buffer)
 		for _, other := range writers {
 			if other != blk {
-				return illegal(prim, s.f, []ast.Node{blk, other}, "block %s also writes %s; compute_at needs block %s to be its only writer (its values would be recomputed over block %s's)", other.Name, w.Buffer.Name, blk.Name, other.Name)
+				otherWriter = other
 			}
 		}
 		for _, r := range readers {
@@ -135,7 +140,7 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		if d.Source.Block != blk && d.Sink.Block != blk {
 			return true // only b moves: the order of the others is unchanged
 		}
-		return outputs[d.Buffer]
+		return outputs[d.Buffer] && otherWriter == nil
 	}
 	if err := s.checkOrder(prim, g, here, skip); err != nil {
 		return err
@@ -143,7 +148,10 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
 	}
-	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, false); err != nil {
+	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, otherWriter != nil); err != nil {
+		if otherWriter != nil {
+			return illegal(prim, s.f, []ast.Node{blk, otherWriter}, "block %s also writes what block %s writes, and at its new place block %s would run some instance more than once, over block %s's values", otherWriter.Name, blk.Name, blk.Name, otherWriter.Name)
+		}
 		return err
 	}
 	if err := checkConcurrent(prim, s.f, g, blk.Name, here); err != nil {

@@ -129,6 +129,31 @@ func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at 
 	return nil
 }
 
+// checkInstancesAll refuses g, where block name was moved, if the block
+// no longer runs every instance it ran (at some sizes: a move whose
+// ranges were found where every size is at least 1).
+func (s *Schedule) checkInstancesAll(prim string, g *ast.Func, name string, at []ast.Node) error {
+	before, after, err := s.models(prim, g, at)
+	if err != nil {
+		return err
+	}
+	was, now := before.Block(name), after.Block(name)
+	if was == nil || now == nil {
+		return illegal(prim, s.f, at, "cannot find block %s in the models of the function", name)
+	}
+	if !now.ExactDomain {
+		return illegal(prim, s.f, at, "cannot tell which instances block %s would run at its new place (a bound, binding or condition there is not affine), so not whether it still runs every one where a size is 0", name)
+	}
+	all, err := poly.Subset(was.Iterations(), now.Iterations())
+	switch {
+	case err != nil:
+		return illegal(prim, s.f, at, "cannot tell whether block %s would still run every instance it ran where a size is 0: %v", name, err)
+	case !all:
+		return illegal(prim, s.f, at, "block %s would no longer run some instances where a size is 0 (the blocks it reads from do not run there)", name)
+	}
+	return nil
+}
+
 // checkRunsOnce refuses g, where block name was moved (compute_at,
 // reverse_compute_at), if the block is not pure and now runs some instance
 // more than once: the regions of two iterations of its new loop overlap,

@@ -45,6 +45,10 @@ func analyzerFor(f *ast.Func, loops []*ast.For) *ast.Analyzer {
 // (the extent the new loop needs).
 type iterRange struct {
 	lo, hi, width ast.Expr
+	// widest, when not 0, is a constant bound of the region's width: a
+	// loop of that extent from lo, guarded, covers [lo, hi] where hi - lo
+	// + 1 provably is at most it.
+	widest int64
 }
 
 // loopRanges turns a region (a set of buffer indices whose parameters are
@@ -72,14 +76,23 @@ func loopRanges(region poly.Set, perm []*ast.IterVar, vars map[string]*ast.Var, 
 		// least value (or up to its greatest): where neither bound is
 		// attained (a row of a fused loop, floormod of the loop, has the
 		// bounds 0 and 7 but one value), the loop spans the bounds.
+		// A constant bound of the width makes a loop of constant extent
+		// (the guard v < hi - lo + 1 of buildNest keeps it to the
+		// region): pieces in the sizes, which only tighten it where a
+		// size is small (min(4, N, N/2 + 2)), would make it one the
+		// dependence model cannot bound exactly.
+		widest, _ := region.Width(d, loopNames).ConstUpper()
 		switch {
 		case loB.Exact:
+			if widest > 0 {
+				width = ast.IntConst(t, widest)
+			}
 		case hiB.Exact:
 			lo = ast.Add(ast.Sub(hi, width), ast.One(t))
 		default:
 			width = nil
 		}
-		out[it.Var.Name] = iterRange{lo: lo, hi: hi, width: width}
+		out[it.Var.Name] = iterRange{lo: lo, hi: hi, width: width, widest: widest}
 	}
 	return out, nil
 }
@@ -109,13 +122,17 @@ func buildNest(f *ast.Func, b *ast.ScheduleBlock, ranges map[string]iterRange, a
 		domHi := ast.Simplify(ast.Sub(ast.Add(it.Dom.Min, it.Dom.Extent), ast.One(t)))
 		lo, hi := domLo, domHi
 		var width ast.Expr
+		var widest int64
 		if r, ok := ranges[it.Var.Name]; ok {
-			lo, hi, width = a.Simplify(r.lo), a.Simplify(r.hi), a.Simplify(r.width)
+			lo, hi, width, widest = a.Simplify(r.lo), a.Simplify(r.hi), a.Simplify(r.width), r.widest
 		}
 		ext := a.Simplify(ast.Add(ast.Sub(hi, lo), ast.One(t)))
 		loopExt := ext
 		if width != nil {
 			loopExt = width
+		}
+		if _, constant := ast.ConstIntValue(loopExt); !constant && widest > 0 && a.CanProve(ast.LE(ext, ast.IntConst(t, widest))) {
+			loopExt = ast.IntConst(t, widest) // guarded by v < ext below
 		}
 		if ast.IsConstInt(loopExt, 1) {
 			// A single value: no loop.

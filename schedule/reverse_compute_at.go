@@ -72,6 +72,16 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		return illegal(prim, s.f, here, "%v", err)
 	}
 	covered, err := poly.Subset(read, written)
+	atLeastOne := false
+	if err == nil && !covered {
+		// Where a size is 0, a producer may not run at all (a reduction
+		// over K = 0 under a cache's write-back): b then reads what was
+		// there before, as it did where it was. The coverage gives b's
+		// ranges where the sizes are at least 1; checkOrder and
+		// checkInstancesSame below prove the move at every size.
+		covered, err = poly.Subset(read.ParamsAtLeast(1), written)
+		atLeastOne = true
+	}
 	switch {
 	case err != nil:
 		return illegal(prim, s.f, []ast.Node{blk, loop, producers[0]}, "cannot tell whether the blocks under loop %s write every part of %s that block %s reads: %v", loop.Var.Name, buf.Name, blk.Name, err)
@@ -113,6 +123,11 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	}
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
+	}
+	if atLeastOne {
+		if err := s.checkInstancesAll(prim, g, blk.Name, here); err != nil {
+			return err
+		}
 	}
 	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, true); err != nil {
 		return err

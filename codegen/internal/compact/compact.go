@@ -266,7 +266,14 @@ func exactExtent(parts []poly.Set, region poly.Set, d int, inScope, sizes map[st
 			origin = ast.Min(origin, e)
 		}
 	}
-	width, ok = poly.BoundExpr(region.Width(d, loopNames), sizes, ast.Int64)
+	w := region.Width(d, loopNames)
+	if c, ok := w.ConstUpper(); ok {
+		// A constant bound, not its pieces in the sizes (which only
+		// tighten it where a size is small): an array needs a constant
+		// extent.
+		return origin, ast.I64(c), true
+	}
+	width, ok = poly.BoundExpr(w, sizes, ast.Int64)
 	if !ok {
 		return nil, nil, false
 	}
