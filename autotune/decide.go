@@ -48,6 +48,17 @@ func (sp *Space) Decide(f *ast.Func) (*schedule.Schedule, error) {
 		d.Target.shrink++
 		s, err = d.Sample(f, 0)
 	}
+	// A tiling of a symbolic extent that no shrink saves (a question the
+	// dependence analysis cannot decide over a fused loop of symbolic
+	// extent): those blocks get the other rules' schedule, as before
+	// MultiLevelTilingGPU took symbolic extents.
+	if d.Target.GPU != nil && err != nil {
+		d.Target.shrink, d.Target.fixedGPUTiles = 0, true
+		for s, err = d.Sample(f, 0); err != nil && d.Target.shrink < 3; {
+			d.Target.shrink++
+			s, err = d.Sample(f, 0)
+		}
+	}
 	return s, err
 }
 

@@ -44,7 +44,11 @@ func computeUnderConsumerBlock(s *schedule.Schedule, t Target, b schedule.Block,
 		return nil
 	}
 	preferred := 0
-	if partitions(s, consumer, bi.blk) {
+	if partitions(s, consumer, bi.blk) &&
+		!(bi.hasReduce() && indexedBy(s, consumer, bi.blk, func(k ast.ForKind) bool { return k.IsGPUThread() })) {
+		// (A reduction whose consumer's threads read different results
+		// of it would run, under the block loop, one block-wide
+		// reduction after the other: a triangle's 256 rows in turn.)
 		preferred = 1
 	}
 	v, err := choose(s, t, []int64{0, 1}, preferred)
@@ -63,6 +67,19 @@ func computeUnderConsumerBlock(s *schedule.Schedule, t Target, b schedule.Block,
 // (along those loops), and computing the producer per block repeats no
 // work of another block.
 func partitions(s *schedule.Schedule, consumer *ast.ScheduleBlock, producer *ast.ScheduleBlock) bool {
+	return everyIndexes(s, consumer, producer, func(k ast.ForKind) bool { return k.IsGPUBlock() }, true)
+}
+
+// indexedBy reports whether some loop of consumer of a kind that bound
+// accepts indexes what it reads of producer's outputs.
+func indexedBy(s *schedule.Schedule, consumer *ast.ScheduleBlock, producer *ast.ScheduleBlock, bound func(ast.ForKind) bool) bool {
+	return everyIndexes(s, consumer, producer, bound, false)
+}
+
+// everyIndexes reports whether every (all) or some (!all) loop of
+// consumer of a kind that bound accepts indexes what consumer reads of
+// producer's outputs; with all and no such loop, true.
+func everyIndexes(s *schedule.Schedule, consumer *ast.ScheduleBlock, producer *ast.ScheduleBlock, bound func(ast.ForKind) bool, all bool) bool {
 	h, err := s.GetBlock(consumer.Name)
 	if err != nil {
 		return false
@@ -72,7 +89,7 @@ func partitions(s *schedule.Schedule, consumer *ast.ScheduleBlock, producer *ast
 		return false
 	}
 	for _, l := range loops {
-		if !loopKind(s, l).IsGPUBlock() {
+		if !bound(loopKind(s, l)) {
 			continue
 		}
 		indexed := false
@@ -91,11 +108,14 @@ func partitions(s *schedule.Schedule, consumer *ast.ScheduleBlock, producer *ast
 				}
 			}
 		}
-		if !indexed {
+		if all && !indexed {
 			return false
 		}
+		if !all && indexed {
+			return true
+		}
 	}
-	return true
+	return all
 }
 
 // consumerBlockLoop returns the innermost block-bound loop of the first

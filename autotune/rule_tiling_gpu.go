@@ -77,8 +77,18 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	// Loops whose bounds depend on others (a triangle: no reorder) are
 	// left to the other rules. A loop of symbolic extent is split by
 	// constant factors (gpuSymbolicTile), its tail guarded.
-	for _, l := range bi.loops {
+	// A loop that binds no variable (a 1x1 window's) must run once: it
+	// goes to the innermost level. Any other that is neither spatial nor
+	// reduce leaves the block to the other rules, checked before anything
+	// is done (a tiling stopped part-way leaves a nest no rule finishes).
+	for i, l := range bi.loops {
 		if dependsOnOthers(s, l, bi.loops) {
+			return errSkip
+		}
+		if _, ok := s.Extent(l); !ok && t.fixedGPUTiles {
+			return errSkip
+		}
+		if n, ok := s.Extent(l); bi.roles[i] != roleSpatial && bi.roles[i] != roleReduce && (bi.roles[i] != roleNone || !ok || n != 1) {
 			return errSkip
 		}
 	}
@@ -110,8 +120,10 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 			firstReduce, at = false, rLevels
 		case roleSpatial:
 			at = sLevels
-		default:
-			return errSkip
+		default: // a loop of one iteration that binds nothing
+			last := rLevels[len(rLevels)-1]
+			levels[last] = append(levels[last], l)
+			continue
 		}
 		var vals []schedule.Value
 		_, known := s.Extent(l)

@@ -30,6 +30,10 @@ type Target struct {
 	// shrink makes the GPU tiles Default decides smaller, halving the
 	// threads and the fetched chunk that many times (see gpuTiles).
 	shrink int
+	// fixedGPUTiles leaves blocks with loops of symbolic extent to the
+	// GPU rules other than MultiLevelTilingGPU (Default's last resort,
+	// when its tiling of them fails at every shrink).
+	fixedGPUTiles bool
 }
 
 // SizeBounds are the largest values of symbolic sizes, by name.
