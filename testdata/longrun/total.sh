@@ -8,6 +8,8 @@ awk '
 FNR == 1 { section = "" }
 /^done: / { pieces++; acc += $3; tried += $6 }
 /^failures: / { fail += $2 }
+/^sequences [0-9]+, ops tried/ { seqs += $2; compiled += $NF }
+/^sequences ended by a step too costly to interpret: / { costly += $NF }
 /^accepted by primitive:/ { section = "acc"; next }
 /^refused by primitive and sentinel:/ { section = "ref"; next }
 /^refused by reason:/ { section = "why"; next }
@@ -17,6 +19,7 @@ section != "" && /^ +[0-9]+  / {
 }
 END {
 	printf "%d pieces: %d accepted of %d tried, %d failures\n", pieces, acc, tried, fail
+	printf "%d sequences, %d ended by a step too costly to interpret; %d schedules compiled and compared\n", seqs, costly, compiled
 	split("acc ref why", order, " ")
 	title["acc"] = "accepted by primitive"; title["ref"] = "refused by primitive and sentinel"; title["why"] = "refused by reason"
 	for (i = 1; i <= 3; i++) {
