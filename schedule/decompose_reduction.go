@@ -72,6 +72,18 @@ func decomposeInit(prim string, f *ast.Func, blk *ast.ScheduleBlock, at place, l
 			return nil, "", illegal(prim, f, []ast.Node{blk, loop, lp}, "loop %s, outside loop %s, binds a reduce variable of block %s: the init would run before updates that precede it", lp.Var.Name, loop.Var.Name, blk.Name)
 		}
 	}
+	// The init moves before loop: another block under it that writes
+	// what the init writes (a cache's fill) would overwrite the init's
+	// values before the update reads them, and one that reads them would
+	// see the init's values where it saw others.
+	for _, w := range blk.Writes {
+		writers, readers := accessors(f, w.Buffer)
+		for _, other := range append(writers, readers...) {
+			if other != blk && encloses(loop, other) {
+				return nil, "", illegal(prim, f, []ast.Node{blk, loop, other}, "block %s also accesses %s under loop %s: the init, moved before the loop, would change what it reads or be overwritten by it", other.Name, w.Buffer.Name, loop.Var.Name)
+			}
+		}
+	}
 	// The spatial loops from l down, repeated for the init.
 	used := names(f)
 	sub := map[string]ast.Expr{}
@@ -160,6 +172,18 @@ func decomposeInit(prim string, f *ast.Func, blk *ast.ScheduleBlock, at place, l
 	loop2, _, _ := findLoop(g, loop.Var.Name)
 	g = replace(g, loop2, &ast.Seq{Stmts: []ast.Stmt{nest, loop2}})
 	return ast.SimplifyFunc(g), initBlk.Name, nil
+}
+
+// encloses reports whether block b is in the body of loop l.
+func encloses(l *ast.For, b *ast.ScheduleBlock) bool {
+	found := false
+	ast.Inspect(l.Body, func(n ast.Node) bool {
+		if n == ast.Node(b) {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // conjuncts splits a && b && ... into its parts.
