@@ -558,3 +558,14 @@ func TestLongRunVectorOfThreeLanes(t *testing.T) {
 func TestLongRunInitBeforeFill(t *testing.T) {
 	replayClean(t, "reduce_elementwise", 82, `cache_write(S, "S", "local"); reverse_compute_at(S_local, i_S); compute_at(S_local_fill, i_S); decompose_reduction(S, i_S)`)
 }
+
+// TestLongRunSplitUnderVectorizedRow: the long run's validator
+// disagreement in triangular_matvec, seed 80 (N=1), at 7cf6163. The row
+// loop, split three times, has a vectorized part; the triangle's inner
+// loop j has the row as its extent, so splitting j put the vectorized
+// loop into the reduce variable's binding, where the verifier could not
+// prove that each lane owns its row's reduction. Refused now, with the
+// verifier's reason.
+func TestLongRunSplitUnderVectorizedRow(t *testing.T) {
+	replayClean(t, "triangular_matvec", 80, `split(i, [3, -1]); split(i_1, [4, 5, -1]); split(i_0, [-1, 4, 4]); vectorize(i_0_1); split(j, [2, -1])`)
+}

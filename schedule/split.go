@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -147,6 +148,16 @@ func (s *Schedule) split(l Loop, factors []int64, args []Arg) ([]Loop, error) {
 	}
 	nest.(*ast.For).Annotations = loop.Annotations.Clone()
 	g := ast.SimplifyFunc(replace(s.f, loop, nest))
+	// A loop whose extent depends on a parallel or vectorized loop (a
+	// triangle's inner loop under a vectorized row loop) puts that loop
+	// in its parts' bindings: where loom cannot prove that each of its
+	// iterations owns its own reductions, the result would race.
+	if err := ast.Verify(g); err != nil {
+		var ve *ast.VerifyError
+		if errors.As(err, &ve) {
+			return nil, illegal(prim, s.f, at, "the split would leave a function loom cannot prove well-formed: %s", strings.TrimPrefix(ve.Msg, "ast: verify: "))
+		}
+	}
 	if err := s.commit(prim, g); err != nil {
 		return nil, err
 	}
