@@ -121,31 +121,39 @@ func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 				t.Errorf("%s: %v", c.name, err)
 				return
 			}
-			var runs []cudaemu.Binding
-			var wants []map[string]any
-			for i, at := range c.sizes {
-				want := c.args(at, uint64(i))
-				if err := ast.Interpret(c.f, at, want); err != nil {
-					t.Fatalf("%s at %v: %v", c.name, at, err)
-				}
-				wants = append(wants, want)
-				runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err = cudaemu.RunEach(ctx, m, runs)
-			cancel()
-			if err != nil {
-				t.Errorf("%s: %v\n%s", c.name, err, s.Trace())
-				return
-			}
-			for i, r := range runs {
-				for _, p := range c.f.Params {
-					if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
-						t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", c.name, r.Sizes, p.Name, e, s.Trace())
-					}
-				}
-			}
+			emulationMatches(t, c.name, c, m, s)
 		})
+	}
+}
+
+// emulationMatches runs m, lowered from schedule s of case c, on the CPU's
+// emulation of a GPU at each of the case's sizes, and fails where it
+// computes other than the interpreter does on c's function.
+func emulationMatches(t *testing.T, name string, c defaultCase, m *cuda.Module, s *schedule.Schedule) {
+	t.Helper()
+	var runs []cudaemu.Binding
+	var wants []map[string]any
+	for i, at := range c.sizes {
+		want := c.args(at, uint64(i))
+		if err := ast.Interpret(c.f, at, want); err != nil {
+			t.Fatalf("%s at %v: %v", name, at, err)
+		}
+		wants = append(wants, want)
+		runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err := cudaemu.RunEach(ctx, m, runs)
+	cancel()
+	if err != nil {
+		t.Errorf("%s: %v\n%s", name, err, s.Trace())
+		return
+	}
+	for i, r := range runs {
+		for _, p := range c.f.Params {
+			if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
+				t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", name, r.Sizes, p.Name, e, s.Trace())
+			}
+		}
 	}
 }
 
@@ -611,30 +619,7 @@ func TestGPUSymbolicTiling(t *testing.T) {
 			t.Errorf("schedule %d: %v\n%s", i, err, s.Trace())
 			continue
 		}
-		var runs []cudaemu.Binding
-		var wants []map[string]any
-		for j, at := range c.sizes {
-			want := c.args(at, uint64(j))
-			if err := ast.Interpret(c.f, at, want); err != nil {
-				t.Fatal(err)
-			}
-			wants = append(wants, want)
-			runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(j))})
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.RunEach(ctx, m, runs)
-		cancel()
-		if err != nil {
-			t.Errorf("schedule %d: %v\n%s", i, err, s.Trace())
-			continue
-		}
-		for j, r := range runs {
-			for _, p := range c.f.Params {
-				if e := workload.MaxRelErr(r.Args[p.Name], wants[j][p.Name]); e > 1e-4 {
-					t.Errorf("schedule %d at %v: %s differs from the interpreter's by %g\n%s", i, r.Sizes, p.Name, e, s.Trace())
-				}
-			}
-		}
+		emulationMatches(t, fmt.Sprintf("matmul_sym schedule %d", i), c, m, s)
 	}
 	if tiled == 0 || !strings.Contains(d.Trace().String(), "reverse_compute_at") {
 		t.Errorf("Default and %d samples: %d tiled with a write cache (Default must be)", seeds, tiled)
