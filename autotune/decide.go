@@ -229,7 +229,9 @@ func tileChoices(limit int64) []int64 {
 // symbolicTile returns the factors of a loop of unknown extent split in
 // n, the first (inferred) left 0: the innermost a power of two within
 // the limit, for a spatial loop at most two vectors (a row of the
-// register tile), for a reduction at most 64; the levels between are 1.
+// register tile), for a reduction at most 64; for a spatial loop of three
+// or more levels the one above the register tile 4 (as decideTile's
+// deepest cache level), the other levels between 1.
 func symbolicTile(n, maxInnermost int, r tileRole, t Target) []int64 {
 	out := make([]int64, n)
 	for i := 1; i < n; i++ {
@@ -250,6 +252,13 @@ func symbolicTile(n, maxInnermost int, r tileRole, t Target) []int64 {
 		inner *= 2
 	}
 	out[n-1] = inner
+	if r == tileSpatial && n > 2 {
+		// The deepest level above the register tile: four register
+		// tiles share each block of the reduction's other operand
+		// while it is in cache (a symbolic row loop of a matmul reuses
+		// each block of the weights four times before it leaves L2).
+		out[n-2] = 4
+	}
 	return out
 }
 
