@@ -257,6 +257,10 @@ type Result struct {
 	// validator, with schedule.SetValidation): bugs of loom, each
 	// recorded as a failed trial with the reason.
 	Internal []*Record
+	// Default is the record of the schedule the space's rules decide
+	// without measurement (Space.Decide), measured in the first round:
+	// nil when the rules decide none or it failed to build.
+	Default *Record
 }
 
 // Tune searches schedules of task: an initial population sampled from the
@@ -404,6 +408,9 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			}
 			res.Records = append(res.Records, rec)
 			res.Curve = append(res.Curve, best)
+			if c.Hash == decidedHash && res.Default == nil {
+				res.Default = rec
+			}
 			if rec.OK() && (res.Best == nil || rec.Median < res.Best.Median) {
 				res.Best = rec
 			}

@@ -42,9 +42,15 @@ type suiteLine struct {
 	// null without it, or where oneDNN has no primitive for the case.
 	OneDNNMs *float64 `json:"onednn_ms"`
 	Ratio    *float64 `json:"ratio"` // onednn_ms / loom_ms: above 1 is faster than oneDNN
-	TuneS    float64  `json:"tune_s"`
-	CPU      string   `json:"cpu"` // the machine's CPU model, as /proc/cpuinfo names it
-	Error    string   `json:"error,omitempty"`
+	// DefaultMs is the sum of the kernels' default schedules' times
+	// (autotune.Default, measured in each search's first round), and
+	// UnscheduledMs the sum of their nests as written: null where a
+	// kernel's did not run.
+	DefaultMs     *float64 `json:"default_ms"`
+	UnscheduledMs *float64 `json:"unscheduled_ms"`
+	TuneS         float64  `json:"tune_s"`
+	CPU           string   `json:"cpu"` // the machine's CPU model, as /proc/cpuinfo names it
+	Error         string   `json:"error,omitempty"`
 }
 
 // sameRun reports whether l measured what a line for case name with these
@@ -106,6 +112,52 @@ func summarizeSuite(w io.Writer, lines []suiteLine) {
 			t, len(ls), math.Exp(logSum/float64(len(ls))), ls[0].Case, *ls[0].Ratio, ls[len(ls)-1].Case, *ls[len(ls)-1].Ratio)
 		if len(below) > 0 {
 			fmt.Fprintf(w, "  below 0.5: %s\n", strings.Join(below, ", "))
+		}
+	}
+	summarizeDefaults(w, lines)
+}
+
+// summarizeDefaults writes, per thread count, the geometric means of the
+// default schedule's speed against the tuned one's and oneDNN's, and the
+// cases whose default is slower than their unscheduled nests.
+func summarizeDefaults(w io.Writer, lines []suiteLine) {
+	type sums struct {
+		tuned, onednn         float64
+		nTuned, nOneDNN       int
+		slowerThanUnscheduled []string
+	}
+	by := map[int]*sums{}
+	var threads []int
+	for _, l := range lines {
+		if l.DefaultMs == nil || *l.DefaultMs <= 0 || l.Error != "" {
+			continue
+		}
+		s := by[l.Threads]
+		if s == nil {
+			s = &sums{}
+			by[l.Threads] = s
+			threads = append(threads, l.Threads)
+		}
+		s.tuned += math.Log(l.LoomMs / *l.DefaultMs)
+		s.nTuned++
+		if l.OneDNNMs != nil {
+			s.onednn += math.Log(*l.OneDNNMs / *l.DefaultMs)
+			s.nOneDNN++
+		}
+		if l.UnscheduledMs != nil && *l.DefaultMs > *l.UnscheduledMs {
+			s.slowerThanUnscheduled = append(s.slowerThanUnscheduled, fmt.Sprintf("%s %.2fx", l.Case, *l.UnscheduledMs / *l.DefaultMs))
+		}
+	}
+	sort.Ints(threads)
+	for _, t := range threads {
+		s := by[t]
+		fmt.Fprintf(w, "loom bench -suite: %d threads: the default schedule, geometric mean of tuned ms / default ms %.3f over %d cases", t, math.Exp(s.tuned/float64(s.nTuned)), s.nTuned)
+		if s.nOneDNN > 0 {
+			fmt.Fprintf(w, ", of oneDNN ms / default ms %.3f over %d", math.Exp(s.onednn/float64(s.nOneDNN)), s.nOneDNN)
+		}
+		fmt.Fprintln(w)
+		if len(s.slowerThanUnscheduled) > 0 {
+			fmt.Fprintf(w, "  default slower than unscheduled: %s\n", strings.Join(s.slowerThanUnscheduled, ", "))
 		}
 	}
 }
@@ -209,6 +261,7 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 		return line
 	}
 	line.Kernels = len(jobs)
+	dflt, unscheduled := 0.0, 0.0
 	for _, j := range jobs {
 		sum, _, err := t.tune(ctx, j)
 		if err != nil {
@@ -219,6 +272,20 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 		line.Distinct += sum.Distinct
 		line.KernelMs = append(line.KernelMs, sum.BestMs)
 		line.LoomMs += sum.BestMs
+		dflt += sum.DefaultMs
+		if sum.DefaultMs == 0 {
+			dflt = math.NaN()
+		}
+		unscheduled += sum.StartMs
+		if sum.StartMs == 0 {
+			unscheduled = math.NaN()
+		}
+	}
+	if !math.IsNaN(dflt) {
+		line.DefaultMs = &dflt
+	}
+	if !math.IsNaN(unscheduled) {
+		line.UnscheduledMs = &unscheduled
 	}
 	line.TuneS = time.Since(begin).Seconds()
 	return line

@@ -39,9 +39,13 @@ type tuneSummary struct {
 	Internal int     `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
 	BestMs   float64 `json:"best_ms"`
 	Best     string  `json:"best"`
-	StartMs  float64 `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
-	Start    string  `json:"start,omitempty"`
-	Speedup  float64 `json:"speedup,omitempty"`
+	// DefaultMs is the time of the schedule loom decides without tuning
+	// (autotune.Default), measured in the search's first round; absent
+	// when it did not run.
+	DefaultMs float64 `json:"default_ms,omitempty"`
+	StartMs   float64 `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
+	Start     string  `json:"start,omitempty"`
+	Speedup   float64 `json:"speedup,omitempty"`
 	// KeptStart: no candidate beat the starting schedule, which is kept
 	// (and written with -out) instead.
 	KeptStart bool     `json:"kept_start,omitempty"`
@@ -390,6 +394,9 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	}
 	if t.arch != "" {
 		sum.Threads = 0
+	}
+	if d := res.Default; d != nil && d.OK() {
+		sum.DefaultMs = d.Median * 1e3
 	}
 	if !math.IsInf(baseSeconds, 0) {
 		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
