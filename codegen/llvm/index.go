@@ -247,22 +247,89 @@ func constUniform(l lanes) (int64, bool) {
 	return c + l.off, ok
 }
 
-// rampDivMod divides a ramp by a constant when every lane falls in the same
-// quotient: base = c*q + r with r + stride*(W-1) < c for all bases is not
-// known in general, so only a ramp whose stride is a multiple of c (or a
-// uniform dividend) stays symbolic.
+// rampDivMod divides a ramp by a constant c where the lanes stay symbolic:
+//   - a ramp whose stride is a multiple of c: (base + k*c*lane) floordiv c
+//     = base floordiv c + k*lane, and the remainder is base floormod c in
+//     every lane;
+//   - a ramp of positive stride s whose W lanes never cross a multiple of
+//     c: where c and the base are both known multiples of s*W (a row of
+//     768 vectorized by 16 and split by floordiv and floormod 64, as a
+//     reshape after a transpose leaves it), the quotient is base floordiv
+//     c in every lane and the remainder the ramp (base floormod c) + s*lane.
+//     Otherwise the lanes are computed one by one (and a load through
+//     them is a gather).
 func (e *emitter) rampDivMod(op ast.BinaryOp, a, b lanes) (lanes, bool) {
 	c, ok := constUniform(b)
-	if !ok || c <= 0 || !a.isRamp() || a.stride%c != 0 {
+	if !ok || c <= 0 || !a.isRamp() {
 		return lanes{}, false
 	}
-	// (base + k*c*lane) floordiv c = base floordiv c + k*lane, and the
-	// remainder is base floormod c in every lane.
+	if a.stride%c == 0 {
+		q := e.intDivMod(nil, op, uniform(e.rampBase(a)), b)
+		if op == ast.OpFloorDiv {
+			return ramp(e.scalar(q), a.stride/c), true
+		}
+		return q, true
+	}
+	span := a.stride * int64(e.width)
+	if a.stride <= 0 || e.width < 2 || c%span != 0 || knownMultiple(a.base, 0)%span != 0 || a.off%span != 0 {
+		return lanes{}, false
+	}
 	q := e.intDivMod(nil, op, uniform(e.rampBase(a)), b)
 	if op == ast.OpFloorDiv {
-		return ramp(e.scalar(q), a.stride/c), true
+		return q, true
 	}
-	return q, true
+	return ramp(e.scalar(q), a.stride), true
+}
+
+// knownMultiple returns a positive number the i64 value v is known to be
+// a multiple of, from the constants and the multiplications, shifts,
+// additions and subtractions that compute it (1 when nothing is known;
+// 0 is a multiple of every number: 1<<40 stands for it). depth bounds
+// the walk.
+func knownMultiple(v value.Value, depth int) int64 {
+	const every = 1 << 40
+	if depth > 8 {
+		return 1
+	}
+	switch x := v.(type) {
+	case *constant.Int:
+		if !x.X.IsInt64() {
+			return 1
+		}
+		n := x.X.Int64()
+		if n == 0 {
+			return every
+		}
+		if n < 0 {
+			n = -n
+		}
+		return min(n, every)
+	case *ir.InstMul:
+		a, b := knownMultiple(x.X, depth+1), knownMultiple(x.Y, depth+1)
+		if a >= every/b {
+			return every
+		}
+		return a * b
+	case *ir.InstShl:
+		if k, ok := constInt(x.Y); ok && k >= 0 && k < 40 {
+			if a := knownMultiple(x.X, depth+1); a < every>>k {
+				return a << k
+			}
+			return every
+		}
+	case *ir.InstAdd:
+		return gcd64(knownMultiple(x.X, depth+1), knownMultiple(x.Y, depth+1))
+	case *ir.InstSub:
+		return gcd64(knownMultiple(x.X, depth+1), knownMultiple(x.Y, depth+1))
+	}
+	return 1
+}
+
+func gcd64(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // intDivMod emits a division or remainder. By a positive constant it is

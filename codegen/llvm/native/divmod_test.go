@@ -1,0 +1,90 @@
+package native
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
+)
+
+// TestVectorDivModOfRamps: a vectorized loop whose index is split by
+// floordiv and floormod of a constant (a reshape after a transpose:
+// X[floordiv(j, 64), i, floormod(j, 64)]), against the interpreter. The
+// lanes of a vector share one quotient where the divisor and the
+// vector's first index are multiples of the vector's span, and the loads
+// are then contiguous; elsewhere (an odd start, a divisor the span does
+// not divide, a stride of 2, rows ending in partial vectors) each lane
+// is computed alone. Both the identity A[floordiv(e, D)*D + floormod(e,
+// D)] and the transposing A[floormod(e, D)*Q + floordiv(e, D)] must read
+// what the interpreter reads.
+func TestVectorDivModOfRamps(t *testing.T) {
+	for _, c := range []struct {
+		cols, lo, stride, add, div int64
+	}{
+		{768, 0, 1, 0, 64}, {768, 0, 1, 0, 48}, {100, 0, 1, 0, 64}, {100, 3, 1, 0, 64},
+		{96, 0, 1, 5, 32}, {96, 0, 1, 16, 32}, {80, 0, 1, 0, 40}, {64, 0, 2, 0, 64},
+		{50, 0, 1, 0, 7}, {37, 0, 1, 0, 8},
+	} {
+		e := fmt.Sprintf("vj * %d + %d", c.stride, c.add)
+		q := ((c.cols-1)*c.stride+c.add)/c.div + 1
+		n := q * c.div
+		src := fmt.Sprintf(`func divmod(A: float32[%[1]d], Y: float32[3, %[2]d], Z: float32[3, %[2]d]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 3) {
+      vectorized for (j, %[3]d, %[4]d) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 3), vj = spatial(0, %[2]d))
+          reads(A[0:+%[1]d])
+          writes(Y[vi, vj], Z[vi, vj])
+          Y[vi, vj] = A[floordiv(%[5]s, %[6]d) * %[6]d + floormod(%[5]s, %[6]d)]
+          Z[vi, vj] = A[floormod(%[5]s, %[6]d) * %[7]d + floordiv(%[5]s, %[6]d)]
+        }
+      }
+    }
+  }
+}`, n, c.cols, c.lo, c.cols-c.lo, e, c.div, q)
+		f, err := ast.Parse(src)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		for _, bits := range []int{128, 256, 512} {
+			t.Run(fmt.Sprintf("cols=%d,lo=%d,e=%s,div=%d/%d", c.cols, c.lo, e, c.div, bits), func(t *testing.T) {
+				agree(t, f, nil, llvm.Options{VectorBits: bits}, 7)
+			})
+		}
+	}
+}
+
+// TestMergeHeadsLoadsRows: the reshape of a transpose (BERT's merge of
+// heads) reads each vector as one contiguous load, not a gather.
+func TestMergeHeadsLoadsRows(t *testing.T) {
+	f, err := ast.Parse(`func merge(X: float32[12, 128, 64], Y: float32[128, 768]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 128) {
+      vectorized for (j, 0, 768) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 128), vj = spatial(0, 768))
+          reads(X[floordiv(vj, 64), vi, floormod(vj, 64)])
+          writes(Y[vi, vj])
+          Y[vi, vj] = X[floordiv(vj, 64), vi, floormod(vj, 64)]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := llvm.Lower(f, llvm.Options{VectorBits: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir := m.String(); strings.Contains(ir, "gather") {
+		t.Errorf("the merge of heads gathers:\n%s", ir)
+	}
+	agree(t, f, nil, llvm.Options{VectorBits: 512}, 3)
+}
