@@ -245,6 +245,14 @@ func TestTuneMeasuresTheDefault(t *testing.T) {
 	if s, err := res.Default.Schedule(task.Func); err != nil || s.Trace().String() != want {
 		t.Fatalf("Result.Default is not the decided schedule (%v):\n%s", err, res.Default.Trace)
 	}
+	// Confirming the leaders measures the default again beside them.
+	res, err = Tune(context.Background(), task, fakeBuilder{}, fakeRunner{}, Options{Trials: 8, Batch: 4, Population: 8, Seed: 3, Confirm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Default == nil || res.Default.Confirmed == 0 || !slices.Contains(res.Confirmed, res.Default) {
+		t.Fatalf("with Confirm, Result.Default is not a confirmed record: %+v", res.Default)
+	}
 }
 
 // BenchmarkDefaultCost measures what deciding a default schedule costs

@@ -258,8 +258,10 @@ type Result struct {
 	// recorded as a failed trial with the reason.
 	Internal []*Record
 	// Default is the record of the schedule the space's rules decide
-	// without measurement (Space.Decide), measured in the first round:
-	// nil when the rules decide none or it failed to build.
+	// without measurement (Space.Decide), measured in the first round,
+	// and with Options.Confirm measured again beside the leaders (its
+	// confirmed record): nil when the rules decide none or it failed to
+	// build.
 	Default *Record
 }
 
@@ -286,6 +288,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 	}
 	var parents []parent
 	trialOf := map[string]*Record{} // a measured candidate's record, by hash
+	var decidedCand *Candidate      // the default schedule's candidate, once measured
 	best := math.Inf(1)
 	failed := 0
 	// Two tunes started in the same second with the same seed are two
@@ -409,7 +412,7 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 			res.Records = append(res.Records, rec)
 			res.Curve = append(res.Curve, best)
 			if c.Hash == decidedHash && res.Default == nil {
-				res.Default = rec
+				res.Default, decidedCand = rec, c
 			}
 			if rec.OK() && (res.Best == nil || rec.Median < res.Best.Median) {
 				res.Best = rec
@@ -427,6 +430,11 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
 		for _, p := range parents[:min(len(parents), opts.Confirm)] {
 			leaders = append(leaders, p.c)
+		}
+		// The default schedule is measured again beside them, so that
+		// Result.Default compares with Best in the same moments.
+		if decidedCand != nil && res.Default.OK() && !slices.Contains(leaders, decidedCand) {
+			leaders = append(leaders, decidedCand)
 		}
 		if err := confirm(ctx, task, b, r, opts, leaders, trialOf, res, start); err != nil {
 			return res, err
@@ -522,6 +530,9 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 			}
 		}
 		res.Confirmed = append(res.Confirmed, &rec)
+		if trial == res.Default {
+			res.Default = &rec
+		}
 	}
 	// Best first, the failed last; with none correct, the fastest trial
 	// that did not fail confirmation is the best, as eligible has it.

@@ -43,7 +43,8 @@ type suiteLine struct {
 	OneDNNMs *float64 `json:"onednn_ms"`
 	Ratio    *float64 `json:"ratio"` // onednn_ms / loom_ms: above 1 is faster than oneDNN
 	// DefaultMs is the sum of the kernels' default schedules' times
-	// (autotune.Default, each timed alone after its search), and
+	// (autotune.Default, measured beside the leaders the search
+	// confirms: autotune.Result.Default), and
 	// UnscheduledMs the sum of their nests as written: null where a
 	// kernel's did not run.
 	DefaultMs     *float64 `json:"default_ms"`
@@ -185,7 +186,6 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath, results st
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
-	t.measureDefault = true
 	cpu := native.HostCPU()
 	var done []suiteLine
 	var resultsFile *os.File

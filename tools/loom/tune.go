@@ -40,9 +40,9 @@ type tuneSummary struct {
 	BestMs   float64 `json:"best_ms"`
 	Best     string  `json:"best"`
 	// DefaultMs is the time of the schedule loom decides without tuning
-	// (autotune.Default), timed alone after the search like the starting
-	// schedule (tuner.measureDefault); absent when not asked or it did
-	// not run.
+	// (autotune.Default): measured in the search's first round, and
+	// again beside the leaders when they are confirmed (-confirm), so
+	// that it compares with BestMs; absent when it did not run.
 	DefaultMs float64 `json:"default_ms,omitempty"`
 	StartMs   float64 `json:"start_ms,omitempty"` // absent when the function as written does not run on the target
 	Start     string  `json:"start,omitempty"`
@@ -320,10 +320,6 @@ type tuner struct {
 	target    autotune.Target
 	targetKey string // as records store it
 	arch      string // the GPU's, when tuning for one
-	// measureDefault: after the search, time the default schedule
-	// (autotune.Default) alone, as the starting schedule is timed, for
-	// the summary's DefaultMs.
-	measureDefault bool
 }
 
 // tune searches schedules of j and returns the summary and the best
@@ -400,8 +396,8 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	if t.arch != "" {
 		sum.Threads = 0
 	}
-	if t.measureDefault && t.arch == "" {
-		sum.DefaultMs = t.timeDefault(ctx, task) * 1e3
+	if d := res.Default; d != nil && d.OK() {
+		sum.DefaultMs = d.Median * 1e3
 	}
 	if !math.IsInf(baseSeconds, 0) {
 		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
@@ -413,25 +409,6 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		sum.Trace = ""
 	}
 	return sum, best, nil
-}
-
-// timeDefault times the task's default schedule (Space.Decide) as the
-// starting schedule is timed: its own build and run, the median of its
-// samples, in seconds (0 when it did not run). The search's own record of
-// it is no measure of it: in the first round the runner may stop timing a
-// candidate after one run.
-func (t *tuner) timeDefault(ctx context.Context, task *autotune.Task) float64 {
-	s, err := task.Space.Decide(task.Func)
-	if err != nil {
-		return 0
-	}
-	c := []*autotune.Candidate{{Sched: s, Func: s.Func()}}
-	r := autotune.RunAtSizes(ctx, t.runner, task, c, t.builder.Build(ctx, task, c))[0]
-	if r.Err != nil {
-		return 0
-	}
-	sec, _ := autotune.Summarize(r.Seconds)
-	return sec
 }
 
 // noneRan says why no candidate ran correctly: how many were tried and
