@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
@@ -29,24 +30,29 @@ import (
 
 // suiteLine is what loom bench -suite prints per case: one JSON line.
 type suiteLine struct {
-	Case     string    `json:"case"`
-	Kernels  int       `json:"kernels"`
-	Threads  int       `json:"threads"`
-	Trials   int       `json:"trials"` // per kernel
-	Failed   int       `json:"failed"` // trials that failed, over the kernels
-	Distinct int       `json:"distinct"`
-	LoomMs   float64   `json:"loom_ms"` // the sum of the kernels' best medians
+	Case     string `json:"case"`
+	Kernels  int    `json:"kernels"`
+	Threads  int    `json:"threads"`
+	Trials   int    `json:"trials"` // per kernel
+	Failed   int    `json:"failed"` // trials that failed, over the kernels
+	Distinct int    `json:"distinct"`
+	// LoomMs is the sum of the tuned kernels' times, each the best
+	// per-call time of the kernel compiled in this process and run warm
+	// (bench.Time, as loom bench, ../shared/peers and oneDNN's side take
+	// them); KernelMs lists them. SearchMs is the sum of the search's
+	// own figures (the medians its worker processes measured), which
+	// for a memory-bound kernel can be several times its warm time.
+	LoomMs   float64   `json:"loom_ms"`
 	KernelMs []float64 `json:"kernel_ms"`
+	SearchMs float64   `json:"search_ms"`
 	// OneDNNMs is the same computation's time with oneDNN (plain
 	// layouts), measured in the same run by the harness -onednn names;
 	// null without it, or where oneDNN has no primitive for the case.
 	OneDNNMs *float64 `json:"onednn_ms"`
 	Ratio    *float64 `json:"ratio"` // onednn_ms / loom_ms: above 1 is faster than oneDNN
 	// DefaultMs is the sum of the kernels' default schedules' times
-	// (autotune.Default, measured beside the leaders the search
-	// confirms: autotune.Result.Default), and
-	// UnscheduledMs the sum of their nests as written: null where a
-	// kernel's did not run.
+	// (autotune.Default), and UnscheduledMs the sum of their nests as
+	// written, timed as LoomMs: null where a kernel's did not run.
 	DefaultMs     *float64 `json:"default_ms"`
 	UnscheduledMs *float64 `json:"unscheduled_ms"`
 	TuneS         float64  `json:"tune_s"`
@@ -186,6 +192,11 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath, results st
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
+	// The kernels timed in process (warmCall) run on the tuner's threads.
+	if err := native.SetThreads(t.threads); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
+	}
 	cpu := native.HostCPU()
 	var done []suiteLine
 	var resultsFile *os.File
@@ -264,23 +275,33 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 	line.Kernels = len(jobs)
 	dflt, unscheduled := 0.0, 0.0
 	for _, j := range jobs {
-		sum, _, err := t.tune(ctx, j)
+		sum, best, err := t.tune(ctx, j)
 		if err != nil {
 			line.Error = fmt.Sprintf("%s: %v", j.Name, err)
 			return line
 		}
 		line.Failed += sum.Failed
 		line.Distinct += sum.Distinct
-		line.KernelMs = append(line.KernelMs, sum.BestMs)
-		line.LoomMs += sum.BestMs
-		dflt += sum.DefaultMs
-		if sum.DefaultMs == 0 {
-			dflt = math.NaN()
+		line.SearchMs += sum.BestMs
+		ms := warmCall(best, j)
+		if ms == nil {
+			line.Error = fmt.Sprintf("%s: the tuned kernel did not run in process", j.Name)
+			return line
 		}
-		unscheduled += sum.StartMs
-		if sum.StartMs == 0 {
-			unscheduled = math.NaN()
+		line.KernelMs = append(line.KernelMs, *ms)
+		line.LoomMs += *ms
+		d := math.NaN()
+		if s, err := (&autotune.Space{Rules: t.rules, Target: t.target}).Decide(j.Case.Func); err == nil {
+			if ms := warmCall(s.Func(), j); ms != nil {
+				d = *ms
+			}
 		}
+		dflt += d
+		u := math.NaN()
+		if ms := warmCall(j.Case.Func, j); ms != nil {
+			u = *ms
+		}
+		unscheduled += u
 	}
 	if !math.IsNaN(dflt) {
 		line.DefaultMs = &dflt
@@ -290,6 +311,21 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 	}
 	line.TuneS = time.Since(begin).Seconds()
 	return line
+}
+
+// warmCall compiles f and returns its best per-call time on job j's
+// inputs, in ms, run warm in this process (timeCall); nil when it does not
+// compile or run.
+func warmCall(f *ast.Func, j *job) *float64 {
+	cache, err := native.DefaultCache()
+	if err != nil {
+		return nil
+	}
+	k, err := cache.Compile(f, llvm.Options{})
+	if err != nil {
+		return nil
+	}
+	return timeCall(k, j.Case.Sizes, j.Case.Args(1))
 }
 
 // oneDNNCase runs the case's oneDNN side (tools/onednn/suite.cpp, built

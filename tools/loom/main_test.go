@@ -720,12 +720,20 @@ func TestBenchSuite(t *testing.T) {
 		Distinct int       `json:"distinct"`
 		LoomMs   float64   `json:"loom_ms"`
 		KernelMs []float64 `json:"kernel_ms"`
+		SearchMs float64   `json:"search_ms"`
+		// The default schedule and the nest as written, timed in
+		// process as the tuned kernel is.
+		DefaultMs     *float64 `json:"default_ms"`
+		UnscheduledMs *float64 `json:"unscheduled_ms"`
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
 		t.Fatal(err)
 	}
-	if line.Case != "small_softmax" || line.Kernels != 1 || len(line.KernelMs) != 1 || line.LoomMs <= 0 || line.Distinct < 1 {
+	if line.Case != "small_softmax" || line.Kernels != 1 || len(line.KernelMs) != 1 || line.LoomMs <= 0 || line.LoomMs != line.KernelMs[0] || line.SearchMs <= 0 || line.Distinct < 1 {
 		t.Errorf("line: %s", lines[0])
+	}
+	if line.DefaultMs == nil || *line.DefaultMs <= 0 || line.UnscheduledMs == nil || *line.UnscheduledMs <= 0 {
+		t.Errorf("no default or unscheduled time: %s", lines[0])
 	}
 	if code, _, errs := runLoom(t, "bench", "-suite", t.TempDir()); code != 1 || !strings.Contains(errs, "no graph files") {
 		t.Errorf("an empty suite: exit %d: %s", code, errs)
