@@ -17,6 +17,12 @@ import "github.com/loom-go/loom/ast"
 //
 // (the second is a fused loop of three, whose middle index is the first
 // kind of pair once the inner two are merged).
+//
+// A split of the fused loop puts the pair inside sums: vk = 8*k0 +
+// floordiv(g, 56), vl = floormod(g, 56). So the terms are first spread
+// over additions and constant factors (56*(8*k0 + floordiv(g, 56)) is
+// 448*k0 + 56*floordiv(g, 56)), and the spread form is kept only where it
+// lets a pair merge.
 
 // indexTerm is stride * index, the part of an offset from one index:
 // index with the block's iteration variables replaced by their bindings
@@ -36,8 +42,43 @@ func (t indexTerm) expr() ast.Expr {
 }
 
 // rejoin merges the terms of an offset that the identities above allow,
-// until none does.
+// until none does: over the terms spread by spread where that merges
+// some, else over the terms as given.
 func rejoin(terms []indexTerm) []indexTerm {
+	var spreadTerms []indexTerm
+	for _, t := range terms {
+		spreadTerms = spread(spreadTerms, t.stride, t.index)
+	}
+	if len(spreadTerms) > len(terms) {
+		if merged := merge(spreadTerms); len(merged) < len(spreadTerms) {
+			return merged
+		}
+	}
+	return merge(terms)
+}
+
+// spread appends stride*x to terms as a list of terms, one per addend of
+// x, constant factors moved into the strides.
+func spread(terms []indexTerm, stride int64, x ast.Expr) []indexTerm {
+	if b, ok := x.(*ast.Binary); ok {
+		switch b.Op {
+		case ast.OpAdd:
+			return spread(spread(terms, stride, b.A), stride, b.B)
+		case ast.OpMul:
+			if c, ok := ast.ConstIntValue(b.B); ok {
+				return spread(terms, stride*c, b.A)
+			}
+			if c, ok := ast.ConstIntValue(b.A); ok {
+				return spread(terms, stride*c, b.B)
+			}
+		}
+	}
+	return append(terms, indexTerm{stride: stride, index: x})
+}
+
+// merge merges pairs of terms by the identities, until none does.
+func merge(terms []indexTerm) []indexTerm {
+	terms = append([]indexTerm(nil), terms...)
 	for merged := true; merged; {
 		merged = false
 		for i := 0; i < len(terms) && !merged; i++ {

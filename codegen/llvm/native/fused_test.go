@@ -14,9 +14,11 @@ import (
 // the code generator merges back into one contiguous offset), next to
 // ones where the pair does not match the buffer's row (k is not its
 // width: no merge), at every vector width, with tails, against the
-// interpreter.
+// interpreter. W's loop is the fused loop split: its outer part is a
+// sum beside the pair (o*2 + floordiv(g, 13), floormod(g, 13)), as a
+// split of a fused conv's output rows makes it.
 func TestFusedLoopAccesses(t *testing.T) {
-	src := `func fused(A: float32[6, 13], B: float32[6, 16], C: float32[3, 7, 5], Y: float32[6, 13], Z: float32[3, 7, 5]) {
+	src := `func fused(A: float32[6, 13], B: float32[6, 16], C: float32[3, 7, 5], Y: float32[6, 13], W: float32[6, 13], Z: float32[3, 7, 5]) {
   ScheduleBlock(root) {
     vectorized for (f, 0, 78) {
       ScheduleBlock(Y) {
@@ -25,6 +27,20 @@ func TestFusedLoopAccesses(t *testing.T) {
         reads(A[vi, vj], B[vi, vj])
         writes(Y[vi, vj])
         Y[vi, vj] = A[vi, vj] * 2.0f + B[vi, vj]
+      }
+    }
+    serial for (o, 0, 3) {
+      serial for (p, 0, 4) {
+        vectorized for (q, 0, 8) {
+          ScheduleBlock(W) {
+            vi, vj = axis.bind(o * 2 + floordiv(p * 8 + q, 13), floormod(p * 8 + q, 13))
+            axis.domain(vi = spatial(0, 6), vj = spatial(0, 13))
+            predicate(p * 8 + q < 26)
+            reads(A[vi, vj])
+            writes(W[vi, vj])
+            W[vi, vj] = A[vi, vj] + 1.0f
+          }
+        }
       }
     }
     vectorized for (g, 0, 105) {
@@ -49,7 +65,7 @@ func TestFusedLoopAccesses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The stores of Y and Z go through the merged offsets: no
+			// The stores of Y, W and Z go through the merged offsets: no
 			// scatter. (B's rows are 16 wide, not 13, and A[vi * 2, vk]
 			// is no fused pair: those loads stay gathers.)
 			if n := countCalls(m.String(), "llvm.masked.scatter"); n != 0 {
