@@ -38,10 +38,16 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	off := uniform(i64(0))
 	// Terms of constant stride are merged where fused loops split one
-	// index in two (see rejoin); the others are added one by one.
+	// index in two (see rejoin); the others are added one by one. A
+	// compacted buffer's origin is subtracted apart: stride*(x - o) is
+	// stride*x - stride*o, and o is the same in every lane.
+	merges := func(d int) bool {
+		_, ok := constInt(buf.strides[d])
+		return ok && !ast.ContainsLoad(indices[d])
+	}
 	var terms []indexTerm
 	for d, x := range indices {
-		if c, ok := constInt(buf.strides[d]); ok && buf.origin == nil && !ast.ContainsLoad(x) {
+		if c, ok := constInt(buf.strides[d]); ok && merges(d) {
 			terms = append(terms, indexTerm{stride: c, index: ast.Substitute(x, e.bindings), written: x})
 		}
 	}
@@ -49,14 +55,17 @@ func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 		for _, t := range rejoin(terms) {
 			off = e.intBinary(nil, ast.OpAdd, off, e.intBinary(nil, ast.OpMul, e.index(t.expr()), uniform(i64(t.stride)), true), true)
 		}
+		for d := range indices {
+			if merges(d) && buf.origin != nil {
+				off = e.intBinary(nil, ast.OpSub, off, e.intBinary(nil, ast.OpMul, uniform(buf.origin[d]), uniform(buf.strides[d]), true), true)
+			}
+		}
 	} else {
 		terms = nil
 	}
 	for d, x := range indices {
-		if terms != nil {
-			if _, ok := constInt(buf.strides[d]); ok && buf.origin == nil && !ast.ContainsLoad(x) {
-				continue // in terms
-			}
+		if terms != nil && merges(d) {
+			continue // in terms
 		}
 		if ast.ContainsLoad(x) { // a gather's index: only the data says whether it is in bounds
 			x = clampIndex(x, buf.ast.Shape[d])

@@ -71,7 +71,10 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
 		if main, tail, ok := p.split(l); ok {
 			p.parts++
-			return ast.NewSeq(p.stmt(main), p.stmt(tail))
+			// The tail keeps the conjuncts that made the split: split
+			// again, its main part would be empty. Only the loops
+			// inside it are partitioned.
+			return ast.NewSeq(p.stmt(main), ast.MapChildren(narrowTail(tail), p.stmt, func(e ast.Expr) ast.Expr { return e }))
 		}
 	}
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
@@ -169,6 +172,106 @@ func (p *partitioner) split(l *ast.For) (main, tail *ast.For, ok bool) {
 	})
 	tail = &ast.For{Var: tv, Min: m, Extent: ast.Simplify(ast.Sub(hi, m)), Kind: l.Kind, Annotations: l.Annotations, Body: tailBody}
 	return main, tail, true
+}
+
+// narrowTail fixes the variable of a tail of one iteration at its value
+// and narrows the loops inside it to the iterations their blocks'
+// predicates keep. A tile of 32 lanes whose tail keeps 17 (49 pixels in
+// tiles of 32) runs as a loop of 17: whole vectors and a last lane,
+// unmasked, where a vector loop of 32 with a mask would keep a matrix
+// multiply's accumulators in memory.
+func narrowTail(tail *ast.For) *ast.For {
+	first, ok1 := ast.ConstIntValue(ast.Simplify(tail.Min))
+	n, ok2 := ast.ConstIntValue(ast.Simplify(tail.Extent))
+	if !ok1 || !ok2 || n != 1 {
+		return tail
+	}
+	out := *tail
+	body := ast.Substitute(tail.Body, map[string]ast.Expr{tail.Var.Name: ast.IntConst(tail.Var.DType, first)})
+	out.Body = narrowLoops(body)
+	return &out
+}
+
+// narrowLoops narrows each loop of constant range in s (outermost first)
+// to the iterations where some block under it can run: where every block
+// under the loop has a conjunct in the loop's variable alone, the loop
+// ends where the last of them stops holding, and the conjuncts that hold
+// over the whole narrowed range are dropped.
+func narrowLoops(s ast.Stmt) ast.Stmt {
+	l, ok := s.(*ast.For)
+	if !ok {
+		return ast.MapChildren(s, narrowLoops, func(e ast.Expr) ast.Expr { return e })
+	}
+	lo, ok1 := ast.ConstIntValue(ast.Simplify(l.Min))
+	n, ok2 := ast.ConstIntValue(ast.Simplify(l.Extent))
+	if !ok1 || !ok2 || n < 1 {
+		return ast.MapChildren(s, narrowLoops, func(e ast.Expr) ast.Expr { return e })
+	}
+	// Each block's end: the least end of its conjuncts in l's variable
+	// alone, by index.
+	type bound struct {
+		end  int64
+		ends map[int]int64
+	}
+	bounds := map[*ast.ScheduleBlock]bound{}
+	every := true
+	ast.Inspect(l.Body, func(nd ast.Node) bool {
+		b, ok := nd.(*ast.ScheduleBlock)
+		if !ok || !every {
+			return every
+		}
+		if b.HoldsBlock() || b.Predicate == nil {
+			every = false
+			return false
+		}
+		bd := bound{end: lo + n, ends: map[int]int64{}}
+		for i, c := range conjuncts(b.Predicate) {
+			if !ast.Mentions(c, l.Var.Name) {
+				continue
+			}
+			m, ok := mainEnd(c, l.Var, nil)
+			if !ok {
+				continue
+			}
+			if e, ok := ast.ConstIntValue(ast.Simplify(m)); ok {
+				bd.ends[i] = e
+				bd.end = min(bd.end, e)
+			}
+		}
+		if len(bd.ends) == 0 {
+			every = false
+			return false
+		}
+		bounds[b] = bd
+		return false
+	})
+	if !every || len(bounds) == 0 {
+		return ast.MapChildren(s, narrowLoops, func(e ast.Expr) ast.Expr { return e })
+	}
+	end := lo
+	for _, bd := range bounds {
+		end = max(end, bd.end)
+	}
+	end = min(end, lo+n)
+	out := *l
+	out.Extent = ast.IntConst(l.Extent.Type(), end-lo)
+	out.Body = mapBlocks(l.Body, func(b *ast.ScheduleBlock) *ast.ScheduleBlock {
+		bd, ok := bounds[b]
+		if !ok {
+			return b
+		}
+		var drop []int
+		for i, e := range bd.ends {
+			if e >= end {
+				drop = append(drop, i)
+			}
+		}
+		nb := *b
+		nb.Predicate = without(b.Predicate, drop)
+		return &nb
+	})
+	out.Body = narrowLoops(out.Body)
+	return &out
 }
 
 // fresh returns name, or name with a number, naming no variable of the

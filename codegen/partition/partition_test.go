@@ -129,6 +129,83 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
 	}
 }
 
+// TestTailNarrowed: 49 pixels in tiles of 32 (a 1x1 convolution over a
+// 7x7 image): the main part runs one whole tile, the tail is not split
+// again, and its loop of 32 lanes becomes one of the 17 its predicate
+// keeps, with no predicate left anywhere. Where two blocks under the
+// loop keep different numbers of lanes, the loop keeps the larger (8 of
+// 16, the 5 of the other block's then partitioned off in turn); a block
+// without a predicate under it leaves it whole.
+func TestTailNarrowed(t *testing.T) {
+	f, err := ast.Parse(`func conv(X: float32[8, 49], W: float32[4, 8], Y: float32[4, 49]) {
+  ScheduleBlock(root) {
+    serial for (j, 0, 4) {
+      serial for (p0, 0, 2) {
+        serial for (rc, 0, 8) {
+          vectorized for (p1, 0, 32) {
+            ScheduleBlock(Y) {
+              vj, vp, vrc = axis.bind(j, p0 * 32 + p1, rc)
+              axis.domain(vj = spatial(0, 4), vp = spatial(0, 49), vrc = reduce(0, 8))
+              predicate(p0 * 32 + p1 < 49)
+              reads(Y[vj, vp], X[vrc, vp], W[vj, vrc])
+              writes(Y[vj, vp])
+              init {
+                Y[vj, vp] = 0.0f
+              }
+              Y[vj, vp] = Y[vj, vp] + X[vrc, vp] * W[vj, vrc]
+            }
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := partition.Func(f)
+	if err := ast.Verify(g); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(g))
+	}
+	text := ast.Print(g)
+	if strings.Contains(text, "_tail_tail") || !strings.Contains(text, "vectorized for (p1, 0, 17)") || predicates(g) != 0 {
+		t.Errorf("want one main tile and one tail of 17 lanes, no predicate:\n%s", text)
+	}
+	same(t, "conv", f, g, nil)
+
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"two bounds", `func f(A: float32[40], B: float32[40]) { ScheduleBlock(root) {
+  serial for (i0, 0, 3) { serial for (i1, 0, 16) {
+    ScheduleBlock(S) { vi = axis.bind(i0 * 16 + i1) axis.domain(vi = spatial(0, 40))
+      predicate(i0 * 16 + i1 < 40) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f }
+    ScheduleBlock(T) { vi = axis.bind(i0 * 16 + i1) axis.domain(vi = spatial(0, 40))
+      predicate(i0 * 16 + i1 < 37) reads(B[vi]) writes(B[vi]) B[vi] = B[vi] * 2.0f } } } } }`, "serial for (i1_tail, 5, 3)"},
+		{"unguarded block", `func f(A: float32[40], B: float32[48]) { ScheduleBlock(root) {
+  serial for (i0, 0, 3) { serial for (i1, 0, 16) {
+    ScheduleBlock(S) { vi = axis.bind(i0 * 16 + i1) axis.domain(vi = spatial(0, 40))
+      predicate(i0 * 16 + i1 < 40) reads(A[vi]) writes(A[vi]) A[vi] = A[vi] + 1.0f }
+    ScheduleBlock(T) { vi = axis.bind(i0 * 16 + i1) axis.domain(vi = spatial(0, 48))
+      reads(B[vi]) writes(B[vi]) B[vi] = B[vi] * 2.0f } } } } }`, "serial for (i1, 0, 16)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ast.Parse(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := partition.Func(f)
+			if err := ast.Verify(g); err != nil {
+				t.Fatalf("%v\n%s", err, ast.Print(g))
+			}
+			if text := ast.Print(g); !strings.Contains(text, tc.want) {
+				t.Errorf("want %q in the tail:\n%s", tc.want, text)
+			}
+			same(t, tc.name, f, g, nil)
+		})
+	}
+}
+
 // TestEdgeCases: predicates partitioning must leave alone (a lower bound,
 // a division) and ones it may use (an inner loop's own, a loop that
 // starts elsewhere, two symbols; under an inner loop of symbolic range,

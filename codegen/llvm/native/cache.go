@@ -226,10 +226,31 @@ func hostKey(cpu string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// HostCPU returns this machine's CPU model as /proc/cpuinfo names it
-// ("AMD EPYC 9R14"), or "" where it cannot be read.
+// HostCPU returns this machine's CPU model as /proc/cpuinfo names it,
+// with its family and model numbers where it gives them ("AMD EPYC,
+// family 26 model 2"): virtual machines often name only the brand, and
+// two generations behind one name differ in speed. "" where it cannot be
+// read.
 func HostCPU() string {
 	model, _ := hostCPU()
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	var family, number string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch strings.TrimSpace(k) {
+		case "cpu family":
+			if family == "" {
+				family = strings.TrimSpace(v)
+			}
+		case "model":
+			if number == "" {
+				number = strings.TrimSpace(v)
+			}
+		}
+	}
+	if model != "" && family != "" && number != "" {
+		model += ", family " + family + " model " + number
+	}
 	return model
 }
 
