@@ -62,6 +62,9 @@ func (e *emitter) vectorLoop(l *ast.For) bool {
 		e.remark("vectorized loop %s runs as a scalar loop: %s", l.Var.Name, why)
 		return false
 	}
+	if n < 2 {
+		return false // no lanes to run together: a scalar loop of 0 or 1 iterations
+	}
 	w := e.vectorBits(l) / widestElement(l.Body)
 	if int64(w) > n {
 		// A power of two: the rest as narrower chunks and a scalar lane
