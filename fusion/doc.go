@@ -9,7 +9,8 @@
 //
 // Compile runs the pipeline in pipeline.go, a table of passes each in its
 // own file: decompose composite operators (softmax, layernorm, rms_norm,
-// gelu) into primitive ones, fold constants, simplify algebra (rules.go),
+// gelu) into primitive ones, take the stride of a 1x1 convolution into a
+// slice of its input (unstride), fold constants, simplify algebra (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). The result is a

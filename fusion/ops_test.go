@@ -250,6 +250,13 @@ func TestOperatorSemantics(t *testing.T) {
 		{"conv1d", "conv1d", rnd(2, 3, 9), rnd(4, 3, 3), 1, []int{2}, []int{1, 2}, []int{2}},
 		{"conv1d depthwise", "conv1d", rnd(1, 4, 8), rnd(4, 1, 5), 4, []int{1}, []int{2, 2}, []int{1}},
 		{"conv3d", "conv3d", rnd(1, 2, 4, 5, 3), rnd(3, 2, 2, 3, 2), 1, []int{1, 2, 1}, []int{0, 1, 1, 1, 0, 0}, []int{1, 1, 2}},
+		// Strided 1x1 windows (the unstride pass: a slice, then stride 1),
+		// odd extents included.
+		{"conv2d 1x1 strided", "conv2d", rnd(1, 5, 7, 6), rnd(3, 5, 1, 1), 1, []int{2, 2}, []int{0, 0, 0, 0}, []int{1, 1}},
+		{"conv2d 1x1 grouped strided", "conv2d", rnd(2, 4, 5, 5), rnd(6, 2, 1, 1), 2, []int{3, 1}, []int{0, 0, 0, 0}, []int{2, 1}},
+		{"conv1d 1x1 strided", "conv1d", rnd(1, 3, 10), rnd(2, 3, 1), 1, []int{3}, []int{0, 0}, []int{1}},
+		{"conv3d 1x1 strided", "conv3d", rnd(1, 2, 4, 5, 3), rnd(3, 2, 1, 1, 1), 1, []int{1, 2, 3}, []int{0, 0, 0, 0, 0, 0}, []int{1, 1, 1}},
+		{"conv2d 1x1 strided padded", "conv2d", rnd(1, 2, 5, 5), rnd(2, 2, 1, 1), 1, []int{2, 2}, []int{1, 0, 1, 0}, []int{1, 1}},
 	} {
 		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
 			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},

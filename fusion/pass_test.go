@@ -66,6 +66,33 @@ func TestDecompose(t *testing.T) {
 	}
 }
 
+// TestUnstride: a strided convolution with a 1x1 window becomes a slice
+// of its pixels and a convolution of stride 1; one with a wider window,
+// padding, or a stride of 1 stays.
+func TestUnstride(t *testing.T) {
+	for _, c := range []struct {
+		x, w, attrs string
+		want        []string
+	}{
+		{"[1, 8, 14, 14]", "[4, 8, 1, 1]", `"strides": [2, 2]`, []string{"Y_pixels=slice", "Y=conv2d"}},
+		{"[1, 8, 14, 14]", "[4, 8, 3, 3]", `"strides": [2, 2]`, []string{"Y=conv2d"}},
+		{"[1, 8, 14, 14]", "[4, 8, 1, 1]", `"strides": [2, 2], "pads": [1, 1, 1, 1]`, []string{"Y=conv2d"}},
+		{"[1, 8, 14, 14]", "[4, 8, 1, 1]", `"strides": [1, 1]`, []string{"Y=conv2d"}},
+	} {
+		g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": `+c.x+`},
+			{"name": "W", "dtype": "float32", "shape": `+c.w+`}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {`+c.attrs+`}}], "outputs": ["Y"]}`)
+		before := g.Tensor("Y").Shape.String()
+		runPass(t, g, unstride)
+		if !slices.Equal(ops_(g), c.want) {
+			t.Errorf("%s * %s {%s}: got %v, want %v", c.x, c.w, c.attrs, ops_(g), c.want)
+		}
+		if after := g.Tensor("Y").Shape.String(); after != before {
+			t.Errorf("%s * %s {%s}: the output's shape went from %s to %s", c.x, c.w, c.attrs, before, after)
+		}
+	}
+}
+
 func TestFold(t *testing.T) {
 	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "int32", "shape": [3]}],
 		"constants": [{"name": "a", "dtype": "int32", "shape": [3], "data": [1, 2, 3]},

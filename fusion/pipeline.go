@@ -19,6 +19,7 @@ type pass struct {
 // fusion and lowering.
 var pipeline = [...]pass{
 	{name: "decompose", run: decompose}, // composites into primitives, so fusion sees them
+	{name: "unstride", run: unstride},   // strided 1x1 convolutions into a slice and a convolution of stride 1
 	{name: "fold", run: fold},           // constant subgraphs into constants
 	{name: "simplify", run: simplify},   // exact algebraic identities (rules.go)
 	{name: "cse", run: cse},             // redirects uses of duplicates; dce removes them
