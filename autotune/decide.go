@@ -350,15 +350,24 @@ func largestDivisor(n, limit int64) int64 {
 	return 1
 }
 
-// preferredVector returns the index among inner (a vectorized loop's
-// candidate innermost factors, ascending) that Default takes: two
-// vectors where it may (two independent FMA chains per row of the
-// register tile), else one, else the largest below two.
-func preferredVector(inner []int64, lanes int) int {
-	best := 0
+// preferredVector returns the index among inner (the candidate
+// innermost factors of a vectorized loop of extent n, 0 where symbolic;
+// ascending) that Default takes: of those up to two vectors (two
+// independent FMA chains per row of the register tile), the one whose
+// lanes do the most work (fillOf), the larger on a tie; the smallest
+// where none is that short.
+func preferredVector(inner []int64, n int64, lanes int) int {
+	best, bestFill := 0, -1.0
 	for i, d := range inner {
-		if d <= int64(2*max(lanes, 1)) {
-			best = i
+		if d > int64(2*max(lanes, 1)) {
+			break
+		}
+		fill := 1.0
+		if n > 0 {
+			fill = fillOf(n, d, int64(lanes))
+		}
+		if fill >= bestFill {
+			best, bestFill = i, fill
 		}
 	}
 	return best

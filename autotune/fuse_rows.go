@@ -1,6 +1,9 @@
 package autotune
 
 import (
+	"math/bits"
+	"slices"
+
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
 )
@@ -83,25 +86,71 @@ func contiguousRows(blk *ast.ScheduleBlock, k, l *ast.Var, rowLen int64) bool {
 	return true
 }
 
-// vectorFill is the share of vector lanes that do work when a loop of n
-// iterations is vectorized as splitVector splits it: its best inner
-// factor among the divisors of n from half a vector up to maxInner, or
-// n's own best perfect factor under maxInner where it has none.
+// vectorFill is the share of vector instructions' lanes that do work
+// when a loop of n iterations is vectorized as splitVector splits it, by
+// its best inner factor (vectorFactors); where it has none, by n's best
+// perfect factor under maxInner.
 func vectorFill(n, lanes int64, maxInner int) float64 {
-	fill := func(d int64) float64 { return float64(d) / float64((d+lanes-1)/lanes*lanes) }
-	best, found := 0.0, false
-	for d := max(lanes/2, 2); d <= n && (maxInner <= 0 || d <= int64(maxInner)); d++ {
-		if n%d == 0 {
-			best, found = max(best, fill(d)), true
-		}
+	best := 0.0
+	for _, d := range vectorFactors(n, lanes, maxInner) {
+		best = max(best, fillOf(n, d, lanes))
 	}
-	if found {
+	if best > 0 {
 		return best
 	}
 	for d := min(n, int64(max(maxInner, 1))); d >= 1; d-- {
 		if n%d == 0 {
-			return fill(d)
+			return fillOf(n, d, lanes)
 		}
 	}
-	return fill(1)
+	return fillOf(n, 1, lanes)
+}
+
+// vectorFactors returns the inner factors, ascending, that splitVector
+// offers a vectorized loop of constant extent n: its divisors from half
+// a vector up to maxInner (0: any), only the whole vectors among them
+// where there are some; where there are none, also one to four whole
+// vectors with a tail (the split guards the last tile, which the code
+// generator partitions off): 50257 columns are better run in tiles of 32
+// and a last one of 17 than in tiles of 29, each of which takes four
+// vector instructions (16 + 8 + 4 + 1).
+func vectorFactors(n, lanes int64, maxInner int) []int64 {
+	var inner, whole []int64
+	fits := func(d int64) bool { return d <= n && (maxInner <= 0 || d <= int64(maxInner)) }
+	for d := max(lanes/2, 2); fits(d); d++ {
+		if n%d == 0 {
+			inner = append(inner, d)
+			if lanes > 0 && d%lanes == 0 {
+				whole = append(whole, d)
+			}
+		}
+	}
+	if len(whole) > 0 {
+		return whole
+	}
+	for k := int64(1); k <= 4 && lanes > 1 && fits(k*lanes); k++ {
+		if !slices.Contains(inner, k*lanes) {
+			inner = append(inner, k*lanes)
+		}
+	}
+	slices.Sort(inner)
+	return inner
+}
+
+// vectorChunks is the number of vector instructions a run of d lanes of a
+// vectorized loop takes: whole vectors, then the rest in narrower
+// vectors of powers of two, the last odd lane alone (as codegen/llvm
+// emits it: 14 lanes of 16 are 8 + 4 + 2, three registers).
+func vectorChunks(d, lanes int64) int64 {
+	if lanes < 1 {
+		return d
+	}
+	return d/lanes + int64(bits.OnesCount64(uint64(d%lanes)))
+}
+
+// fillOf is the share of lanes that do work when a loop of n iterations
+// is vectorized in tiles of d, the last one n mod d.
+func fillOf(n, d, lanes int64) float64 {
+	chunks := n/d*vectorChunks(d, lanes) + vectorChunks(n%d, lanes)
+	return float64(n) / float64(chunks*max(lanes, 1))
 }

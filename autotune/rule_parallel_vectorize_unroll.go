@@ -63,7 +63,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	// takes effect on replay; Finish applies them. Where
 	// the loop has one already, it is a consumer's, and covers this block.
 	if len(p.MaxUnroll) > 0 && !annotated(s, bi.loops[0], unrollKey) {
-		v, err := choose(s, t, p.MaxUnroll, 1) // Default: a moderate limit
+		v, err := choose(s, t, p.MaxUnroll, preferredUnroll(s, bi, t, p.MaxUnroll))
 		if err != nil {
 			return err
 		}
@@ -80,6 +80,42 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 		return s.AnnotateLoopBy(bi.loops[0], vectorBitsKey, v)
 	}
 	return nil
+}
+
+// preferredUnroll returns the index among limits (ascending after a 0)
+// that Default takes: a moderate limit (the second), or the smallest one
+// that unrolls the block's register tile, the loops under its innermost
+// reduce loop but the innermost (vectorized), where that tile makes more
+// copies of the block than the moderate limit allows (24 rows of a
+// convolution's output channels: rolled, each row's accumulator would be
+// loaded and stored at every step of the reduction). On a GPU, the
+// moderate limit.
+func preferredUnroll(s *schedule.Schedule, bi *blockInfo, t Target, limits []int64) int {
+	preferred := min(1, len(limits)-1)
+	lastReduce := -1
+	for i, r := range bi.roles {
+		if r == roleReduce {
+			lastReduce = i
+		}
+	}
+	last := len(bi.loops) - 1
+	if lastReduce < 0 || lastReduce == last || t.GPU != nil {
+		return preferred
+	}
+	copies := int64(1)
+	for _, l := range bi.loops[lastReduce+1 : last] {
+		n, ok := s.Extent(l)
+		if !ok {
+			return preferred
+		}
+		copies *= n
+	}
+	for i := preferred; i < len(limits); i++ {
+		if limits[i] >= copies {
+			return i
+		}
+	}
+	return preferred
 }
 
 // vectorBitsKey annotates a loop with the vector width in bits of the

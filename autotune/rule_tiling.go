@@ -69,7 +69,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		if parts[v], inner, err = m.splitVector(s, bi.loops[v], nS, t); err != nil {
 			return err
 		}
-		tile = (inner + int64(t.VectorLanes) - 1) / int64(max(t.VectorLanes, 1))
+		tile = vectorChunks(inner, int64(t.VectorLanes))
 	}
 	// levels[k] lists, for level k of the structure, the loops at it.
 	levels := make([][]schedule.Loop, len(m.Structure))
@@ -307,28 +307,20 @@ func (m MultiLevelTiling) split(s *schedule.Schedule, t Target, l schedule.Loop,
 }
 
 // splitVector splits the innermost spatial loop, the one vectorized, into
-// n loops: its innermost factor sampled among the divisors of its extent
-// that are whole vectors, or where it has none, that fill at least half a
-// vector (a perfect tile's innermost factor is rarely one), then the rest
-// by a perfect tile. It returns the innermost
-// factor too.
+// n loops: its innermost factor sampled among vectorFactors (divisors of
+// its extent that are whole vectors, or where it has none, that fill at
+// least half a vector, and whole vectors with a tail: a perfect tile's
+// innermost factor is rarely one), then the rest by a perfect tile. It
+// returns the innermost factor too.
 func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n int, t Target) ([]schedule.Loop, int64, error) {
 	ext, ok := s.Extent(l)
-	var inner, whole []int64
-	for d := int64(max(t.VectorLanes/2, 2)); ok && d <= ext && (m.MaxInnermost <= 0 || d <= int64(m.MaxInnermost)); d++ {
-		if ext%d == 0 {
-			inner = append(inner, d)
-			if t.VectorLanes > 0 && d%int64(t.VectorLanes) == 0 {
-				whole = append(whole, d)
-			}
-		}
-	}
-	if len(whole) > 0 {
+	var inner []int64
+	if ok {
 		// Rows of whole vectors where the extent has them: a row of half
 		// a vector leaves half of every accumulator's lanes idle (the
 		// batched matmul's best tile of 64 trials was 16 rows of 8 lanes
 		// in 16).
-		inner = whole
+		inner = vectorFactors(ext, int64(t.VectorLanes), m.MaxInnermost)
 	}
 	if !ok && !t.decide && t.VectorLanes > 0 {
 		// A symbolic extent, sampled: one to four whole vectors (the
@@ -344,7 +336,7 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 	if len(inner) == 0 {
 		return m.split(s, t, l, n, m.MaxInnermost, tileSpatial)
 	}
-	v, err := choose(s, t, inner, preferredVector(inner, t.VectorLanes))
+	v, err := choose(s, t, inner, preferredVector(inner, ext, t.VectorLanes))
 	if err != nil {
 		return nil, 0, err
 	}
