@@ -84,7 +84,8 @@ func tap(o ast.Expr, r *ast.Var, stride, dilation int64) ast.Expr {
 func windowAxes(s int) []string { return []string{"rd", "rh", "rw"}[3-s:] }
 
 // conv lowers conv1d, conv2d and conv3d; padding becomes a padded copy of
-// the input in the same kernel. In a grouped convolution, filter f reads
+// the input in the same kernel (a 2-d one over short rows is computed on
+// the padded input's rows instead: convOnRows). In a grouped convolution, filter f reads
 // the channels of its group, f / (F/groups).
 func (l *lowerer) conv(n *Node) error {
 	xin, w, t := n.Inputs[0], n.Inputs[1], n.Output
@@ -92,6 +93,10 @@ func (l *lowerer) conv(n *Node) error {
 	geo, err := (&inferCtx{n: n}).windowAttrs(s)
 	if err != nil {
 		return err
+	}
+	if g, ok := convRows(n, geo); ok {
+		l.convOnRows(n, geo, g)
+		return nil
 	}
 	gx := l.padded(xin, geo.pads, ast.Zero(t.DType), t.Name)
 	gw := l.val[w]

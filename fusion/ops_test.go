@@ -257,6 +257,14 @@ func TestOperatorSemantics(t *testing.T) {
 		{"conv1d 1x1 strided", "conv1d", rnd(1, 3, 10), rnd(2, 3, 1), 1, []int{3}, []int{0, 0}, []int{1}},
 		{"conv3d 1x1 strided", "conv3d", rnd(1, 2, 4, 5, 3), rnd(3, 2, 1, 1, 1), 1, []int{1, 2, 3}, []int{0, 0, 0, 0, 0, 0}, []int{1, 1, 1}},
 		{"conv2d 1x1 strided padded", "conv2d", rnd(1, 2, 5, 5), rnd(2, 2, 1, 1), 1, []int{2, 2}, []int{1, 0, 1, 0}, []int{1, 1}},
+		// On the padded input's rows (convOnRows): strides 1 to 3 along
+		// either axis, dilations, padding on one side only, a window as
+		// wide as the padded image.
+		{"conv2d rows 3x3", "conv2d", rnd(2, 3, 7, 7), rnd(4, 3, 3, 3), 1, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}},
+		{"conv2d rows strided", "conv2d", rnd(1, 3, 9, 8), rnd(2, 3, 3, 3), 1, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}},
+		{"conv2d rows mixed strides", "conv2d", rnd(1, 2, 10, 11), rnd(3, 2, 3, 2), 1, []int{3, 2}, []int{0, 1, 2, 0}, []int{1, 2}},
+		{"conv2d rows dilated", "conv2d", rnd(1, 2, 9, 9), rnd(2, 2, 3, 3), 1, []int{2, 1}, []int{2, 2, 2, 2}, []int{2, 2}},
+		{"conv2d rows whole width", "conv2d", rnd(1, 2, 4, 3), rnd(2, 2, 2, 5), 1, []int{1, 1}, []int{0, 1, 1, 1}, []int{1, 1}},
 	} {
 		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
 			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},
