@@ -28,13 +28,16 @@ import "github.com/loom-go/loom/ast"
 // d, the tap is at rh*d).
 //
 // The output is then a view of the result: out[n, f, k, l] = T[n, f,
-// k*Wq + l].
+// k*Wq + l]. The pixels run on to a whole number of cache lines (16
+// float32s, which every vector width divides), so that no tile of them
+// is a short tail: 7x7 on rows of 9 is 63 pixels, computed as 64.
 
 // rowGrid is the geometry of a convolution computed on its input's grid.
 type rowGrid struct {
 	s, d       [2]int64 // stride and dilation, along rows and columns
 	ho, wo, wq int64    // output rows and columns; columns of the grid
 	hq         int64    // rows of a phase
+	pixels     int64    // pixels computed: ho*wq and on to a whole cache line
 	length     int64    // elements of a phase, with the slack
 }
 
@@ -70,8 +73,10 @@ func convRows(n *Node, geo window) (rowGrid, bool) {
 	hp, wp := h+geo.pads[0]+geo.pads[2], wd+geo.pads[1]+geo.pads[3]
 	g.ho, g.wo = ho, wo
 	g.hq, g.wq = ceilDiv(hp, g.s[0]), ceilDiv(wp, g.s[1])
-	// The last tap of the last pixel of the grid, junk columns included.
-	last := (ho-1+(kh-1)*g.d[0]/g.s[0])*g.wq + g.wq - 1 + (kw-1)*g.d[1]/g.s[1]
+	line := max(64/int64(t.DType.Bytes()), 1)
+	g.pixels = ceilDiv(ho*g.wq, line) * line
+	// The last tap of the last pixel computed, junk included.
+	last := g.pixels - 1 + (kh-1)*g.d[0]/g.s[0]*g.wq + (kw-1)*g.d[1]/g.s[1]
 	g.length = max(g.hq*g.wq, last+1)
 	return g, true
 }
@@ -118,7 +123,7 @@ func (l *lowerer) convOnRows(n *Node, geo window, g rowGrid) {
 		}
 		return ast.FloorMod(at, i32(s)), ast.FloorDiv(at, i32(s))
 	}
-	grid := l.b.Sum(l.fresh(t.Name+"_grid"), []ast.Expr{l.dim(t.Shape[0]), l.dim(t.Shape[1]), i32(g.ho * g.wq)}, []*ast.Var{rc, rh, rw}, func(i []ast.Expr) ast.Expr {
+	grid := l.b.Sum(l.fresh(t.Name+"_grid"), []ast.Expr{l.dim(t.Shape[0]), l.dim(t.Shape[1]), i32(g.pixels)}, []*ast.Var{rc, rh, rw}, func(i []ast.Expr) ast.Expr {
 		ah, sh := phase(rh, g.s[0], g.d[0])
 		aw, sw := phase(rw, g.s[1], g.d[1])
 		ph := ast.Add(ast.Mul(ah, i32(g.s[1])), aw)
