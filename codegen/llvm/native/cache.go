@@ -232,24 +232,13 @@ func hostKey(cpu string) string {
 // two generations behind one name differ in speed. "" where it cannot be
 // read.
 func HostCPU() string {
-	model, _ := hostCPU()
-	data, _ := os.ReadFile("/proc/cpuinfo")
-	var family, number string
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		switch strings.TrimSpace(k) {
-		case "cpu family":
-			if family == "" {
-				family = strings.TrimSpace(v)
-			}
-		case "model":
-			if number == "" {
-				number = strings.TrimSpace(v)
-			}
-		}
+	info := cpuinfo()
+	model := info["model name"]
+	if model == "" {
+		model = info["CPU part"]
 	}
-	if model != "" && family != "" && number != "" {
-		model += ", family " + family + " model " + number
+	if model != "" && info["cpu family"] != "" && info["model"] != "" {
+		model += ", family " + info["cpu family"] + " model " + info["model"]
 	}
 	return model
 }
@@ -257,21 +246,31 @@ func HostCPU() string {
 // hostCPU returns the model name and the feature flags of the first CPU
 // in /proc/cpuinfo.
 func hostCPU() (model, flags string) {
+	info := cpuinfo()
+	model, flags = info["model name"], info["flags"]
+	if model == "" {
+		model = info["CPU part"]
+	}
+	if flags == "" {
+		flags = info["Features"]
+	}
+	return model, flags
+}
+
+// cpuinfo returns the fields of the first CPU in /proc/cpuinfo (each
+// field's first value), empty where it cannot be read.
+func cpuinfo() map[string]string {
+	out := map[string]string{}
 	data, _ := os.ReadFile("/proc/cpuinfo")
 	for _, line := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		switch strings.TrimSpace(k) {
-		case "model name", "CPU part":
-			if model == "" {
-				model = strings.TrimSpace(v)
-			}
-		case "flags", "Features":
-			if flags == "" {
-				flags = strings.TrimSpace(v)
+		k, v, ok := strings.Cut(line, ":")
+		if k = strings.TrimSpace(k); ok && k != "" {
+			if _, seen := out[k]; !seen {
+				out[k] = strings.TrimSpace(v)
 			}
 		}
 	}
-	return model, flags
+	return out
 }
 
 // WriteObject compiles m into an object file at path, for linking ahead of

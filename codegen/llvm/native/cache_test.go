@@ -3,6 +3,7 @@ package native
 import (
 	"debug/elf"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,5 +100,19 @@ func TestCrossTarget(t *testing.T) {
 			t.Errorf("%v: object for %v", tc.target, obj.Machine)
 		}
 		obj.Close()
+	}
+}
+
+// TestHostCPU: the CPU's name carries its family and model where
+// /proc/cpuinfo gives them, so that two generations sold under one brand
+// ("AMD EPYC") are told apart.
+func TestHostCPU(t *testing.T) {
+	info := cpuinfo()
+	got := HostCPU()
+	if info["model name"] != "" && !strings.HasPrefix(got, info["model name"]) {
+		t.Errorf("HostCPU() = %q, want it to start with the model name %q", got, info["model name"])
+	}
+	if info["cpu family"] != "" && info["model"] != "" && !strings.Contains(got, "family "+info["cpu family"]+" model "+info["model"]) {
+		t.Errorf("HostCPU() = %q, want the family %s and model %s", got, info["cpu family"], info["model"])
 	}
 }
