@@ -255,7 +255,16 @@ func (c *basic) reduceByEqualities() bool {
 // shadow is the condition), and a pair whose shadow b·L + a·U is a constant
 // of at least (a-1)(b-1) always has an integer between its bounds (the
 // dark shadow holds), as for x with 4x in [i - 3, i], so it adds nothing.
+//
+// It declines (not exact) where the shadow would take more than
+// maxShadowRows rows (as dimPieces does): a local kept is still exact, and a system whose
+// rows multiply at every elimination (the phases of a strided
+// convolution's input under a loop of a tile: 2380 lower bounds times
+// 2380 upper ones) would take the memory of the machine.
 func exactShadow(lower, upper []row, k int) ([]row, bool) {
+	if len(lower)*len(upper) > maxShadowRows {
+		return nil, false
+	}
 	var out []row
 	for _, l := range lower {
 		a := l.coef(k)

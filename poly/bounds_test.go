@@ -217,3 +217,29 @@ func TestParamsAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestExactShadowDeclinesHugeProducts: a Fourier-Motzkin step whose
+// shadow would take more than maxShadowRows rows is declined (the local
+// stays, which is still exact) instead of built: ComputeAt of a strided
+// convolution's input phases under a tile's loop asked for 2380 x 2380
+// rows and took the machine's memory. Below the bound, the step runs.
+func TestExactShadowDeclinesHugeProducts(t *testing.T) {
+	bounds := func(n int, sign int64) []row {
+		var rs []row
+		for i := range n {
+			r := newRow(2) // x_0 (eliminated), x_1
+			r[1] = IntOf(sign)
+			r[2] = IntOf(int64(i%7) - 3)
+			r[0] = IntOf(int64(i))
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	if _, ok := exactShadow(bounds(200, 1), bounds(200, -1), 0); ok {
+		t.Errorf("a shadow of 200 x 200 rows was built, want it declined (bound %d)", maxShadowRows)
+	}
+	out, ok := exactShadow(bounds(20, 1), bounds(20, -1), 0)
+	if !ok || len(out) != 400 {
+		t.Errorf("a shadow of 20 x 20 unit rows: exact %v, %d rows, want exact, 400", ok, len(out))
+	}
+}
