@@ -265,6 +265,9 @@ func TestOperatorSemantics(t *testing.T) {
 		{"conv2d rows mixed strides", "conv2d", rnd(1, 2, 10, 11), rnd(3, 2, 3, 2), 1, []int{3, 2}, []int{0, 1, 2, 0}, []int{1, 2}},
 		{"conv2d rows dilated", "conv2d", rnd(1, 2, 9, 9), rnd(2, 2, 3, 3), 1, []int{2, 1}, []int{2, 2, 2, 2}, []int{2, 2}},
 		{"conv2d rows whole width", "conv2d", rnd(1, 2, 4, 3), rnd(2, 2, 2, 5), 1, []int{1, 1}, []int{0, 1, 1, 1}, []int{1, 1}},
+		{"conv2d rows one pixel", "conv2d", rnd(1, 2, 3, 3), rnd(2, 2, 3, 3), 1, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}},
+		{"conv2d rows stride past the window", "conv2d", rnd(1, 2, 11, 9), rnd(2, 2, 2, 2), 1, []int{4, 3}, []int{1, 1, 0, 2}, []int{1, 1}},
+		{"conv2d rows 1x1 padded", "conv2d", rnd(2, 3, 5, 4), rnd(2, 3, 1, 1), 1, []int{1, 1}, []int{1, 2, 0, 1}, []int{1, 1}},
 	} {
 		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
 			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},
