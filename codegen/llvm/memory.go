@@ -47,7 +47,8 @@ func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	}
 	var terms []indexTerm
 	for d, x := range indices {
-		if c, ok := constInt(buf.strides[d]); ok && merges(d) {
+		if merges(d) {
+			c, _ := constInt(buf.strides[d])
 			terms = append(terms, indexTerm{stride: c, index: ast.Substitute(x, e.bindings), written: x})
 		}
 	}
