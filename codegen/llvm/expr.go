@@ -32,6 +32,9 @@ func (e *emitter) value(x ast.Expr) lanes {
 			return e.b.NewXor(v, splat(constant.True, lanesOf(v.Type())))
 		})
 	case *ast.Select:
+		if v, ok := e.guardedLoad(x); ok {
+			return v
+		}
 		c, t, f := e.value(x.Cond), e.value(x.T), e.value(x.F)
 		if c.isUniform() && !(t.isUniform() && f.isUniform()) {
 			// A uniform condition picks between whole vectors.
