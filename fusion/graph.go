@@ -153,16 +153,28 @@ func (a Attrs) String() string {
 	for _, f := range []struct {
 		name string
 		v    []int64
-	}{{"starts", a.Starts}, {"ends", a.Ends}, {"steps", a.Steps}, {"strides", a.Strides}, {"pads", a.Pads}, {"dilations", a.Dilations}} {
+	}{{"starts", a.Starts}, {"ends", a.Ends}, {"steps", a.Steps}, {"strides", a.Strides}, {"pads", a.Pads}, {"dilations", a.Dilations}, {"kernel_shape", a.KernelShape}} {
 		if f.v != nil {
 			add(f.name, int64s(f.v))
 		}
+	}
+	if a.Groups != nil {
+		add("groups", strconv.FormatInt(*a.Groups, 10))
+	}
+	if a.CountIncludePad {
+		add("count_include_pad", "true")
+	}
+	if a.Value != nil {
+		add("value", strconv.FormatFloat(*a.Value, 'g', -1, 64))
 	}
 	if a.DType != "" {
 		add("dtype", a.DType)
 	}
 	if a.Epsilon != nil {
 		add("epsilon", strconv.FormatFloat(*a.Epsilon, 'g', -1, 64))
+	}
+	if a.Approximate != "" {
+		add("approximate", strconv.Quote(a.Approximate))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/module"
 )
 
 // tensor is a float64 reference tensor; dtype, when set, is the type the
@@ -375,27 +377,41 @@ func TestOperatorSemantics(t *testing.T) {
 			return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
 		})},
 	)
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.op == "broadcast_to" {
 				src := c.ins[0]
 				c.want = build([]int{2, 3, 4}, func(i []int) float64 { return bcast(src, []int{2, 3, 4}, i) })
 			}
-			got := runOp(t, c.op, c.attrs, c.ins)
-			if len(got) != len(c.want.data) {
-				t.Fatalf("%d elements, want %d", len(got), len(c.want.data))
-			}
-			for i := range got {
-				if d := math.Abs(got[i] - c.want.data[i]); d > 1e-12*math.Max(1, math.Abs(c.want.data[i])) {
-					t.Fatalf("element %d = %v, want %v", i, got[i], c.want.data[i])
+			interpreted, compiled := runOp(t, cache, c.op, c.attrs, c.ins)
+			// The interpreter sums in the reference's order; the compiled
+			// kernels (default schedules: vectors, tiles, other orders)
+			// round differently.
+			for _, r := range []struct {
+				how string
+				got []float64
+				tol float64
+			}{{"interpreted", interpreted, 1e-12}, {"compiled", compiled, 1e-9}} {
+				if len(r.got) != len(c.want.data) {
+					t.Fatalf("%s: %d elements, want %d", r.how, len(r.got), len(c.want.data))
+				}
+				for i := range r.got {
+					if d := math.Abs(r.got[i] - c.want.data[i]); !(d <= r.tol*math.Max(1, math.Abs(c.want.data[i]))) && r.got[i] != c.want.data[i] {
+						t.Fatalf("%s: element %d = %v, want %v", r.how, i, r.got[i], c.want.data[i])
+					}
 				}
 			}
 		})
 	}
 }
 
-// runOp compiles a one-node float64 graph and interprets it.
-func runOp(t *testing.T, op string, attrs map[string]any, ins []tensor) []float64 {
+// runOp compiles a one-node float64 graph and runs it: interpreted, and
+// compiled as a module on default schedules (kernels cached in cache).
+func runOp(t *testing.T, cache *native.Cache, op string, attrs map[string]any, ins []tensor) (interpreted, compiled []float64) {
 	t.Helper()
 	type jt struct {
 		Name  string `json:"name"`
@@ -446,5 +462,26 @@ func runOp(t *testing.T, op string, attrs map[string]any, ins []tensor) []float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ast.Float64s(ast.Float64, out["Y"]) // bools as 0 and 1
+	m, err := module.Compile(g, module.Options{Cache: cache, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors := map[string]module.Tensor{}
+	for k, in := range inputs {
+		shape := make([]int64, len(in.Shape))
+		for d, n := range in.Shape {
+			shape[d] = int64(n)
+		}
+		tensors[in.Name] = module.Tensor{Shape: shape, Data: data[names[k]]}
+	}
+	outs, err := m.NewOutputs(tensors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(tensors, outs); err != nil {
+		t.Fatal(err)
+	}
+	y := g.Outputs[0].DType
+	// bools as 0 and 1
+	return ast.Float64s(ast.Float64, out["Y"]), ast.Float64s(y, outs["Y"].Data)
 }

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -232,5 +233,45 @@ func TestSymbolUnification(t *testing.T) {
 	}
 	if s := g.Symbols(); !slices.Equal(s, []string{"S0"}) {
 		t.Errorf("symbols %v, want [S0]", s)
+	}
+}
+
+// TestAttrsStringCoversEveryField: Attrs.String is what CSE and the
+// module cache compare nodes by, so every attribute must show in it: two
+// nodes that differ in any one of them (gelu's approximate, a pad's value,
+// a pool's count_include_pad, groups, kernel_shape) are different nodes.
+func TestAttrsStringCoversEveryField(t *testing.T) {
+	v := reflect.ValueOf(&Attrs{}).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		var a Attrs
+		f := reflect.ValueOf(&a).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.String:
+			f.SetString("tanh")
+		default:
+			t.Fatalf("field %s of kind %s: extend this test", v.Type().Field(i).Name, f.Kind())
+		}
+		if a.String() == "" {
+			t.Errorf("Attrs.String does not show field %s", v.Type().Field(i).Name)
+		}
+	}
+}
+
+// TestCSEKeepsDifferentAttrs: the two forms of gelu on the same input
+// stay two nodes.
+func TestCSEKeepsDifferentAttrs(t *testing.T) {
+	g := parse(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [4]}],
+		"nodes": [{"op": "gelu", "inputs": ["X"], "output": "a"},
+		          {"op": "gelu", "inputs": ["X"], "output": "b", "attrs": {"approximate": "tanh"}},
+		          {"op": "sub", "inputs": ["a", "b"], "output": "Y"}], "outputs": ["Y"]}`)
+	runPass(t, g, cse)
+	if y := g.Tensor("Y").Producer; y.Inputs[0] == y.Inputs[1] {
+		t.Errorf("cse merged gelu and its tanh form:\n%s", g)
 	}
 }

@@ -36,7 +36,7 @@ import (
 // parse, or whose functions' hashes differ from the record, is ignored.
 
 // cacheVersion changes when the file format or what the key covers does.
-const cacheVersion = "loom module cache 2"
+const cacheVersion = "loom module cache 3"
 
 var memoryCache = struct {
 	sync.Mutex
