@@ -2,6 +2,7 @@ package fusion_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -215,30 +216,6 @@ func TestOperatorSemantics(t *testing.T) {
 			return s
 		})})
 	// Grouped and depthwise convolutions, conv1d and conv3d.
-	conv := func(x, w tensor, groups int, strides, pads, dil []int) tensor {
-		s := len(x.shape) - 2
-		F, cg := w.shape[0], w.shape[1]
-		out := []int{x.shape[0], F}
-		for d := 0; d < s; d++ {
-			out = append(out, (x.shape[2+d]+pads[d]+pads[s+d]-dil[d]*(w.shape[2+d]-1)-1)/strides[d]+1)
-		}
-		return build(out, func(i []int) float64 {
-			sum := 0.0
-			g := i[1] / (F / groups)
-			each(w.shape[1:], func(r []int) {
-				xi := []int{i[0], g*cg + r[0]}
-				for d := 0; d < s; d++ {
-					p := i[2+d]*strides[d] + r[1+d]*dil[d] - pads[d]
-					if p < 0 || p >= x.shape[2+d] {
-						return
-					}
-					xi = append(xi, p)
-				}
-				sum += x.at(xi) * w.at(append([]int{i[1]}, r...))
-			})
-			return sum
-		})
-	}
 	for _, c := range []struct {
 		name                 string
 		op                   string
@@ -273,53 +250,21 @@ func TestOperatorSemantics(t *testing.T) {
 	} {
 		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
 			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},
-			want:  conv(c.x, c.w, c.groups, c.strides, c.pads, c.dilat)})
+			want:  refConv(c.x, c.w, c.groups, c.strides, c.pads, c.dilat)})
 	}
 	// Pooling.
-	pool := func(x tensor, max bool, k, strides, pads, dil []int, includePad bool) tensor {
-		out := []int{x.shape[0], x.shape[1]}
-		for d := 0; d < 2; d++ {
-			out = append(out, (x.shape[2+d]+pads[d]+pads[2+d]-dil[d]*(k[d]-1)-1)/strides[d]+1)
-		}
-		return build(out, func(i []int) float64 {
-			acc, n := 0.0, 0
-			if max {
-				acc = math.Inf(-1)
-			}
-			each(k, func(r []int) {
-				h, w := i[2]*strides[0]+r[0]*dil[0]-pads[0], i[3]*strides[1]+r[1]*dil[1]-pads[1]
-				if h < 0 || h >= x.shape[2] || w < 0 || w >= x.shape[3] {
-					if includePad {
-						n++
-					}
-					return
-				}
-				n++
-				v := x.at([]int{i[0], i[1], h, w})
-				if max {
-					acc = math.Max(acc, v)
-				} else {
-					acc += v
-				}
-			})
-			if max {
-				return acc
-			}
-			return acc / float64(n)
-		})
-	}
 	px := rnd(2, 3, 7, 6)
 	cases = append(cases,
 		testCase{name: "max_pool2d", op: "max_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}},
-			want: pool(px, true, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, false)},
+			want: refPool(px, true, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, false)},
 		testCase{name: "max_pool2d dilated", op: "max_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{2, 3}, "dilations": []int{2, 1}, "pads": []int{0, 1, 1, 0}},
-			want: pool(px, true, []int{2, 3}, []int{1, 1}, []int{0, 1, 1, 0}, []int{2, 1}, false)},
+			want: refPool(px, true, []int{2, 3}, []int{1, 1}, []int{0, 1, 1, 0}, []int{2, 1}, false)},
 		testCase{name: "avg_pool2d", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 2}, "strides": []int{2, 1}, "pads": []int{1, 1, 1, 0}},
-			want: pool(px, false, []int{3, 2}, []int{2, 1}, []int{1, 1, 1, 0}, []int{1, 1}, false)},
+			want: refPool(px, false, []int{3, 2}, []int{2, 1}, []int{1, 1, 1, 0}, []int{1, 1}, false)},
 		testCase{name: "avg_pool2d count_include_pad", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{3, 3}, "strides": []int{2, 2}, "pads": []int{1, 1, 1, 1}, "count_include_pad": true},
-			want: pool(px, false, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, true)},
+			want: refPool(px, false, []int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, true)},
 		testCase{name: "avg_pool2d global", op: "avg_pool2d", ins: []tensor{px}, attrs: map[string]any{"kernel_shape": []int{7, 6}},
-			want: pool(px, false, []int{7, 6}, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, false)},
+			want: refPool(px, false, []int{7, 6}, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, false)},
 	)
 	// pad, gather, comparisons and where, batch_norm, silu, softplus and
 	// the tanh form of gelu.
@@ -409,6 +354,66 @@ func TestOperatorSemantics(t *testing.T) {
 	}
 }
 
+// refConv is a convolution over any number of spatial axes, directly.
+func refConv(x, w tensor, groups int, strides, pads, dil []int) tensor {
+	s := len(x.shape) - 2
+	F, cg := w.shape[0], w.shape[1]
+	out := []int{x.shape[0], F}
+	for d := 0; d < s; d++ {
+		out = append(out, (x.shape[2+d]+pads[d]+pads[s+d]-dil[d]*(w.shape[2+d]-1)-1)/strides[d]+1)
+	}
+	return build(out, func(i []int) float64 {
+		sum := 0.0
+		g := i[1] / (F / groups)
+		each(w.shape[1:], func(r []int) {
+			xi := []int{i[0], g*cg + r[0]}
+			for d := 0; d < s; d++ {
+				p := i[2+d]*strides[d] + r[1+d]*dil[d] - pads[d]
+				if p < 0 || p >= x.shape[2+d] {
+					return
+				}
+				xi = append(xi, p)
+			}
+			sum += x.at(xi) * w.at(append([]int{i[1]}, r...))
+		})
+		return sum
+	})
+}
+
+// refPool is a 2-d max or average pooling, directly.
+func refPool(x tensor, max bool, k, strides, pads, dil []int, includePad bool) tensor {
+	out := []int{x.shape[0], x.shape[1]}
+	for d := 0; d < 2; d++ {
+		out = append(out, (x.shape[2+d]+pads[d]+pads[2+d]-dil[d]*(k[d]-1)-1)/strides[d]+1)
+	}
+	return build(out, func(i []int) float64 {
+		acc, n := 0.0, 0
+		if max {
+			acc = math.Inf(-1)
+		}
+		each(k, func(r []int) {
+			h, w := i[2]*strides[0]+r[0]*dil[0]-pads[0], i[3]*strides[1]+r[1]*dil[1]-pads[1]
+			if h < 0 || h >= x.shape[2] || w < 0 || w >= x.shape[3] {
+				if includePad {
+					n++
+				}
+				return
+			}
+			n++
+			v := x.at([]int{i[0], i[1], h, w})
+			if max {
+				acc = math.Max(acc, v)
+			} else {
+				acc += v
+			}
+		})
+		if max {
+			return acc
+		}
+		return acc / float64(n)
+	})
+}
+
 // runOp compiles a one-node float64 graph and runs it: interpreted, and
 // compiled as a module on default schedules (kernels cached in cache).
 func runOp(t *testing.T, cache *native.Cache, op string, attrs map[string]any, ins []tensor) (interpreted, compiled []float64) {
@@ -484,4 +489,97 @@ func runOp(t *testing.T, cache *native.Cache, op string, attrs map[string]any, i
 	y := g.Outputs[0].DType
 	// bools as 0 and 1
 	return ast.Float64s(ast.Float64, out["Y"]), ast.Float64s(y, outs["Y"].Data)
+}
+
+var (
+	randomOps  = flag.Int("random-ops", 24, "random convolutions and poolings TestRandomWindows compiles and checks")
+	randomSeed = flag.Uint64("random-seed", 7, "the seed of TestRandomWindows")
+)
+
+// TestRandomWindows: random 2-d convolutions (groups, depthwise, strides
+// 1-3, dilations, uneven padding, windows up to the padded image, channels
+// enough for tiles) and poolings, interpreted and compiled on their
+// default schedules, against refConv and refPool in float64.
+func TestRandomWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(*randomSeed, 8))
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := func(shape ...int) tensor {
+		x := tensor{shape: shape}
+		for range elems(shape) {
+			x.data = append(x.data, r.NormFloat64())
+		}
+		return x
+	}
+	check := func(t *testing.T, name string, op string, attrs map[string]any, ins []tensor, want tensor) {
+		interpreted, compiled := runOp(t, cache, op, attrs, ins)
+		for _, got := range [][]float64{interpreted, compiled} {
+			if len(got) != len(want.data) {
+				t.Fatalf("%s: %d elements, want %d", name, len(got), len(want.data))
+			}
+			for i := range got {
+				if d := math.Abs(got[i] - want.data[i]); !(d <= 1e-9*math.Max(1, math.Abs(want.data[i]))) && got[i] != want.data[i] {
+					t.Fatalf("%s %v: element %d = %v, want %v", name, attrs, i, got[i], want.data[i])
+				}
+			}
+		}
+	}
+	for n := 0; n < *randomOps; n++ {
+		// A window that fits the padded image, and at least one output.
+		var strides, dil, pads, k, in []int
+		for d := 0; d < 2; d++ {
+			strides = append(strides, 1+r.IntN(3))
+			dil = append(dil, 1+r.IntN(2))
+			k = append(k, 1+r.IntN(3))
+			in = append(in, 1+r.IntN(16))
+		}
+		pads = []int{r.IntN(3), r.IntN(3), r.IntN(3), r.IntN(3)}
+		ok := true
+		for d := 0; d < 2; d++ {
+			ok = ok && in[d]+pads[d]+pads[2+d] >= dil[d]*(k[d]-1)+1
+		}
+		if !ok {
+			n--
+			continue
+		}
+		groups := []int{1, 1, 2, 3}[r.IntN(4)]
+		cg, fg := 1+r.IntN(4), 1+r.IntN(12)
+		if r.IntN(4) == 0 { // depthwise
+			groups, cg, fg = 1+r.IntN(8), 1, 1+r.IntN(2)
+		}
+		batch := 1 + r.IntN(2)
+		x, w := rnd(batch, groups*cg, in[0], in[1]), rnd(groups*fg, cg, k[0], k[1])
+		t.Run(fmt.Sprintf("conv%d", n), func(t *testing.T) {
+			attrs := map[string]any{"groups": groups, "strides": strides, "pads": pads, "dilations": dil}
+			check(t, "conv2d", "conv2d", attrs, []tensor{x, w}, refConv(x, w, groups, strides, pads, dil))
+		})
+		isMax, includePad := r.IntN(2) == 0, r.IntN(2) == 0
+		op := "avg_pool2d"
+		if !isMax {
+			dil = []int{1, 1}
+		}
+		// A pooling window may not lie in the padding only: pads
+		// smaller than the window, as ONNX requires.
+		for d := 0; d < 2; d++ {
+			pads[d], pads[2+d] = min(pads[d], dil[d]*(k[d]-1)), min(pads[2+d], dil[d]*(k[d]-1))
+		}
+		attrs := map[string]any{"kernel_shape": k, "strides": strides, "pads": pads}
+		if isMax {
+			op, attrs["dilations"] = "max_pool2d", dil
+		} else {
+			attrs["count_include_pad"] = includePad
+		}
+		ok = true
+		for d := 0; d < 2; d++ {
+			ok = ok && in[d]+pads[d]+pads[2+d] >= dil[d]*(k[d]-1)+1
+		}
+		if !ok {
+			continue
+		}
+		t.Run(fmt.Sprintf("pool%d", n), func(t *testing.T) {
+			check(t, op, op, attrs, []tensor{x}, refPool(x, isMax, k, strides, pads, dil, includePad && !isMax))
+		})
+	}
 }
