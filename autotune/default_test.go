@@ -414,3 +414,40 @@ func copyBandwidth() float64 {
 	}
 	return 2 * n / float64(fastest)
 }
+
+// TestDefaultLeavesTinyKernelsSerial: on two threads the default spreads
+// a copy of 128x768 floats over them, but not one of 768 (an embedding
+// row of one decoding step), which threads only slow down.
+func TestDefaultLeavesTinyKernelsSerial(t *testing.T) {
+	for _, c := range []struct {
+		rows     int
+		parallel bool
+	}{{1, false}, {4, false}, {128, true}} {
+		f, err := ast.Parse(fmt.Sprintf(`func copy(A: float32[%[1]d, 768], B: float32[%[1]d, 768]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, %[1]d) {
+      serial for (j, 0, 768) {
+        ScheduleBlock(B) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, %[1]d), vj = spatial(0, 768))
+          reads(A[vi, vj])
+          writes(B[vi, vj])
+          B[vi, vj] = A[vi, vj] * 2.0f
+        }
+      }
+    }
+  }
+}`, c.rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Default(f, Target{VectorLanes: 16, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(ast.Print(s.Func()), "parallel for")
+		if got != c.parallel {
+			t.Errorf("%d rows: a parallel loop %v, want %v:\n%s", c.rows, got, c.parallel, ast.Print(s.Func()))
+		}
+	}
+}

@@ -9,7 +9,8 @@ import (
 
 // ParallelVectorizeUnroll parallelizes a block's outermost spatial loop
 // that does some work (loops of one iteration above it, as a batch of one
-// leaves, change nothing), vectorizes its innermost loop when that is
+// leaves, change nothing) unless its body runs too few times to be worth
+// threads (minParallelWork), vectorizes its innermost loop when that is
 // spatial (a symbolic extent split by the vector's lanes first, its tail
 // predicated), and samples an unroll limit for the
 // loops under its outermost loop (0 never unrolls; see unrolls).
@@ -33,7 +34,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 	if err != nil || len(bi.loops) == 0 {
 		return errSkip
 	}
-	if t.Threads > 1 {
+	if t.Threads > 1 && !tooSmallToSpread(s, bi) {
 		if l, ok := parallelLoop(s, bi); ok {
 			// Refused when illegal: stays serial.
 			if err := internal(s.Parallel(l)); err != nil {
@@ -215,6 +216,28 @@ func unrollUnder(s ast.Stmt, limit int64, out *[]string) int64 {
 	}
 	*out = append(*out, lp.Var.Name)
 	return ext * body
+}
+
+// minParallelWork is the least number of times a block's body runs
+// that is worth spreading over threads: starting and joining them costs
+// about a microsecond, the time of some thousands of iterations (a
+// 768-float embedding row ran 9x slower on two threads than on one).
+const minParallelWork = 16384
+
+// tooSmallToSpread reports whether the block's loops, all of constant
+// extent, run its body fewer than minParallelWork times.
+func tooSmallToSpread(s *schedule.Schedule, bi *blockInfo) bool {
+	work := int64(1)
+	for _, l := range bi.loops {
+		n, ok := s.Extent(l)
+		if !ok {
+			return false
+		}
+		if work *= n; work >= minParallelWork {
+			return false
+		}
+	}
+	return true
 }
 
 // parallelLoop returns the first loop of the block with more than one
