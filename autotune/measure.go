@@ -89,8 +89,9 @@ type ProcessRunner struct {
 // first.
 const timeBudget = 2 * time.Second
 
-// slowFactor: a candidate whose first warm run takes this many times the
-// best median so far is not timed further; that one run is its time.
+// slowFactor: a candidate whose first warm runs take this many times the
+// best median so far is not timed further; the faster of those two runs
+// is its time.
 const slowFactor = 4
 
 // workRequest is what the runner sends a worker, as JSON on stdin.
@@ -503,13 +504,29 @@ func serve(req *workRequest) *workResponse {
 	// and of the heap temporaries (tens of milliseconds for a 50 MB
 	// output), so it cannot say whether a candidate is slow. The next
 	// run can.
+	//
+	// A first run slower than the cutoff is timed once more before it
+	// counts as slow: a parallel kernel's first run after the check
+	// wakes the runtime's sleeping threads, tens of microseconds that a
+	// kernel of a few microseconds would be judged by (the default
+	// schedule of a 128x768 transpose lost its tuning that way on two
+	// threads, 0.066 ms measured for 0.003).
 	if req.Cutoff > 0 {
-		start := time.Now()
-		if err := call.Run(); err != nil {
-			return fail(err)
+		slow := true
+		var least float64
+		for try := 0; try < 2 && slow; try++ {
+			start := time.Now()
+			if err := call.Run(); err != nil {
+				return fail(err)
+			}
+			d := time.Since(start).Seconds()
+			if try == 0 || d < least {
+				least = d
+			}
+			slow = d > req.Cutoff
 		}
-		if d := time.Since(start).Seconds(); d > req.Cutoff {
-			resp.Seconds = []float64{d} // slow: one run says enough
+		if slow {
+			resp.Seconds = []float64{least} // slow: two runs say enough
 			return resp
 		}
 	}
