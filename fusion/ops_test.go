@@ -336,21 +336,23 @@ func TestOperatorSemantics(t *testing.T) {
 			// The interpreter sums in the reference's order; the compiled
 			// kernels (default schedules: vectors, tiles, other orders)
 			// round differently.
-			for _, r := range []struct {
-				how string
-				got []float64
-				tol float64
-			}{{"interpreted", interpreted, 1e-12}, {"compiled", compiled, 1e-9}} {
-				if len(r.got) != len(c.want.data) {
-					t.Fatalf("%s: %d elements, want %d", r.how, len(r.got), len(c.want.data))
-				}
-				for i := range r.got {
-					if d := math.Abs(r.got[i] - c.want.data[i]); !(d <= r.tol*math.Max(1, math.Abs(c.want.data[i]))) && r.got[i] != c.want.data[i] {
-						t.Fatalf("%s: element %d = %v, want %v", r.how, i, r.got[i], c.want.data[i])
-					}
-				}
-			}
+			agrees(t, "interpreted", interpreted, c.want, 1e-12)
+			agrees(t, "compiled", compiled, c.want, 1e-9)
 		})
+	}
+}
+
+// agrees fails t unless got has want's elements, each within tol of it
+// relative to its magnitude (at least 1), or equal (infinities).
+func agrees(t *testing.T, how string, got []float64, want tensor, tol float64) {
+	t.Helper()
+	if len(got) != len(want.data) {
+		t.Fatalf("%s: %d elements, want %d", how, len(got), len(want.data))
+	}
+	for i := range got {
+		if d := math.Abs(got[i] - want.data[i]); !(d <= tol*math.Max(1, math.Abs(want.data[i]))) && got[i] != want.data[i] {
+			t.Fatalf("%s: element %d = %v, want %v", how, i, got[i], want.data[i])
+		}
 	}
 }
 
@@ -515,16 +517,8 @@ func TestRandomWindows(t *testing.T) {
 	}
 	check := func(t *testing.T, name string, op string, attrs map[string]any, ins []tensor, want tensor) {
 		interpreted, compiled := runOp(t, cache, op, attrs, ins)
-		for _, got := range [][]float64{interpreted, compiled} {
-			if len(got) != len(want.data) {
-				t.Fatalf("%s: %d elements, want %d", name, len(got), len(want.data))
-			}
-			for i := range got {
-				if d := math.Abs(got[i] - want.data[i]); !(d <= 1e-9*math.Max(1, math.Abs(want.data[i]))) && got[i] != want.data[i] {
-					t.Fatalf("%s %v: element %d = %v, want %v", name, attrs, i, got[i], want.data[i])
-				}
-			}
-		}
+		agrees(t, fmt.Sprintf("%s %v interpreted", name, attrs), interpreted, want, 1e-9)
+		agrees(t, fmt.Sprintf("%s %v compiled", name, attrs), compiled, want, 1e-9)
 	}
 	for n := 0; n < *randomOps; n++ {
 		// A window that fits the padded image, and at least one output.
