@@ -42,6 +42,7 @@ type emitter struct {
 
 	width     int         // lanes of the vectorized loop being emitted; 0 in scalar code
 	mask      value.Value // <width x i1> the active lanes; nil when all are
+	loose     bool        // lane 0's address may lie outside its buffer (a guarded load's masked lanes): no inbounds
 	parallel  bool        // inside the outlined body of a parallel loop
 	nOutlined int
 }

@@ -49,10 +49,12 @@ func (e *emitter) guardedLoad(x *ast.Select) (v lanes, ok bool) {
 		return lanes{}, false // whole vectors: the plain select
 	}
 	cond := e.vec(c)
+	// Lane 0's element may lie before the buffer (its lane masked off):
+	// its address is computed without inbounds.
 	saved := e.mask
-	e.mask = e.andMask(cond)
+	e.mask, e.loose = e.andMask(cond), true
 	val := e.load(&ast.Load{Buffer: ld.Buffer, Indices: idx})
-	e.mask = saved
+	e.mask, e.loose = saved, false
 	return vector(e.b.NewSelect(cond, e.vec(val), e.vec(e.value(x.F)))), true
 }
 

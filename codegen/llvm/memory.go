@@ -104,12 +104,12 @@ func (e *emitter) elemPtr(buf *buffer, off lanes) value.Value {
 	p := buf.ptr
 	if c, ok := constInt(variable); !ok || c != 0 {
 		g := e.b.NewGetElementPtr(memType(buf.ast.DType), p, variable)
-		g.InBounds = true
+		g.InBounds = !e.loose
 		p = g
 	}
 	if off.off != 0 {
 		g := e.b.NewGetElementPtr(memType(buf.ast.DType), p, i64(off.off))
-		g.InBounds = true
+		g.InBounds = !e.loose
 		p = g
 	}
 	return p
