@@ -40,7 +40,8 @@ func (e *emitter) guardedLoad(x *ast.Select) (v lanes, ok bool) {
 	if !changed {
 		return lanes{}, false
 	}
-	off := e.offset(e.buffer(ld.Buffer), idx)
+	buf := e.buffer(ld.Buffer)
+	off := e.offset(buf, idx)
 	if !off.isRamp() || off.stride < 1 || off.stride > maxLoadStride {
 		return lanes{}, false
 	}
@@ -53,7 +54,7 @@ func (e *emitter) guardedLoad(x *ast.Select) (v lanes, ok bool) {
 	// its address is computed without inbounds.
 	saved := e.mask
 	e.mask, e.loose = e.andMask(cond), true
-	val := e.load(&ast.Load{Buffer: ld.Buffer, Indices: idx})
+	val := e.loadAt(buf, off)
 	e.mask, e.loose = saved, false
 	return vector(e.b.NewSelect(cond, e.vec(val), e.vec(e.value(x.F)))), true
 }

@@ -140,9 +140,13 @@ func align(t ast.DType) ir.Align { return ir.Align(t.Bytes()) }
 
 func (e *emitter) load(x *ast.Load) lanes {
 	buf := e.buffer(x.Buffer)
-	t := x.Buffer.DType
+	return e.loadAt(buf, e.offset(buf, x.Indices))
+}
+
+// loadAt reads buf at element offset off in the active lanes.
+func (e *emitter) loadAt(buf *buffer, off lanes) lanes {
+	t := buf.ast.DType
 	mt := memType(t)
-	off := e.offset(buf, x.Indices)
 	switch {
 	case off.isUniform():
 		// In a vectorized loop some lane is active here (masked regions
