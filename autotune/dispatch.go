@@ -137,3 +137,6 @@ func DispatchFromDatabase(f *ast.Func, db *Database, target string, t Target, ca
 	}
 	return NewDispatch(f, choices, s.Func(), cache, opts)
 }
+
+// Buckets is the number of buckets d picks among (the fallback aside).
+func (d *Dispatch) Buckets() int { return len(d.buckets) }

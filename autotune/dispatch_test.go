@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/ast"
@@ -96,6 +97,70 @@ func TestDispatch(t *testing.T) {
 	}
 	if !slices.Equal(d.Sizes(), []string{"T"}) {
 		t.Errorf("sizes %v", d.Sizes())
+	}
+	// What loom tune checks after tuning buckets: every bucket at its
+	// bounds and at sizes drawn inside it, and the fallback past them.
+	sets, err := d.CheckSizes(nil, 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range sets {
+		keys = append(keys, sizesKey(s))
+	}
+	for _, want := range []string{"T=1", "T=15", "T=16", "T=128", "T=129"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("check sizes %v lack %s", keys, want)
+		}
+	}
+	odd := 0
+	for _, s := range sets {
+		if v := s["T"]; v%2 != 0 && v%3 != 0 && v != 1 {
+			odd++
+		}
+	}
+	if odd < 2 {
+		t.Errorf("check sizes %v: want a size no tile divides in each bucket", keys)
+	}
+	if err := d.Check(sets, cache, llvm.Options{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDispatchCheckFindsWrongBucket: a bucket whose kernel computes
+// something else is caught by Check, which names the bucket and sizes;
+// the buckets' values come from others where a bucket does not range
+// over a size, and a size with no value is an error.
+func TestDispatchCheckFindsWrongBucket(t *testing.T) {
+	exp := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", "C"]}],
+  "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	neg := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", "C"]}],
+  "nodes": [{"op": "neg", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	choices := []BucketChoice{
+		{Bucket: map[string][2]int64{"N": {1, 7}}, Func: exp},
+		{Bucket: map[string][2]int64{"N": {8, 64}}, Func: neg},
+	}
+	d, err := NewDispatch(exp, choices, nil, cache, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CheckSizes(nil, 2, 1); err == nil || !strings.Contains(err.Error(), "no value for size C") {
+		t.Errorf("check sizes without C: %v", err)
+	}
+	sets, err := d.CheckSizes(map[string]int64{"C": 5}, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Check(sets, cache, llvm.Options{})
+	if err == nil || !strings.Contains(err.Error(), "bucket N=8..64") || !strings.Contains(err.Error(), "Y differs") {
+		t.Errorf("a wrong bucket checked: %v", err)
+	}
+	if err := d.Check(sets[:2], cache, llvm.Options{}); err != nil {
+		t.Errorf("the right bucket: %v", err)
 	}
 }
 

@@ -61,6 +61,9 @@ func TestTuneBuckets(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(errs, "g_0: the dispatch (") || !strings.Contains(errs, "computes what the reference does at ") {
+		t.Errorf("no word of the dispatch's check:\n%s", errs)
+	}
 	data, _ := os.ReadFile(db)
 	buckets := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {

@@ -269,7 +269,45 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		fmt.Fprintln(stderr, "loom tune: interrupted; the records measured so far are in", *dbPath)
 		return 130
 	}
+	if dev == nil && !checkDispatches(jobs, t, *seed, stderr) {
+		status = 1
+	}
 	return status
+}
+
+// checkDispatches runs, for each function tuned by buckets, its dispatch
+// (the fastest record of every bucket in the database, the default for
+// the sizes none holds) from its entry point at every bucket's bounds and
+// at sizes drawn inside it, against the reference (Dispatch.Check); it
+// says what it checked on stderr and reports whether all agreed.
+func checkDispatches(jobs []*job, t *tuner, seed uint64, stderr io.Writer) bool {
+	cache, err := native.DefaultCache()
+	if err != nil {
+		fmt.Fprintln(stderr, "loom tune: checking the dispatch:", err)
+		return false
+	}
+	ok := true
+	done := map[string]bool{}
+	for _, j := range jobs {
+		h := ast.Hash(j.Case.Func).String()
+		if j.Bucket == nil || done[h] {
+			continue
+		}
+		done[h] = true
+		d, err := autotune.DispatchFromDatabase(j.Case.Func, t.opts.DB, t.targetKey, t.target, cache, llvm.Options{})
+		if err == nil {
+			var sets []map[string]int64
+			if sets, err = d.CheckSizes(j.Case.Sizes, 3, seed); err == nil {
+				if err = d.Check(sets, cache, llvm.Options{}); err == nil {
+					fmt.Fprintf(stderr, "loom tune: %s: the dispatch (%d buckets and the default) computes what the reference does at %d sizes: its buckets' bounds, up to 3 drawn inside each, one past them\n", j.Name, d.Buckets(), len(sets))
+					continue
+				}
+			}
+		}
+		fmt.Fprintf(stderr, "loom tune: %s: BUG: the dispatch of the buckets' best schedules: %v\n", j.Name, err)
+		ok = false
+	}
+	return ok
 }
 
 // newCPUTuner is the tuner of loom tune for this machine's CPU: threads
