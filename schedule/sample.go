@@ -47,7 +47,7 @@ func (s *Schedule) samplePerfectTile(l Loop, n, maxInnermost int, decision []int
 	}
 	extent, ok := ast.ConstIntValue(ast.Simplify(loop.Extent))
 	if !ok {
-		return nil, badArg(prim, s.f, nodes(loop), "loop %s has the non-constant extent %s; perfect tiles need a constant", loop.Var.Name, loop.Extent)
+		return nil, badArg(prim, s.f, nodes(loop), "loop %s has the non-constant extent %s; perfect tiles need a constant (for a symbolic extent, draw each inner factor with sample_categorical, e.g. among 1, 2, 3, 4, 6, 8, ..., and split with the outermost factor inferred: the tail is guarded)", loop.Var.Name, loop.Extent)
 	}
 	if n < 1 || extent < 1 {
 		return nil, badArg(prim, s.f, nodes(loop), "cannot tile an extent of %d into %d factors", extent, n)
