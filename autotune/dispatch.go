@@ -140,3 +140,7 @@ func DispatchFromDatabase(f *ast.Func, db *Database, target string, t Target, ca
 
 // Buckets is the number of buckets d picks among (the fallback aside).
 func (d *Dispatch) Buckets() int { return len(d.buckets) }
+
+// Fallback is the kernel d runs at the sizes no bucket holds (the
+// default schedule, for a dispatch from a database).
+func (d *Dispatch) Fallback() *native.Kernel { return d.fallback }

@@ -118,7 +118,7 @@ func runSweep(jobs []*job, spec, oneSize string, threads int, rf *recordFlags, s
 			status = 1
 			continue
 		}
-		dflt, _, _ := d.Kernel(map[string]int64{name: 0}) // no bucket holds 0: the default
+		dflt := d.Fallback() // the default schedule
 		var oneKernel *native.Kernel
 		if one > 0 {
 			at := maps.Clone(j.Case.Sizes)

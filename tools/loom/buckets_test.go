@@ -104,3 +104,36 @@ func TestTuneBuckets(t *testing.T) {
 		t.Errorf("a bucket of no size: exit %d, %s", code, errs)
 	}
 }
+
+// TestSweepTwoSizes: a kernel with a second symbolic size (the chain's
+// [S1, S2, 1024]) is tuned by buckets of one and swept over it, the other
+// at its -size value (the sweep once asked the default for a kernel with
+// the first size alone, and crashed).
+func TestSweepTwoSizes(t *testing.T) {
+	dir := t.TempDir()
+	graph := filepath.Join(dir, "g.json")
+	os.WriteFile(graph, []byte(`{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", "M", 8]}],
+  "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`), 0o644)
+	db := filepath.Join(dir, "db.jsonl")
+	code, out, errs := runLoom(t, "tune", "-graph", graph, "-size", "N=4", "-size", "M=3", "-buckets", "N=1,8,32", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	if !strings.Contains(out, "g_0 N=8..32,M=3, 1 threads: ") || !strings.Contains(errs, "computes what the reference does") {
+		t.Errorf("tune:\n%s\n%s", out, errs)
+	}
+	code, out, errs = runLoom(t, "bench", "-graph", graph, "-size", "N=4", "-size", "M=3", "-sweep", "N=1..40", "-one-size", "N=4", "-threads", "1", "-db", db)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(sweepSizes(1, 40)) {
+		t.Fatalf("sweep: %d lines, want %d:\n%s", len(lines), len(sweepSizes(1, 40)), out)
+	}
+	for _, l := range lines {
+		var line sweepLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.BucketedMs == nil || line.DefaultMs == nil || line.MaxRelErr > 1e-5 || line.Sizes["M"] != 3 {
+			t.Fatalf("sweep line %s: %v", l, err)
+		}
+	}
+}
