@@ -98,6 +98,9 @@ def run_graph(g, sizes, inputs):
             y = np.transpose(x[0], a["perm"])
         elif op == "reshape":
             y = np.reshape(x[0], [dim(d, sizes) for d in a["shape"]])
+        elif op == "broadcast_to":
+            # A copy: loom writes the broadcast output, a view would not.
+            y = np.broadcast_to(x[0], [dim(d, sizes) for d in a["shape"]]).copy()
         elif op == "softmax":
             ax = axis_of(a, x[0].ndim, -1)
             e = np.exp(x[0] - x[0].max(axis=ax, keepdims=True))

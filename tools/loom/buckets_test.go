@@ -21,8 +21,16 @@ func TestParseBuckets(t *testing.T) {
 			t.Errorf("parseBuckets(%q) took it", bad)
 		}
 	}
-	if spec, err := rangeBuckets("M=1..4096"); err != nil || spec != "M=1,8,64,512,4096" {
-		t.Errorf("rangeBuckets = %q, %v", spec, err)
+	for in, want := range map[string]string{
+		"M=1..4096":  "M=1,2,4,8,16,64,256,1024,4096",
+		"R=1..16384": "R=1,2,4,8,16,64,256,1024,4096,16384",
+		"S=3..100":   "S=3,6,12,24,96,100",
+		"S=20..30":   "S=20,30",
+		"S=1..2":     "S=1,2",
+	} {
+		if spec, err := rangeBuckets(in); err != nil || spec != want {
+			t.Errorf("rangeBuckets(%s) = %q, %v; want %q", in, spec, err, want)
+		}
 	}
 	for _, bad := range []string{"M=4..4", "M=0..8", "M=1-8", "M", "M=a..b"} {
 		if _, err := rangeBuckets(bad); err == nil {
