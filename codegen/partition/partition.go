@@ -41,7 +41,7 @@ const maxParts = 4
 // Func returns f with its predicated loops partitioned (f itself when
 // none is).
 func Func(f *ast.Func) *ast.Func {
-	p := &partitioner{names: map[string]bool{}, blocks: map[string]bool{}}
+	p := &partitioner{names: map[string]bool{}, blocks: map[string]bool{}, fallbacks: map[ast.Stmt]bool{}}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.Var:
@@ -64,17 +64,23 @@ type partitioner struct {
 	names  map[string]bool // every variable name of the function
 	blocks map[string]bool // every block name
 	parts  int
+	// fallbacks are the bodies versionTail keeps for the values of its
+	// bound no version takes: left as they are (no part of the budget).
+	fallbacks map[ast.Stmt]bool
 }
 
 // stmt partitions the loops of s, outermost first.
 func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
+	if p.fallbacks[s] {
+		return s
+	}
 	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
 		if main, tail, ok := p.split(l); ok {
 			p.parts++
 			// The tail keeps the conjuncts that made the split: split
 			// again, its main part would be empty. Only the loops
 			// inside it are partitioned.
-			return ast.NewSeq(p.stmt(main), ast.MapChildren(narrowTail(tail), p.stmt, func(e ast.Expr) ast.Expr { return e }))
+			return ast.NewSeq(p.stmt(main), ast.MapChildren(p.versionTail(narrowTail(tail)), p.stmt, func(e ast.Expr) ast.Expr { return e }))
 		}
 	}
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
@@ -189,6 +195,129 @@ func narrowTail(tail *ast.For) *ast.For {
 	out := *tail
 	body := ast.Substitute(tail.Body, map[string]ast.Expr{tail.Var.Name: ast.IntConst(tail.Var.DType, first)})
 	out.Body = narrowLoops(body)
+	return &out
+}
+
+// maxVersions bounds the iterations of a loop versionTail specializes
+// the tail for: one copy of the tail's body per value but the last.
+const maxVersions = 8
+
+// versionTail specializes a tail of symbolic bounds for the number of
+// iterations its predicates keep of a short inner loop. A matrix of M
+// rows in register tiles of 4 rows ends in a tile where the predicate
+// i0*4 + i1 < M keeps the first M mod 4 rows of the unrolled loop i1:
+// tested row by row inside the reduction, it keeps the accumulators in
+// memory (two to three times slower per row than a whole tile). Each
+// conjunct affine in one such loop's variable y (coefficient 1; a
+// constant range of at most maxVersions iterations; not vectorized) is
+// y <= E, E over the tail's variable and what is bound outside the tail;
+// when every such conjunct's E differs from the first one's by a
+// constant, the tail's body becomes
+//
+//	if E == first { body, y's loops narrowed to 1 iteration, those conjuncts dropped }
+//	else if E == first+1 { ... 2 iterations ... }
+//	...
+//	else { body }
+//
+// (a value of E outside those, the body as it was). Other conjuncts stay.
+func (p *partitioner) versionTail(tail *ast.For) *ast.For {
+	if _, ok := ast.ConstIntValue(ast.Simplify(tail.Extent)); ok {
+		return tail // narrowTail's, or a tail of constant length
+	}
+	inside := map[string]bool{}
+	ast.Inspect(tail.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			inside[n.Var.Name] = true
+		case *ast.ScheduleBlock:
+			for _, it := range n.Iters {
+				inside[it.Var.Name] = true
+			}
+		}
+		return true
+	})
+	type site struct {
+		conj  int
+		delta int64
+		y     *ast.Var
+	}
+	var first ast.Expr // E of the first conjunct
+	var span [2]int64  // its loop's first value and iterations
+	sites := map[*ast.ScheduleBlock][]site{}
+	ok := true
+	var visit func(s ast.Stmt, loops []*ast.For)
+	visit = func(s ast.Stmt, loops []*ast.For) {
+		ast.Inspect(s, func(n ast.Node) bool {
+			if !ok {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.For:
+				visit(n.Body, append(loops[:len(loops):len(loops)], n))
+				return false
+			case *ast.ScheduleBlock:
+				if n.Predicate != nil {
+					for i, c := range conjuncts(n.Predicate) {
+						e, r, y, found := tailBound(c, loops, inside)
+						if !found {
+							continue
+						}
+						if first == nil {
+							first, span = e, r
+						}
+						d, isConst := ast.ConstIntValue(ast.Simplify(ast.Sub(e, first)))
+						if !isConst || r != span {
+							ok = false // bounds that do not move together
+							return false
+						}
+						sites[n] = append(sites[n], site{i, d, y})
+					}
+				}
+				if n.Init != nil {
+					visit(n.Init, loops)
+				}
+				visit(n.Body, loops)
+				return false
+			}
+			return true
+		})
+	}
+	visit(tail.Body, nil)
+	if !ok || first == nil {
+		return tail
+	}
+	// One version per value of E that keeps part of y's range: y <= E
+	// keeps span[0]..E, from one iteration to all but the last.
+	body := tail.Body
+	p.fallbacks[body] = true
+	for v := span[0] + span[1] - 2; v >= span[0]; v-- {
+		version := mapBlocks(tail.Body, func(b *ast.ScheduleBlock) *ast.ScheduleBlock {
+			nb := *b
+			nb.Name = freshIn(p.blocks, b.Name+"_v")
+			ss, ok := sites[b]
+			if !ok {
+				return &nb
+			}
+			var pred ast.Expr
+			for i, c := range conjuncts(b.Predicate) {
+				for _, st := range ss {
+					if st.conj == i {
+						c = ast.LE(st.y, ast.IntConst(st.y.DType, v+st.delta))
+					}
+				}
+				if pred == nil {
+					pred = c
+				} else {
+					pred = ast.And(pred, c)
+				}
+			}
+			nb.Predicate = pred
+			return &nb
+		})
+		body = ast.NewIf(ast.EQ(first, ast.IntConst(first.Type(), v)), narrowLoops(version), body)
+	}
+	out := *tail
+	out.Body = body
 	return &out
 }
 
@@ -335,29 +464,82 @@ func mapBlocks(s ast.Stmt, f func(*ast.ScheduleBlock) *ast.ScheduleBlock) ast.St
 	return rec(s)
 }
 
+// tailBound reads a conjunct c as y <= E: y the variable of one of loops
+// (its coefficient 1, its range constant, of 2 to maxVersions
+// iterations, serial or unrolled), E free of every variable in inside.
+// It returns E, y's loop's first value and iterations, and y.
+func tailBound(c ast.Expr, loops []*ast.For, inside map[string]bool) (ast.Expr, [2]int64, *ast.Var, bool) {
+	d, k, ok := leForm(c)
+	if !ok {
+		return nil, [2]int64{}, nil, false
+	}
+	vars := map[string]bool{}
+	for _, l := range loops {
+		vars[l.Var.Name] = true
+	}
+	lin, ok := linearize(d, vars)
+	if !ok {
+		return nil, [2]int64{}, nil, false
+	}
+	var loop *ast.For
+	for name, a := range lin.coef {
+		if a == 0 {
+			continue
+		}
+		if a != 1 || loop != nil {
+			return nil, [2]int64{}, nil, false
+		}
+		for _, l := range loops {
+			if l.Var.Name == name {
+				loop = l
+			}
+		}
+	}
+	if loop == nil || loop.Kind != ast.Serial && loop.Kind != ast.Unrolled {
+		return nil, [2]int64{}, nil, false
+	}
+	first, ok1 := ast.ConstIntValue(ast.Simplify(loop.Min))
+	n, ok2 := ast.ConstIntValue(ast.Simplify(loop.Extent))
+	if !ok1 || !ok2 || n < 2 || n > maxVersions {
+		return nil, [2]int64{}, nil, false
+	}
+	for name := range inside {
+		if ast.Mentions(lin.rest, name) {
+			return nil, [2]int64{}, nil, false
+		}
+	}
+	// y + rest <= k  <=>  y <= k - rest.
+	e := ast.Simplify(ast.Sub(ast.IntConst(loop.Var.DType, k), lin.rest))
+	return e, [2]int64{first, n}, loop.Var, true
+}
+
+// leForm writes a comparison c as d <= k.
+func leForm(c ast.Expr) (ast.Expr, int64, bool) {
+	b, ok := c.(*ast.Binary)
+	if !ok {
+		return nil, 0, false
+	}
+	switch b.Op {
+	case ast.OpLT:
+		return ast.Sub(b.A, b.B), -1, true
+	case ast.OpLE:
+		return ast.Sub(b.A, b.B), 0, true
+	case ast.OpGT:
+		return ast.Sub(b.B, b.A), -1, true
+	case ast.OpGE:
+		return ast.Sub(b.B, b.A), 0, true
+	}
+	return nil, 0, false
+}
+
 // mainEnd returns, for a conjunct c of a predicate, an end m such that c
 // holds for every x < m and every iteration of the loops inner (between
 // x's loop and the block), when c is affine in x (with a positive
 // coefficient) and in the inner loops' variables (whose ranges are
 // constant).
 func mainEnd(c ast.Expr, x *ast.Var, inner []*ast.For) (ast.Expr, bool) {
-	b, ok := c.(*ast.Binary)
+	d, k, ok := leForm(c)
 	if !ok {
-		return nil, false
-	}
-	// d <= k, d = A - B or B - A.
-	var d ast.Expr
-	var k int64
-	switch b.Op {
-	case ast.OpLT:
-		d, k = ast.Sub(b.A, b.B), -1
-	case ast.OpLE:
-		d, k = ast.Sub(b.A, b.B), 0
-	case ast.OpGT:
-		d, k = ast.Sub(b.B, b.A), -1
-	case ast.OpGE:
-		d, k = ast.Sub(b.B, b.A), 0
-	default:
 		return nil, false
 	}
 	vars := map[string]bool{x.Name: true}
