@@ -126,18 +126,8 @@ func (p *partitioner) split(l *ast.For) (main, tail *ast.For, ok bool) {
 	}
 	visit(l.Body, nil)
 	// An end may only use what is bound before the loop starts.
-	inside := map[string]bool{x.Name: true}
-	ast.Inspect(l.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.For:
-			inside[n.Var.Name] = true
-		case *ast.ScheduleBlock:
-			for _, it := range n.Iters {
-				inside[it.Var.Name] = true
-			}
-		}
-		return true
-	})
+	inside := boundIn(l.Body)
+	inside[x.Name] = true
 	for _, e := range ends {
 		for name := range inside {
 			if ast.Mentions(e, name) {
@@ -224,18 +214,7 @@ func (p *partitioner) versionTail(tail *ast.For) *ast.For {
 	if _, ok := ast.ConstIntValue(ast.Simplify(tail.Extent)); ok {
 		return tail // narrowTail's, or a tail of constant length
 	}
-	inside := map[string]bool{}
-	ast.Inspect(tail.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.For:
-			inside[n.Var.Name] = true
-		case *ast.ScheduleBlock:
-			for _, it := range n.Iters {
-				inside[it.Var.Name] = true
-			}
-		}
-		return true
-	})
+	inside := boundIn(tail.Body)
 	type site struct {
 		conj  int
 		delta int64
@@ -462,6 +441,24 @@ func mapBlocks(s ast.Stmt, f func(*ast.ScheduleBlock) *ast.ScheduleBlock) ast.St
 		return ast.MapChildren(s, rec, func(e ast.Expr) ast.Expr { return e })
 	}
 	return rec(s)
+}
+
+// boundIn returns the variables s binds: its loops' and its blocks'
+// iteration variables.
+func boundIn(s ast.Stmt) map[string]bool {
+	out := map[string]bool{}
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			out[n.Var.Name] = true
+		case *ast.ScheduleBlock:
+			for _, it := range n.Iters {
+				out[it.Var.Name] = true
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // tailBound reads a conjunct c as y <= E: y the variable of one of loops

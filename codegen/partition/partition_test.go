@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -81,19 +82,18 @@ func predicates(f *ast.Func) int {
 	return n
 }
 
-// TestMatmulOfSymbolicRows: the default schedule of a matmul of S rows
-// tiles S by a constant with a predicated tail; partitioned, the main
-// part has no predicate left (only the tail's copy keeps it), and the
-// results are the same at every S, multiples of the tile or not.
-func TestMatmulOfSymbolicRows(t *testing.T) {
-	f, err := ast.Parse(`func mm[S: int32](A: float32[S, 64], B: float32[64, 48], C: float32[S, 48]) {
+// matmulOfSymbolicRows is C[S, n] = A[S, k] B[k, n], its rows S a
+// symbolic size, unscheduled.
+func matmulOfSymbolicRows(t *testing.T, k, n int) *ast.Func {
+	t.Helper()
+	f, err := ast.Parse(fmt.Sprintf(`func mm[S: int32](A: float32[S, %[1]d], B: float32[%[1]d, %[2]d], C: float32[S, %[2]d]) {
   ScheduleBlock(root) {
     serial for (i, 0, S) {
-      serial for (j, 0, 48) {
-        serial for (k, 0, 64) {
+      serial for (j, 0, %[2]d) {
+        serial for (k, 0, %[1]d) {
           ScheduleBlock(C) {
             vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, S), vj = spatial(0, 48), vk = reduce(0, 64))
+            axis.domain(vi = spatial(0, S), vj = spatial(0, %[2]d), vk = reduce(0, %[1]d))
             reads(C[vi, vj], A[vi, vk], B[vk, vj])
             writes(C[vi, vj])
             init {
@@ -105,10 +105,19 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
       }
     }
   }
-}`)
+}`, k, n))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestMatmulOfSymbolicRows: the default schedule of a matmul of S rows
+// tiles S by a constant with a predicated tail; partitioned, the main
+// part has no predicate left (only the tail's copy keeps it), and the
+// results are the same at every S, multiples of the tile or not.
+func TestMatmulOfSymbolicRows(t *testing.T) {
+	f := matmulOfSymbolicRows(t, 64, 48)
 	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -15,29 +15,7 @@ import (
 // narrowed, no predicate left in them), else the body as it was; every S
 // gives what the unpartitioned function gives.
 func TestTailVersioned(t *testing.T) {
-	f, err := ast.Parse(`func mm[S: int32](A: float32[S, 16], B: float32[16, 32], C: float32[S, 32]) {
-  ScheduleBlock(root) {
-    serial for (i, 0, S) {
-      serial for (j, 0, 32) {
-        serial for (k, 0, 16) {
-          ScheduleBlock(C) {
-            vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, S), vj = spatial(0, 32), vk = reduce(0, 16))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            writes(C[vi, vj])
-            init {
-              C[vi, vj] = 0.0f
-            }
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-          }
-        }
-      }
-    }
-  }
-}`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := matmulOfSymbolicRows(t, 16, 32)
 	s, err := schedule.New(f)
 	if err != nil {
 		t.Fatal(err)
