@@ -85,19 +85,7 @@ func TestTuneBuckets(t *testing.T) {
 		t.Errorf("records' buckets: %v", buckets)
 	}
 	// The sweep takes each size's bucket, the default past the last.
-	code, out, errs = runLoom(t, "bench", "-graph", graph, "-size", "N=4", "-sweep", "N=1..40", "-one-size", "N=4", "-threads", "1", "-db", db)
-	if code != 0 {
-		t.Fatalf("sweep: exit %d: %s", code, errs)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(sweepSizes(1, 40)) {
-		t.Fatalf("sweep: %d lines, want %d:\n%s", len(lines), len(sweepSizes(1, 40)), out)
-	}
-	for _, l := range lines {
-		var line sweepLine
-		if err := json.Unmarshal([]byte(l), &line); err != nil || line.BucketedMs == nil || line.DefaultMs == nil || line.MaxRelErr > 1e-5 {
-			t.Fatalf("sweep line %s: %v", l, err)
-		}
+	for _, line := range sweepN(t, db, "-graph", graph, "-size", "N=4") {
 		// Neighbours whose schedules agree are merged (Database.Buckets):
 		// the bucket holds the size, the specialization N=3 first.
 		n := line.Sizes["N"]
@@ -130,7 +118,21 @@ func TestSweepTwoSizes(t *testing.T) {
 	if !strings.Contains(out, "g_0 N=8..32,M=3, 1 threads: ") || !strings.Contains(errs, "computes what the reference does") {
 		t.Errorf("tune:\n%s\n%s", out, errs)
 	}
-	code, out, errs = runLoom(t, "bench", "-graph", graph, "-size", "N=4", "-size", "M=3", "-sweep", "N=1..40", "-one-size", "N=4", "-threads", "1", "-db", db)
+	for _, line := range sweepN(t, db, "-graph", graph, "-size", "N=4", "-size", "M=3") {
+		if line.Sizes["M"] != 3 {
+			t.Errorf("sweep line at %v: want M=3", line.Sizes)
+		}
+	}
+}
+
+// sweepN runs loom bench -sweep N=1..40 -one-size N=4 on one thread with
+// the database db and the source flags, and returns its lines, each
+// checked to have the bucketed and default times and the bucketed
+// kernel's results equal to the default's.
+func sweepN(t *testing.T, db string, source ...string) []sweepLine {
+	t.Helper()
+	args := append([]string{"bench"}, source...)
+	code, out, errs := runLoom(t, append(args, "-sweep", "N=1..40", "-one-size", "N=4", "-threads", "1", "-db", db)...)
 	if code != 0 {
 		t.Fatalf("sweep: exit %d: %s", code, errs)
 	}
@@ -138,10 +140,13 @@ func TestSweepTwoSizes(t *testing.T) {
 	if len(lines) != len(sweepSizes(1, 40)) {
 		t.Fatalf("sweep: %d lines, want %d:\n%s", len(lines), len(sweepSizes(1, 40)), out)
 	}
+	var all []sweepLine
 	for _, l := range lines {
 		var line sweepLine
-		if err := json.Unmarshal([]byte(l), &line); err != nil || line.BucketedMs == nil || line.DefaultMs == nil || line.MaxRelErr > 1e-5 || line.Sizes["M"] != 3 {
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.BucketedMs == nil || line.DefaultMs == nil || line.MaxRelErr > 1e-5 {
 			t.Fatalf("sweep line %s: %v", l, err)
 		}
+		all = append(all, line)
 	}
+	return all
 }
