@@ -15,11 +15,17 @@ import (
 	"github.com/loom-go/loom/internal/workload"
 )
 
+// maxCheckBytes bounds the memory of one set of a function's arguments at
+// the sizes CheckSizes returns (Check holds three sets).
+const maxCheckBytes = 256 << 20
+
 // CheckSizes are the sizes Check runs a dispatch at: each bucket's bounds
 // and n values drawn inside it (log-uniformly; the first of them moved to
 // an odd value that is no multiple of three, which no tile factor
 // divides), and one value past the widest bucket's end, where the
 // fallback runs. A size no bucket ranges over takes its value in others.
+// Sizes whose arguments would take more than maxCheckBytes are left out
+// (a bucket up to 2^31 rows).
 func (d *Dispatch) CheckSizes(others map[string]int64, n int, seed uint64) ([]map[string]int64, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x10a4))
 	var out []map[string]int64
@@ -34,6 +40,9 @@ func (d *Dispatch) CheckSizes(others map[string]int64, n int, seed uint64) ([]ma
 			if _, ok := sizes[name]; !ok {
 				return fmt.Errorf("dispatch %s: no value for size %s to check the buckets at", d.f.Name, name)
 			}
+		}
+		if !fitsCheck(d.f, sizes) {
+			return nil
 		}
 		if key := sizesKey(sizes); !seen[key] {
 			seen[key] = true
@@ -99,6 +108,20 @@ func (d *Dispatch) values(vals, others map[string]int64) []int64 {
 		out[i] = v
 	}
 	return out
+}
+
+// fitsCheck reports whether one set of f's arguments at sizes can be
+// made and takes at most maxCheckBytes.
+func fitsCheck(f *ast.Func, sizes map[string]int64) bool {
+	var total int64
+	for _, p := range f.Params {
+		n, err := ast.DataSize(p, sizes)
+		if err != nil || n > maxCheckBytes {
+			return false
+		}
+		total += n * int64(max(p.DType.Bytes(), 1))
+	}
+	return total <= maxCheckBytes
 }
 
 // drawLogUniform draws a value of lo..hi whose logarithm is uniform.

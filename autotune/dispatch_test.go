@@ -162,6 +162,21 @@ func TestDispatchCheckFindsWrongBucket(t *testing.T) {
 	if err := d.Check(sets[:2], cache, llvm.Options{}); err != nil {
 		t.Errorf("the right bucket: %v", err)
 	}
+	// A bucket up to a billion rows is checked at the sizes whose
+	// arguments fit in memory only.
+	huge, err := NewDispatch(exp, []BucketChoice{{Bucket: map[string][2]int64{"N": {8, 1e9}}, Func: exp}}, nil, cache, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err = huge.CheckSizes(map[string]int64{"C": 5}, 3, 1)
+	if err != nil || len(sets) == 0 {
+		t.Fatalf("check sizes of a huge bucket: %v, %v", sets, err)
+	}
+	for _, s := range sets {
+		if s["N"]*5*4*2 > maxCheckBytes {
+			t.Errorf("a check at N=%d", s["N"])
+		}
+	}
 }
 
 // BenchmarkDispatchPick: what choosing a kernel among five buckets of
