@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -237,5 +239,70 @@ func TestBucketsSkipRecordsThatDoNotReplay(t *testing.T) {
 	choices, err := db.Buckets(f, "t")
 	if err != nil || len(choices) != 0 {
 		t.Errorf("buckets %v, %v; want none and no error", choices, err)
+	}
+}
+
+// TestDispatchSymbolicCorpus: for every function of the schedule corpus
+// with symbolic sizes (triangular, skewed and in-place nests among them),
+// schedules sampled for two buckets of its first size (tiles bounded by
+// the bucket's end, as a bucket's tuning draws them) make a dispatch that
+// computes what the interpreter does from its entry point at every
+// bucket's bounds, at sizes drawn inside (one no tile factor divides) and
+// past the last bucket.
+func TestDispatchSymbolicCorpus(t *testing.T) {
+	corpus, err := schedgen.Load("../testdata/schedgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, c := range corpus {
+		if len(c.Func.Sizes) == 0 {
+			continue
+		}
+		if testing.Short() && c.Name != "skewed_sym" && c.Name != "triangular_matvec" {
+			continue
+		}
+		name := c.Func.Sizes[0].Name
+		others := maps.Clone(c.Sizes[0])
+		var choices []BucketChoice
+		for _, b := range [][2]int64{{1, 4}, {5, 37}} {
+			bounds := maps.Clone(others)
+			bounds[name] = b[1]
+			sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2, Bounds: &SizeBounds{Max: bounds}}}
+			for seed := uint64(1); seed <= 8; seed++ {
+				s, err := sp.Sample(c.Func, seed+uint64(b[0]))
+				if err != nil {
+					continue
+				}
+				choices = append(choices, BucketChoice{Bucket: map[string][2]int64{name: b}, Func: s.Func(), Record: &Record{Trace: s.Trace()}})
+				break
+			}
+		}
+		if len(choices) == 0 {
+			t.Errorf("%s: no sample for any bucket", c.Name)
+			continue
+		}
+		d, err := NewDispatch(c.Func, choices, nil, cache, llvm.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		sets, err := d.CheckSizes(others, 2, 5)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if err := d.Check(sets, cache, llvm.Options{}); err != nil {
+			for _, ch := range choices {
+				t.Logf("%s bucket %s:\n%s", c.Name, bucketKey(ch.Bucket), ch.Record.Trace)
+			}
+			t.Errorf("%s: %v", c.Name, err)
+		}
+		checked++
+	}
+	if checked < 2 {
+		t.Errorf("checked %d functions of the corpus", checked)
 	}
 }
