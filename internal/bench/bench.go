@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,8 +34,10 @@ type Workload struct {
 	// Square tells that -size N sets every dimension (the matrix
 	// multiplies: M = N = K).
 	Square bool
-	build  func(d Sizes) (workload.Case, error)
-	shape  func(d Sizes) string
+	// build makes the case at d, the dimensions named in symbolic made
+	// symbolic sizes of its function (at their values in d).
+	build func(d Sizes, symbolic ...string) (workload.Case, error)
+	shape func(d Sizes) string
 	// flops is the standard operation count (nil for the bandwidth-bound
 	// workloads, whose speed is in bytes).
 	flops func(d Sizes) float64
@@ -56,31 +59,39 @@ type Sizes map[string]int
 var Workloads = []Workload{
 	{
 		Name: "gemm", Square: true,
-		Dims:  mnk,
-		build: func(d Sizes) (workload.Case, error) { return workload.NewMatmul(d["M"], d["N"], d["K"]) },
+		Dims: mnk,
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			return workload.NewMatmul(d["M"], d["N"], d["K"], sym...)
+		},
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["M"], d["N"], d["K"]) },
 		flops: func(d Sizes) float64 { return 2 * float64(d["M"]) * float64(d["N"]) * float64(d["K"]) },
 		Hand:  hand.Gemm,
 	},
 	{
 		Name: "gemm_bias_relu", Square: true,
-		Dims:  mnk,
-		build: func(d Sizes) (workload.Case, error) { return workload.NewMatmulBiasReLU(d["M"], d["N"], d["K"]) },
+		Dims: mnk,
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			return workload.NewMatmulBiasReLU(d["M"], d["N"], d["K"], sym...)
+		},
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["M"], d["N"], d["K"]) },
 		flops: func(d Sizes) float64 { return 2 * float64(d["M"]) * float64(d["N"]) * float64(d["K"]) },
 		Hand:  hand.GemmBiasReLU,
 	},
 	{
-		Name:  "rmsnorm",
-		Dims:  rowsCols(16384, 768),
-		build: func(d Sizes) (workload.Case, error) { return workload.NewRMSNorm(d["R"], d["D"]) },
+		Name: "rmsnorm",
+		Dims: rowsCols(16384, 768),
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			return workload.NewRMSNorm(d["R"], d["D"], sym...)
+		},
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%d", d["R"], d["D"]) },
 		Hand:  hand.RMSNorm,
 	},
 	{
-		Name:  "softmax",
-		Dims:  rowsCols(8192, 1024),
-		build: func(d Sizes) (workload.Case, error) { return workload.NewSoftmax(d["R"], d["D"]) },
+		Name: "softmax",
+		Dims: rowsCols(8192, 1024),
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			return workload.NewSoftmax(d["R"], d["D"], sym...)
+		},
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%d", d["R"], d["D"]) },
 		Hand:  hand.Softmax,
 	},
@@ -91,7 +102,12 @@ var Workloads = []Workload{
 			{"S2", 128, "the second symbolic dimension"},
 			{"D", 1024, "the reduced last dimension, a constant of the function"},
 		},
-		build: func(d Sizes) (workload.Case, error) { return workload.NewChain(d["S1"], d["S2"], d["D"]) },
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			if err := symbolicAlready("chain", sym, "S1", "S2"); err != nil {
+				return workload.Case{}, err
+			}
+			return workload.NewChain(d["S1"], d["S2"], d["D"])
+		},
 		shape: func(d Sizes) string { return fmt.Sprintf("%dx%dx%d", d["S1"], d["S2"], d["D"]) },
 		Hand:  hand.Chain,
 	},
@@ -104,7 +120,10 @@ var Workloads = []Workload{
 			{"W", 56, "width"},
 			{"K", 64, "output channels; 3x3 filters, padding 1, stride 1"},
 		},
-		build: func(d Sizes) (workload.Case, error) {
+		build: func(d Sizes, sym ...string) (workload.Case, error) {
+			if err := symbolicAlready("conv2d", sym); err != nil {
+				return workload.Case{}, err
+			}
 			return workload.NewConv2D(d["B"], d["C"], d["H"], d["W"], d["K"])
 		},
 		shape: func(d Sizes) string {
@@ -121,6 +140,20 @@ var mnk = []Dim{{"M", 1024, "rows of A and C"}, {"N", 1024, "columns of B and C"
 
 func rowsCols(r, d int) []Dim {
 	return []Dim{{"R", r, "rows"}, {"D", d, "the row length, reduced"}}
+}
+
+// symbolicAlready refuses a dimension named symbolic that is not one of
+// the workload's own symbolic sizes (have), which are symbolic anyway.
+func symbolicAlready(workload string, symbolic []string, have ...string) error {
+	for _, s := range symbolic {
+		if !slices.Contains(have, s) {
+			if len(have) == 0 {
+				return fmt.Errorf("%s has constant dimensions only: %s cannot be symbolic", workload, s)
+			}
+			return fmt.Errorf("%s's %s is a constant of its function: only %s are symbolic", workload, s, strings.Join(have, " and "))
+		}
+	}
+	return nil
 }
 
 // Lookup returns the workload called name.
@@ -208,9 +241,11 @@ func (w *Workload) example() string {
 
 // Case builds the workload at sizes d, refusing sizes whose buffers (with
 // the reference's copy and the kernel's run) do not fit in the memory
-// available.
-func (w *Workload) Case(d Sizes) (workload.Case, error) {
-	c, err := w.build(d)
+// available. The dimensions named in symbolic are symbolic sizes of its
+// function (loom tune -sizes, loom bench -sweep), at their values in d;
+// a workload that cannot make one symbolic says so.
+func (w *Workload) Case(d Sizes, symbolic ...string) (workload.Case, error) {
+	c, err := w.build(d, symbolic...)
 	if err != nil {
 		return workload.Case{}, fmt.Errorf("workload %s at %s: %v", w.Name, w.shape(d), err)
 	}

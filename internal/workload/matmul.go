@@ -1,21 +1,32 @@
 package workload
 
-import "github.com/loom-go/loom/ast"
+import (
+	"math"
+
+	"github.com/loom-go/loom/ast"
+)
 
 // Matmul is C[m, n] = sum over k of A[m, k] * B[k, n], in float32.
 func Matmul(m, n, k int) Case { return must(NewMatmul(m, n, k)) }
 
 // NewMatmul is Matmul with its sizes checked: an error, not a panic, for sizes
-// that are not positive or that make a buffer too large.
-func NewMatmul(m, n, k int) (Case, error) {
+// that are not positive or that make a buffer too large. The sizes named in
+// symbolic (of M, N and K) are symbolic sizes of the function, at m, n or k
+// in the Case's Sizes.
+func NewMatmul(m, n, k int, symbolic ...string) (Case, error) {
 	if err := checkDims("m", m, "n", n, "k", k); err != nil {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("matmul")
-	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
-	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
-	r := b.ReduceAxis("k", ast.I32(int32(k)))
-	C := b.Sum("C", ast.Shape(m, n), []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
+	x, err := newExtents(b, "matmul", symbolic, "M", m, "N", n, "K", k)
+	if err != nil {
+		return Case{}, err
+	}
+	M, N, K := x.of("M"), x.of("N"), x.of("K")
+	A := b.Placeholder("A", ast.Float32, M, K)
+	B := b.Placeholder("B", ast.Float32, K, N)
+	r := b.ReduceAxis("k", K)
+	C := b.Sum("C", []ast.Expr{M, N}, []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
 	})
 	f, err := b.Build(C)
@@ -23,13 +34,30 @@ func NewMatmul(m, n, k int) (Case, error) {
 		return Case{}, err
 	}
 	return checked(Case{
-		Name: "matmul",
-		Func: f,
+		Name:  "matmul",
+		Func:  f,
+		Sizes: x.sizes,
 		Ref: func(args map[string]any) {
 			a, bb, c := args["A"].([]float32), args["B"].([]float32), args["C"].([]float32)
+			m, n, k := matmulDims(a, bb, c)
 			matmulRef(a, bb, c, m, n, k)
 		},
 	})
+}
+
+// matmulDims are m, n and k of a matrix multiply of a[m, k] and b[k, n]
+// into c[m, n], from the lengths of the three (m*k, k*n and m*n). With k
+// = 0 (a and b empty) c is taken as one column of m*n rows: the sums of
+// nothing, zeros, all the same.
+func matmulDims(a, b, c []float32) (m, n, k int) {
+	if len(a) == 0 || len(b) == 0 || len(c) == 0 {
+		return len(c), 1, 0
+	}
+	la, lb, lc := float64(len(a)), float64(len(b)), float64(len(c))
+	m = int(math.Round(math.Sqrt(la * lc / lb)))
+	n = int(math.Round(math.Sqrt(lb * lc / la)))
+	k = int(math.Round(math.Sqrt(la * lb / lc)))
+	return m, n, k
 }
 
 // matmulRef sums each C[i, j] over k in increasing order, like the
@@ -56,19 +84,24 @@ func MatmulBiasReLU(m, n, k int) Case { return must(NewMatmulBiasReLU(m, n, k)) 
 
 // NewMatmulBiasReLU is MatmulBiasReLU with its sizes checked: an error, not a panic, for sizes
 // that are not positive or that make a buffer too large.
-func NewMatmulBiasReLU(m, n, k int) (Case, error) {
+func NewMatmulBiasReLU(m, n, k int, symbolic ...string) (Case, error) {
 	if err := checkDims("m", m, "n", n, "k", k); err != nil {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("matmul_bias_relu")
-	A := b.Placeholder("A", ast.Float32, ast.Shape(m, k)...)
-	B := b.Placeholder("B", ast.Float32, ast.Shape(k, n)...)
-	bias := b.Placeholder("bias", ast.Float32, ast.Shape(n)...)
-	r := b.ReduceAxis("k", ast.I32(int32(k)))
-	C := b.Sum("C", ast.Shape(m, n), []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
+	x, err := newExtents(b, "matmul_bias_relu", symbolic, "M", m, "N", n, "K", k)
+	if err != nil {
+		return Case{}, err
+	}
+	M, N, K := x.of("M"), x.of("N"), x.of("K")
+	A := b.Placeholder("A", ast.Float32, M, K)
+	B := b.Placeholder("B", ast.Float32, K, N)
+	bias := b.Placeholder("bias", ast.Float32, N)
+	r := b.ReduceAxis("k", K)
+	C := b.Sum("C", []ast.Expr{M, N}, []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
 	})
-	D := b.Compute("D", ast.Shape(m, n), func(i []ast.Expr) ast.Expr {
+	D := b.Compute("D", []ast.Expr{M, N}, func(i []ast.Expr) ast.Expr {
 		return ast.Max(ast.Add(C.At(i...), bias.At(i[1])), ast.F32(0))
 	})
 	f, err := b.Build(D)
@@ -76,10 +109,17 @@ func NewMatmulBiasReLU(m, n, k int) (Case, error) {
 		return Case{}, err
 	}
 	return checked(Case{
-		Name: "matmul_bias_relu",
-		Func: f,
+		Name:  "matmul_bias_relu",
+		Func:  f,
+		Sizes: x.sizes,
 		Ref: func(args map[string]any) {
 			a, bb, bi, d := args["A"].([]float32), args["B"].([]float32), args["bias"].([]float32), args["D"].([]float32)
+			n := len(bi)
+			m := len(d) / max(n, 1)
+			k := len(a) / max(m, 1)
+			if m == 0 {
+				k = len(bb) / max(n, 1)
+			}
 			c := make([]float32, m*n)
 			matmulRef(a, bb, c, m, n, k)
 			for i := 0; i < m; i++ {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -12,19 +13,27 @@ func Softmax(rows, cols int) Case { return must(NewSoftmax(rows, cols)) }
 
 // NewSoftmax is Softmax with its sizes checked: an error, not a panic, for sizes
 // that are not positive or that make a buffer too large.
-func NewSoftmax(rows, cols int) (Case, error) {
+//
+// The dimensions named in symbolic (of R, the rows, and D, the columns)
+// are symbolic sizes of the function, at rows or cols in the Case's Sizes.
+func NewSoftmax(rows, cols int, symbolic ...string) (Case, error) {
 	if err := checkDims("rows", rows, "cols", cols); err != nil {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("softmax")
-	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
-	k := b.ReduceAxis("k", ast.I32(int32(cols)))
-	M := b.Max("M", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
-	E := b.Compute("E", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+	x, err := newExtents(b, "softmax", symbolic, "R", rows, "D", cols)
+	if err != nil {
+		return Case{}, err
+	}
+	R, D := x.of("R"), x.of("D")
+	X := b.Placeholder("X", ast.Float32, R, D)
+	k := b.ReduceAxis("k", D)
+	M := b.Max("M", []ast.Expr{R}, []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return X.At(i[0], k) })
+	E := b.Compute("E", []ast.Expr{R, D}, func(i []ast.Expr) ast.Expr {
 		return ast.Exp(ast.Sub(X.At(i...), M.At(i[0])))
 	})
-	S := b.Sum("S", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return E.At(i[0], k) })
-	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+	S := b.Sum("S", []ast.Expr{R}, []*ast.Var{k}, func(i []ast.Expr) ast.Expr { return E.At(i[0], k) })
+	Y := b.Compute("Y", []ast.Expr{R, D}, func(i []ast.Expr) ast.Expr {
 		return ast.Div(E.At(i...), S.At(i[0]))
 	})
 	f, err := b.Build(Y)
@@ -32,10 +41,12 @@ func NewSoftmax(rows, cols int) (Case, error) {
 		return Case{}, err
 	}
 	return checked(Case{
-		Name: "softmax",
-		Func: f,
+		Name:  "softmax",
+		Func:  f,
+		Sizes: x.sizes,
 		Ref: func(args map[string]any) {
 			x, y := args["X"].([]float32), args["Y"].([]float32)
+			rows, cols := rowsCols(len(x), rows, cols, symbolic)
 			for i := 0; i < rows; i++ {
 				row := x[i*cols : (i+1)*cols]
 				m := float32(math.Inf(-1))
@@ -63,21 +74,34 @@ func RMSNorm(rows, cols int) Case { return must(NewRMSNorm(rows, cols)) }
 
 // NewRMSNorm is RMSNorm with its sizes checked: an error, not a panic, for sizes
 // that are not positive or that make a buffer too large.
-func NewRMSNorm(rows, cols int) (Case, error) {
+//
+// The dimensions named in symbolic (of R, the rows, and D, the columns)
+// are symbolic sizes of the function, at rows or cols in the Case's Sizes
+// (with R symbolic, the buffer of the rows' reciprocal roots is RS).
+func NewRMSNorm(rows, cols int, symbolic ...string) (Case, error) {
 	if err := checkDims("rows", rows, "cols", cols); err != nil {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("rmsnorm")
-	X := b.Placeholder("X", ast.Float32, ast.Shape(rows, cols)...)
-	W := b.Placeholder("W", ast.Float32, ast.Shape(cols)...)
-	k := b.ReduceAxis("k", ast.I32(int32(cols)))
-	MS := b.Mean("MS", ast.Shape(rows), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
+	x, err := newExtents(b, "rmsnorm", symbolic, "R", rows, "D", cols)
+	if err != nil {
+		return Case{}, err
+	}
+	Rows, D := x.of("R"), x.of("D")
+	X := b.Placeholder("X", ast.Float32, Rows, D)
+	W := b.Placeholder("W", ast.Float32, D)
+	k := b.ReduceAxis("k", D)
+	MS := b.Mean("MS", []ast.Expr{Rows}, []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(X.At(i[0], k), X.At(i[0], k))
 	})
-	R := b.Compute("R", ast.Shape(rows), func(i []ast.Expr) ast.Expr {
+	rname := "R"
+	if slices.Contains(symbolic, "R") {
+		rname = "RS"
+	}
+	R := b.Compute(rname, []ast.Expr{Rows}, func(i []ast.Expr) ast.Expr {
 		return ast.Rsqrt(ast.Add(MS.At(i[0]), ast.F32(1e-6)))
 	})
-	Y := b.Compute("Y", ast.Shape(rows, cols), func(i []ast.Expr) ast.Expr {
+	Y := b.Compute("Y", []ast.Expr{Rows, D}, func(i []ast.Expr) ast.Expr {
 		return ast.Mul(ast.Mul(X.At(i...), R.At(i[0])), W.At(i[1]))
 	})
 	f, err := b.Build(Y)
@@ -85,10 +109,13 @@ func NewRMSNorm(rows, cols int) (Case, error) {
 		return Case{}, err
 	}
 	return checked(Case{
-		Name: "rmsnorm",
-		Func: f,
+		Name:  "rmsnorm",
+		Func:  f,
+		Sizes: x.sizes,
 		Ref: func(args map[string]any) {
 			x, w, y := args["X"].([]float32), args["W"].([]float32), args["Y"].([]float32)
+			cols := len(w)
+			rows := len(x) / max(cols, 1)
 			for i := 0; i < rows; i++ {
 				var s float32
 				for j := 0; j < cols; j++ {
@@ -162,4 +189,19 @@ func NewLayerNorm(rows, cols int) (Case, error) {
 			}
 		},
 	})
+}
+
+// rowsCols are the rows and columns of a row-major matrix of n elements
+// built at rows x cols, the dimensions named in symbolic (R, D) free: one
+// of them symbolic is the other's quotient of n; both, the matrix is
+// taken as built.
+func rowsCols(n, rows, cols int, symbolic []string) (int, int) {
+	r, d := slices.Contains(symbolic, "R"), slices.Contains(symbolic, "D")
+	switch {
+	case r && !d:
+		return n / cols, cols
+	case d && !r:
+		return rows, n / rows
+	}
+	return rows, cols
 }

@@ -14,6 +14,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/loom-go/loom/ast"
@@ -211,6 +213,46 @@ func checkSymbols(pairs ...any) error {
 	}
 	return nil
 }
+
+// extents are the extents of a constructor's dimensions: each a constant,
+// or, for a dimension its caller names symbolic, the function's symbolic
+// size of that name, whose value the Case's Sizes keep.
+type extents struct {
+	exprs map[string]ast.Expr
+	sizes map[string]int64 // nil when none is symbolic
+}
+
+// newExtents makes the extents of the dimensions given as name, value
+// pairs, those named in symbolic made symbolic sizes of b's function (in
+// the order of pairs); a name in symbolic that is no dimension is an
+// error naming the workload's dimensions.
+func newExtents(b *ast.Builder, workload string, symbolic []string, pairs ...any) (*extents, error) {
+	x := &extents{exprs: map[string]ast.Expr{}}
+	var names []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		names = append(names, pairs[i].(string))
+	}
+	for _, s := range symbolic {
+		if !slices.Contains(names, s) {
+			return nil, fmt.Errorf("%s has no dimension %s to make symbolic (it has %s)", workload, s, strings.Join(names, ", "))
+		}
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, v := pairs[i].(string), pairs[i+1].(int)
+		if !slices.Contains(symbolic, name) {
+			x.exprs[name] = ast.I32(int32(v))
+			continue
+		}
+		if x.sizes == nil {
+			x.sizes = map[string]int64{}
+		}
+		x.exprs[name], x.sizes[name] = b.Size(name), int64(v)
+	}
+	return x, nil
+}
+
+// of is the extent of dimension name.
+func (x *extents) of(name string) ast.Expr { return x.exprs[name] }
 
 // checked returns c, or an error when one of its buffers is larger than
 // the interpreter (and the tests' references) can hold.

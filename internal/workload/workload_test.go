@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/ast"
@@ -43,6 +44,83 @@ func TestCorpusIsWellFormed(t *testing.T) {
 			if _, ok := c.Sizes[s.Name]; !ok {
 				t.Errorf("%s: no value for size %s", c.Name, s.Name)
 			}
+		}
+	}
+}
+
+// TestSymbolicDimensions: the matrix multiplies, softmax and RMSNorm with
+// dimensions made symbolic compute, at sizes other than those they were
+// built at (1, and not multiples of anything), what their references and
+// the constant-size functions do; a dimension the workload lacks is an
+// error naming those it has.
+func TestSymbolicDimensions(t *testing.T) {
+	type build func(a, b, c int, sym ...string) (Case, error)
+	mm := func(f func(m, n, k int, sym ...string) (Case, error)) build { return f }
+	rows := func(f func(r, d int, sym ...string) (Case, error)) build {
+		return func(a, b, _ int, sym ...string) (Case, error) { return f(a, b, sym...) }
+	}
+	for _, c := range []struct {
+		name string
+		new  build
+		sym  [][]string
+		dims []string
+	}{
+		{"matmul", mm(NewMatmul), [][]string{{"M"}, {"N"}, {"K"}, {"M", "N", "K"}}, []string{"M", "N", "K"}},
+		{"matmul_bias_relu", mm(NewMatmulBiasReLU), [][]string{{"M"}, {"K"}, {"M", "N", "K"}}, []string{"M", "N", "K"}},
+		{"softmax", rows(NewSoftmax), [][]string{{"R"}, {"D"}}, []string{"R", "D"}},
+		{"rmsnorm", rows(NewRMSNorm), [][]string{{"R"}, {"D"}, {"R", "D"}}, []string{"R", "D"}},
+	} {
+		for _, sym := range c.sym {
+			sc, err := c.new(8, 16, 12, sym...)
+			if err != nil {
+				t.Fatalf("%s %v: %v", c.name, sym, err)
+			}
+			if len(sc.Func.Sizes) != len(sym) || len(sc.Sizes) != len(sym) {
+				t.Fatalf("%s %v: sizes %v, values %v", c.name, sym, sc.Func.Sizes, sc.Sizes)
+			}
+			for _, v := range []int{1, 7, 13} {
+				vals := map[string]int{"M": 8, "N": 16, "K": 12, "R": 8, "D": 16}
+				sizes := map[string]int64{}
+				for _, s := range sym {
+					vals[s] = v
+					sizes[s] = int64(v)
+				}
+				at := sc
+				at.Sizes = sizes
+				want := at.Args(3)
+				if err := ast.Interpret(at.Func, sizes, want); err != nil {
+					t.Fatalf("%s %v at %v: %v", c.name, sym, sizes, err)
+				}
+				got := at.Args(3)
+				var plain Case
+				if len(c.dims) == 3 {
+					plain, err = c.new(vals["M"], vals["N"], vals["K"])
+				} else {
+					plain, err = c.new(vals["R"], vals["D"], 0)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				at.Ref(got)
+				for name, w := range want {
+					if e := MaxRelErr(got[name], w); e != 0 {
+						t.Errorf("%s %v at %v: the reference's %s differs from the interpreter's by %g", c.name, sym, sizes, name, e)
+					}
+				}
+				fixed := plain.Args(3)
+				if err := ast.Interpret(plain.Func, nil, fixed); err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range want {
+					if e := MaxRelErr(fixed[name], w); e != 0 {
+						t.Errorf("%s %v at %v: %s differs from the constant-size function's by %g", c.name, sym, sizes, name, e)
+					}
+				}
+			}
+		}
+		_, err := c.new(8, 16, 12, "Q")
+		if err == nil || !strings.Contains(err.Error(), "no dimension Q") || !strings.Contains(err.Error(), strings.Join(c.dims, ", ")) {
+			t.Errorf("%s with a symbolic Q: %v", c.name, err)
 		}
 	}
 }

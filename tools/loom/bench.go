@@ -44,7 +44,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
 	results := fs.String("results", "", "with -suite, append each case's line to `FILE` too, and skip the cases FILE has a good line for (same threads, trials and CPU): a long suite run resumes where it stopped")
 	onednn := fs.String("onednn", "", "with -suite, oneDNN's side of each case: the program `BIN` (make onednn builds it from tools/onednn/suite.cpp), run on the same inputs, its result checked against loom's")
-	sweep := fs.String("sweep", "", "time the kernels of -workload or -graph (at -size) over a range of one symbolic size, `NAME=LO..HI` (LO, the powers of two and three times them between, HI): one JSON line per kernel and size with bucketed_ms (the kernel tuned for the bucket that holds the size, loom tune -buckets; the default where none does), exact_ms (tuned at exactly that size), one_size_ms (tuned at -one-size, run at this one) and default_ms, from -db's records")
+	sweep := fs.String("sweep", "", "time the kernels of -workload or -graph (at -size) over a range of one symbolic size, `NAME=LO..HI` (LO, the powers of two and three times them between, HI): one JSON line per kernel and size with bucketed_ms (the kernel tuned for the bucket that holds the size, loom tune -buckets; the default where none does), exact_ms (tuned at exactly that size), one_size_ms (tuned at -one-size, run at this one) and default_ms, from -db's records; a dimension of -workload it names is a symbolic size, as with loom tune -sizes")
 	oneSize := fs.String("one-size", "", "with -sweep, the size `NAME=VALUE` whose tuned kernel one_size_ms runs at every size (one tuning used everywhere)")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
@@ -71,7 +71,8 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, *results, stdout, stderr)
 	}
 	if *sweep != "" {
-		src := source{workload: *name, graph: *graphPath, size: size}
+		src := source{workload: *name, graph: *graphPath, size: size,
+			symbolicDims: func() []string { return specNames(*sweep) }}
 		jobs, err := src.jobs()
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)

@@ -121,6 +121,9 @@ func bucketJobs(jobs []*job, name string, buckets [][2]int64) ([]*job, error) {
 			if others := otherSizes(j.Case.Sizes, name); others != "" {
 				bj.Shape += "," + others
 			}
+			if len(j.fixed) > 0 {
+				bj.Shape += "," + strings.Join(j.fixed, ",")
+			}
 			out = append(out, &bj)
 		}
 	}
@@ -139,4 +142,17 @@ func otherSizes(sizes map[string]int64, name string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// specNames are the distinct names of the sizes flags like -buckets,
+// -sizes and -sweep give (NAME=...), in order; empty flags name none.
+func specNames(specs ...string) []string {
+	var names []string
+	for _, spec := range specs {
+		name, _, ok := strings.Cut(spec, "=")
+		if ok && name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }

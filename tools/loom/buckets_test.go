@@ -150,3 +150,51 @@ func sweepN(t *testing.T, db string, source ...string) []sweepLine {
 	}
 	return all
 }
+
+// TestTuneWorkloadBuckets: a built-in workload's dimension named by -sizes
+// (loom tune) or -sweep (loom bench) becomes a symbolic size of its
+// function, the others staying constants the bucket's shape shows; a
+// dimension a workload cannot make symbolic, or has not, is refused by
+// name.
+func TestTuneWorkloadBuckets(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db.jsonl")
+	code, out, errs := runLoom(t, "tune", "-workload", "rmsnorm", "-size", "R=4,D=64", "-sizes", "R=1..8", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{"rmsnorm R=1..1,D=64, 1 threads: ", "rmsnorm R=4..8,D=64, 1 threads: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "rmsnorm: the dispatch (") {
+		t.Errorf("no word of the dispatch's check:\n%s", errs)
+	}
+	code, out, errs = runLoom(t, "bench", "-workload", "rmsnorm", "-size", "D=64", "-sweep", "R=1..8", "-threads", "1", "-db", db)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		var line sweepLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if line.Bucket == "" || line.Sizes["R"] < 1 || line.Sizes["R"] > 8 {
+			t.Errorf("sweep line %s", l)
+		}
+	}
+	if len(lines) != len(sweepSizes(1, 8)) {
+		t.Errorf("%d sweep lines:\n%s", len(lines), out)
+	}
+	for _, c := range []struct{ args, want string }{
+		{"-workload conv2d -sizes B=1..4", "conv2d has constant dimensions only: B cannot be symbolic"},
+		{"-workload chain -sizes D=1..4", "chain's D is a constant of its function: only S1 and S2 are symbolic"},
+		{"-workload softmax -sizes Q=1..4", "softmax has no dimension Q to make symbolic (it has R, D)"},
+	} {
+		code, _, errs := runLoom(t, append(append([]string{"tune"}, strings.Fields(c.args)...), "-trials", "1", "-db", db, "-q")...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("tune %s: exit %d, %s", c.args, code, errs)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime/pprof"
@@ -126,6 +127,12 @@ type source struct {
 	// symbolic: -func's sizes may go without values (the command
 	// compiles the function for every value: loom build).
 	symbolic bool
+	// symbolicDims, when set, names the dimensions of a built-in
+	// workload the command takes as symbolic sizes (those loom tune
+	// -sizes or loom bench -sweep range over), known once the flags are
+	// parsed: the workload's function has them symbolic, at -size's
+	// values.
+	symbolicDims func() []string
 }
 
 func (src *source) register(fs *flag.FlagSet) {
@@ -170,6 +177,12 @@ type job struct {
 	Shape string
 	Case  workload.Case
 	Flops float64 // its operation count, 0 when its speed is in bytes
+	// flopsAt, for a workload that counts operations and has symbolic
+	// sizes, is the count at other values of them (a bucket's sizes).
+	flopsAt func(sizes map[string]int64) float64
+	// fixed are the constant dimensions of a built-in workload with
+	// symbolic ones, NAME=VALUE: a bucket's shape shows them.
+	fixed []string
 	// Bucket and SizeSets make the job a bucket's (loom tune -buckets):
 	// the range of a symbolic size it is tuned for, and the sizes it is
 	// measured at (Case.Sizes the first of them).
@@ -181,17 +194,21 @@ type job struct {
 // seconds are a geometric mean over its sizes, and so is the work its
 // rate divides by them.
 func (j *job) rate(seconds float64) float64 {
-	if j.Flops > 0 {
-		return j.Flops / seconds / 1e9
-	}
 	if len(j.SizeSets) > 0 {
 		logs := 0.0
 		for _, sizes := range j.SizeSets {
 			c := j.Case
 			c.Sizes = sizes
-			logs += math.Log(float64(max(bench.Traffic(c), 1)))
+			work := float64(bench.Traffic(c))
+			if j.Flops > 0 && j.flopsAt != nil {
+				work = j.flopsAt(sizes)
+			}
+			logs += math.Log(max(work, 1))
 		}
 		return math.Exp(logs/float64(len(j.SizeSets))) / seconds / 1e9
+	}
+	if j.Flops > 0 {
+		return j.Flops / seconds / 1e9
 	}
 	return float64(bench.Traffic(j.Case)) / seconds / 1e9
 }
@@ -225,11 +242,30 @@ func (src *source) jobs() ([]*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := w.Case(d)
+		var symbolic []string
+		if src.symbolicDims != nil {
+			symbolic = src.symbolicDims()
+		}
+		c, err := w.Case(d, symbolic...)
 		if err != nil {
 			return nil, err
 		}
-		return []*job{{Name: w.Name, Shape: w.Shape(d), Case: c, Flops: w.Flops(d)}}, nil
+		j := &job{Name: w.Name, Shape: w.Shape(d), Case: c, Flops: w.Flops(d)}
+		for _, dim := range w.Dims {
+			if _, ok := c.Sizes[dim.Name]; !ok && len(c.Sizes) > 0 {
+				j.fixed = append(j.fixed, fmt.Sprintf("%s=%d", dim.Name, d[dim.Name]))
+			}
+		}
+		if len(c.Sizes) > 0 && j.Flops > 0 {
+			j.flopsAt = func(sizes map[string]int64) float64 {
+				at := maps.Clone(d)
+				for name, v := range sizes {
+					at[name] = int(v)
+				}
+				return w.Flops(at)
+			}
+		}
+		return []*job{j}, nil
 	}
 	if src.size.n != 0 {
 		return nil, fmt.Errorf("-graph takes its symbols' values as -size NAME=VALUE, not -size %d", src.size.n)

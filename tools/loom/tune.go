@@ -93,8 +93,9 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	validate := fs.Bool("validate", false, "check every schedule step with the translation validator; a candidate it rejects (a bug of loom) is recorded as failed and reported")
 	bucketsFlag := fs.String("buckets", "", "tune a symbolic size by buckets: `NAME=B0,B1,...,Bk` makes the buckets B0..B1-1, B1..B2-1, ..., up to Bk inclusive; each bucket is tuned on its own, every candidate measured at its bounds and their geometric middle (the geometric mean of the times counts), and its records keep the bucket (loom bench -sweep, and the dispatch of the built kernels, pick a bucket by the sizes at run time)")
 	specialize := fs.String("specialize", "", "tune a schedule for one value of a symbolic size, `NAME=VALUE` (S=1 for decoding steps, say): a bucket of that one size, which a dispatch takes before any wider bucket; with -buckets or -sizes, besides them")
-	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds double up to 16, then grow 4 times (1..4096: as -buckets NAME=1,2,4,8,16,64,256,1024,4096); neighbours whose best schedules agree are merged")
+	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds double up to 16, then grow 4 times (1..4096: as -buckets NAME=1,2,4,8,16,64,256,1024,4096); neighbours whose best schedules agree are merged. A dimension of -workload named here (gemm's M, N or K; rmsnorm's and softmax's R or D) is made a symbolic size of its function, the others constants at -size")
 	profile := profileFlag(fs)
+	src.symbolicDims = func() []string { return specNames(*bucketsFlag, *sizesFlag, *specialize) }
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
