@@ -187,6 +187,12 @@ func TestTuneWorkloadBuckets(t *testing.T) {
 	if len(lines) != len(sweepSizes(1, 8)) {
 		t.Errorf("%d sweep lines:\n%s", len(lines), out)
 	}
+	// loom build -symbolic R keeps R a parameter of the kernel, which
+	// dispatches on it to the buckets' schedules.
+	code, out, errs = runLoom(t, "build", "-workload", "rmsnorm", "-size", "D=64", "-symbolic", "R", "-threads", "1", "-db", db, "-out", t.TempDir())
+	if code != 0 || !strings.Contains(out, "bucket(s) of its sizes") {
+		t.Errorf("build -symbolic R: exit %d: %s\n%s", code, out, errs)
+	}
 	for _, c := range []struct{ args, want string }{
 		{"-workload conv2d -sizes B=1..4", "conv2d has constant dimensions only: B cannot be symbolic"},
 		{"-workload chain -sizes D=1..4", "chain's D is a constant of its function: only S1 and S2 are symbolic"},

@@ -48,6 +48,16 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	out := fs.String("out", "", "the directory to write the kernels into (required)")
 	fs.StringVar(out, "o", "", "the same as -out")
 	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
+	symbolic := fs.String("symbolic", "", "`NAMES`, comma-separated: dimensions of -workload that stay symbolic sizes, parameters of the kernel (gemm's M, say, after loom tune -workload gemm -sizes M=1..4096: the kernel dispatches on M to the buckets' schedules)")
+	src.symbolicDims = func() []string {
+		var names []string
+		for _, n := range strings.Split(*symbolic, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
