@@ -132,7 +132,11 @@ func RMSNorm(s *schedule.Schedule, c Config) error {
 	if h.err != nil {
 		return h.err
 	}
-	h.under(row[0], "R", "MS", "MS_sum")
+	scale := "R"
+	if _, err := s.GetBlock("RS"); err == nil {
+		scale = "RS" // the rows R a symbolic size (workload.NewRMSNorm)
+	}
+	h.under(row[0], scale, "MS", "MS_sum")
 	h.rowReduction("MS_sum", chunk)
 	h.vectorizeInner("Y", chunk)
 	h.do(func() error { return s.Parallel(row[0]) })
