@@ -18,17 +18,10 @@ func NewMatmul(m, n, k int, symbolic ...string) (Case, error) {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("matmul")
-	x, err := newExtents(b, "matmul", symbolic, "M", m, "N", n, "K", k)
+	x, C, err := matmulProduct(b, "matmul", symbolic, m, n, k)
 	if err != nil {
 		return Case{}, err
 	}
-	M, N, K := x.of("M"), x.of("N"), x.of("K")
-	A := b.Placeholder("A", ast.Float32, M, K)
-	B := b.Placeholder("B", ast.Float32, K, N)
-	r := b.ReduceAxis("k", K)
-	C := b.Sum("C", []ast.Expr{M, N}, []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
-		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
-	})
 	f, err := b.Build(C)
 	if err != nil {
 		return Case{}, err
@@ -43,6 +36,24 @@ func NewMatmul(m, n, k int, symbolic ...string) (Case, error) {
 			matmulRef(a, bb, c, m, n, k)
 		},
 	})
+}
+
+// matmulProduct declares, in b, A[M, K], B[K, N] and their product
+// C[M, N], the sum over k of A[i, k] * B[k, j]: the dimensions at m, n
+// and k, those named in symbolic symbolic sizes (errors name workload).
+func matmulProduct(b *ast.Builder, workload string, symbolic []string, m, n, k int) (*extents, *ast.Tensor, error) {
+	x, err := newExtents(b, workload, symbolic, "M", m, "N", n, "K", k)
+	if err != nil {
+		return nil, nil, err
+	}
+	M, N, K := x.of("M"), x.of("N"), x.of("K")
+	A := b.Placeholder("A", ast.Float32, M, K)
+	B := b.Placeholder("B", ast.Float32, K, N)
+	r := b.ReduceAxis("k", K)
+	C := b.Sum("C", []ast.Expr{M, N}, []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
+		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
+	})
+	return x, C, nil
 }
 
 // matmulDims are m, n and k of a matrix multiply of a[m, k] and b[k, n]
@@ -89,18 +100,12 @@ func NewMatmulBiasReLU(m, n, k int, symbolic ...string) (Case, error) {
 		return Case{}, err
 	}
 	b := ast.NewBuilder("matmul_bias_relu")
-	x, err := newExtents(b, "matmul_bias_relu", symbolic, "M", m, "N", n, "K", k)
+	x, C, err := matmulProduct(b, "matmul_bias_relu", symbolic, m, n, k)
 	if err != nil {
 		return Case{}, err
 	}
-	M, N, K := x.of("M"), x.of("N"), x.of("K")
-	A := b.Placeholder("A", ast.Float32, M, K)
-	B := b.Placeholder("B", ast.Float32, K, N)
+	M, N := x.of("M"), x.of("N")
 	bias := b.Placeholder("bias", ast.Float32, N)
-	r := b.ReduceAxis("k", K)
-	C := b.Sum("C", []ast.Expr{M, N}, []*ast.Var{r}, func(i []ast.Expr) ast.Expr {
-		return ast.Mul(A.At(i[0], r), B.At(r, i[1]))
-	})
 	D := b.Compute("D", []ast.Expr{M, N}, func(i []ast.Expr) ast.Expr {
 		return ast.Max(ast.Add(C.At(i...), bias.At(i[1])), ast.F32(0))
 	})
