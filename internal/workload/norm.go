@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -14,12 +15,19 @@ func Softmax(rows, cols int) Case { return must(NewSoftmax(rows, cols)) }
 // NewSoftmax is Softmax with its sizes checked: an error, not a panic, for sizes
 // that are not positive or that make a buffer too large.
 //
-// The dimensions named in symbolic (of R, the rows, and D, the columns)
-// are symbolic sizes of the function, at rows or cols in the Case's Sizes.
+// The dimension named in symbolic (R, the rows, or D, the columns; not
+// both) is a symbolic size of the function, at rows or cols in the Case's
+// Sizes.
 func NewSoftmax(rows, cols int, symbolic ...string) (Case, error) {
 	if err := checkDims("rows", rows, "cols", cols); err != nil {
 		return Case{}, err
 	}
+	if slices.Contains(symbolic, "R") && slices.Contains(symbolic, "D") {
+		// Its reference tells the rows from the columns by a constant one
+		// (it has no buffer of either length alone).
+		return Case{}, fmt.Errorf("softmax: R and D cannot both be symbolic; make one of them")
+	}
+	symbolic = slices.Clone(symbolic)
 	b := ast.NewBuilder("softmax")
 	x, err := newExtents(b, "softmax", symbolic, "R", rows, "D", cols)
 	if err != nil {
@@ -192,15 +200,13 @@ func NewLayerNorm(rows, cols int) (Case, error) {
 }
 
 // rowsCols are the rows and columns of a row-major matrix of n elements
-// built at rows x cols, the dimensions named in symbolic (R, D) free: one
-// of them symbolic is the other's quotient of n; both, the matrix is
-// taken as built.
+// built at rows x cols, the one dimension named in symbolic (R or D)
+// free: the other's quotient of n.
 func rowsCols(n, rows, cols int, symbolic []string) (int, int) {
-	r, d := slices.Contains(symbolic, "R"), slices.Contains(symbolic, "D")
 	switch {
-	case r && !d:
+	case slices.Contains(symbolic, "R"):
 		return n / cols, cols
-	case d && !r:
+	case slices.Contains(symbolic, "D"):
 		return rows, n / rows
 	}
 	return rows, cols

@@ -114,6 +114,11 @@ func bucketJobs(jobs []*job, name string, buckets [][2]int64) ([]*job, error) {
 					sizes = map[string]int64{}
 				}
 				sizes[name] = v
+				c := j.Case
+				c.Sizes = sizes
+				if err := checkCase(c); err != nil {
+					return nil, fmt.Errorf("bucket %s=%d..%d, measured at %s=%d: %v", name, b[0], b[1], name, v, err)
+				}
 				bj.SizeSets = append(bj.SizeSets, sizes)
 			}
 			bj.Case.Sizes = bj.SizeSets[0]

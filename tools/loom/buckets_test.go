@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -180,7 +181,7 @@ func TestTuneWorkloadBuckets(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
-		if line.Bucket == "" || line.Sizes["R"] < 1 || line.Sizes["R"] > 8 {
+		if line.Bucket == "" || line.Sizes["R"] < 1 || line.Sizes["R"] > 8 || line.MaxRelErr > 1e-5 {
 			t.Errorf("sweep line %s", l)
 		}
 	}
@@ -202,5 +203,35 @@ func TestTuneWorkloadBuckets(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, c.want) {
 			t.Errorf("tune %s: exit %d, %s", c.args, code, errs)
 		}
+	}
+}
+
+// TestBucketRate: a bucket job of a workload counting operations (gemm
+// with M symbolic) rates a time by the geometric mean of its sizes'
+// operation counts, not by the count at -size.
+func TestBucketRate(t *testing.T) {
+	src := source{workload: "gemm", size: sizeValue{symbols: sizeFlags{"N": 64, "K": 32, "M": 100}},
+		symbolicDims: func() []string { return []string{"M"} }}
+	jobs, err := src.jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobs[0].Shape; got != "M (symbolic), N=64, K=32" {
+		t.Errorf("shape %q", got)
+	}
+	bj, err := bucketJobs(jobs, "M", [][2]int64{{1, 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := bj[0]
+	if j.Shape != "M=1..16,N=64,K=32" || len(j.SizeSets) != 3 {
+		t.Fatalf("bucket job %q at %v", j.Shape, j.SizeSets)
+	}
+	// M = 1, 4 and 16: a geometric mean of 4 rows, 2*4*64*32 operations.
+	if got, want := j.rate(1e-6), 2*4*64*32/1e-6/1e9; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("rate %g GFLOP/s, want %g", got, want)
+	}
+	if j.unit() != "GFLOP/s" {
+		t.Errorf("unit %s", j.unit())
 	}
 }

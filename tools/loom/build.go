@@ -65,6 +65,10 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	if !atLeast(fs, stderr, "threads", rf.threads, 0) {
 		return 2
 	}
+	if *symbolic != "" && (src.graph != "" || src.fn != "") {
+		fmt.Fprintln(stderr, "loom build: -symbolic names dimensions of -workload; the symbolic sizes of -graph and -func stay symbolic without it")
+		return 2
+	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "loom build: -out DIR is required (see loom build -h)")
 		return 2

@@ -251,10 +251,17 @@ func (src *source) jobs() ([]*job, error) {
 			return nil, err
 		}
 		j := &job{Name: w.Name, Shape: w.Shape(d), Case: c, Flops: w.Flops(d)}
-		for _, dim := range w.Dims {
-			if _, ok := c.Sizes[dim.Name]; !ok && len(c.Sizes) > 0 {
-				j.fixed = append(j.fixed, fmt.Sprintf("%s=%d", dim.Name, d[dim.Name]))
+		if len(symbolic) > 0 {
+			var shape []string
+			for _, dim := range w.Dims {
+				if _, ok := c.Sizes[dim.Name]; ok {
+					shape = append(shape, dim.Name+" (symbolic)")
+				} else {
+					j.fixed = append(j.fixed, fmt.Sprintf("%s=%d", dim.Name, d[dim.Name]))
+					shape = append(shape, j.fixed[len(j.fixed)-1])
+				}
 			}
+			j.Shape = strings.Join(shape, ", ")
 		}
 		if len(c.Sizes) > 0 && j.Flops > 0 {
 			j.flopsAt = func(sizes map[string]int64) float64 {
