@@ -461,3 +461,38 @@ func TestVectorRFactorSymbolicRow(t *testing.T) {
 		t.Error("no seed of 4 summed the symbolic row in vector lanes")
 	}
 }
+
+// TestSmallBucketStaysSerial: a bucket whose largest sizes give a block
+// too little work to spread over threads (the chain's 2 to 3 rows of
+// 1024) is sampled without parallel loops; a large bucket, or a symbolic
+// size without a bound, keeps them.
+func TestSmallBucketStaysSerial(t *testing.T) {
+	f := workload.Chain(3, 1, 1024).Func
+	parallel := func(bounds map[string]int64) int {
+		tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
+		if bounds != nil {
+			tg.Bounds = &SizeBounds{Max: bounds}
+		}
+		sp := &Space{Rules: DefaultRules(), Target: tg}
+		n := 0
+		for seed := uint64(1); seed <= 8; seed++ {
+			s, err := sp.Sample(f, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(s.Trace().String(), "parallel(") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := parallel(map[string]int64{"S1": 3, "S2": 1}); n != 0 {
+		t.Errorf("bucket S1 <= 3: %d of 8 samples parallel", n)
+	}
+	if n := parallel(map[string]int64{"S1": 8192, "S2": 1}); n == 0 {
+		t.Error("bucket S1 <= 8192: no sample parallel")
+	}
+	if n := parallel(nil); n == 0 {
+		t.Error("unbounded sizes: no sample parallel")
+	}
+}
