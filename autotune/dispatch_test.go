@@ -245,7 +245,8 @@ func TestBucketsSkipRecordsThatDoNotReplay(t *testing.T) {
 // TestDispatchSymbolicCorpus: for every function of the schedule corpus
 // with symbolic sizes (triangular, skewed and in-place nests among them),
 // schedules sampled for two buckets of its first size (tiles bounded by
-// the bucket's end, as a bucket's tuning draws them) make a dispatch that
+// the bucket's end, parallel loops chosen by its ends, as a bucket's
+// tuning draws them) make a dispatch that
 // computes what the interpreter does from its entry point at every
 // bucket's bounds, at sizes drawn inside (one no tile factor divides) and
 // past the last bucket.
@@ -270,9 +271,9 @@ func TestDispatchSymbolicCorpus(t *testing.T) {
 		others := maps.Clone(c.Sizes[0])
 		var choices []BucketChoice
 		for _, b := range [][2]int64{{1, 4}, {5, 37}} {
-			bounds := maps.Clone(others)
-			bounds[name] = b[1]
-			sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2, Bounds: &SizeBounds{Max: bounds}}}
+			most, least := maps.Clone(others), maps.Clone(others)
+			least[name], most[name] = b[0], b[1]
+			sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2, Bounds: &SizeBounds{Max: most, Min: least}}}
 			for seed := uint64(1); seed <= 8; seed++ {
 				s, err := sp.Sample(c.Func, seed+uint64(b[0]))
 				if err != nil {

@@ -9,8 +9,10 @@ import (
 
 // ParallelVectorizeUnroll parallelizes a block's outermost spatial loop
 // that does some work (loops of one iteration above it, as a batch of one
-// leaves, change nothing) unless its body runs too few times to be worth
-// threads (minParallelWork), vectorizes its innermost loop when that is
+// leaves, change nothing; or the loop under it, when a bucket's smallest
+// sizes leave it too few iterations for the threads: see parallelLoop)
+// unless its body runs too few times to be worth threads
+// (minParallelWork), vectorizes its innermost loop when that is
 // spatial (a symbolic extent split by the vector's lanes first, its tail
 // predicated), and samples an unroll limit for the
 // loops under its outermost loop (0 never unrolls; see unrolls).
@@ -35,7 +37,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 		return errSkip
 	}
 	if t.Threads > 1 && !tooSmallToSpread(s, bi, t) {
-		if l, ok := parallelLoop(s, bi); ok {
+		if l, ok := parallelLoop(s, bi, t); ok {
 			// Refused when illegal: stays serial.
 			if err := internal(s.Parallel(l)); err != nil {
 				return err
@@ -247,16 +249,47 @@ func tooSmallToSpread(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 	return true
 }
 
-// parallelLoop returns the first loop of the block with more than one
-// iteration, if it is spatial and every loop above it has one iteration.
-func parallelLoop(s *schedule.Schedule, bi *blockInfo) (schedule.Loop, bool) {
+// parallelLoop returns the loop of the block to run in parallel: the
+// first loop with more than one iteration, if it is spatial (every loop
+// above it has one iteration); or the spatial loop right under it, when
+// the first has a symbolic extent that gives fewer than two iterations a
+// thread at the smallest sizes of the target's bounds while the one under
+// it gives at least that many at every size (matmul's bucket of 16 to 63
+// rows, in tiles of 16, has one tile at 16 rows and three at 48: on two
+// threads its parallel row tiles ran on one thread, 0.72 of the kernel
+// tuned for 48 rows, which spreads the columns). Each iteration of the
+// first loop then spreads the second over the threads.
+func parallelLoop(s *schedule.Schedule, bi *blockInfo, t Target) (schedule.Loop, bool) {
 	for i, l := range bi.loops {
-		if n, ok := s.Extent(l); ok && n == 1 {
+		n, ok := s.Extent(l)
+		if ok && n == 1 {
 			continue // binds nothing that varies, whatever its role
 		}
-		return l, bi.roles[i] == roleSpatial
+		if bi.roles[i] != roleSpatial {
+			return l, false
+		}
+		enough := int64(2 * t.Threads)
+		if !ok && i+1 < len(bi.loops) && bi.roles[i+1] == roleSpatial {
+			first, known := leastIterations(s, l, t)
+			next, nextKnown := leastIterations(s, bi.loops[i+1], t)
+			if known && first < enough && nextKnown && next >= enough {
+				return bi.loops[i+1], true
+			}
+		}
+		return l, true
 	}
 	return schedule.Loop{}, false
+}
+
+// leastIterations returns the fewest iterations loop l runs: its extent
+// when constant, else its extent at the smallest sizes of the target's
+// bounds; false when neither is known.
+func leastIterations(s *schedule.Schedule, l schedule.Loop, t Target) (int64, bool) {
+	if n, ok := s.Extent(l); ok {
+		return n, true
+	}
+	n := extentBound(s, l, t.Bounds.min())
+	return n, n > 0
 }
 
 // annotated reports whether loop l carries annotation key.

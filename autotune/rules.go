@@ -18,10 +18,11 @@ type Target struct {
 	// Caches are a CPU core's cache sizes, which Default sizes its
 	// cache tiles and reduction steps by (0: DefaultCaches's).
 	Caches Caches
-	// Bounds, when set, are the largest values the symbolic sizes take
-	// (a bucket's upper ends): the search then draws no tile of a
-	// symbolic loop larger than the loop can be. (A pointer keeps
-	// Target comparable.)
+	// Bounds, when set, are the values the symbolic sizes take at
+	// most and at least (a bucket's ends): the search then draws no
+	// tile of a symbolic loop larger than the loop can be, and
+	// parallelizes the loops that have work for every thread at both
+	// ends. (A pointer keeps Target comparable.)
 	Bounds *SizeBounds
 
 	// decide makes the rules take each choice by a heuristic instead of
@@ -36,9 +37,10 @@ type Target struct {
 	fixedGPUTiles bool
 }
 
-// SizeBounds are the largest values of symbolic sizes, by name.
+// SizeBounds are the largest and the smallest values of symbolic sizes,
+// by name (Min may be nil: no lower bound but 1).
 type SizeBounds struct {
-	Max map[string]int64
+	Max, Min map[string]int64
 }
 
 // max returns the bounds' map (nil when there are none).
@@ -47,6 +49,14 @@ func (b *SizeBounds) max() map[string]int64 {
 		return nil
 	}
 	return b.Max
+}
+
+// min returns the lower bounds' map (nil when there are none).
+func (b *SizeBounds) min() map[string]int64 {
+	if b == nil {
+		return nil
+	}
+	return b.Min
 }
 
 // accumulators is how many vector registers a register tile may take:

@@ -496,3 +496,92 @@ func TestSmallBucketStaysSerial(t *testing.T) {
 		t.Error("unbounded sizes: no sample parallel")
 	}
 }
+
+// TestThinBucketSpreadsInnerLoop: in a bucket whose smallest sizes leave
+// the outer row tiles of a matmul fewer than two a thread (16 to 63 rows),
+// the sampled kernels run the column tiles under them in parallel, not the
+// row tiles (one tile at 16 rows: one thread busy); without a lower bound
+// some parallelize the row tiles. The kernels compute what the interpreter
+// does at the bucket's ends and sizes no tile divides.
+func TestThinBucketSpreadsInnerLoop(t *testing.T) {
+	mm, err := workload.NewMatmul(16, 256, 32, "M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mm.Func
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	least := map[string]int64{"M": 16}
+	// thin reports whether a parallel loop of g runs fewer than two
+	// iterations a thread at the bucket's smallest size while the loop
+	// right under it runs enough, and whether a parallel loop is nested
+	// in a loop of symbolic extent.
+	inspect := func(g *ast.Func) (thin, nested bool) {
+		var walk func(s ast.Stmt, symbolicAbove bool)
+		walk = func(s ast.Stmt, symbolicAbove bool) {
+			if lp, ok := s.(*ast.For); ok {
+				ext := ast.Simplify(ast.Substitute(lp.Extent, map[string]ast.Expr{"M": ast.IntConst(ast.Int32, least["M"])}))
+				if lp.Kind == ast.Parallel {
+					// Thin, when the loop right under it has the
+					// iterations it lacks.
+					under, _ := lp.Body.(*ast.For)
+					if n, ok := ast.ConstIntValue(ext); ok && n < 4 && under != nil {
+						m, ok := ast.ConstIntValue(ast.Simplify(ast.Substitute(under.Extent, map[string]ast.Expr{"M": ast.IntConst(ast.Int32, least["M"])})))
+						thin = ok && m >= 4
+					}
+					nested = nested || symbolicAbove
+				}
+				if _, ok := ast.ConstIntValue(ast.Simplify(lp.Extent)); !ok {
+					symbolicAbove = true
+				}
+			}
+			ast.MapChildren(s, func(c ast.Stmt) ast.Stmt { walk(c, symbolicAbove); return c }, func(e ast.Expr) ast.Expr { return e })
+		}
+		walk(g.Body, false)
+		return thin, nested
+	}
+	sample := func(bounds *SizeBounds, seed uint64) *schedule.Schedule {
+		sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2, Bounds: bounds}}
+		s, err := sp.Sample(f, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	most := map[string]int64{"N": 256, "K": 32, "M": 63}
+	withMin := &SizeBounds{Max: most, Min: map[string]int64{"N": 256, "K": 32, "M": 16}}
+	thinBefore, nestedAfter := 0, 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		if thin, _ := inspect(sample(&SizeBounds{Max: most}, seed).Func()); thin {
+			thinBefore++
+		}
+		s := sample(withMin, seed)
+		thin, nested := inspect(s.Func())
+		if thin {
+			t.Errorf("seed %d: a parallel loop has fewer than 4 iterations at M=16:\n%s", seed, ast.Print(s.Func()))
+		}
+		if nested {
+			nestedAfter++
+			var sizes []map[string]int64
+			for _, m := range []int64{16, 17, 48, 63} {
+				sizes = append(sizes, map[string]int64{"M": m})
+			}
+			args := func(at map[string]int64, seed uint64) map[string]any {
+				c, err := workload.NewMatmul(int(at["M"]), 256, 32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c.Args(seed)
+			}
+			matchesInterpreter(t, cache, fmt.Sprintf("seed %d", seed), f, s, sizes, args)
+		}
+	}
+	if thinBefore == 0 {
+		t.Error("without a lower bound no sample parallelized a thin loop: the test checks nothing")
+	}
+	if nestedAfter == 0 {
+		t.Error("no sample ran a loop under the row tiles in parallel")
+	}
+}

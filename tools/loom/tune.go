@@ -371,13 +371,14 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		Bucket: j.Bucket, SizeSets: j.SizeSets,
 	}
 	if j.Bucket != nil {
-		// No tile larger than a symbolic loop of the bucket can be (the
-		// other sizes at the values the bucket is tuned at).
-		bounds := maps.Clone(j.Case.Sizes)
+		// No tile larger than a symbolic loop of the bucket can be, and
+		// no parallel loop without work for every thread at its smallest
+		// sizes (the other sizes at the values the bucket is tuned at).
+		most, least := maps.Clone(j.Case.Sizes), maps.Clone(j.Case.Sizes)
 		for name, r := range j.Bucket {
-			bounds[name] = r[1]
+			least[name], most[name] = r[0], r[1]
 		}
-		task.Space.Target.Bounds = &autotune.SizeBounds{Max: bounds}
+		task.Space.Target.Bounds = &autotune.SizeBounds{Max: most, Min: least}
 	}
 	// The starting schedule: the function as written (on a GPU, with no
 	// loop bound to threads, it does not run).
