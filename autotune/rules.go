@@ -20,9 +20,10 @@ type Target struct {
 	Caches Caches
 	// Bounds, when set, are the values the symbolic sizes take at
 	// most and at least (a bucket's ends): the search then draws no
-	// tile of a symbolic loop larger than the loop can be, and
-	// parallelizes the loops that have work for every thread at both
-	// ends. (A pointer keeps Target comparable.)
+	// tile of a symbolic loop larger than the loop can be, leaves serial
+	// a block with too little work at the largest sizes, and spreads
+	// over threads a loop that has work for each of them at the
+	// smallest (parallelLoop). (A pointer keeps Target comparable.)
 	Bounds *SizeBounds
 
 	// decide makes the rules take each choice by a heuristic instead of
