@@ -26,6 +26,9 @@ func tilesFor(c Config) gemmTiles {
 // of the k loop; A, B and C are noalias). The reduction's init runs before
 // the k loops. The column panels run in parallel.
 func Gemm(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	return gemmSchedule(s, "C", tilesFor(c))
 }
 
@@ -55,6 +58,9 @@ func gemmSchedule(s *schedule.Schedule, name string, t gemmTiles) error {
 // GemmBiasReLU schedules the matrix multiply like Gemm, and the bias and
 // ReLU, an element-wise pass over C, vectorized and parallel.
 func GemmBiasReLU(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	if err := gemmSchedule(s, "C", tilesFor(c)); err != nil {
 		return err
 	}

@@ -126,6 +126,9 @@ func rowChunk(c Config) int {
 // RMSNorm: per row, the sum of squares as 4 vectors of partial sums,
 // the scale, and the scaled row, vectorized; rows in parallel.
 func RMSNorm(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
@@ -147,6 +150,9 @@ func RMSNorm(s *schedule.Schedule, c Config) error {
 // results, the exponentials in a row buffer, and the normalized row;
 // rows in parallel.
 func Softmax(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	row := h.loops(h.block("Y"))
@@ -166,6 +172,9 @@ func Softmax(s *schedule.Schedule, c Config) error {
 // vector lanes; the broadcast and the +1 inlined into the output, stored a
 // vector at a time; (S1, S2) rows in parallel.
 func Chain(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	h := &sched{s: s}
 	chunk := rowChunk(c)
 	for _, n := range []string{"A", "B", "D", "E"} {
@@ -189,6 +198,9 @@ func Chain(s *schedule.Schedule, c Config) error {
 // (LLVM keeps the tile in registers: its addresses do not change in
 // those loops); output channel tiles in parallel.
 func Conv2D(s *schedule.Schedule, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	h := &sched{s: s}
 	h.vectorizeInner("P", c.VectorBits/32)
 	y := h.block("Y")
