@@ -1,21 +1,25 @@
-// Package sysmem tells how much memory this machine has, so that loom can
-// refuse a job that would not fit with a clear error instead of being
-// killed by the kernel's out-of-memory handler half-way.
+// Package sysmem tells how much memory this process may take, so that
+// loom can refuse a job that would not fit with a clear error instead of
+// being killed by the kernel's out-of-memory handler (or failing an
+// allocation under ulimit) half-way.
+//
+// The figures are the least of the machine's (/proc/meminfo) and the
+// process's own limits: its address-space and data limits (ulimit -v,
+// ulimit -d) and its memory cgroup's (v2 memory.max, v1
+// memory.limit_in_bytes, and those of the cgroups above it). Read
+// limits.go first.
 package sysmem
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 )
 
-// Total is the machine's physical memory in bytes (from /proc/meminfo),
-// or 0 when it cannot be told.
+// Total is the memory this process could ever hold, in bytes: the
+// machine's physical memory, or the least of the process's limits when
+// that is less; 0 when none of them can be told.
 func Total() int64 {
-	totalOnce.Do(func() { total = meminfo("MemTotal") })
+	totalOnce.Do(func() { total = host.total() })
 	return total
 }
 
@@ -24,19 +28,28 @@ var (
 	total     int64
 )
 
-// Available is the memory a new allocation can take now without swapping
-// (MemAvailable of /proc/meminfo), or 0 when it cannot be told.
-func Available() int64 { return meminfo("MemAvailable") }
+// Available is the memory a new allocation of this process can take now,
+// in bytes: the machine's MemAvailable, or less where one of the
+// process's limits leaves less room (the limit less what the process, or
+// its cgroup, already uses). ok is false when nothing can be told.
+func Available() (n int64, ok bool) {
+	b, ok := host.available()
+	return b.room, ok
+}
 
 // Check returns an error when need bytes are more than the memory
-// available now; what names the job in the message. Where the machine's
-// memory cannot be told, it returns nil.
+// available now (see Available); what names the job in the message, which
+// says which limit left too little. Where nothing can be told, it returns
+// nil.
 func Check(what string, need int64) error {
-	avail := Available()
-	if avail <= 0 || need <= avail {
+	b, ok := host.available()
+	if !ok || need <= b.room {
 		return nil
 	}
-	return fmt.Errorf("%s needs %s of memory, and this machine has %s available", what, Bytes(need), Bytes(avail))
+	if b.limit == 0 {
+		return fmt.Errorf("%s needs %s of memory, and this machine has %s available", what, Bytes(need), Bytes(b.room))
+	}
+	return fmt.Errorf("%s needs %s of memory, and this process has %s available under %s of %s", what, Bytes(need), Bytes(b.room), b.name, Bytes(b.limit))
 }
 
 // Bytes prints a byte count with a binary unit: "512 B", "3.0 GiB".
@@ -51,29 +64,4 @@ func Bytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// meminfo returns the field of /proc/meminfo in bytes, 0 if absent.
-func meminfo(field string) int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, ok := bytes.Cut(sc.Bytes(), []byte(":"))
-		if !ok || string(name) != field {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) == 0 {
-			return 0
-		}
-		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb * 1024
-	}
-	return 0
 }
