@@ -33,7 +33,7 @@ func (e *emitter) runtimeFunc(name string) *ir.Func {
 		return e.intrinsic(name, i8p, types.I64, types.I64)
 	case "loom_parallel_for":
 		task := types.NewPointer(types.NewFunc(types.Void, i8p, types.I64, types.I64))
-		return e.intrinsic(name, types.Void, task, i8p, types.I64)
+		return e.intrinsic(name, types.Void, task, i8p, types.I64, types.I64)
 	}
 	panic(internalf("unknown runtime function %s", name))
 }

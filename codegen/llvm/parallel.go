@@ -24,10 +24,12 @@ import (
 // that unpacks the captures from ctx; the loop itself becomes a call of the
 // runtime's
 //
-//	void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n)
+//	void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n, int64_t work)
 //
-// which splits [0, n) into one contiguous chunk per thread of its pool and
-// returns when all are done. ctx points to a struct, on the caller's stack,
+// which splits [0, n) into contiguous chunks, shares them out between the
+// threads of its pool as they come for them, and returns when all are done
+// (work, one iteration's estimated work, lets it run a small loop inline;
+// see parallel_work.go). ctx points to a struct, on the caller's stack,
 // holding every value the body may use: the loop's start, the integer
 // variables in scope, the buffers' addresses and strides, and the kernel's
 // status word. A parallel loop inside another one runs serially (the pool
@@ -45,6 +47,14 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	if c, ok := constUniform(ext); ok && c <= 1 {
 		e.serialLoop(l)
 		return
+	}
+	work := bodyWork(l.Body, map[string]bool{l.Var.Name: true})
+	if c, ok := constUniform(ext); ok {
+		if k, ok := work.constant(); ok && k > 0 && satMul(min(c, workCap), k) < inlineWork {
+			e.remark("parallel loop %s runs serially: too little work to share (%d iterations of about %d operations)", l.Var.Name, c, k)
+			e.serialLoop(l)
+			return
+		}
 	}
 	var start value.Value // the loop's start, in the outlined body
 	caps := e.captures(capture{val: e.scalar(lo), set: func(v value.Value) { start = v }})
@@ -115,7 +125,7 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	*e = saved
 	e.nOutlined = outlined
 
-	e.b.NewCall(e.runtimeFunc("loom_parallel_for"), task, e.b.NewBitCast(slot, i8p), e.scalar(ext))
+	e.b.NewCall(e.runtimeFunc("loom_parallel_for"), task, e.b.NewBitCast(slot, i8p), e.scalar(ext), e.emitWork(work))
 }
 
 func (e *emitter) fieldPtr(t *types.StructType, p value.Value, i int) value.Value {

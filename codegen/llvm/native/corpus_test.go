@@ -248,13 +248,13 @@ func TestHandSchedules(t *testing.T) {
 // serially inside each outer iteration (the threads do not multiply), and
 // says so in the module's remarks.
 func TestNestedParallel(t *testing.T) {
-	f, err := ast.Parse(`func nest(X: float32[8, 64], Y: float32[8, 64]) {
+	f, err := ast.Parse(`func nest(X: float32[8, 4096], Y: float32[8, 4096]) {
   ScheduleBlock(root) {
     parallel for (i, 0, 8) {
-      parallel for (j, 0, 64) {
+      parallel for (j, 0, 4096) {
         ScheduleBlock(Y) {
           vi, vj = axis.bind(i, j)
-          axis.domain(vi = spatial(0, 8), vj = spatial(0, 64))
+          axis.domain(vi = spatial(0, 8), vj = spatial(0, 4096))
           reads(X[vi, vj])
           writes(Y[vi, vj])
           Y[vi, vj] = X[vi, vj] + 1.0f

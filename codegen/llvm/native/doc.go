@@ -25,11 +25,16 @@
 //
 // Kernels run their parallel loops on loom's runtime (runtime/loomrt.c),
 // a pool of worker threads built once per machine into the cache and
-// loaded once per process. Its fork-join costs about half of libgomp's
-// (BenchmarkParallelRuntime), and being one pool per process, whichever Go
-// thread calls a kernel, it never multiplies threads: a parallel loop
-// inside a parallel loop runs serially. SetThreads sets how many threads
-// it uses. A C or C++ program that links kernels ahead of time (see
+// loaded once per process. A loop is split into more chunks than threads,
+// which each thread (the caller too) claims as it comes for them, so a
+// thread that loses its core holds back one chunk, not a share; waiting
+// threads spin a few microseconds, then sleep; a loop with too little work
+// (the kernel passes an estimate) runs inline. Being one pool per process,
+// whichever Go thread calls a kernel, it never multiplies threads: a
+// parallel loop inside a parallel loop runs serially, and so does a loop
+// that another goroutine's kernel holds the pool against.
+// BenchmarkParallelRuntime compares its fork-join with libgomp's;
+// TestRuntimeStress checks it. SetThreads sets how many threads it uses. A C or C++ program that links kernels ahead of time (see
 // WriteObject and llvm.Module.Header) compiles RuntimeSource with them.
 //
 // # Calling

@@ -27,7 +27,9 @@ var runtimeSource []byte
 // program that links kernels ahead of time.
 func RuntimeSource() []byte { return runtimeSource }
 
-const runtimeVersion = 1
+// runtimeVersion is what loom_runtime_version returns: 2 since
+// loom_parallel_for takes the work of an iteration.
+const runtimeVersion = 2
 
 type runtimeLib struct {
 	path       string

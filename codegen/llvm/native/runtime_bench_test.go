@@ -17,7 +17,7 @@ const poolDriver = `#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 void loom_set_num_threads(int32_t n);
-void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n);
+void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n, int64_t work);
 
 static void tiny(void *ctx, int64_t lo, int64_t hi) { ((volatile int64_t *)ctx)[lo] = hi; }
 static void work(void *ctx, int64_t lo, int64_t hi) {
@@ -32,11 +32,11 @@ int main(int argc, char **argv) {
 	int reps = atoi(argv[1]);
 	static double buf[1024];
 	loom_set_num_threads(2);
-	for (int i = 0; i < 100; i++) loom_parallel_for(tiny, buf, 2);
+	for (int i = 0; i < 100; i++) loom_parallel_for(tiny, buf, 2, 0);
 	double t0 = now();
-	for (int i = 0; i < reps; i++) loom_parallel_for(tiny, buf, 2);
+	for (int i = 0; i < reps; i++) loom_parallel_for(tiny, buf, 2, 0);
 	double t1 = now();
-	for (int i = 0; i < reps / 10; i++) loom_parallel_for(work, buf, 2);
+	for (int i = 0; i < reps / 10; i++) loom_parallel_for(work, buf, 2, 0);
 	double t2 = now();
 	printf("%f %f\n", (t1 - t0) / reps, (t2 - t1) / (reps / 10));
 	return 0;
