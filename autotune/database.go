@@ -1,13 +1,10 @@
 package autotune
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -73,21 +70,46 @@ func (r *Record) OK() bool { return r.Error == "" && r.Median > 0 && !math.IsInf
 // Each record is written with a single write to a file opened for
 // appending, so records of concurrent tuners interleave whole, and a
 // tuner killed mid-write leaves at most a truncated last line, which
-// reading skips.
+// reading skips; so is any other damage (see Damage), whatever follows it
+// still read.
 type Database struct {
 	Path string
-	mu   sync.Mutex
+	// Warn, when not nil, is told of damage a Load skipped, once per
+	// Database: one line saying what was skipped and kept.
+	Warn func(msg string)
+
+	mu     sync.Mutex
+	warned sync.Once
 }
 
-// OpenDatabase returns the database at path, creating the file (and its
-// directory) if needed.
+// OpenDatabase returns the database at path, creating the file if
+// needed (not its directory). A path that is not a regular file (a
+// device, a pipe, a directory) is an error.
 func OpenDatabase(path string) (*Database, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("autotune: open database: %w", err)
 	}
 	f.Close()
 	return &Database{Path: path}, nil
+}
+
+// checkRegular returns an error when path exists and is not a regular
+// file: reading a device (/dev/zero, /dev/urandom) would never end, and
+// opening a pipe would wait for its other end.
+func checkRegular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // not there: created, or the open says why
+	}
+	what := "not a regular file"
+	if fi.IsDir() {
+		what = "a directory"
+	}
+	return fmt.Errorf("autotune: database %s is %s; want a file of records (JSON lines)", path, what)
 }
 
 // Append writes r at the end of the database and syncs it to disk.
@@ -134,9 +156,15 @@ func endsWithNewline(path string, size int64) bool {
 	return b[0] == '\n'
 }
 
-// Load reads every record. Lines that do not parse (a truncated last
-// line, or damage) are skipped and counted in skipped.
+// Load reads every record. What is not a record (a truncated last line,
+// garbage, a NUL-filled tail a crash left) is skipped, and every record
+// before and after it is kept (see Damage; Warn is told); skipped counts
+// the lines that are not records. A database whose file is not there
+// holds no records; one that is not a regular file is an error.
 func (db *Database) Load() (records []*Record, skipped int, err error) {
+	if err := checkRegular(db.Path); err != nil {
+		return nil, 0, err
+	}
 	f, err := os.Open(db.Path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -145,30 +173,17 @@ func (db *Database) Load() (records []*Record, skipped int, err error) {
 		return nil, 0, err
 	}
 	defer f.Close()
-	return readRecords(f)
-}
-
-func readRecords(r io.Reader) ([]*Record, int, error) {
-	var out []*Record
-	skipped := 0
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var rec Record
-			if json.Unmarshal(line, &rec) == nil && rec.Workload != "" && rec.Trace != nil {
-				out = append(out, &rec)
-			} else {
-				skipped++
-			}
-		}
-		if err == io.EOF {
-			return out, skipped, nil
-		}
-		if err != nil {
-			return out, skipped, err
-		}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("autotune: database %s is not a regular file", db.Path)
 	}
+	recs, dmg, _, err := readRecords(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("autotune: read database %s: %w", db.Path, err)
+	}
+	if dmg.Damaged() && db.Warn != nil {
+		db.warned.Do(func() { db.Warn(fmt.Sprintf("autotune: database %s: %s", db.Path, dmg)) })
+	}
+	return recs, dmg.Lines, nil
 }
 
 // Best returns the fastest correct record of a workload at sizes on a
