@@ -149,6 +149,20 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 	return out
 }
 
+// Close removes the files the runner keeps while it tunes (the tasks'
+// reference outputs, in a temporary directory of its own); a runner
+// used again afterwards makes them anew.
+func (r *ProcessRunner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(r.dir)
+	r.dir, r.refs = "", nil
+	return err
+}
+
 // cutoff is the time beyond which a candidate of task is not worth more
 // than one run.
 func (r *ProcessRunner) cutoff(task *Task) float64 {

@@ -198,3 +198,38 @@ func TestWorkerFailureReason(t *testing.T) {
 		t.Errorf("tail of a panic = %q", got)
 	}
 }
+
+// TestRunnerClose: the runner's reference outputs live in a temporary
+// directory of its own, which Close removes (loom tune left one behind
+// per run); a runner used again makes a new one.
+func TestRunnerClose(t *testing.T) {
+	b, r := testRunner(t)
+	task := &Task{Name: "double", Func: mustParse(t, `func double(A: float32[8], B: float32[8]) {
+  serial for (i, 0, 8) { B[i] = A[i] * 2.0f }
+}`)}
+	cands := []*Candidate{{Func: task.Func}}
+	run := func() string {
+		if res := r.Run(context.Background(), task, cands, b.Build(context.Background(), task, cands)); res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		dir := r.dir
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("the reference's directory %q: %v", dir, err)
+		}
+		return dir
+	}
+	dir := run()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s after Close: %v, want it removed", dir, err)
+	}
+	again := run()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again); !os.IsNotExist(err) {
+		t.Errorf("%s after the second Close: %v", again, err)
+	}
+}

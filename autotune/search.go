@@ -426,9 +426,10 @@ func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*
 		}
 	}
 	if opts.Confirm > 0 && ctx.Err() == nil {
-		leaders := make([]*Candidate, 0, opts.Confirm)
+		n := min(len(parents), opts.Confirm) // Confirm may be far more than were measured
+		leaders := make([]*Candidate, 0, n+1)
 		sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
-		for _, p := range parents[:min(len(parents), opts.Confirm)] {
+		for _, p := range parents[:n] {
 			leaders = append(leaders, p.c)
 		}
 		// The default schedule is measured again beside them, so that

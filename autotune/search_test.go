@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -249,5 +250,21 @@ func TestTaskCheck(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sizes %v: %v, want %q", tc.sizes, err, tc.want)
 		}
+	}
+}
+
+// TestTuneConfirmMoreThanMeasured: a Confirm of 2^31-1 (loom tune
+// -confirm 2147483647) re-measures the candidates there are, without
+// making room for 2^31 of them (16 GiB).
+func TestTuneConfirmMoreThanMeasured(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := Tune(context.Background(), newTask(), fakeBuilder{}, fakeRunner{}, Options{Trials: 4, Seed: 3, Population: 4, Batch: 4, Version: "test", Confirm: math.MaxInt32})
+	runtime.ReadMemStats(&after)
+	if err != nil || res.Best == nil || len(res.Confirmed) == 0 {
+		t.Fatalf("%v; %+v", err, res)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<30 {
+		t.Errorf("allocated %d bytes to confirm %d candidates", n, len(res.Confirmed))
 	}
 }
