@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/buildtool"
 )
 
 // graphRuntime is the C runtime pasted into every graph library: status,
@@ -126,15 +126,9 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 	return lib, nil
 }
 
-// run runs a build tool in dir, its output in the error.
-func run(dir, tool string, args ...string) error {
-	cmd := exec.Command(tool, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
+// run runs a build tool in dir; its failure is one line, the whole
+// output in a log (see buildtool.Run).
+func run(dir, tool string, args ...string) error { return buildtool.Run(dir, tool, args...) }
 
 // cGraph is the module as the C generator sees it.
 type cGraph struct {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/buildtool"
 )
 
 // writeDispatchKernel writes a kernel of symbolic sizes whose tuning
@@ -168,12 +168,6 @@ func dispatchSource(name string, f *ast.Func, choices []autotune.BucketChoice) s
 	return b.String()
 }
 
-// runTool runs a build tool in dir, its output in the error.
-func runTool(dir, tool string, args ...string) error {
-	cmd := exec.Command(tool, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
+// runTool runs a build tool in dir; its failure is one line, the whole
+// output in a log (see buildtool.Run).
+func runTool(dir, tool string, args ...string) error { return buildtool.Run(dir, tool, args...) }
