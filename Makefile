@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example onednn suite graphbench defaulttable sweep
+.PHONY: test check tools fuzz example onednn suite graphbench defaulttable sweep modelbench
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first.
@@ -82,6 +82,14 @@ suite: onednn
 GRAPH_THREADS ?= 1 2
 graphbench:
 	tools/graphbench/run $(GRAPH_THREADS)
+
+# modelbench measures issue 45's runtime table: each shipped graph (and mlp)
+# as loom's module and in ONNX Runtime 1.30, at 1 and 2 threads on an idle
+# machine and at 2 beside one busy process (tools/modelbench/run; OLD=DIR
+# adds the loom of another work tree). It installs python3-onnx and
+# onnxruntime-node (into bin/modelbench) when missing.
+modelbench:
+	tools/modelbench/run
 
 # defaulttable measures issue 21's table: loom's default schedule against its
 # tuned one, Halide's hand schedule and autoschedulers, oneDNN and OpenBLAS,

@@ -1,0 +1,250 @@
+// Command loomtime is loom's side of tools/modelbench: it compiles an
+// operator graph (loom's JSON, or the graph.json section of a txtar) as a
+// module with default schedules, times Module.Run, and prints one JSON
+// line: the median per-call time with its spread (10th and 90th
+// percentiles) over many calls.
+//
+//	loomtime -graph G [-size S=128,...] [-threads T] [-seconds 2] [-dir D] [-label L]
+//
+// With -dir it writes each input and output there as raw little-endian
+// float32 (NAME.bin) and their shapes in meta.json, so that ONNX Runtime
+// runs on the same inputs and its outputs can be checked against loom's.
+// Inputs are uniform in [-1, 1), drawn from a fixed seed.
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/module"
+	"golang.org/x/tools/txtar"
+)
+
+// line is what loomtime prints.
+type line struct {
+	Engine  string           `json:"engine"`
+	Label   string           `json:"label,omitempty"`
+	Graph   string           `json:"graph"`
+	Sizes   map[string]int64 `json:"sizes"`
+	Threads int              `json:"threads"`
+	Calls   int              `json:"calls"`
+	Median  float64          `json:"median_ms"`
+	P10     float64          `json:"p10_ms"`
+	P90     float64          `json:"p90_ms"`
+	Min     float64          `json:"min_ms"`
+	// CPU is the process's CPU time per call (user + system, all its
+	// threads) over the timed calls, in ms.
+	CPU float64 `json:"cpu_ms_per_call"`
+}
+
+// tensorMeta describes one tensor file of -dir.
+type tensorMeta struct {
+	Name  string  `json:"name"`
+	Shape []int64 `json:"shape"`
+	File  string  `json:"file"`
+}
+
+func main() {
+	graph := flag.String("graph", "", "the graph: loom's JSON, or a txtar with a graph.json section")
+	sizeFlag := flag.String("size", "", "symbol values, NAME=N separated by commas")
+	threads := flag.Int("threads", 1, "threads (schedules and runtime)")
+	seconds := flag.Float64("seconds", 2, "least time to spend on timed calls")
+	minCalls := flag.Int("calls", 50, "least number of timed calls")
+	dir := flag.String("dir", "", "write inputs, outputs and meta.json here")
+	label := flag.String("label", "", "a label copied into the output line")
+	flag.Parse()
+	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label); err != nil {
+		fmt.Fprintln(os.Stderr, "loomtime:", err)
+		os.Exit(1)
+	}
+}
+
+func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir, label string) error {
+	if threads < 1 {
+		return fmt.Errorf("-threads %d: want at least 1", threads)
+	}
+	if seconds <= 0 || minCalls < 1 {
+		return fmt.Errorf("-seconds %g, -calls %d: want both positive", seconds, minCalls)
+	}
+	g, err := readGraph(path)
+	if err != nil {
+		return err
+	}
+	sizes, err := parseSizes(sizeFlag)
+	if err != nil {
+		return err
+	}
+	for _, s := range g.Symbols() {
+		if _, ok := sizes[s]; !ok {
+			return fmt.Errorf("-size: give symbol %s a value", s)
+		}
+	}
+	if err := native.SetThreads(threads); err != nil {
+		return err
+	}
+	m, err := module.Compile(g, module.Options{Threads: threads})
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := map[string]module.Tensor{}
+	var metaIn []tensorMeta
+	for _, x := range m.Inputs() {
+		d, err := fusion.NewData(x, sizes)
+		if err != nil {
+			return fmt.Errorf("input %s: %v", x.Name, err)
+		}
+		v, ok := d.([]float32)
+		if !ok {
+			return fmt.Errorf("input %s: only float32 inputs are supported, not %T", x.Name, d)
+		}
+		for i := range v {
+			v[i] = rng.Float32()*2 - 1
+		}
+		shape := make([]int64, len(x.Shape))
+		for k, dim := range x.Shape {
+			if shape[k], err = dim.Eval(sizes); err != nil {
+				return fmt.Errorf("input %s: %v", x.Name, err)
+			}
+		}
+		inputs[x.Name] = module.Tensor{Shape: shape, Data: v}
+		metaIn = append(metaIn, tensorMeta{Name: x.Name, Shape: shape, File: x.Name + ".bin"})
+	}
+	outputs, err := m.NewOutputs(inputs)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 3; i++ { // warm-up
+		if err := m.Run(inputs, outputs); err != nil {
+			return err
+		}
+	}
+	if dir != "" {
+		if err := write(dir, g.Name, inputs, outputs, metaIn); err != nil {
+			return err
+		}
+	}
+	var times []float64
+	cpu0 := cpuTime()
+	start := time.Now()
+	for len(times) < minCalls || time.Since(start).Seconds() < seconds {
+		t := time.Now()
+		if err := m.Run(inputs, outputs); err != nil {
+			return err
+		}
+		times = append(times, float64(time.Since(t).Nanoseconds())/1e6)
+		if len(times) >= 100000 {
+			break
+		}
+	}
+	cpu := cpuTime() - cpu0
+	slices.Sort(times)
+	pct := func(p float64) float64 { return times[min(len(times)-1, int(p*float64(len(times))))] }
+	out := line{
+		Engine: "loom", Label: label, Graph: g.Name, Sizes: sizes, Threads: threads, Calls: len(times),
+		Median: pct(0.5), P10: pct(0.1), P90: pct(0.9), Min: times[0],
+		CPU: cpu.Seconds() * 1000 / float64(len(times)),
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return nil
+}
+
+// write writes the inputs and outputs as raw float32 files and meta.json.
+func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn []tensorMeta) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var metaOut []tensorMeta
+	names := make([]string, 0, len(outputs))
+	for name := range outputs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		metaOut = append(metaOut, tensorMeta{Name: name, Shape: outputs[name].Shape, File: "out_" + name + ".bin"})
+	}
+	for _, set := range []struct {
+		meta []tensorMeta
+		data map[string]module.Tensor
+	}{{metaIn, inputs}, {metaOut, outputs}} {
+		for _, t := range set.meta {
+			v, ok := set.data[t.Name].Data.([]float32)
+			if !ok {
+				return fmt.Errorf("%s: only float32 tensors are written", t.Name)
+			}
+			buf := make([]byte, 4*len(v))
+			for i, x := range v {
+				binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+			}
+			if err := os.WriteFile(filepath.Join(dir, t.File), buf, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := json.MarshalIndent(map[string]any{"graph": graph, "inputs": metaIn, "outputs": metaOut}, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "meta.json"), b, 0o644)
+}
+
+// readGraph reads loom's JSON graph, or the graph.json section of a txtar.
+func readGraph(path string) (*fusion.Graph, error) {
+	if path == "" {
+		return nil, fmt.Errorf("-graph: give a graph file")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".txtar") {
+		ar := txtar.Parse(data)
+		data = nil
+		for _, f := range ar.Files {
+			if f.Name == "graph.json" {
+				data = f.Data
+			}
+		}
+		if data == nil {
+			return nil, fmt.Errorf("%s: no graph.json section", path)
+		}
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return g, nil
+}
+
+// parseSizes parses NAME=N,NAME=N.
+func parseSizes(s string) (map[string]int64, error) {
+	sizes := map[string]int64{}
+	if s == "" {
+		return sizes, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(val, 10, 64)
+		if !ok || name == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("-size %q: want NAME=N with N >= 0, separated by commas", kv)
+		}
+		if _, dup := sizes[name]; dup {
+			return nil, fmt.Errorf("-size: %s given twice", name)
+		}
+		sizes[name] = n
+	}
+	return sizes, nil
+}
