@@ -13,6 +13,8 @@ type group struct {
 	// domain is the input shape and reduced axes of the group's
 	// reductions: reductions fuse only over the same domain.
 	domain string
+	// reduceIns are the input shapes of its reductions, each once.
+	reduceIns []Shape
 }
 
 func (grp *group) tensors() []*Tensor {
@@ -23,14 +25,26 @@ func (grp *group) tensors() []*Tensor {
 	return out
 }
 
+// set returns the group's nodes as a set.
+func (grp *group) set() map[*Node]bool {
+	s := make(map[*Node]bool, len(grp.nodes))
+	for _, n := range grp.nodes {
+		s[n] = true
+	}
+	return s
+}
+
 // inputs returns the tensors the group reads from outside, in order of
 // first use.
 func (grp *group) inputs() []*Tensor {
+	in := grp.set()
 	var out []*Tensor
+	seen := map[*Tensor]bool{}
 	for _, n := range grp.nodes {
-		for _, in := range n.Inputs {
-			if (in.Producer == nil || !slices.Contains(grp.nodes, in.Producer)) && !slices.Contains(out, in) {
-				out = append(out, in)
+		for _, t := range n.Inputs {
+			if (t.Producer == nil || !in[t.Producer]) && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
 			}
 		}
 	}
@@ -40,12 +54,13 @@ func (grp *group) inputs() []*Tensor {
 // outputs returns the tensors of the group read outside it or by the
 // graph's caller.
 func (grp *group) outputs(g *Graph, consumers map[*Tensor][]*Node) []*Tensor {
+	in := grp.set()
 	var out []*Tensor
 	for _, n := range grp.nodes {
 		t := n.Output
 		used := g.IsOutput(t)
 		for _, c := range consumers[t] {
-			if !slices.Contains(grp.nodes, c) {
+			if !in[c] {
 				used = true
 			}
 		}
@@ -113,6 +128,7 @@ func fuse(g *Graph) []*group {
 		}
 		if grp.kind == Reduce {
 			grp.domain = reduceDomain(n)
+			grp.reduceIns = []Shape{n.Inputs[0].Shape}
 		}
 		groupOf[n] = grp
 		groups = append(groups, grp)
@@ -175,9 +191,10 @@ func shareInput(a, b *group) bool {
 
 // dependsOn reports whether a node of b reads what a node of a computes.
 func dependsOn(b, a *group) bool {
+	in := a.set()
 	for _, n := range b.nodes {
-		for _, in := range n.Inputs {
-			if in.Producer != nil && slices.Contains(a.nodes, in.Producer) {
+		for _, t := range n.Inputs {
+			if t.Producer != nil && in[t.Producer] {
 				return true
 			}
 		}
@@ -198,7 +215,7 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 	case pg.kind == Elementwise:
 		return true
 	case pg.kind == Reduce && cg.kind == Elementwise:
-		return noLarger(c.Output.Shape, pg.reduceInputs())
+		return noLarger(c.Output.Shape, pg.reduceIns)
 	case pg.kind == Reduce && cg.kind == Reduce:
 		return pg.domain == cg.domain
 	case pg.kind == Anchor && cg.kind == Elementwise:
@@ -268,17 +285,6 @@ func elementwiseFrom(grp *group, anchorOut *Tensor) bool {
 		derived[n.Output] = true
 	}
 	return true
-}
-
-// reduceInputs returns the input shapes of the group's reductions.
-func (grp *group) reduceInputs() []Shape {
-	var out []Shape
-	for _, n := range grp.nodes {
-		if ops[n.Op].kind == Reduce {
-			out = append(out, n.Inputs[0].Shape)
-		}
-	}
-	return out
 }
 
 // noLarger reports whether a tensor of shape s has provably no more
@@ -366,6 +372,11 @@ func merge(a, b *group, pos map[*Node]int) (into, from *group) {
 	into.kind = max(a.kind, b.kind)
 	if into.domain == "" {
 		into.domain = from.domain
+	}
+	for _, s := range from.reduceIns {
+		if !slices.ContainsFunc(into.reduceIns, s.Equal) {
+			into.reduceIns = append(into.reduceIns, s)
+		}
 	}
 	if pos[into.nodes[len(into.nodes)-1]] < pos[from.nodes[0]] {
 		into.nodes = append(into.nodes, from.nodes...)

@@ -317,21 +317,25 @@ func allTensors(g *Graph) []*Tensor {
 
 // Symbols returns the symbols of g's shapes, in order of first appearance
 // (inputs first).
-func (g *Graph) Symbols() []string { return symbolsOf(g, allTensors(g)) }
-
-// symbolsOf returns the symbols the shapes of ts use, in the order of g's
-// symbols.
-func symbolsOf(g *Graph, ts []*Tensor) []string {
+func (g *Graph) Symbols() []string {
 	var order []string
+	seen := map[string]bool{}
 	for _, t := range allTensors(g) {
 		for _, d := range t.Shape {
 			for _, s := range d.Symbols() {
-				if !slices.Contains(order, s) {
+				if !seen[s] {
+					seen[s] = true
 					order = append(order, s)
 				}
 			}
 		}
 	}
+	return order
+}
+
+// usedSymbols returns the symbols of order (a graph's, see Symbols) that
+// the shapes of ts use, in that order.
+func usedSymbols(order []string, ts []*Tensor) []string {
 	used := map[string]bool{}
 	for _, t := range ts {
 		for _, d := range t.Shape {

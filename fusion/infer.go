@@ -14,7 +14,13 @@ import (
 // and the solution is applied to every shape of the graph, so after Infer
 // each remaining symbol is free. A contradiction is an error naming the
 // node and both shapes.
+//
+// A graph of more than MaxNodes nodes is an error: compiling costs about
+// its size, and past that limit seconds become minutes.
 func Infer(g *Graph) error {
+	if len(g.Nodes) > MaxNodes {
+		return &GraphError{Where: "nodes", Msg: fmt.Sprintf("the graph has %d nodes, more than the %d loom compiles", len(g.Nodes), MaxNodes)}
+	}
 	u := newUnifier(g)
 	for i, n := range g.Nodes {
 		if err := u.node(i, n); err != nil {
@@ -33,6 +39,9 @@ func Infer(g *Graph) error {
 	}
 	return nil
 }
+
+// MaxNodes is the most nodes a graph may have (after decomposition).
+const MaxNodes = 1 << 17
 
 // unifier solves equalities between dims by substitution: a symbol that
 // occurs linearly with coefficient ±1 in the difference is bound to the

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/schedule"
 )
 
 // gen computes a tensor's element at an index: either a load of a
@@ -14,28 +13,51 @@ type gen func(idx []ast.Expr) ast.Expr
 
 // lowerer lowers one group of nodes to one function.
 type lowerer struct {
-	g     *Graph
-	grp   *group
-	b     *ast.Builder
-	sizes map[string]*ast.Var
-	val   map[*Tensor]gen
-	bufs  map[*Tensor]*ast.Tensor
-	names map[string]bool
+	g       *Graph
+	grp     *group
+	inGroup map[*Node]bool // grp's nodes
+	b       *ast.Builder
+	sizes   map[string]*ast.Var
+	val     map[*Tensor]gen
+	bufs    map[*Tensor]*ast.Tensor
+	names   map[string]bool // taken in this kernel, besides the graph's tensors
+	graph   *graphNames
+	depth   map[*Tensor]int // of an inlined value: the nodes in its longest inlined chain
+}
+
+// maxInline is the longest chain of nodes inlined into one expression;
+// the next node of a longer one gets a buffer. Every pass over an
+// expression (printing, simplifying, lowering it) recurses along the
+// chain, and some do work at each level that grows with its depth: a
+// chain of 40,000 element-wise nodes took minutes as one expression.
+const maxInline = 64
+
+// graphNames is what every kernel of a plan needs of the graph's names:
+// its tensors' (which a kernel's own names avoid) and its symbols, in
+// order.
+type graphNames struct {
+	tensors map[string]bool
+	symbols []string
+}
+
+func namesOf(g *Graph) *graphNames {
+	n := &graphNames{tensors: map[string]bool{}, symbols: g.Symbols()}
+	for _, t := range allTensors(g) {
+		n.tensors[t.Name] = true
+	}
+	return n
 }
 
 // lowerGroup builds the function of one group: its inputs (the tensors it
 // reads from outside) and outputs (those read outside it or by the
 // graph's caller) are the parameters, in that order, after the sizes.
 // Producers are inlined into their one consumer when that does not
-// repeat their work; the others become blocks of their own, and the loop
-// nests of all but an anchor's kernel are then aligned (see align).
-func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node) (*ast.Func, []*Tensor, []*Tensor, error) {
-	l := &lowerer{g: g, grp: grp, b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}}
-	for _, t := range allTensors(g) {
-		l.names[t.Name] = true
-	}
+// repeat their work; the others become blocks of their own, each its
+// own loop nest (newPlan aligns them).
+func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node, names *graphNames) (*ast.Func, []*Tensor, []*Tensor, error) {
+	l := &lowerer{g: g, grp: grp, inGroup: grp.set(), b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}, graph: names, depth: map[*Tensor]int{}}
 	in, out := grp.inputs(), grp.outputs(g, consumers)
-	for _, s := range symbolsOf(g, append(append(slices.Clone(in), out...), grp.tensors()...)) {
+	for _, s := range usedSymbols(names.symbols, append(append(slices.Clone(in), out...), grp.tensors()...)) {
 		l.sizes[s] = l.b.Size(s)
 	}
 	for _, t := range in {
@@ -66,15 +88,7 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fusion: lowering kernel %s: %w", name, err)
 	}
-	f = ast.SimplifyFunc(f)
-	if grp.kind == Anchor {
-		// An anchor's epilogue stays a nest of its own after the anchor:
-		// the tiling rules tile the anchor's nest alone and move the
-		// epilogue under the tile they choose (reverse_compute_at), which
-		// they cannot do once it shares the anchor's loops.
-		return f, params, out, nil
-	}
-	return align(f), params, out, nil
+	return ast.SimplifyFunc(f), params, out, nil
 }
 
 // lowerOrder is the order of the group's blocks: graph order, except
@@ -122,11 +136,21 @@ func (l *lowerer) readsBuffers(n *Node) bool {
 		if _, isConst := scalarConst(in); isConst || l.bufs[in] != nil {
 			continue
 		}
-		if in.Producer != nil && slices.Contains(l.grp.nodes, in.Producer) {
+		if in.Producer != nil && l.inGroup[in.Producer] {
 			return false
 		}
 	}
 	return true
+}
+
+// inlineDepth returns the length of the longest chain of inlined nodes
+// that ends at n, were n inlined.
+func (l *lowerer) inlineDepth(n *Node) int {
+	d := 0
+	for _, in := range n.Inputs {
+		d = max(d, l.depth[in])
+	}
+	return d + 1
 }
 
 // anyBroadcasts reports whether a reader of t computes more elements than
@@ -154,13 +178,16 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	// Count reads, not readers: add(e, e) would compute e twice.
 	var reads []*Node
 	for _, c := range consumers[t] {
-		if slices.Contains(l.grp.nodes, c) {
+		if l.inGroup[c] {
 			for _, in := range c.Inputs {
 				if in == t {
 					reads = append(reads, c)
 				}
 			}
 		}
+	}
+	if l.inlineDepth(n) > maxInline {
+		return true
 	}
 	if slices.ContainsFunc(reads, func(c *Node) bool { return ops[c.Op].kind == Anchor }) {
 		return true // inlined, it would be computed again at every reduction step
@@ -203,7 +230,7 @@ func (l *lowerer) dim(d Dim) ast.Expr { return d.Expr(l.sizes) }
 
 // fresh returns name, or name with a suffix, unused so far.
 func (l *lowerer) fresh(name string) string {
-	for k := 1; l.names[name]; k++ {
+	for k := 1; l.names[name] || l.graph.tensors[name]; k++ {
 		name = fmt.Sprintf("%s%d", name, k)
 	}
 	l.names[name] = true
@@ -240,6 +267,7 @@ func (l *lowerer) node(n *Node, mat bool) error {
 	}
 	if !mat {
 		l.val[t] = g
+		l.depth[t] = l.inlineDepth(n)
 		return nil
 	}
 	l.store(t, l.b.Compute(t.Name, l.shape(t.Shape), g))
@@ -580,113 +608,4 @@ func (l *lowerer) matmul(n *Node) error {
 	})
 	l.store(t, x)
 	return nil
-}
-
-// align lines up the loop nests of the function: consecutive nests whose
-// loops have the same extents share their loops wherever
-// schedule.Align finds that legal, level by level, so that the blocks of
-// a row (a reduction and the element-wise work on its result) sit under
-// one loop, as CINN aligns a fused group before tiling it.
-func align(f *ast.Func) *ast.Func {
-	s, err := schedule.New(f)
-	if err != nil {
-		return f
-	}
-	alignSeq(s, rootStmts(s.Func()))
-	out := s.Func()
-	if ast.Verify(out) != nil {
-		return f
-	}
-	return out
-}
-
-func rootStmts(f *ast.Func) []ast.Stmt {
-	blk, ok := f.Body.(*ast.ScheduleBlock)
-	if !ok {
-		return nil
-	}
-	return stmtsOf(blk.Body)
-}
-
-func stmtsOf(s ast.Stmt) []ast.Stmt {
-	if seq, ok := s.(*ast.Seq); ok {
-		return seq.Stmts
-	}
-	return []ast.Stmt{s}
-}
-
-// alignSeq aligns the loops of one statement list, then recurses into the
-// merged loops' bodies.
-func alignSeq(s *schedule.Schedule, stmts []ast.Stmt) {
-	var names []string
-	for _, st := range stmts {
-		if f, ok := st.(*ast.For); ok {
-			names = append(names, f.Var.Name)
-		} else {
-			names = append(names, "")
-		}
-	}
-	var heads []string
-	for k := 0; k < len(names); k++ {
-		if names[k] == "" {
-			continue
-		}
-		head := names[k]
-		heads = append(heads, head)
-		// The whole run of consecutive loops at once: one legality
-		// check, not one per pair (a fan of n outputs aligns in one step).
-		end := k + 1
-		for end < len(names) && names[end] != "" {
-			end++
-		}
-		if end-k > 2 {
-			if loops, ok := getLoops(s, names[k:end]); ok {
-				if _, err := s.Align(loops...); err == nil {
-					k = end - 1
-					continue
-				}
-			}
-		}
-		// Refused: pair by pair, as far as each goes.
-		for k+1 < len(names) && names[k+1] != "" {
-			a, err1 := s.GetLoop(head)
-			b, err2 := s.GetLoop(names[k+1])
-			if err1 != nil || err2 != nil {
-				break
-			}
-			if _, err := s.Align(a, b); err != nil {
-				break
-			}
-			k++
-		}
-	}
-	for _, h := range heads {
-		if f := findLoop(s.Func().Body, h); f != nil {
-			alignSeq(s, stmtsOf(f.Body))
-		}
-	}
-}
-
-// getLoops returns the loops called names.
-func getLoops(s *schedule.Schedule, names []string) ([]schedule.Loop, bool) {
-	loops := make([]schedule.Loop, len(names))
-	for i, name := range names {
-		l, err := s.GetLoop(name)
-		if err != nil {
-			return nil, false
-		}
-		loops[i] = l
-	}
-	return loops, true
-}
-
-func findLoop(s ast.Stmt, name string) *ast.For {
-	var found *ast.For
-	ast.Inspect(s, func(n ast.Node) bool {
-		if f, ok := n.(*ast.For); ok && f.Var.Name == name {
-			found = f
-		}
-		return found == nil
-	})
-	return found
 }

@@ -91,11 +91,20 @@ func newPlan(g *Graph, groups []*group) (*Plan, error) {
 		}
 		b.Last = max(b.Last, step)
 	}
+	names := namesOf(g)
 	for i, grp := range groups {
 		name := fmt.Sprintf("%s_%d", g.Name, i)
-		f, ins, outs, err := lowerGroup(g, grp, name, consumers)
+		f, ins, outs, err := lowerGroup(g, grp, name, consumers, names)
 		if err != nil {
 			return nil, err
+		}
+		if grp.kind != Anchor {
+			// An anchor's epilogue stays a nest of its own after the
+			// anchor: the tiling rules tile the anchor's nest alone and
+			// move the epilogue under the tile they choose
+			// (reverse_compute_at), which they cannot do once it shares
+			// the anchor's loops.
+			f, _ = align(f)
 		}
 		k := &Kernel{Name: name, Func: f, Kind: grp.kind}
 		for _, n := range grp.nodes {
