@@ -926,7 +926,7 @@ func (p *parser) number(neg bool, pos Pos) Expr {
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			p.failAt(t.pos, "malformed number %s", text)
 		}
-		if overflows(dt, v) {
+		if Overflows(dt, v) {
 			// Infinity is written inf (with its suffix), never by
 			// accident.
 			p.failAt(t.pos, "float constant %s%s out of the %s range", sign(neg), text, dt)
@@ -940,8 +940,9 @@ func (p *parser) number(neg bool, pos Pos) Expr {
 	return c
 }
 
-// overflows reports whether v, finite or not, rounds to infinity in dt.
-func overflows(dt DType, v float64) bool {
+// Overflows reports whether v, finite or not, rounds to infinity in the
+// floating-point type dt (float64: whether v is infinite).
+func Overflows(dt DType, v float64) bool {
 	switch dt {
 	case Float32:
 		return math.IsInf(float64(float32(v)), 0)

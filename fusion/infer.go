@@ -15,9 +15,21 @@ import (
 // each remaining symbol is free. A contradiction is an error naming the
 // node and both shapes.
 //
-// A graph of more than MaxNodes nodes is an error: compiling costs about
-// its size, and past that limit seconds become minutes.
+// Every element of a constant must be a value of its type (see
+// valueError: 1e300 is no float32), and so must an attribute that becomes
+// one (a pad's value, a norm's epsilon). A graph of more than MaxNodes
+// nodes is an error: compiling costs about its size, and past that limit
+// seconds become minutes.
 func Infer(g *Graph) error {
+	if err := checkConstants(g); err != nil {
+		return err
+	}
+	return infer(g)
+}
+
+// infer is Infer without the check of the constants' data, for a graph
+// whose constants were checked (or computed: folded).
+func infer(g *Graph) error {
 	if len(g.Nodes) > MaxNodes {
 		return &GraphError{Where: "nodes", Msg: fmt.Sprintf("the graph has %d nodes, more than the %d loom compiles", len(g.Nodes), MaxNodes)}
 	}
@@ -378,6 +390,17 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 	dt := ast.Invalid
 	if len(n.Inputs) > 0 {
 		dt = n.Inputs[0].DType
+	}
+	// Attributes that become constants of the input's type.
+	for _, at := range []struct {
+		name string
+		v    *float64
+	}{{"value", a.Value}, {"epsilon", a.Epsilon}} {
+		if at.v != nil {
+			if msg := valueError(dt, *at.v); msg != "" {
+				return nil, 0, c.errf("attrs."+at.name, "%s", msg)
+			}
+		}
 	}
 	switch n.Op {
 	case "cast":

@@ -201,7 +201,9 @@ func (c *inferCtx) pad() (Shape, error) {
 }
 
 // gather infers gather(data, indices): the axis of data is replaced by the
-// indices' shape, as numpy's take and ONNX Gather do.
+// indices' shape, as numpy's take and ONNX Gather do. An index counts
+// from the end when negative, as in ONNX: one of an axis of size n is in
+// [-n, n); constant indices outside are an error.
 func (c *inferCtx) gather() (Shape, error) {
 	x, idx := c.ins[0], c.ins[1]
 	if len(x) == 0 {
@@ -213,6 +215,16 @@ func (c *inferCtx) gather() (Shape, error) {
 	}
 	if len(x)-1+len(idx) > 16 {
 		return nil, c.errf("inputs", "gather's output would have rank %d, more than 16", len(x)-1+len(idx))
+	}
+	// Constant indices are checked now; the others where the kernel
+	// runs (an error status, never a read outside data).
+	if size, ok := x[ax].IsConst(); ok {
+		t := c.n.Inputs[1]
+		for k, v := range t.Data {
+			if v < float64(-size) || v >= float64(size) {
+				return nil, c.errf("inputs[1]", "index %v (%s.data[%d]) is out of range for axis %d of %s, of size %d: want -%d to %d", v, t.Name, k, ax, c.n.Inputs[0].Name, size, size, size-1)
+			}
+		}
 	}
 	out := append(append(append(Shape{}, x[:ax]...), idx...), x[ax+1:]...)
 	return c.u.canonShape(out)

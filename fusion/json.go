@@ -273,8 +273,8 @@ func build(jg *jsonGraph) (*Graph, error) {
 				return nil, &GraphError{Where: where + ".data", Msg: fmt.Sprintf("constant %s of shape %s needs %d values, has %d", t.Name, t.Shape, v, len(jt.Data))}
 			}
 			for k, v := range jt.Data {
-				if !representable(t.DType, v) {
-					return nil, &GraphError{Where: fmt.Sprintf("%s.data[%d]", where, k), Msg: fmt.Sprintf("%v is not a %s value", v, t.DType)}
+				if msg := valueError(t.DType, v); msg != "" {
+					return nil, &GraphError{Where: fmt.Sprintf("%s.data[%d]", where, k), Msg: fmt.Sprintf("constant %s: %s", t.Name, msg)}
 				}
 			}
 			t.Data = slices.Clone(jt.Data)
@@ -352,7 +352,7 @@ func build(jg *jsonGraph) (*Graph, error) {
 		}
 		g.Outputs = append(g.Outputs, t)
 	}
-	if err := Infer(g); err != nil {
+	if err := infer(g); err != nil { // the constants are checked above
 		// Report node positions as in the input.
 		var ge *GraphError
 		if errors.As(err, &ge) && strings.HasPrefix(ge.Where, "nodes[") {
@@ -373,21 +373,6 @@ func nodeIndex(where string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest[:end])
 	return n, err == nil
-}
-
-// representable reports whether v is a value of type t.
-func representable(t ast.DType, v float64) bool {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return t.IsFloat()
-	case t == ast.Bool:
-		return v == 0 || v == 1
-	case t == ast.Int32:
-		return v == math.Trunc(v) && v >= math.MinInt32 && v <= math.MaxInt32
-	case t == ast.Int64:
-		return v == math.Trunc(v) && v >= -(1<<53) && v <= 1<<53
-	}
-	return true
 }
 
 // decodeAttrs reads the attributes n's operator takes.

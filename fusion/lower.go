@@ -60,20 +60,25 @@ func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node
 	for _, s := range usedSymbols(names.symbols, append(append(slices.Clone(in), out...), grp.tensors()...)) {
 		l.sizes[s] = l.b.Size(s)
 	}
+	// A scalar constant is inlined, except as a gather's indices: an
+	// index loaded from a buffer is checked where the kernel runs (a
+	// constant one against a symbolic size could be out of range).
+	indices := map[*Tensor]bool{}
+	for _, n := range grp.nodes {
+		if n.Op == "gather" {
+			indices[n.Inputs[1]] = true
+		}
+	}
+	var params []*Tensor
 	for _, t := range in {
-		if v, ok := scalarConst(t); ok {
+		if v, ok := scalarConst(t); ok && !indices[t] {
 			c := ast.ConstOf(t.DType, v)
 			l.val[t] = func([]ast.Expr) ast.Expr { return c }
 			continue
 		}
 		p := l.b.Placeholder(t.Name, t.DType, l.shape(t.Shape)...)
 		l.val[t] = func(idx []ast.Expr) ast.Expr { return p.At(idx...) }
-	}
-	var params []*Tensor
-	for _, t := range in {
-		if _, ok := scalarConst(t); !ok {
-			params = append(params, t)
-		}
+		params = append(params, t)
 	}
 	for _, n := range lowerOrder(grp) {
 		if err := l.node(n, l.materialize(n, out, consumers)); err != nil {

@@ -212,9 +212,10 @@ func (l *lowerer) pad(n *Node) gen {
 
 // gather lowers gather(data, indices) inline: out[pre, j..., post] =
 // data[pre, indices[j...], post]. A negative index counts from the end, as
-// in numpy; one out of range is an error in the interpreter (an access
-// outside data), and compiled code clamps it into range (see package
-// codegen/llvm).
+// in ONNX and numpy; one out of range ([-n, n) for an axis of size n) is
+// an error: in the interpreter an access outside data, in compiled code a
+// status (see package codegen/llvm). int64 indices stay int64, so that
+// 2^32 is not taken for 0.
 func (l *lowerer) gather(n *Node) gen {
 	data, idx := n.Inputs[0], n.Inputs[1]
 	ax := 0
@@ -228,11 +229,14 @@ func (l *lowerer) gather(n *Node) gen {
 	ni := len(idx.Shape)
 	return func(i []ast.Expr) ast.Expr {
 		j := gi(i[ax : ax+ni])
-		if j.Type() != ast.Int32 {
+		if j.Type() != ast.Int32 && j.Type() != ast.Int64 {
 			j = ast.NewCast(ast.Int32, j)
 		}
 		ext := l.dim(data.Shape[ax])
-		j = ast.NewSelect(ast.LT(j, ast.I32(0)), ast.Add(j, ext), j)
+		if ext.Type() != j.Type() {
+			ext = ast.NewCast(j.Type(), ext)
+		}
+		j = ast.NewSelect(ast.LT(j, ast.Zero(j.Type())), ast.Add(j, ext), j)
 		src := append(append(append([]ast.Expr{}, i[:ax]...), j), i[ax+ni:]...)
 		return gd(src)
 	}

@@ -29,7 +29,7 @@ func simplify(g *Graph) (bool, error) {
 			break
 		}
 		changed = true
-		if err := Infer(g); err != nil {
+		if err := infer(g); err != nil {
 			return changed, err
 		}
 	}

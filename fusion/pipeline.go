@@ -74,7 +74,7 @@ func Compile(g *Graph, opts Options) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fusion: pass %s: %w", p.name, err)
 		}
-		if err := Infer(g); err != nil {
+		if err := infer(g); err != nil {
 			return nil, fmt.Errorf("fusion: after pass %s: %w", p.name, err)
 		}
 		opts.dump(p.name, func() string {
