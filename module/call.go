@@ -1,15 +1,17 @@
 package module
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 )
@@ -153,19 +155,32 @@ func (m *Module) execute(b *binding, ins, outs []unsafe.Pointer, times []time.Du
 		if times != nil {
 			times[c.k.index] = time.Since(start)
 		}
-		switch int32(r) {
-		case llvm.StatusOK:
-		case llvm.StatusDivByZero:
-			return fmt.Errorf("module: kernel %s: %w", c.k.k.Name, native.ErrDivByZero)
-		case llvm.StatusOutOfMemory:
-			return fmt.Errorf("module: kernel %s: %w", c.k.k.Name, native.ErrOutOfMemory)
-		default:
-			return fmt.Errorf("module: kernel %s returned status %d", c.k.k.Name, int32(r))
+		if err := native.StatusError(int32(r)); err != nil {
+			where := ""
+			if errors.Is(err, native.ErrIndexOutOfRange) {
+				where = m.gathersOf(c.k)
+			}
+			return fmt.Errorf("module: kernel %s%s: %w", c.k.k.Name, where, err)
 		}
 	}
 	runtime.KeepAlive(ptrs)
 	runtime.KeepAlive(arena)
 	return nil
+}
+
+// gathersOf names the gather nodes kernel k computes, as " (gather Y,
+// gather Z)"; "" when it has none.
+func (m *Module) gathersOf(k *kernel) string {
+	var names []string
+	for _, n := range m.plan.Graph.Nodes {
+		if n.Op == "gather" && slices.Contains(k.k.Nodes, n.Output.Name) {
+			names = append(names, "gather "+n.Output.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }
 
 // pinIfGo pins p when it points into Go's heap (Pin leaves a caller's C

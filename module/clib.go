@@ -270,7 +270,10 @@ enum {
 	LOOM_OK = 0,
 	LOOM_BAD_ARGUMENT = 1, /* a shape, a NULL pointer: nothing ran */
 	LOOM_NO_MEMORY = 2,
-	LOOM_KERNEL_FAILED = 3 /* an integer division by zero */
+	LOOM_KERNEL_FAILED = 3, /* an integer division by zero */
+	/* an input held an index (of a gather) outside the dimension it
+	 * indexes: the outputs are not valid */
+	LOOM_INDEX_OUT_OF_RANGE = 4
 };
 #endif
 
@@ -488,7 +491,7 @@ func (g *cGraph) source() string {
 			}
 			p("\t\t%sif (%s)\n\t\t\tfn = %s_packed;\n", els, g.bucketTest(v.bucket), g.variantSymbol(i, j))
 		}
-		p("\t\tif ((rc = fn(b, s))) {\n\t\t\tlg_give(arena, cap);\n\t\t\treturn lg_kernel_failed(st, \"%s\", rc);\n\t\t}\n\t}\n", k.k.Name)
+		p("\t\tif ((rc = fn(b, s))) {\n\t\t\tlg_give(arena, cap);\n\t\t\treturn lg_kernel_failed(st, \"%s\", \"%s\", rc);\n\t\t}\n\t}\n", k.k.Name, g.m.gathersOf(k))
 	}
 	b.WriteString("\t(void)naive;\n\tlg_give(arena, cap);\n\treturn lg_ok(st);\n}\n")
 	return b.String()

@@ -45,7 +45,7 @@ func (m *Module) Header() string {
 	roles := Roles(f)
 	b.WriteString("/*\n")
 	fmt.Fprintf(&b, " * %s: ", m.Symbol)
-	b.WriteString("returns 0 on success, 1 after an integer division by zero,\n * 2 if a temporary buffer could not be allocated.\n *\n")
+	b.WriteString("returns 0 on success, else the sum of 1 after an integer\n * division by zero, 2 if a temporary buffer could not be allocated, 4 if\n * an index read from a buffer (a gather's) was out of range.\n *\n")
 	for _, s := range f.Sizes {
 		fmt.Fprintf(&b, " *   %-8s symbolic size (%s), >= 0\n", s.Name, s.DType)
 	}

@@ -18,7 +18,8 @@
 // which is how Go calls every kernel. Buffers are noalias: they must not
 // overlap. The result is a status: 0, or StatusDivByZero after an integer
 // division by zero (the interpreter's error; the kernel goes on with 0),
-// or StatusOutOfMemory. Module.Header writes the C declarations.
+// StatusIndexOutOfRange after a gather's index out of range (see below),
+// StatusOutOfMemory, or-ed. Module.Header writes the C declarations.
 //
 // # From loop nest to IR
 //
@@ -29,9 +30,11 @@
 // it. Index arithmetic (the expressions over loop variables and sizes:
 // indices, bindings, bounds) is 64-bit and never wraps; arithmetic on data
 // keeps its type and wraps as the interpreter does. An index that loads
-// from a buffer (a gather's, whose value only the data knows) is clamped
-// into its dimension: an index out of range reads the nearest element,
-// where the interpreter reports the access as an error. Each loop kind has its
+// from a buffer (a gather's, whose value only the data knows) is checked
+// (gather.go): out of range in an active lane, where the interpreter
+// reports an error, the kernel's status gets StatusIndexOutOfRange and the
+// access does not happen (a load yields 0); the index is clamped besides,
+// so that no address is outside the buffer. Each loop kind has its
 // lowering:
 //
 //   - serial: a counted loop; GPU-bound loops run serially too;

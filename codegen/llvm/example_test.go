@@ -43,8 +43,9 @@ func ExampleModule_Header() {
 	// #endif
 	//
 	// /*
-	//  * chain16: returns 0 on success, 1 after an integer division by zero,
-	//  * 2 if a temporary buffer could not be allocated.
+	//  * chain16: returns 0 on success, else the sum of 1 after an integer
+	//  * division by zero, 2 if a temporary buffer could not be allocated, 4 if
+	//  * an index read from a buffer (a gather's) was out of range.
 	//  *
 	//  *   S1       symbolic size (int32), >= 0
 	//  *   S2       symbolic size (int32), >= 0

@@ -1,6 +1,8 @@
 package llvm
 
 import (
+	"slices"
+
 	"github.com/loom-go/loom/ast"
 )
 
@@ -40,8 +42,11 @@ func (e *emitter) guardedLoad(x *ast.Select) (v lanes, ok bool) {
 	if !changed {
 		return lanes{}, false
 	}
+	if slices.ContainsFunc(idx, ast.ContainsLoad) {
+		return lanes{}, false // a gather's index: the plain load checks it
+	}
 	buf := e.buffer(ld.Buffer)
-	off := e.offset(buf, idx)
+	off, _ := e.offset(buf, idx)
 	if !off.isRamp() || off.stride < 1 || off.stride > maxLoadStride {
 		return lanes{}, false
 	}

@@ -62,6 +62,9 @@ const (
 	StatusOK          = 0 // the kernel ran to the end
 	StatusDivByZero   = 1 // an integer division or remainder by zero
 	StatusOutOfMemory = 2 // a temporary buffer could not be allocated
+	// StatusIndexOutOfRange: an index loaded from a buffer (a gather's)
+	// was outside its dimension; the access did not happen.
+	StatusIndexOutOfRange = 4
 )
 
 // ErrUnsupported is wrapped by errors for functions the code generator
@@ -92,9 +95,10 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // The kernel is one C function (see the package documentation for its
 // ABI): the symbolic sizes as int64_t, then one pointer per buffer
-// parameter. It returns a status: [StatusOK], or the first fault the
+// parameter. It returns a status: [StatusOK], or the faults the
 // interpreter would have reported as an error and the kernel could only
-// detect ([StatusDivByZero], [StatusOutOfMemory]).
+// detect ([StatusDivByZero], [StatusOutOfMemory],
+// [StatusIndexOutOfRange]), or-ed together.
 func Lower(f *ast.Func, opts Options) (*Module, error) {
 	if err := ast.Verify(f); err != nil {
 		return nil, err

@@ -34,8 +34,11 @@ func (e *emitter) buffer(b *ast.Buffer) *buffer {
 	return buf
 }
 
-// offset returns the element offset of an access, as 64-bit lanes.
-func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
+// offset returns the element offset of an access, as 64-bit lanes, and,
+// when an index loads from a buffer (a gather's), the lanes where every
+// such index is in range (see checkedIndex and guardIndices; nil when no
+// index loads).
+func (e *emitter) offset(buf *buffer, indices []ast.Expr) (lanes, *lanes) {
 	off := uniform(i64(0))
 	// Terms of constant stride are merged where fused loops split one
 	// index in two (see rejoin); the others are added one by one. A
@@ -64,33 +67,29 @@ func (e *emitter) offset(buf *buffer, indices []ast.Expr) lanes {
 	} else {
 		terms = nil
 	}
+	var ok *lanes
 	for d, x := range indices {
 		if terms != nil && merges(d) {
 			continue // in terms
 		}
+		var idx lanes
 		if ast.ContainsLoad(x) { // a gather's index: only the data says whether it is in bounds
-			x = clampIndex(x, buf.ast.Shape[d])
+			var in lanes
+			idx, in = e.checkedIndex(x, buf.ast.Shape[d])
+			if ok != nil {
+				in = e.andLanes(*ok, in)
+			}
+			ok = &in
+		} else {
+			idx = e.index(x)
 		}
-		idx := e.index(x)
 		if buf.origin != nil {
 			idx = e.intBinary(nil, ast.OpSub, idx, uniform(buf.origin[d]), true)
 		}
 		term := e.intBinary(nil, ast.OpMul, idx, uniform(buf.strides[d]), true)
 		off = e.intBinary(nil, ast.OpAdd, off, term, true)
 	}
-	return off
-}
-
-// clampIndex clamps a data-dependent index into [0, extent): compiled
-// code reads the nearest element for an index out of range (a gather's
-// bad token id), where the interpreter reports an error, instead of
-// reading memory outside the buffer.
-func clampIndex(x, extent ast.Expr) ast.Expr {
-	t := x.Type()
-	if extent.Type() != t {
-		extent = ast.NewCast(t, extent)
-	}
-	return ast.Min(ast.Max(x, ast.Zero(t)), ast.Sub(extent, ast.One(t)))
+	return off, ok
 }
 
 // elemPtr returns the address of element off (uniform, or a ramp's lane
@@ -140,7 +139,22 @@ func align(t ast.DType) ir.Align { return ir.Align(t.Bytes()) }
 
 func (e *emitter) load(x *ast.Load) lanes {
 	buf := e.buffer(x.Buffer)
-	return e.loadAt(buf, e.offset(buf, x.Indices))
+	off, ok := e.offset(buf, x.Indices)
+	if ok == nil {
+		return e.loadAt(buf, off)
+	}
+	var l lanes
+	v := e.guardIndices(ok, func() value.Value {
+		l = e.loadAt(buf, off)
+		if l.isUniform() {
+			return e.scalar(l)
+		}
+		return e.vec(l)
+	})
+	if lanesOf(v.Type()) == 0 {
+		return uniform(v)
+	}
+	return vector(v)
 }
 
 // loadAt reads buf at element offset off in the active lanes.
@@ -222,9 +236,17 @@ func (e *emitter) stridedLoad(buf *buffer, off lanes) value.Value {
 
 func (e *emitter) store(s *ast.Store) {
 	buf := e.buffer(s.Buffer)
-	t := s.Buffer.DType
 	v := e.value(s.Value)
-	off := e.offset(buf, s.Indices)
+	off, ok := e.offset(buf, s.Indices)
+	e.guardIndices(ok, func() value.Value {
+		e.storeAt(buf, off, v)
+		return nil
+	})
+}
+
+// storeAt writes v to buf at element offset off in the active lanes.
+func (e *emitter) storeAt(buf *buffer, off, v lanes) {
+	t := buf.ast.DType
 	switch {
 	case off.isUniform() && v.isUniform():
 		// Every active lane stores the same value to the same place.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -56,7 +57,39 @@ func (k *Kernel) Entry() uintptr { return k.entry }
 var (
 	ErrDivByZero   = errors.New("integer division by zero")
 	ErrOutOfMemory = errors.New("out of memory for a temporary buffer")
+	// ErrIndexOutOfRange: an index read from a buffer (a gather's: an
+	// input holding a token id, say) was outside the dimension it
+	// indexes; the outputs are not valid.
+	ErrIndexOutOfRange = errors.New("a gather's index is out of range")
 )
+
+// StatusError returns the error a kernel's status (see package
+// codegen/llvm) stands for: nil for llvm.StatusOK, else each fault its
+// bits name, in one error that wraps them all.
+func StatusError(status int32) error {
+	if status == llvm.StatusOK {
+		return nil
+	}
+	var faults []error
+	for _, f := range []struct {
+		bit int32
+		err error
+	}{{llvm.StatusIndexOutOfRange, ErrIndexOutOfRange}, {llvm.StatusDivByZero, ErrDivByZero}, {llvm.StatusOutOfMemory, ErrOutOfMemory}} {
+		if status&f.bit != 0 {
+			faults = append(faults, f.err)
+			status &^= f.bit
+		}
+	}
+	if status != 0 {
+		faults = append(faults, fmt.Errorf("unknown status bits %#x", status))
+	}
+	format := strings.TrimSuffix(strings.Repeat("%w; ", len(faults)), "; ")
+	args := make([]any, len(faults))
+	for i, f := range faults {
+		args[i] = f
+	}
+	return fmt.Errorf(format, args...)
+}
 
 // Call is a kernel call with its arguments checked and packed, to run
 // any number of times (as a benchmark does).
@@ -168,15 +201,10 @@ func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, er
 func (c *Call) Run() error {
 	r, _, _ := purego.SyscallN(c.k.entry, uintptr(unsafe.Pointer(&c.ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
 	runtime.KeepAlive(c)
-	switch int32(r) {
-	case llvm.StatusOK:
-		return nil
-	case llvm.StatusDivByZero:
-		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, ErrDivByZero)
-	case llvm.StatusOutOfMemory:
-		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, ErrOutOfMemory)
+	if err := StatusError(int32(r)); err != nil {
+		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, err)
 	}
-	return fmt.Errorf("codegen/llvm/native: kernel %s returned status %d", c.k.Module.Symbol, int32(r))
+	return nil
 }
 
 // Release unpins the call's buffers; the call must not run after it.
