@@ -68,12 +68,12 @@ ls = split(l0, [`+strings.Repeat("1, ", 1999)+`-1])
 		{args: []string{"run", "-size", "N=-5", bigFunc}, want: "want a whole number from 0 to 2147483647"},
 		{args: []string{"run", "-size", "N=2000000000", bigFunc}, want: "larger than 1073741824 elements", multi: true},
 		// Flags: unknown or out-of-range values are errors.
-		{args: []string{"tune", "-trials", "0"}, want: "-trials 0: want at least 1"},
-		{args: []string{"tune", "-trials", "-3"}, want: "-trials -3: want at least 1"},
-		{args: []string{"tune", "-confirm", "-3"}, want: "-confirm -3: want at least 0"},
-		{args: []string{"tune", "-timeout", "0"}, want: "-timeout 0s: want at least 1ms"},
-		{args: []string{"tune", "-threads", "-2"}, want: "-threads -2: want at least 0"},
-		{args: []string{"bench", "-threads", "-1"}, want: "-threads -1: want at least 0"},
+		{args: []string{"tune", "-trials", "0"}, want: "-trials 0: want 1 to 1000000"},
+		{args: []string{"tune", "-trials", "-3"}, want: "-trials -3: want 1 to 1000000"},
+		{args: []string{"tune", "-confirm", "-3"}, want: "-confirm -3: want 0 to 1000"},
+		{args: []string{"tune", "-timeout", "0"}, want: "-timeout 0s: want 1ms to 24h0m0s"},
+		{args: []string{"tune", "-threads", "-2"}, want: "-threads -2: want 0 to 256"},
+		{args: []string{"bench", "-threads", "-1"}, want: "-threads -1: want 0 to 256"},
 		{args: []string{"tune", "-bogus"}, want: "flag provided but not defined: -bogus"},
 		{args: []string{"tune", "-workload", "gemm", "extra"}, want: `unexpected argument "extra"`},
 		{args: []string{"tune", "-workload", "gemm", "-size", "8", "-out", empty}, want: "-out: mkdir"},
@@ -123,11 +123,17 @@ ls = split(l0, [`+strings.Repeat("1, ", 1999)+`-1])
 // address space and 2 minutes, and returns its exit code and stderr.
 func runLimited(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return runLimitedEnv(t, nil, args...)
+}
+
+// runLimitedEnv is runLimited with env added to the child's environment.
+func runLimitedEnv(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sh := `ulimit -v 4194304; exec "$0" "$@"`
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", sh, os.Args[0]}, args...)...)
-	cmd.Env = append(os.Environ(), asLoomEnv+"=1")
+	cmd.Env = append(append(os.Environ(), asLoomEnv+"=1"), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

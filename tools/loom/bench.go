@@ -33,7 +33,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	fs.Var(&size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 	threads := fs.Int("threads", 0, "threads for parallel loops (0: one per core, as loom tune)")
 	sched := fs.String("schedule", "hand", "schedule: hand (built in), default (decided without tuning), refined (the default refined by the cost model, see -refine), tuned (the tuning database's best) or none")
-	refine := fs.Int("refine", 32, "with -schedule refined, how many sampled schedules the cost model ranks beside the default (its model: one trained on -db's records of this target when it has 64 or more, else the model loom ships)")
+	refine := fs.Int("refine", 32, "with -schedule refined, how many sampled schedules (1 to 256) the cost model ranks beside the default (its model: one trained on -db's records of this target when it has 64 or more, else the model loom ships)")
 	dbPath := fs.String("db", "", "the tuning database for -schedule tuned (default: tuning.jsonl in loom's cache directory)")
 	anySize := fs.Bool("any-size", false, "with -schedule tuned, when no record was measured at these sizes, use the best one of another size whose schedule applies")
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
@@ -48,7 +48,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	oneSize := fs.String("one-size", "", "with -sweep, the size `NAME=VALUE` whose tuned kernel one_size_ms runs at every size (one tuning used everywhere)")
 	cold := fs.Bool("cold", false, "build in an empty cache, so that compile_ms is a whole build")
 	fast := fs.Bool("fast-math", false, "compile with fast-math")
-	vbits := fs.Int("vector-bits", 0, "SIMD width in bits (0: the host's)")
+	vbits := fs.Int("vector-bits", 0, "SIMD width in bits: 128, 256 or 512 (0: the host's)")
 	cpu := fs.String("mcpu", "", "target CPU, as llc -mcpu takes it (default: the host)")
 	attrs := fs.String("mattr", "", "target features, as llc -mattr takes them")
 	profile := profileFlag(fs)
@@ -61,13 +61,29 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		return 1
 	}
 	defer stopProfile()
-	if !noArgs(fs, stderr) || !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "vector-bits", *vbits, 0) {
+	if !noArgs(fs, stderr) || !threadsOK(fs, stderr, *threads) || !vectorBitsOK(fs, stderr, *vbits) ||
+		!inRange(fs, stderr, "refine", *refine, 1, maxRefine) || !inRange(fs, stderr, "trials", *trials, 1, maxTrials) || !dbOK(fs, stderr, *dbPath) {
+		return 2
+	}
+	// Each mode takes its own flags; one given to another is refused,
+	// not ignored.
+	suite, sweeping, graph := *suiteDir != "", *sweep != "", *graphPath != ""
+	single := !suite && !sweeping && !graph // one workload, or all
+	if !onlyWith(fs, stderr, suite, "with -suite", "cases", "trials", "results", "onednn") ||
+		!onlyWith(fs, stderr, !suite, "without -suite (which times its own graphs)", "workload", "size", "graph", "sweep", "any-size") ||
+		!onlyWith(fs, stderr, sweeping, "with -sweep", "one-size") ||
+		!onlyWith(fs, stderr, !graph, "without -graph (which names what to time)", "workload") ||
+		!onlyWith(fs, stderr, single, "to a -workload timed on its own (not -suite, -sweep or -graph)", "schedule", "trace", "cold", "fast-math", "vector-bits", "mcpu", "mattr") ||
+		!onlyWith(fs, stderr, single && *sched == "refined", "with -schedule refined", "refine") ||
+		!onlyWith(fs, stderr, single && *sched == "tuned", "with -schedule tuned", "any-size") ||
+		!notBoth(fs, stderr, "schedule", "trace") {
+		return 2
+	}
+	if err := checkTarget(*cpu, *attrs); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 2
 	}
 	if *suiteDir != "" {
-		if !atLeast(fs, stderr, "trials", *trials, 1) {
-			return 2
-		}
 		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, *results, stdout, stderr)
 	}
 	if *sweep != "" {
@@ -78,12 +94,12 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
 			return 2
 		}
-		return runSweep(jobs, *sweep, *oneSize, *threads, &recordFlags{db: *dbPath}, stdout, stderr)
+		return runSweep(jobs, *sweep, *oneSize, *threads, &recordFlags{db: *dbPath, warn: stderr, cmd: "bench"}, stdout, stderr)
 	}
 	if *graphPath != "" {
 		return benchGraph(*graphPath, size.symbols, *threads, *dbPath, stdout, stderr)
 	}
-	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize}
+	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize, warn: stderr, cmd: "bench"}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {
 		r, err := rf.best(&job{Name: name, Shape: shape, Case: c})
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/workload"
@@ -87,14 +86,14 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 	}
 	opts := module.Options{Threads: threads}
 	if dbPath != "" {
-		db, err := autotune.OpenDatabase(dbPath)
+		db, err := openDatabase(dbPath, "bench", stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
 			return 1
 		}
 		opts.Database = db
 	} else if cache, err := native.DefaultCache(); err == nil {
-		if db, err := autotune.OpenDatabase(defaultDB(cache)); err == nil {
+		if db, err := openDatabase(defaultDB(cache), "bench", stderr); err == nil {
 			opts.Database = db
 		}
 	}

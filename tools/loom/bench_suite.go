@@ -187,11 +187,12 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath, results st
 		return 1
 	}
 	sort.Strings(files)
-	t, err := newCPUTuner(threads, trials, 1, &dbPath, 6, time.Minute)
+	t, err := newCPUTuner(threads, trials, 1, &dbPath, 6, time.Minute, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
+	defer t.close()
 	// The kernels timed in process (warmCall) run on the tuner's threads.
 	if err := native.SetThreads(t.threads); err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)

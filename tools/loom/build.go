@@ -62,7 +62,14 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	if !ok {
 		return code
 	}
-	if !atLeast(fs, stderr, "threads", rf.threads, 0) {
+	if !rf.check(fs, stderr) || !notBoth(fs, stderr, "schedule", "trace") ||
+		!onlyWith(fs, stderr, src.graph == "", "without -graph (its kernels take the best record of any size)", "any-size") {
+		return 2
+	}
+	if src.graph != "" && (src.size.n != 0 || len(src.size.symbols) > 0) {
+		// A graph's library binds its symbols from the inputs' shapes
+		// at every call: a value given here would be ignored.
+		fmt.Fprintf(stderr, "loom build: -graph builds a library for every value of the graph's symbols (each call reads them from its inputs' shapes); -size %s does not apply: drop it\n", src.size.String())
 		return 2
 	}
 	if *symbolic != "" && (src.graph != "" || src.fn != "") {

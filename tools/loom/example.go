@@ -28,7 +28,7 @@ the interpreter.`, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *s1 < 0 || *s2 < 0 || *s1**s2 > 1<<12 {
+	if *s1 < 0 || *s2 < 0 || *s1 > 1<<12 || *s2 > 1<<12 || *s1**s2 > 1<<12 {
 		fmt.Fprintln(stderr, "loom example: S1 and S2 must be non-negative with S1*S2 <= 4096")
 		return 2
 	}

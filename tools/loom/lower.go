@@ -37,13 +37,18 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 	rf.register(fs)
 	tracePath := fs.String("trace", "", "a trace file to apply instead of the best record")
 	dflt := fs.Bool("default", false, "apply the schedule loom decides without tuning (autotune.Default, for -threads) instead of the best record")
-	refine := fs.Int("refine", 0, "with -default, refine it by the cost model: the best of the default and this many sampled schedules by the model's score (autotune.Refine; nothing is run)")
+	refine := fs.Int("refine", 0, "with -default, refine it by the cost model: the best of the default and this many sampled schedules (0 to 256) by the model's score (autotune.Refine; nothing is run)")
 	asJSON := fs.Bool("json", false, "print one JSON object per function: kernel, shape, before, schedule, after (texts), and stages, remarks, code when asked")
 	stages := fs.Bool("stages", false, "print the function after every step of the schedule, and the code generator's remarks")
 	emit := fs.String("emit", "", "also print the code: ll (loom's LLVM IR), opt (after opt -O3) or asm (llc's assembly)")
 	jobs, code, ok := src.parse(fs, args, stderr)
 	if !ok {
 		return code
+	}
+	if !rf.check(fs, stderr) || !inRange(fs, stderr, "refine", *refine, 0, maxRefine) || !notBoth(fs, stderr, "default", "trace") ||
+		!onlyWith(fs, stderr, *dflt, "with -default", "refine") ||
+		!onlyWith(fs, stderr, !*dflt && *tracePath == "", "to the best record (not -default or -trace)", "any-size") {
+		return 2
 	}
 	switch *emit {
 	case "", "ll", "opt", "asm":

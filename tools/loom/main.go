@@ -33,6 +33,7 @@ import (
 	"runtime/debug"
 	"sort"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/allocprof"
 )
 
@@ -69,8 +70,11 @@ func main() {
 	os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// loom runs the command line args and returns the exit code.
+// loom runs the command line args and returns the exit code. Every
+// message on stderr goes through clipWriter: a name of a megabyte quoted
+// in an error is cut to its start and its length.
 func loom(args []string, stdout, stderr io.Writer) int {
+	stderr = clipWriter{stderr}
 	if len(args) == 2 && args[0] == "help" {
 		// loom help CMD is loom CMD -h.
 		if _, ok := commands[args[1]]; ok {
@@ -106,4 +110,16 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].synopsis)
 	}
+}
+
+// clipWriter writes each message with its words longer than 160 bytes
+// cut (ast.ClipWords): the CLI's errors quote names, file paths and
+// values from its input, which a hostile input makes megabytes long.
+type clipWriter struct{ w io.Writer }
+
+func (c clipWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(c.w, ast.ClipWords(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

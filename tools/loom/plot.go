@@ -34,6 +34,9 @@ reached.`, stderr)
 	if !ok {
 		return code
 	}
+	if !rf.check(fs, stderr) {
+		return 2
+	}
 	db, err := rf.open()
 	if err != nil {
 		fmt.Fprintln(stderr, "loom plot:", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"runtime"
@@ -22,12 +23,24 @@ type recordFlags struct {
 	db      string
 	threads int
 	anySize bool
+	// warn, when set, is where damage a read of the database skipped is
+	// said (once: the database is opened once).
+	warn   io.Writer
+	cmd    string // the command's name, for that message
+	opened *autotune.Database
 }
 
 func (rf *recordFlags) register(fs *flag.FlagSet) {
+	rf.warn, rf.cmd = fs.Output(), fs.Name()
 	fs.StringVar(&rf.db, "db", "", "the tuning database (default: tuning.jsonl in loom's cache directory)")
 	fs.IntVar(&rf.threads, "threads", 0, "the thread count the records were tuned for (0: one per core)")
 	fs.BoolVar(&rf.anySize, "any-size", false, "when no record was measured at these sizes, use the best one of another size whose schedule applies (its time says nothing of these sizes)")
+}
+
+// check checks the flags' values (see threadsOK, dbOK), saying on stderr
+// what is wrong.
+func (rf *recordFlags) check(fs *flag.FlagSet, stderr io.Writer) bool {
+	return threadsOK(fs, stderr, rf.threads) && dbOK(fs, stderr, rf.db)
 }
 
 func (rf *recordFlags) open() (*autotune.Database, error) {
@@ -42,7 +55,28 @@ func (rf *recordFlags) open() (*autotune.Database, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no tuning database at %s (run loom tune first)", path)
 	}
-	return autotune.OpenDatabase(path)
+	if rf.opened == nil || rf.opened.Path != path {
+		db, err := openDatabase(path, rf.cmd, rf.warn)
+		if err != nil {
+			return nil, err
+		}
+		rf.opened = db
+	}
+	return rf.opened, nil
+}
+
+// openDatabase opens a tuning database (autotune.OpenDatabase) whose
+// damage, when a read finds some (a corrupt tail, garbage lines), is said
+// once on warn (nil: not said), as a warning of command cmd.
+func openDatabase(path, cmd string, warn io.Writer) (*autotune.Database, error) {
+	db, err := autotune.OpenDatabase(path)
+	if err != nil {
+		return nil, err
+	}
+	if warn != nil {
+		db.Warn = func(msg string) { fmt.Fprintf(warn, "loom %s: warning: %s\n", cmd, msg) }
+	}
+	return db, nil
 }
 
 // model returns the cost model that refines a default schedule: one

@@ -31,6 +31,9 @@ it rebuilds exactly the function loom lower prints and loom bench
 	if !ok {
 		return code
 	}
+	if !rf.check(fs, stderr) {
+		return 2
+	}
 	status := 0
 	for _, j := range jobs {
 		r, err := rf.best(j)

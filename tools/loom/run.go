@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,10 +17,18 @@ import (
 	"github.com/loom-go/loom/internal/workload"
 )
 
-// sizeFlags collects -size NAME=VALUE flags.
+// sizeFlags collects -size NAME=VALUE flags; a name given twice is an
+// error.
 type sizeFlags map[string]int64
 
-func (s sizeFlags) String() string { return fmt.Sprint(map[string]int64(s)) }
+// String prints the sizes as -size takes them: "S=3,T=8", by name.
+func (s sizeFlags) String() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, s[name]))
+	}
+	return strings.Join(parts, ",")
+}
 
 func (s sizeFlags) Set(v string) error {
 	for _, part := range strings.Split(v, ",") {
@@ -29,24 +40,37 @@ func (s sizeFlags) Set(v string) error {
 		if err != nil || n < 0 || n > math.MaxInt32 {
 			return fmt.Errorf("size %s: want a whole number from 0 to %d, got %q", name, math.MaxInt32, val)
 		}
+		if old, ok := s[name]; ok {
+			// Not the last one silently: which was meant?
+			return fmt.Errorf("size %s given twice (%d and %d); give each size once", name, old, n)
+		}
 		s[name] = n
 	}
 	return nil
 }
 
+// defaultIterations is loom run's default work limit: a few seconds of
+// the interpreter, more than a function at the sizes a check runs at
+// takes, and an end to a loop of 2^62 iterations.
+const defaultIterations = 50_000_000
+
 // runRun interprets a function on reproducible random inputs and prints a
 // summary of every buffer parameter afterwards.
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "[-size NAME=VALUE]... [-seed N] FILE", "Interprets a .loom function on reproducible random inputs and prints a\nsummary of every buffer parameter afterwards.", stderr)
+	fs := newFlags("run", "[-size NAME=VALUE]... [-seed N] [-max-iterations N] FILE", "Interprets a .loom function on reproducible random inputs and prints a\nsummary of every buffer parameter afterwards. It stops with an error after\n-max-iterations loop iterations.", stderr)
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "value of a symbolic size, as NAME=VALUE (repeatable)")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs")
 	asJSON := fs.Bool("json", false, "print one JSON object per buffer: buffer, elements, sum, first")
+	maxIter := fs.Int64("max-iterations", defaultIterations, fmt.Sprintf("stop with an error after this many loop iterations in all, 1 to %d (the interpreter runs about ten million a second)", maxIterations))
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
 		return wrongArgs(fs, stderr, "one FILE")
+	}
+	if !inRange(fs, stderr, "max-iterations", *maxIter, 1, maxIterations) {
+		return 2
 	}
 	f, err := parseFile(fs.Arg(0))
 	if err != nil {
@@ -80,7 +104,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		workload.FillRandom(d, rng)
 		data[p.Name] = d
 	}
-	if err := ast.Interpret(f, sizes, data); err != nil {
+	if _, err := ast.InterpretWithin(f, sizes, data, *maxIter); err != nil {
+		if errors.Is(err, ast.ErrBudget) {
+			fmt.Fprintf(stderr, "loom run: %s: %v; raise -max-iterations to run it further\n", f.Name, err)
+			return 1
+		}
 		fmt.Fprintln(stderr, ast.Explain(f, err))
 		return 1
 	}

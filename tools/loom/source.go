@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
@@ -75,15 +74,6 @@ func wrongArgs(fs *flag.FlagSet, stderr io.Writer, want string) int {
 	return 2
 }
 
-// atLeast checks that a numeric flag's value is at least min.
-func atLeast[T int | int64 | uint64 | time.Duration](fs *flag.FlagSet, stderr io.Writer, name string, v, min T) bool {
-	if v >= min {
-		return true
-	}
-	fmt.Fprintf(stderr, "loom %s: -%s %v: want at least %v\n", fs.Name(), name, v, min)
-	return false
-}
-
 // sizeValue is -size: N for every dimension of a square workload (the
 // matrix multiplies), or NAME=VALUE for a named dimension of a workload or
 // a symbol of a graph (repeatable, or comma-separated: R=256,D=1024).
@@ -92,11 +82,20 @@ type sizeValue struct {
 	symbols sizeFlags
 }
 
+// String prints the sizes as -size takes them: "64", "M=8,N=16", or
+// both ("64,M=8"); "" for none.
 func (s *sizeValue) String() string {
-	if s == nil || len(s.symbols) == 0 {
+	if s == nil {
 		return ""
 	}
-	return s.symbols.String()
+	var parts []string
+	if s.n != 0 {
+		parts = append(parts, strconv.FormatInt(s.n, 10))
+	}
+	if len(s.symbols) > 0 {
+		parts = append(parts, s.symbols.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 func (s *sizeValue) Set(v string) error {
@@ -109,6 +108,9 @@ func (s *sizeValue) Set(v string) error {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 || n > math.MaxInt32 {
 		return fmt.Errorf("want a size N from 1 to %d, or NAME=VALUE", math.MaxInt32)
+	}
+	if s.n != 0 {
+		return fmt.Errorf("size N given twice (%d and %d); give it once", s.n, n)
 	}
 	s.n = n
 	return nil

@@ -106,8 +106,9 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		return 1
 	}
 	defer stopProfile()
-	if !atLeast(fs, stderr, "threads", *threads, 0) || !atLeast(fs, stderr, "trials", *trials, 1) ||
-		!atLeast(fs, stderr, "confirm", *confirm, 0) || !atLeast(fs, stderr, "timeout", *timeout, time.Millisecond) {
+	if !threadsOK(fs, stderr, *threads) || !inRange(fs, stderr, "trials", *trials, 1, maxTrials) ||
+		!inRange(fs, stderr, "confirm", *confirm, 0, maxConfirm) || !inRange(fs, stderr, "timeout", *timeout, time.Millisecond, 24*time.Hour) ||
+		!dbOK(fs, stderr, *dbPath) || !onlyWith(fs, stderr, *out != "", "with -out (it names the files written)", "name") {
 		return 2
 	}
 	if *validate {
@@ -140,12 +141,16 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			return fail(fmt.Errorf("-out: %v", err))
 		}
 	}
-	t, err := newCPUTuner(*threads, *trials, *seed, dbPath, *confirm, *timeout)
+	t, err := newCPUTuner(*threads, *trials, *seed, dbPath, *confirm, *timeout, stderr)
 	if err != nil {
 		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// Deferred after stop, so run before it: the runner's temporary
+	// files are removed on every return, an interrupt's included, while
+	// a second interrupt is still caught.
+	defer t.close()
 	if dev != nil {
 		runner := t.runner.(*autotune.ProcessRunner)
 		runner.Target = "cuda"
@@ -314,8 +319,9 @@ func checkDispatches(jobs []*job, t *tuner, seed uint64, stderr io.Writer) bool 
 // newCPUTuner is the tuner of loom tune for this machine's CPU: threads
 // (0: one per core), trials and seed of the search, the database at
 // *dbPath (which it sets to the default when empty), confirmation rounds
-// and the per-candidate timeout.
-func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, timeout time.Duration) (*tuner, error) {
+// and the per-candidate timeout; damage a read of the database skipped is
+// said on warn.
+func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, timeout time.Duration, warn io.Writer) (*tuner, error) {
 	nt := threads
 	if nt <= 0 {
 		nt = runtime.NumCPU()
@@ -327,7 +333,7 @@ func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, 
 	if *dbPath == "" {
 		*dbPath = defaultDB(cache)
 	}
-	db, err := autotune.OpenDatabase(*dbPath)
+	db, err := openDatabase(*dbPath, "tune", warn)
 	if err != nil {
 		return nil, err
 	}
@@ -344,6 +350,13 @@ func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, 
 		target:    autotune.HostTarget(nt),
 		targetKey: autotune.TargetKey(llvm.Host(), nt),
 	}, nil
+}
+
+// close removes the runner's temporary files (the reference outputs).
+func (t *tuner) close() {
+	if c, ok := t.runner.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // defaultDB is the tuning database in loom's cache directory.
