@@ -74,7 +74,13 @@
 // cp.async, into as many copies of each tile as it has stages.
 //
 // Expressions keep the interpreter's meaning: floordiv and floormod,
-// NaN-propagating min and max, saturating float-to-integer casts. The
+// NaN-propagating min and max, saturating float-to-integer casts. What
+// the interpreter reports as an error and the CPU kernels as a status
+// (package codegen/llvm) a GPU kernel cannot report: it has no status
+// word. An integer division by zero gives what the GPU gives, and an
+// index read from a buffer (a gather's) is clamped into its dimension, so
+// that one out of range reads the nearest element, never memory outside
+// the buffer; check such indices before a launch where it matters. The
 // source compiles with NVRTC; without a GPU, CompilePTX checks it with
 // clang (CheckHeader declares what the CUDA headers would), and the tests
 // run it on the CPU as well, an OS thread per GPU thread

@@ -34,6 +34,14 @@ func init() {
 }`)
 }
 
+// loom_clamp_index clamps an index read from a buffer (a gather's) into
+// [0, n): a GPU kernel has no status to report one out of range with.
+func init() {
+	helper("loom_clamp_index", `__device__ __forceinline__ long long loom_clamp_index(long long i, long long n) {
+  return i < 0 ? 0 : i >= n ? n - 1 : i;
+}`)
+}
+
 func init() {
 	for _, t := range []struct{ s, c string }{{"i32", "int"}, {"i64", "long long"}} {
 		helper("loom_floordiv_"+t.s, fmt.Sprintf(`__device__ __forceinline__ %[2]s loom_floordiv_%[1]s(%[2]s a, %[2]s b) {

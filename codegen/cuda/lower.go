@@ -576,6 +576,12 @@ func (k *kernelWriter) access(buf *ast.Buffer, indices []ast.Expr) string {
 		if bi.origin != nil {
 			x = "(" + x + " - " + bi.origin[d] + ")"
 		}
+		if ast.ContainsLoad(ix) {
+			// A gather's index: clamped, never outside the buffer (see
+			// the package documentation).
+			k.use("loom_clamp_index")
+			x = "loom_clamp_index(" + x + ", " + bi.shape[d] + ")"
+		}
 		if d == 0 {
 			flat = x
 			continue
