@@ -19,7 +19,9 @@
 // of the loops (split, fuse, reorder, ...) changes only the bindings. A block
 // declares the regions of buffers it reads and writes, may carry a predicate
 // (guarding, say, the tail of a split loop) and, for a reduction, an init
-// statement that runs in the first reduce iteration.
+// statement that runs in the first reduce iteration, or, for an output
+// element whose reduce loops run no iteration (a sum over an axis of size
+// 0), once before them ([InitEmptyReductions]).
 //
 // Variables are identified by name: a name is never defined twice where it
 // is in scope, so name and identity coincide. Buffers and blocks have names

@@ -23,8 +23,9 @@ import (
 // Every loop runs serially, whatever its kind (GPU-bound loops included), in
 // order. Each block instance checks that its bindings fall inside its
 // iteration domains, runs its init first when all its reduce variables are at
-// their minimum, and checks every access of its own statements against the
-// shape of the buffer (an *OutOfBoundsError, wrapping ErrOutOfBounds, naming
+// their minimum (an output element whose reduce loops run no iteration gets
+// the init all the same: see [InitEmptyReductions]), and checks every
+// access of its own statements against the shape of the buffer (an *OutOfBoundsError, wrapping ErrOutOfBounds, naming
 // the buffer, the index and the statement) and against the block's declared
 // read or write regions (a *RuntimeError). Buffers from an Alloc start filled
 // with NaN (floats) or 0xDEADBEEF (integers), so that a read before a write
@@ -49,7 +50,7 @@ func InterpretWithin(f *Func, sizes map[string]int64, buffers map[string]any, it
 	in := &interp{bufs: map[string]*tensor{}, budget: iterations}
 	err := catch(func() {
 		in.bind(f, sizes, buffers)
-		in.stmt(f.Body)
+		in.stmt(InitEmptyReductions(f).Body)
 	})
 	return in.spent, err
 }
@@ -534,6 +535,16 @@ func makeData(t DType, n int64) any {
 // poisoned returns new data filled with a value that stands out.
 func poisoned(t DType, n int64) any {
 	data := makeData(t, n)
+	Poison(t, data)
+	return data
+}
+
+// Poison fills data, a Go slice of the type GoType names for t, with the
+// value the interpreter gives a buffer it allocates: NaN for floating-point
+// types, 0xDEADBEEF for integers (bools are left alone). A check that runs
+// a function on outputs poisoned so finds every element it leaves
+// unwritten: NaN propagates, and compares equal only to NaN.
+func Poison(t DType, data any) {
 	switch d := data.(type) {
 	case []float32:
 		for i := range d {
@@ -560,7 +571,6 @@ func poisoned(t DType, n int64) any {
 			d[i] = nan
 		}
 	}
-	return data
 }
 
 // Float64s returns the elements of data, a Go slice of the type GoType

@@ -246,3 +246,92 @@ func nonnegativeAtom(a Expr, atoms polyAtoms) bool {
 	}
 	return false
 }
+
+// DisjointAcross reports whether different iterations of loop x access
+// different elements of buf in block b: every load and store of buf in
+// b's own statements is at the same indices, and one of them is a spatial
+// iteration variable of b whose binding takes a different value in each
+// iteration of x while the loops around x hold theirs (see the file
+// comment). loops are the loops around b, outermost first; x is one of
+// them. A dependence of b on itself through buf is then never carried by
+// x, whatever the polyhedral model (which cannot hold a binding with a
+// symbolic coefficient) says.
+func DisjointAcross(b *ScheduleBlock, loops []*For, x *For, buf *Buffer) bool {
+	k := slices.Index(loops, x)
+	if k < 0 {
+		return false
+	}
+	var indices []Expr
+	same := true
+	visit := func(n Node) bool {
+		var idx []Expr
+		switch n := n.(type) {
+		case *ScheduleBlock:
+			return false // a nested block's accesses are its own
+		case *Load:
+			if n.Buffer != buf {
+				return true
+			}
+			idx = n.Indices
+		case *Store:
+			if n.Buffer != buf {
+				return true
+			}
+			idx = n.Indices
+		default:
+			return true
+		}
+		if indices == nil {
+			indices = idx
+		} else if len(idx) != len(indices) || !slices.EqualFunc(idx, indices, func(a, b Expr) bool { return Equal(a, b) }) {
+			same = false
+		}
+		return same
+	}
+	for _, s := range []Stmt{b.Init, b.Body} {
+		if !isNilStmt(s) {
+			Inspect(s, visit)
+		}
+	}
+	if !same || indices == nil {
+		return false
+	}
+	byName := map[string]*For{}
+	for _, l := range loops {
+		byName[l.Var.Name] = l
+	}
+	inner := func(name string) bool {
+		l := byName[name]
+		return l != nil && slices.Index(loops, l) >= k
+	}
+	extent := func(name string) Expr {
+		if l := byName[name]; l != nil {
+			return Simplify(l.Extent)
+		}
+		return nil
+	}
+	for _, idx := range indices {
+		v, ok := idx.(*Var)
+		if !ok {
+			continue
+		}
+		it := b.IterVarByName(v.Name)
+		if it == nil || it.Kind != Spatial {
+			continue
+		}
+		fromZero := true
+		Inspect(it.Binding, func(n Node) bool {
+			if y, ok := n.(*Var); ok {
+				if l := byName[y.Name]; l != nil {
+					m, ok := ConstIntValue(Simplify(l.Min))
+					fromZero = fromZero && ok && m >= 0
+				}
+			}
+			return fromZero
+		})
+		if fromZero && ownsBySpan(Simplify(it.Binding), x.Var.Name, inner, extent) {
+			return true
+		}
+	}
+	return false
+}

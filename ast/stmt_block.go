@@ -71,7 +71,10 @@ func (r Region) SameRanges(o Region) bool {
 //
 // Init, when present, is the reduction's initial statement: it runs before
 // the body in the instance whose reduce variables are all at the minimum of
-// their domains.
+// their domains. An output element whose reduce loops run no instance of
+// the block (a reduce axis of size 0) still gets its init, once, before
+// the loops: [InitEmptyReductions] spells out where, and every runner of a
+// function (the interpreter, the code generators) runs what it returns.
 //
 // Reads and Writes declare what the block may access: every load in the
 // block's own statements (not counting nested blocks) falls inside a read

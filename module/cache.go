@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 
 	"github.com/loom-go/loom/ast"
@@ -35,8 +36,34 @@ import (
 // Files are written aside and renamed into place; a file that does not
 // parse, or whose functions' hashes differ from the record, is ignored.
 
-// cacheVersion changes when the file format or what the key covers does.
-const cacheVersion = "loom module cache 3"
+// cacheVersion changes when the file format or what the key covers does,
+// and when the schedules loom decides change what they compute (4: the
+// write-back of an rfactor and a decomposed init run for a reduction over
+// an empty axis, issue 45). A released loom's version is in the key too
+// (loomVersion).
+const cacheVersion = "loom module cache 4"
+
+// loomVersion is the version of the loom module this program was built
+// with, when it is a released one ("" in loom's own builds and tests).
+var loomVersion = sync.OnceValue(func() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	const path = "github.com/loom-go/loom"
+	if info.Main.Path == path && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Path + " " + d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return ""
+})
 
 var memoryCache = struct {
 	sync.Mutex
@@ -46,7 +73,7 @@ var memoryCache = struct {
 // graphKey is the memory cache's key for g compiled with these options.
 func graphKey(g *fusion.Graph, threads int, target, cacheDir, db string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\nthreads %d\ntarget %s\ncache %s\ndatabase %s\n", cacheVersion, g, threads, target, cacheDir, db)
+	fmt.Fprintf(h, "%s %s\n%s\nthreads %d\ntarget %s\ncache %s\ndatabase %s\n", cacheVersion, loomVersion(), g, threads, target, cacheDir, db)
 	for _, c := range g.Constants {
 		fmt.Fprintf(h, "constant %s %d:", c.Name, len(c.Data))
 		var buf [8]byte

@@ -49,7 +49,7 @@ func runC(t *testing.T, dir, name, src string) string {
 // cCase is one call a generated C driver makes.
 type cCase struct {
 	inputs  map[string]module.Tensor
-	outputs map[string]module.Tensor // zeroed, of the right shapes
+	outputs map[string]module.Tensor // of the right shapes; the driver fills them with NaN
 }
 
 // cDriver returns a C program that, for each case i, reads the inputs
@@ -99,7 +99,8 @@ int main(void) {
 		for j, t := range outs {
 			y := c.outputs[t.Name]
 			p("\t\tstatic const int64_t want%d[] = {%s};\n\t\tint64_t os%d[%d];\n", j, cList(y.Shape), j, max(len(y.Shape), 1))
-			p("\t\tvoid *o%d = calloc(1, %d + 1);\n", j, dataBytes(y.Data))
+			// Outputs start as NaN (all bits set), so an unwritten element shows.
+			p("\t\tvoid *o%d = malloc(%d + 1);\n\t\tmemset(o%d, 0xff, %d + 1);\n", j, dataBytes(y.Data), j, dataBytes(y.Data))
 			args = append(args, fmt.Sprintf("o%d", j), fmt.Sprintf("os%d", j))
 			outShapeArgs = append(outShapeArgs, fmt.Sprintf("os%d", j))
 		}
@@ -225,7 +226,7 @@ func TestCLibraryMatchesInterpreter(t *testing.T) {
 				if err != nil {
 					t.Fatalf("at %v: %v", sizes, err)
 				}
-				outs, err := m.NewOutputs(ins)
+				outs, err := poisonedOutputs(m, ins)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -393,7 +394,7 @@ func TestCLibraryHostileNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs, err := m.NewOutputs(ins)
+		outs, err := poisonedOutputs(m, ins)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -168,7 +168,7 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
 			}
-			outs, err := m.NewOutputs(ins)
+			outs, err := poisonedOutputs(m, ins)
 			if err != nil {
 				t.Fatalf("%s at %v: %v", gg.name, sizes, err)
 			}
@@ -303,7 +303,7 @@ func TestConcurrentRuns(t *testing.T) {
 					errs <- err
 					return
 				}
-				outs, err := m.NewOutputs(ins)
+				outs, err := poisonedOutputs(m, ins)
 				if err == nil {
 					err = m.Run(ins, outs)
 				}
@@ -421,4 +421,18 @@ func TestRunPointers(t *testing.T) {
 	nilIn[0].Data = nil
 	bad("nil input", nilIn, pouts, "input X has no data (nil)")
 	bad("wrong output shape", pins, []module.Pointer{{Data: pouts[0].Data, Shape: []int64{6, 64}}}, "output Out has shape [6 64]; at these inputs it is [7 64]")
+}
+
+// poisonedOutputs returns m's outputs for ins filled with NaN (or the
+// integers' poison, ast.Poison), so that an element the module leaves
+// unwritten shows.
+func poisonedOutputs(m *module.Module, ins map[string]module.Tensor) (map[string]module.Tensor, error) {
+	outs, err := m.NewOutputs(ins)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range m.Outputs() {
+		ast.Poison(t.DType, outs[t.Name].Data)
+	}
+	return outs, nil
 }

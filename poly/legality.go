@@ -23,10 +23,20 @@ func level(in *Instances, loop *ast.For) int { return slices.Index(in.Loops, loo
 // in the same iteration of every loop outside it and in different
 // iterations of it. The loop's iterations may run in any order (in
 // parallel, vectorized, bound to GPU threads) exactly when there are none.
+//
+// A dependence of a block on itself is not carried, whatever the model
+// says, when the block accesses the buffer at one index tuple that holds a
+// spatial variable each iteration of loop gives values of its own
+// (ast.DisjointAcross): the model over-approximates a binding with a
+// symbolic coefficient (a split of a split of a symbolic loop), and would
+// otherwise find a dependence there.
 func (p *Program) CarriedBy(loop *ast.For) []*Dependence {
 	var out []*Dependence
 	for _, d := range p.Deps() {
 		if k := level(d.Source, loop); k >= 0 && k < d.Common && d.CarriedAt(k) {
+			if d.Source == d.Sink && !d.Source.Block.IsReduction() && ast.DisjointAcross(d.Source.Block, d.Source.Loops, loop, d.Buffer) {
+				continue
+			}
 			out = append(out, d)
 		}
 	}

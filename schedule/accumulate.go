@@ -50,7 +50,7 @@ func (s *Schedule) Accumulate(b Block, buf string, dt ast.DType, scope string) (
 		return Block{}, badArg(prim, s.f, here, "the accumulator type %s is not a float type", dt)
 	case !orig.DType.IsFloat() || orig.DType.Bits() >= dt.Bits():
 		return Block{}, badArg(prim, s.f, here, "buffer %s is %s: %s is not a wider float type to accumulate it in", orig.Name, orig.DType, dt)
-	case !blk.IsReduction() || blk.Init == nil || !isUpdate(blk):
+	case !blk.IsReduction() || blk.Init == nil || !blk.IsUpdate():
 		return Block{}, illegal(prim, s.f, here, "block %s is not a reduction with an init that updates %s from its own value", blk.Name, orig.Name)
 	}
 	return s.cache(prim, b, buf, scope, true, dt)

@@ -223,7 +223,7 @@ func (s *Schedule) cache(prim string, b Block, buf, scope string, write bool, dt
 		return Block{}, badArg(prim, s.f, here, "block %s does not read a buffer named %q", blk.Name, buf)
 	case !write && writes:
 		return Block{}, illegal(prim, s.f, here, "block %s also writes %s, so a cached copy would go stale", blk.Name, orig.Name)
-	case write && readsBuffer(blk, orig) && (blk.Init == nil || !isUpdate(blk)):
+	case write && readsBuffer(blk, orig) && (blk.Init == nil || !blk.IsUpdate()):
 		// Only a reduction whose init writes each element before the
 		// block reads it starts from values the cache holds.
 		return Block{}, illegal(prim, s.f, here, "block %s reads %s before it writes it (it updates the values already there, with no init), so the cache would start without them", blk.Name, orig.Name)

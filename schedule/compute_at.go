@@ -21,7 +21,9 @@ import (
 //
 // Every block that reads b's output must be under l. b must write its
 // output buffers at its spatial iteration variables (each dimension one
-// variable), have no predicate, and not already be under l. Other
+// variable), have no predicate, and not already be under l. When b writes
+// an argument of the function, the consumers under l must read all of it
+// at every size: b must still write every element it wrote. Other
 // dependences must keep their order (poly checks it): for instance b must
 // not move past a block that overwrites its inputs.
 func (s *Schedule) ComputeAt(b Block, l Loop) error {
@@ -147,6 +149,17 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 	}
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
 		return err
+	}
+	// An argument of the function is read after it returns: b must still
+	// write all of it, not only what its consumers under the loop read (a
+	// consumer under a condition, or one that reads half).
+	for _, w := range blk.Writes {
+		if s.f.Param(w.Buffer.Name) != nil {
+			if err := s.checkInstancesAll(prim, g, blk.Name, here, fmt.Sprintf("at its new place: it writes %s, an argument of the function, and the blocks under loop %s do not read all of it at every size", w.Buffer.Name, loop.Var.Name)); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	if err := checkRunsOnce(prim, s.f, g, blk.Name, here, otherWriter != nil); err != nil {
 		if otherWriter != nil {

@@ -70,7 +70,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 	var stmt func(x ast.Stmt) ast.Stmt
 	stmt = func(x ast.Stmt) ast.Stmt {
 		if c, ok := x.(*ast.ScheduleBlock); ok && readsBuffer(c, st.Buffer) && !c.HoldsBlock() {
-			return inlineIntoBlock(c, st.Buffer, perm, blk, inline, stmt)
+			return inlineIntoBlock(s.f, c, st.Buffer, perm, blk, inline, stmt)
 		}
 		return ast.MapChildren(x, stmt, keepExpr)
 	}
@@ -97,7 +97,7 @@ func readsBuffer(b *ast.ScheduleBlock, buf *ast.Buffer) bool {
 // inlineIntoBlock substitutes the inlined value into consumer c and
 // replaces its read regions of buf by the producer's read regions at the
 // indices c loads.
-func inlineIntoBlock(c *ast.ScheduleBlock, buf *ast.Buffer, perm []*ast.IterVar, producer *ast.ScheduleBlock, inline func(*ast.Load) ast.Expr, stmt func(ast.Stmt) ast.Stmt) ast.Stmt {
+func inlineIntoBlock(f *ast.Func, c *ast.ScheduleBlock, buf *ast.Buffer, perm []*ast.IterVar, producer *ast.ScheduleBlock, inline func(*ast.Load) ast.Expr, stmt func(ast.Stmt) ast.Stmt) ast.Stmt {
 	loads := loadsOf(c, buf)
 	n := *c
 	n.Reads = nil
@@ -106,7 +106,17 @@ func inlineIntoBlock(c *ast.ScheduleBlock, buf *ast.Buffer, perm []*ast.IterVar,
 			n.Reads = append(n.Reads, r)
 		}
 	}
+	visible := map[string]bool{} // what c's regions may use
+	for _, v := range f.Sizes {
+		visible[v.Name] = true
+	}
+	for _, it := range c.Iters {
+		visible[it.Var.Name] = true
+	}
 	for _, l := range loads {
+		if !onlyVisible(l, visible) {
+			continue // a load in a loop of c's body: covered below
+		}
 		sub := permSubstitution(producer, perm, l.Indices)
 		for _, r := range producer.Reads {
 			nr := ast.Region{Buffer: r.Buffer}
@@ -116,12 +126,92 @@ func inlineIntoBlock(c *ast.ScheduleBlock, buf *ast.Buffer, perm []*ast.IterVar,
 			n.Reads = append(n.Reads, nr)
 		}
 	}
+	// A load whose indices use a loop of c's body has no region of its
+	// own at the block's level: c's declared region of buf covers it, and
+	// the producer's reads over that region replace it.
+	for _, l := range loads {
+		if onlyVisible(l, visible) {
+			continue
+		}
+		for _, r := range c.Reads {
+			if r.Buffer == buf {
+				n.Reads = append(n.Reads, readsOver(producer, perm, r)...)
+			}
+		}
+		break
+	}
 	n.Reads = dedupRegions(n.Reads)
 	if n.Init != nil {
 		n.Init = mapLoads(stmt(n.Init), buf, inline)
 	}
 	n.Body = mapLoads(stmt(n.Body), buf, inline)
 	return &n
+}
+
+// onlyVisible reports whether the indices of l use no variable but those
+// in visible.
+func onlyVisible(l *ast.Load, visible map[string]bool) bool {
+	ok := true
+	for _, x := range l.Indices {
+		ast.Inspect(x, func(n ast.Node) bool {
+			if v, isVar := n.(*ast.Var); isVar && !visible[v.Name] {
+				ok = false
+			}
+			return ok
+		})
+	}
+	return ok
+}
+
+// readsOver returns the regions producer, an element-wise block whose
+// variable perm[d] is its output's index d, reads to compute region r of
+// its output. A read range affine in those variables with non-negative
+// coefficients (A[v0 + 1], A[2*v1]) is widened by their extents in r;
+// another becomes the buffer's whole dimension.
+func readsOver(producer *ast.ScheduleBlock, perm []*ast.IterVar, r ast.Region) []ast.Region {
+	at := map[string]ast.Expr{}   // each variable at the region's start
+	span := map[string]ast.Expr{} // the region's extent less one
+	for _, it := range producer.Iters {
+		at[it.Var.Name] = it.Dom.Min
+		span[it.Var.Name] = ast.IntConst(it.Var.DType, 0)
+	}
+	for d, it := range perm {
+		if it != nil && d < len(r.Ranges) {
+			at[it.Var.Name] = r.Ranges[d].Min
+			span[it.Var.Name] = ast.Sub(r.Ranges[d].Extent, ast.IntConst(it.Var.DType, 1))
+		}
+	}
+	var out []ast.Region
+	for _, pr := range producer.Reads {
+		nr := ast.Region{Buffer: pr.Buffer}
+		for d, rg := range pr.Ranges {
+			min, extent := ast.Substitute(rg.Min, at), ast.Substitute(rg.Extent, at)
+			whole := false
+			for _, it := range producer.Iters {
+				name := it.Var.Name
+				if ast.Mentions(rg.Extent, name) {
+					whole = true
+					break
+				}
+				if !ast.Mentions(rg.Min, name) {
+					continue
+				}
+				step := ast.Simplify(ast.Sub(ast.Substitute(rg.Min, map[string]ast.Expr{name: ast.Add(it.Var, ast.IntConst(it.Var.DType, 1))}), rg.Min))
+				k, ok := ast.ConstIntValue(step)
+				if !ok || k < 0 {
+					whole = true
+					break
+				}
+				extent = ast.Add(extent, ast.Mul(ast.IntConst(it.Var.DType, k), span[name]))
+			}
+			if whole {
+				min, extent = ast.IntConst(pr.Buffer.Shape[d].Type(), 0), pr.Buffer.Shape[d]
+			}
+			nr.Ranges = append(nr.Ranges, ast.Range{Min: ast.Simplify(min), Extent: ast.Simplify(extent)})
+		}
+		out = append(out, nr)
+	}
+	return out
 }
 
 // dedupRegions drops regions equal to an earlier one.

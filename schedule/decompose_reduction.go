@@ -128,29 +128,11 @@ func decomposeInit(prim string, f *ast.Func, blk *ast.ScheduleBlock, at place, l
 			}
 		}
 	}
-	// The init runs only where the update runs at least once: a
-	// reduction over an axis of size 0 (a symbolic size, or a loop
-	// bound by a spatial loop, as in a triangle) never ran its init
-	// before, and must not now.
-	for _, lp := range loops[k:] {
-		if !bindsReduce(lp) {
-			continue
-		}
-		if n, ok := ast.ConstIntValue(ast.Simplify(lp.Extent)); ok && n > 0 {
-			continue
-		}
-		for _, other := range loops[k:] {
-			if bindsReduce(other) && other != lp && (uses(lp.Extent, other) || uses(lp.Min, other)) {
-				return nil, "", illegal(prim, f, []ast.Node{blk, lp}, "the extent of reduce loop %s depends on reduce loop %s: cannot tell where block %s's update runs at least once, which its init must keep to", lp.Var.Name, other.Var.Name, blk.Name)
-			}
-		}
-		c := ast.GT(ast.Substitute(lp.Extent, sub), ast.IntConst(lp.Extent.Type(), 0))
-		if initBlk.Predicate == nil {
-			initBlk.Predicate = c
-		} else {
-			initBlk.Predicate = ast.And(initBlk.Predicate, c)
-		}
-	}
+	// The init runs for every element the spatial loops reach, also one
+	// whose reduce loops run no update (a reduction over an axis of size
+	// 0, or a loop bound by a spatial loop, as in a triangle): it holds
+	// the init, as the block before decomposition gives it
+	// (ast.InitEmptyReductions).
 	initBlk.Body = blk.Init
 	var loads []*ast.Load
 	ast.Inspect(blk.Init, func(n ast.Node) bool {

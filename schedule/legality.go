@@ -131,8 +131,9 @@ func (s *Schedule) checkInstancesKept(prim string, g *ast.Func, name string, at 
 
 // checkInstancesAll refuses g, where block name was moved, if the block
 // no longer runs every instance it ran (at some sizes: a move whose
-// ranges were found where every size is at least 1).
-func (s *Schedule) checkInstancesAll(prim string, g *ast.Func, name string, at []ast.Node) error {
+// ranges were found where every size is at least 1). where says where
+// the instances would be lost, in the reason.
+func (s *Schedule) checkInstancesAll(prim string, g *ast.Func, name string, at []ast.Node, where string) error {
 	before, after, err := s.models(prim, g, at)
 	if err != nil {
 		return err
@@ -142,14 +143,14 @@ func (s *Schedule) checkInstancesAll(prim string, g *ast.Func, name string, at [
 		return illegal(prim, s.f, at, "cannot find block %s in the models of the function", name)
 	}
 	if !now.ExactDomain {
-		return illegal(prim, s.f, at, "cannot tell which instances block %s would run at its new place (a bound, binding or condition there is not affine), so not whether it still runs every one where a size is 0", name)
+		return illegal(prim, s.f, at, "cannot tell which instances block %s would run at its new place (a bound, binding or condition there is not affine), so not whether it still runs every one %s", name, where)
 	}
 	all, err := poly.Subset(was.Iterations(), now.Iterations())
 	switch {
 	case err != nil:
-		return illegal(prim, s.f, at, "cannot tell whether block %s would still run every instance it ran where a size is 0: %v", name, err)
+		return illegal(prim, s.f, at, "cannot tell whether block %s would still run every instance it ran %s: %v", name, where, err)
 	case !all:
-		return illegal(prim, s.f, at, "block %s would no longer run some instances where a size is 0 (the blocks it reads from do not run there)", name)
+		return illegal(prim, s.f, at, "block %s would no longer run some instances %s", name, where)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func soleUpdate(top ast.Stmt) (u soleNest, ok bool) {
 		s = l.Body
 	}
 	b, isBlock := s.(*ast.ScheduleBlock)
-	if !isBlock || !isUpdate(b) {
+	if !isBlock || !b.IsUpdate() {
 		return soleNest{}, false
 	}
 	// The mixed-radix argument counts iterations from each loop's start:
@@ -110,64 +110,6 @@ func soleUpdate(top ast.Stmt) (u soleNest, ok bool) {
 		}
 	}
 	return u, true
-}
-
-// isUpdate reports whether b stores to one buffer at its spatial
-// iteration variables (each once; constants for those that take one
-// value) and reads that buffer, in its body and its init, only at that
-// element.
-func isUpdate(b *ast.ScheduleBlock) bool {
-	st, ok := b.Body.(*ast.Store)
-	if !ok || len(b.Writes) != 1 || b.Writes[0].Buffer != st.Buffer {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, x := range st.Indices {
-		if _, isConst := ast.ConstIntValue(x); isConst {
-			continue
-		}
-		v, isVar := x.(*ast.Var)
-		if !isVar {
-			return false
-		}
-		if it := b.IterVarByName(v.Name); it == nil || it.Kind == ast.Reduce || seen[v.Name] {
-			return false
-		}
-		seen[v.Name] = true
-	}
-	// A spatial variable the indices leave out must take one value.
-	for _, it := range b.Iters {
-		if it.Kind == ast.Reduce || seen[it.Var.Name] {
-			continue
-		}
-		if n, isConst := ast.ConstIntValue(ast.Simplify(it.Dom.Extent)); !isConst || n != 1 {
-			return false
-		}
-	}
-	readsOnlyThere := func(n ast.Node) bool {
-		ok := true
-		ast.Inspect(n, func(n ast.Node) bool {
-			if ld, isLoad := n.(*ast.Load); isLoad && ld.Buffer == st.Buffer {
-				ok = ok && sameIndices(ld.Indices, st.Indices)
-			}
-			return ok
-		})
-		return ok
-	}
-	if !readsOnlyThere(st.Value) {
-		return false
-	}
-	if b.Init != nil {
-		in, ok := b.Init.(*ast.Store)
-		if !ok || in.Buffer != st.Buffer || !sameIndices(in.Indices, st.Indices) || !readsOnlyThere(in.Value) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameIndices(a, b []ast.Expr) bool {
-	return slices.EqualFunc(a, b, func(x, y ast.Expr) bool { return ast.Equal(x, y) })
 }
 
 type radixTerm struct{ coef, extent int64 }
@@ -272,4 +214,8 @@ func carriesNoUpdate(loop *ast.For) bool {
 	}
 	quickProved.Add(1)
 	return true
+}
+
+func sameIndices(a, b []ast.Expr) bool {
+	return slices.EqualFunc(a, b, func(x, y ast.Expr) bool { return ast.Equal(x, y) })
 }

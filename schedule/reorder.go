@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/poly"
 )
 
 // Reorder puts the given loops in the given order, outermost first. They
@@ -13,7 +14,11 @@ import (
 // from the outermost to the innermost given, the whole body of the one
 // above); loops of the chain not given keep their places. The loops must be
 // rectangular with respect to each other. Reorder is refused when it would
-// run dependent instances in the other order.
+// run dependent instances in the other order, except the updates of one
+// element by a reduction (out = out + f, *, min, max), which may run in
+// any order that still starts with the instance at its reduce variables'
+// minimum, where its init runs: the result changes only by the rounding
+// of a reassociated sum, as rfactor's does.
 func (s *Schedule) Reorder(loops ...Loop) error {
 	const prim = "reorder"
 	if len(loops) < 2 {
@@ -82,7 +87,7 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 	}
 	g := replace(s.f, chain[0], nest)
 	if !reorderKeepsUpdate(chain, order) {
-		if err := s.checkOrder(prim, g, nodes(fs...), nil); err != nil {
+		if err := s.checkOrder(prim, g, nodes(fs...), reassociates); err != nil {
 			return err
 		}
 	}
@@ -91,6 +96,13 @@ func (s *Schedule) Reorder(loops ...Loop) error {
 	}
 	s.record(Inst{Kind: prim, Args: loopArgs(loops)})
 	return nil
+}
+
+// reassociates reports whether d is the dependence of a reduction's
+// updates of one element on each other, whose order a loop order may
+// change (poly.Instances.Reassociable).
+func reassociates(d *poly.Dependence) bool {
+	return d.Source == d.Sink && d.Source.Reassociable(d.Buffer)
 }
 
 func init() {

@@ -125,7 +125,7 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 		return err
 	}
 	if atLeastOne {
-		if err := s.checkInstancesAll(prim, g, blk.Name, here); err != nil {
+		if err := s.checkInstancesAll(prim, g, blk.Name, here, "where a size is 0 (the blocks it reads from do not run there)"); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,7 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	if st == nil {
 		return Block{}, illegal(prim, s.f, here, "the body of block %s is not a single store", blk.Name)
 	}
-	op, rhs, ok := reductionUpdate(st)
+	op, rhs, ok := ast.ReductionUpdate(st)
 	if !ok {
 		return Block{}, illegal(prim, s.f, here, "block %s does not update %s as %s = %s op f with op one of +, *, max, min", blk.Name, st.Buffer.Name, st.Buffer.Name, st.Buffer.Name)
 	}
@@ -187,16 +187,10 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 		return &ast.For{Var: rl, Min: loop.Min, Extent: loop.Extent, Body: body}
 	}
 
-	// Where no term is summed at all (a reduce loop of symbolic extent
-	// at 0), the block never ran: its write-back must not run either.
-	for _, lp := range reduceLoops {
-		if lp == loop {
-			continue
-		}
-		if n, ok := ast.ConstIntValue(ast.Simplify(lp.Extent)); !ok || n <= 0 {
-			wb.Predicate = andOf(wb.Predicate, ast.GT(lp.Extent, ast.IntConst(lp.Extent.Type(), 0)))
-		}
-	}
+	// Where no term is summed at all (a reduce loop of symbolic extent at
+	// 0) the write-back still runs: the partial results hold the identity
+	// (their init runs for every slot, ast.InitEmptyReductions), so the
+	// output gets the empty reduction's value.
 
 	g := replace(s.f, blk, rf)
 	_, rfAt, _ := findBlock(g, rf.Name)
@@ -292,28 +286,6 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 	h := s.blockHandle(rf.Name)
 	s.record(Inst{Kind: prim, Args: []Arg{Ref(l.rv)}, Outputs: []string{h.rv}})
 	return h, nil
-}
-
-// reductionUpdate matches out[s] = out[s] op f (or f op out[s]; min and max
-// as calls), returning op and f.
-func reductionUpdate(st *ast.Store) (ast.BinaryOp, ast.Expr, bool) {
-	b, ok := st.Value.(*ast.Binary)
-	if !ok {
-		return 0, nil, false
-	}
-	switch b.Op {
-	case ast.OpAdd, ast.OpMul, ast.OpMin, ast.OpMax:
-	default:
-		return 0, nil, false
-	}
-	self := &ast.Load{Buffer: st.Buffer, Indices: st.Indices}
-	if ast.Equal(b.A, self) && len(loadsOf(b.B, st.Buffer)) == 0 {
-		return b.Op, b.B, true
-	}
-	if ast.Equal(b.B, self) && len(loadsOf(b.A, st.Buffer)) == 0 {
-		return b.Op, b.A, true
-	}
-	return 0, nil, false
 }
 
 // identity returns the neutral element of op for type t.

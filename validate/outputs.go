@@ -16,16 +16,23 @@ import (
 // could otherwise write cells the old function left alone (a predicate
 // lost on the way) or leave cells unwritten.
 //
-// The question is asked where every size is at least one: a reduction
-// over an empty range writes nothing before decompose_reduction and its
-// init after, which is the value the empty reduction has.
+// A reduction whose reduce loops run no iteration for an element still
+// writes it (its init): the question is asked of the functions as they
+// run, with those inits spelled out (ast.InitEmptyReductions), so that a
+// step moving the init out of such a reduction (decompose_reduction) keeps
+// the cells it wrote. It is asked where every size is at least one.
 //
 // An argument whose writers the step left alone (the same blocks,
 // unchanged) is not asked about, nor one whose writes the model holds only
 // approximately.
 func (v *validator) outputs() error {
+	before, after := asRun(v.before), asRun(v.after)
+	if before == nil || after == nil {
+		v.stats.note("outputs: empty inits outside the model")
+		return nil
+	}
 	for _, p := range v.before.Func.Params {
-		wf, wg := writers(v.before, p.Name), writers(v.after, p.Name)
+		wf, wg := writers(before, p.Name), writers(after, p.Name)
 		if v.writersUnchanged(wf, wg) {
 			continue
 		}
@@ -38,7 +45,7 @@ func (v *validator) outputs() error {
 		for _, g := range wg {
 			mine, _ := writtenCells([]*poly.Instances{g}, p.Name)
 			allowed := cellsF
-			if kept := v.keptByCopy(g, p); kept != nil {
+			if kept := v.keptByCopy(after, g, p); kept != nil {
 				allowed = unionCells(allowed, kept)
 			}
 			if allowed == nil {
@@ -74,13 +81,13 @@ func (v *validator) outputs() error {
 // back over the whole box writes the cells the block left alone with
 // their own values. These are the cells of the cache that a copy from p
 // fills.
-func (v *validator) keptByCopy(g *poly.Instances, p *ast.Buffer) *poly.Set {
+func (v *validator) keptByCopy(after *poly.Program, g *poly.Instances, p *ast.Buffer) *poly.Set {
 	cache := copySource(g.Block)
-	if cache == nil || cache.Name == p.Name || v.after.Func.Param(cache.Name) != nil {
+	if cache == nil || cache.Name == p.Name || after.Func.Param(cache.Name) != nil {
 		return nil
 	}
 	var fills []*poly.Instances
-	for _, f := range writers(v.after, cache.Name) {
+	for _, f := range writers(after, cache.Name) {
 		if src := copySource(f.Block); src != nil && src.Name == p.Name {
 			fills = append(fills, f)
 		}
@@ -90,6 +97,21 @@ func (v *validator) keptByCopy(g *poly.Instances, p *ast.Buffer) *poly.Set {
 		return nil
 	}
 	return cells
+}
+
+// asRun returns the model of p's function as it runs, with the inits of
+// its empty reductions spelled out: p itself when there are none, nil when
+// the model cannot hold them.
+func asRun(p *poly.Program) *poly.Program {
+	g := ast.InitEmptyReductions(p.Func)
+	if g == p.Func {
+		return p
+	}
+	q, err := poly.Extract(g)
+	if err != nil {
+		return nil
+	}
+	return q
 }
 
 // copySource returns the buffer that block b copies from, element for

@@ -76,6 +76,9 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	if err := ast.Verify(f); err != nil {
 		return nil, &Error{Func: f.Name, Reason: err.Error()}
 	}
+	// An output element of a reduction whose reduce loops run no
+	// iteration gets its init before them, as the interpreter gives it.
+	f = ast.InitEmptyReductions(f)
 	m := &Module{Func: f, Arch: opts.arch()}
 	root, ok := f.Body.(*ast.ScheduleBlock)
 	if !ok {

@@ -27,7 +27,9 @@
 // scope (loops, block iteration variables, sizes) its value. A block
 // instance evaluates its bindings, runs its init when its reduce variables
 // are at the start of their domains, then its body; its predicate guards
-// it. Index arithmetic (the expressions over loop variables and sizes:
+// it. Before lowering, ast.InitEmptyReductions gives the output elements
+// of a reduction whose reduce loops may run no iteration their init.
+// Index arithmetic (the expressions over loop variables and sizes:
 // indices, bindings, bounds) is 64-bit and never wraps; arithmetic on data
 // keeps its type and wraps as the interpreter does. An index that loads
 // from a buffer (a gather's, whose value only the data knows) is checked

@@ -124,6 +124,9 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 			return nil, err
 		}
 	}
+	// An output element of a reduction whose reduce loops run no
+	// iteration gets its init before them, as the interpreter gives it.
+	f = ast.InitEmptyReductions(f)
 	// Loops guarded by a tail predicate run their full iterations without
 	// it (package partition): a predicate in the innermost loops keeps a
 	// matrix multiply's accumulators in memory.

@@ -2,6 +2,7 @@ package schedgen
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -35,11 +36,14 @@ func (c Case) SizesFor(seed uint64) map[string]int64 {
 }
 
 // Args returns data for every buffer parameter of c.Func at the given
-// sizes, all filled with reproducible random values (from seed): outputs
-// too, so that an in-place block starts from data and an element a
-// schedule forgets to write shows in the results.
+// sizes, filled with reproducible random values (from seed), but for the
+// outputs that a block writes before any block reads them
+// (workload.WrittenFirst), which are poisoned (NaN): an element a
+// schedule, or the function itself, leaves unwritten shows in the
+// results. An in-place output starts from data.
 func (c Case) Args(sizes map[string]int64, seed uint64) map[string]any {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	first := workload.WrittenFirst(c.Func)
 	args := map[string]any{}
 	for _, p := range c.Func.Params {
 		data, err := ast.NewData(p, sizes)
@@ -47,6 +51,9 @@ func (c Case) Args(sizes map[string]int64, seed uint64) map[string]any {
 			panic(fmt.Sprintf("schedgen: case %s: %v", c.Name, err))
 		}
 		workload.FillRandom(data, rng)
+		if first[p.Name] {
+			ast.Poison(p.DType, data)
+		}
 		args[p.Name] = data
 	}
 	return args
@@ -95,7 +102,10 @@ func Load(dir string) ([]Case, error) {
 	return out, nil
 }
 
-// LoadFile reads one case (see Load).
+// LoadFile reads one case (see Load). A function with symbolic sizes also
+// runs where each size in turn is 0 (an empty axis: a reduction over
+// nothing, a loop of no iterations) and where every size is 1
+// (edgeSizes), besides the bindings its file lists.
 func LoadFile(file string) (Case, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
@@ -133,5 +143,41 @@ func LoadFile(file string) (Case, error) {
 	if len(c.Sizes) == 0 {
 		return Case{}, fmt.Errorf("%s: no \"// sizes:\" line", file)
 	}
+	c.Sizes = append(c.Sizes, edgeSizes(f, c.Sizes[0])...)
 	return c, nil
+}
+
+// edgeSizes returns the bindings at the edges of f's sizes: first with
+// each size in turn set to 0, then with all of them 1, those that give
+// every buffer a shape. An empty axis is
+// where a reduction's init must still write, and a schedule's tail logic
+// is most often wrong.
+func edgeSizes(f *ast.Func, first map[string]int64) []map[string]int64 {
+	if len(f.Sizes) == 0 {
+		return nil
+	}
+	var candidates []map[string]int64
+	for _, s := range f.Sizes {
+		b := maps.Clone(first)
+		b[s.Name] = 0
+		candidates = append(candidates, b)
+	}
+	ones := map[string]int64{}
+	for _, s := range f.Sizes {
+		ones[s.Name] = 1
+	}
+	candidates = append(candidates, ones)
+	// A binding that makes a buffer's dimension negative (a convolution's
+	// output of W - 4 at W = 0) is no size the function takes.
+	var out []map[string]int64
+next:
+	for _, b := range candidates {
+		for _, p := range f.Params {
+			if _, err := ast.DataSize(p, b); err != nil {
+				continue next
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }

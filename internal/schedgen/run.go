@@ -366,7 +366,7 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 		panic(fmt.Sprintf("schedgen: case %s: %v", c.Name, err))
 	}
 	var ops []Op
-	reassociated := false // an rfactor was accepted: sums may round differently
+	reassociated := false // an rfactor or a reorder was accepted: sums may round differently
 	fail := func(kind FailKind, op Op, format string, a ...any) (*Stats, *Failure) {
 		st.Failures[kind]++
 		return st, &Failure{Kind: kind, Case: c, Sizes: sizes, Seed: seed, Ops: append(slices.Clone(ops), op), Msg: fmt.Sprintf(format, a...)}
@@ -425,7 +425,10 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 		st.AcceptedBy[op.Prim]++
 		op = resolved
 		ops = append(ops, op)
-		if op.Prim == "rfactor" {
+		switch op.Prim {
+		case "rfactor", "reorder", "tile":
+			// A reduction's updates of one element may now run in
+			// another order (a reorder of its reduce loops).
 			reassociated = true
 		}
 		src.observe(op, before, s.Func(), true)
@@ -498,7 +501,8 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 func interpBudget(spent int64) int64 { return max(2_000_000, 64*spent) }
 
 // compare returns what differs between got and want, or "". Results must
-// be exactly equal, unless a reduction was reassociated (rfactor): then
+// be exactly equal, unless a reduction was reassociated (rfactor, or a
+// reorder of its reduce loops): then
 // within workload.Tolerance of the buffer's type.
 func compare(f *ast.Func, got, want map[string]any, reassociated bool) string {
 	for _, p := range f.Params {

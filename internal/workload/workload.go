@@ -33,7 +33,9 @@ type Case struct {
 
 // Args returns data for every buffer parameter of c.Func: inputs filled with
 // reproducible random values in [-1, 1) (from seed), integer indices of a
-// gather in the range of what they index, outputs zeroed. Which
+// gather in the range of what they index, outputs poisoned (NaN, see
+// ast.Poison) so that an element left unwritten shows, or zeroed where a
+// block reads them before any writes them (an in-place update). Which
 // parameters are inputs is told by the function: a parameter some block
 // writes is an output.
 func (c Case) Args(seed uint64) map[string]any {
@@ -44,6 +46,7 @@ func (c Case) Args(seed uint64) map[string]any {
 			written[w.Buffer.Name] = true
 		}
 	}
+	first := WrittenFirst(c.Func)
 	args := map[string]any{}
 	bounds := indexBounds(c.Func, c.Sizes)
 	for _, p := range c.Func.Params {
@@ -51,15 +54,72 @@ func (c Case) Args(seed uint64) map[string]any {
 		if err != nil {
 			panic(fmt.Sprintf("workload %s: %v", c.Name, err))
 		}
-		if !written[p.Name] {
+		switch {
+		case !written[p.Name]:
 			FillRandom(data, rng)
 			if n, ok := bounds[p.Name]; ok {
 				fillIndices(data, rng, n)
 			}
+		case first[p.Name]:
+			ast.Poison(p.DType, data)
 		}
 		args[p.Name] = data
 	}
 	return args
+}
+
+// WrittenFirst returns the parameters of f that a block writes before any
+// block reads them, the blocks taken in the order f lists them: a
+// reduction with an init that writes a parameter reads it only after its
+// init. Their values on entry do not matter, so a check may poison them.
+func WrittenFirst(f *ast.Func) map[string]bool {
+	params := map[string]bool{}
+	for _, p := range f.Params {
+		params[p.Name] = true
+	}
+	out, seen := map[string]bool{}, map[string]bool{}
+	for _, b := range f.Blocks() {
+		if b.HoldsBlock() {
+			continue
+		}
+		writes := map[string]bool{}
+		for _, w := range b.Writes {
+			writes[w.Buffer.Name] = true
+		}
+		for _, r := range b.Reads {
+			name := r.Buffer.Name
+			if seen[name] || !params[name] {
+				continue
+			}
+			seen[name] = true // read first, unless its own init writes it
+			if b.Init != nil && writes[name] && initWrites(b.Init, name) {
+				out[name] = true
+			}
+		}
+		for name := range writes {
+			if !seen[name] && params[name] {
+				seen[name] = true
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
+
+// initWrites reports whether an init statement stores to the buffer named
+// name and loads nothing from it.
+func initWrites(init ast.Stmt, name string) bool {
+	stores, loads := false, false
+	ast.Inspect(init, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Store:
+			stores = stores || n.Buffer.Name == name
+		case *ast.Load:
+			loads = loads || n.Buffer.Name == name
+		}
+		return true
+	})
+	return stores && !loads
 }
 
 // indexBounds returns, for each integer parameter of f whose values index
