@@ -333,7 +333,9 @@ func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[str
 
 // Execute runs the plan's kernels one after the other with run (the
 // interpreter, as Interpret does, or compiled kernels), which gets each
-// kernel's function, its sizes and its buffers' data by name.
+// kernel's function, its sizes and its buffers' data by name. The
+// intermediates and outputs start poisoned (ast.Poison: NaN), so that an
+// element no kernel writes shows in the result.
 func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f *ast.Func, sizes map[string]int64, args map[string]any) error) (map[string]any, error) {
 	if err := p.checkSizes(sizes); err != nil {
 		return nil, err
@@ -355,6 +357,7 @@ func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f
 			if err != nil {
 				return nil, err
 			}
+			ast.Poison(t.DType, d) // an element no kernel writes shows as NaN
 			data[t.Name] = d
 		}
 	}
