@@ -302,6 +302,9 @@ func (p *parser) fn() *Func {
 			if b.Scope != Global {
 				p.failAt(p.pos[b], "parameter %s must be in global memory", b.Name)
 			}
+			if f.Size(b.Name) != nil {
+				p.failAt(p.pos[b], "parameter %s has the name of a symbolic size (both are arguments of the compiled kernel)", b.Name)
+			}
 			f.Params = append(f.Params, b)
 			if !p.got(",") {
 				break

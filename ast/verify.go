@@ -15,7 +15,9 @@ import (
 //   - Names: every variable, buffer and block name is an identifier that is
 //     not a reserved word of the text form. Block names and buffer names
 //     are unique in the function; a variable name is never defined again
-//     where it is already in scope (no shadowing, also across blocks).
+//     where it is already in scope (no shadowing, also across blocks). No
+//     buffer parameter has the name of a symbolic size: both are
+//     arguments of the compiled kernel.
 //   - Scopes: a loop variable is visible in its loop's body; a block's
 //     bindings and predicate see the enclosing loops, but its regions, init
 //     and body see only its own iteration variables, the function's sizes
@@ -250,6 +252,9 @@ func (v *verifier) fn(f *Func) {
 		v.declareBuffer(b, b)
 		if b.Scope != Global {
 			v.fail(b, "parameter %s is in %s memory; parameters are global", b.Name, b.Scope)
+		}
+		if v.sizes[b.Name] != nil {
+			v.fail(b, "parameter %s has the name of a symbolic size (both are arguments of the compiled kernel)", b.Name)
 		}
 	}
 	if isNilStmt(f.Body) {

@@ -38,6 +38,8 @@ func TestVerifyBuiltIR(t *testing.T) {
 			`annotation "x": NaN is not a finite number`},
 		{"bad name", &ast.Func{Name: "my func", Body: &ast.Seq{}}, `function name "my func" is not an identifier`},
 		{"nil in seq", &ast.Func{Name: "f", Body: &ast.Seq{Stmts: []ast.Stmt{nil}}}, "nil statement in a sequence"},
+		{"param named like a size", &ast.Func{Name: "f", Sizes: []*ast.Var{ast.NewVar("A", ast.Int32)}, Params: []*ast.Buffer{A}, Body: &ast.Seq{}},
+			"parameter A has the name of a symbolic size (both are arguments of the compiled kernel)"},
 		{"nil operand", loop(ast.NewStore(A, ast.Add(ast.F32(1), nil), i)), "missing expression"},
 		{"loop var type", &ast.Func{Name: "f", Body: ast.NewFor(ast.NewVar("i", ast.Int64), ast.I32(0), ast.I32(4), &ast.Seq{})},
 			"loop variable i has type int64 but its extent has type int32"},
