@@ -20,7 +20,7 @@ if [ ${#names[@]} -eq 0 ]; then
 		conv_grouped_strided_0 conv1d_dilated_0 transpose_chain softmax_layernorm_0 colsum_max_0
 		accumulate triangular_matvec skewed matmul_sym chain reduce_elementwise multi_consumer
 		stencil_sym matmul matmul_bias_relu predicate_tri diamond layernorm softmax inplace_mirror
-		fuse_compute_at rmsnorm)
+		fuse_compute_at rmsnorm partial_consumer)
 fi
 jobs=${JOBS:-2}
 cd schedule || exit 1
