@@ -51,6 +51,9 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 	if !isCIdent(name) {
 		return nil, fmt.Errorf("module: build: %q is not a C identifier", name)
 	}
+	if reservedGraphName(name) {
+		return nil, fmt.Errorf("module: build: graph %s: the library's name %q is a name C, its library or loom's runtime already uses; give it another (loom build -name)", m.plan.Graph.Name, name)
+	}
 	g, err := m.cGraph(name)
 	if err != nil {
 		return nil, err
@@ -549,17 +552,21 @@ func cFloat(v float64, bits int) string {
 	return strconv.FormatFloat(v, 'x', -1, bits) + suffix
 }
 
-// cKeywords are the words a C identifier of the header may not be: C's
-// keywords, and the macros of the standard headers a program includes
-// before it.
-var cKeywords = strings.Fields(`auto break case char const continue default do double else enum extern
-float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while bool true false _Bool NULL EOF errno assert
-stdin stdout stderr offsetof BUFSIZ FILENAME_MAX RAND_MAX EXIT_SUCCESS EXIT_FAILURE
-INT8_MAX INT16_MAX INT32_MAX INT64_MAX UINT8_MAX UINT16_MAX UINT32_MAX UINT64_MAX SIZE_MAX`)
-
+// isCIdent reports whether s is a C identifier.
 func isCIdent(s string) bool {
-	return s != "" && cIdentOf(s) == s && !slices.Contains(cKeywords, s)
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(c rune) bool {
+		return !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
+	})
+}
+
+// reservedGraphName reports whether a library may not be called name: C
+// or loom's runtime gives it a meaning (llvm.IsReservedC), or it is a
+// name of the runtime pasted into the graph's source (lg_..., LG_...).
+func reservedGraphName(name string) bool {
+	return llvm.IsReservedC(name) || strings.HasPrefix(name, "lg_") || strings.HasPrefix(name, "LG_")
 }
 
 // cIdentOf makes a C identifier of a tensor's name.
@@ -574,8 +581,8 @@ func cIdentOf(name string) string {
 	if s == "" || '0' <= s[0] && s[0] <= '9' {
 		s = "t_" + s
 	}
-	if slices.Contains(cKeywords, s) || strings.HasPrefix(s, "lg_") || strings.HasPrefix(s, "loom_") || strings.HasPrefix(s, "__") {
+	if strings.HasPrefix(s, "lg_") || strings.HasPrefix(s, "loom_") {
 		s += "_"
 	}
-	return s
+	return llvm.SafeCName(s)
 }

@@ -42,6 +42,14 @@ func ExampleModule_Header() {
 	// extern "C" {
 	// #endif
 	//
+	// #ifndef LOOM_RESTRICT
+	// #ifdef __cplusplus
+	// #define LOOM_RESTRICT __restrict
+	// #else
+	// #define LOOM_RESTRICT restrict
+	// #endif
+	// #endif
+	//
 	// /*
 	//  * chain16: returns 0 on success, else the sum of 1 after an integer
 	//  * division by zero, 2 if a temporary buffer could not be allocated, 4 if
@@ -55,7 +63,7 @@ func ExampleModule_Header() {
 	//  * Buffers must not overlap. Float16 and bfloat16 elements are their
 	//  * 16-bit encodings. Link with loom's runtime (loomrt.c) and -lm.
 	//  */
-	// int32_t chain16(int64_t S1, int64_t S2, const float *restrict X, float *restrict F);
+	// int32_t chain16(int64_t S1, int64_t S2, const float *LOOM_RESTRICT X, float *LOOM_RESTRICT F);
 	//
 	// /* The same kernel with its arguments in arrays: buffers in the order
 	//  * above, sizes in the order above. */

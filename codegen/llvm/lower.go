@@ -31,7 +31,9 @@ type Options struct {
 	// what the schedule unrolls. Off by default: it triples the build time
 	// of a tiled kernel and rarely helps one whose schedule unrolls.
 	LLVMUnroll bool
-	// Symbol is the C name of the kernel; empty means the function's name.
+	// Symbol is the C name of the kernel; empty means the function's
+	// name, made safe when C reserves it (SafeCName: double_). A reserved
+	// Symbol (IsReservedC: main, free, int64_t) is an error.
 	Symbol string
 	// TrustLoopKinds skips the proof that parallel and vectorized loops
 	// carry no dependence. Without it a function whose parallel or
@@ -114,10 +116,13 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	}
 	sym := opts.Symbol
 	if sym == "" {
-		sym = cIdent(f.Name)
+		sym = SafeCName(cIdent(f.Name)) // double_ for func double
 	}
 	if !cIdentRE.MatchString(sym) {
 		return nil, &Error{Reason: fmt.Sprintf("kernel symbol %q is not a C identifier", sym)}
+	}
+	if IsReservedC(sym) {
+		return nil, &Error{Reason: fmt.Sprintf("kernel symbol %q is a name C, its library or loom's runtime already uses; give the kernel another one (Options.Symbol, loom build -name)", sym)}
 	}
 	if !opts.TrustLoopKinds {
 		if err := checkLoopKinds(f); err != nil {

@@ -140,18 +140,20 @@ func dispatchSource(name string, f *ast.Func, choices []autotune.BucketChoice) s
 	}
 	p("\treturn %s_any_packed(buffers, sizes);\n}\n\n", name)
 	roles := llvm.Roles(f)
+	cnames := llvm.CParamNames(name, f) // the header's
 	var params, bufs, sizes []string
-	for _, s := range f.Sizes {
-		params = append(params, "int64_t "+s.Name)
-		sizes = append(sizes, s.Name)
+	for i := range f.Sizes {
+		params = append(params, "int64_t "+cnames[i])
+		sizes = append(sizes, cnames[i])
 	}
-	for _, q := range f.Params {
+	for i, q := range f.Params {
 		c := ""
 		if roles[q.Name] == "input" {
 			c = "const "
 		}
-		params = append(params, fmt.Sprintf("%s%s *restrict %s", c, llvm.CType(q.DType), q.Name))
-		bufs = append(bufs, "(void *)"+q.Name)
+		id := cnames[len(f.Sizes)+i]
+		params = append(params, fmt.Sprintf("%s%s *restrict %s", c, llvm.CType(q.DType), id))
+		bufs = append(bufs, "(void *)"+id)
 	}
 	if len(params) == 0 {
 		params = []string{"void"}
