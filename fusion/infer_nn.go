@@ -222,7 +222,7 @@ func (c *inferCtx) gather() (Shape, error) {
 		t := c.n.Inputs[1]
 		for k, v := range t.Data {
 			if v < float64(-size) || v >= float64(size) {
-				return nil, c.errf("inputs[1]", "index %v (%s.data[%d]) is out of range for axis %d of %s, of size %d: want -%d to %d", v, t.Name, k, ax, c.n.Inputs[0].Name, size, size, size-1)
+				return nil, c.errf("inputs[1]", "index %s (%s.data[%d]) is out of range for axis %d of %s, of size %d: want -%d to %d", number(v), t.Name, k, ax, c.n.Inputs[0].Name, size, size, size-1)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package fusion
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -16,26 +17,35 @@ func valueError(t ast.DType, v float64) string {
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		if !t.IsFloat() {
-			return fmt.Sprintf("%v is not a %s value", v, t)
+			return fmt.Sprintf("%s is not a %s value", number(v), t)
 		}
 	case t == ast.Bool:
 		if v != 0 && v != 1 {
-			return fmt.Sprintf("%v is not a bool value (0 or 1)", v)
+			return fmt.Sprintf("%s is not a bool value (0 or 1)", number(v))
 		}
 	case t == ast.Int32:
 		if v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32 {
-			return fmt.Sprintf("%v is not an int32 value (a whole number from -2^31 to 2^31-1)", v)
+			return fmt.Sprintf("%s is not an int32 value (a whole number from -2^31 to 2^31-1)", number(v))
 		}
 	case t == ast.Int64:
 		if v != math.Trunc(v) || v < -(1<<53) || v > 1<<53 {
-			return fmt.Sprintf("%v is not an int64 value a graph can hold (a whole number from -2^53 to 2^53)", v)
+			return fmt.Sprintf("%s is not an int64 value a graph can hold (a whole number from -2^53 to 2^53)", number(v))
 		}
 	case t.IsFloat():
 		if ast.Overflows(t, v) {
-			return fmt.Sprintf("%v is out of the %s range (it would round to infinity)", v, t)
+			return fmt.Sprintf("%s is out of the %s range (it would round to infinity)", number(v), t)
 		}
 	}
 	return ""
+}
+
+// number prints v as a graph's JSON would hold it: a whole number in
+// digits (2147483648, not 2.147483648e+09), others shortest (1e+300, 0.5).
+func number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // checkConstants checks that every element of every constant of g is a
@@ -44,7 +54,7 @@ func checkConstants(g *Graph) error {
 	for _, t := range g.Constants {
 		for k, v := range t.Data {
 			if msg := valueError(t.DType, v); msg != "" {
-				return &GraphError{Where: t.Name, Msg: fmt.Sprintf("constant %s: data[%d] = %s", t.Name, k, msg)}
+				return &GraphError{Where: t.Name, Msg: fmt.Sprintf("constant %s: data[%d]: %s", t.Name, k, msg)}
 			}
 		}
 	}

@@ -50,7 +50,7 @@ func TestInferChecksConstants(t *testing.T) {
 	n := &Node{Op: "add", Inputs: []*Tensor{x, c}}
 	n.Output = &Tensor{Name: "Y", Producer: n}
 	g := &Graph{Name: "g", Inputs: []*Tensor{x}, Constants: []*Tensor{c}, Nodes: []*Node{n}, Outputs: []*Tensor{n.Output}}
-	want := "fusion: C: constant C: data[1] = 1e+300 is out of the float32 range (it would round to infinity)"
+	want := "fusion: C: constant C: data[1]: 1e+300 is out of the float32 range (it would round to infinity)"
 	if err := Infer(g); err == nil || err.Error() != want {
 		t.Errorf("Infer: %v\nwant %s", err, want)
 	}
