@@ -29,10 +29,9 @@
  *   - the caller takes chunks like any worker, and never needs a worker to
  *     show up: it waits only for chunks already claimed;
  *   - waiting threads (workers waiting for a loop, the caller waiting for
- *     the last claimed chunks) spin for a few microseconds, yielding the
- *     core after the first two, and then sleep on a futex (a condition
- *     variable off Linux), so that a waiting thread leaves its core to the
- *     thread it waits for.
+ *     the last claimed chunks) spin for a few tens of microseconds and
+ *     then sleep on a futex (a condition variable off Linux), so that a
+ *     waiting thread leaves its core to the thread it waits for.
  *
  * Build: cc -O2 -fPIC -shared -pthread loomrt.c -o libloomrt.so -lm
  * With -DLOOM_RT_GOMP the same interface runs on GCC's OpenMP runtime
@@ -132,16 +131,17 @@ void loom_parallel_for(loom_task fn, void *ctx, int64_t n, int64_t work) {
 
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <time.h>
 
 enum {
 	MAX_THREADS = 256, /* the caller and 255 workers */
-	/* How long a waiting thread spins before it sleeps, and after how
-	 * long of it each check yields the core, in nanoseconds. */
+	/* How long a waiting thread spins before it sleeps, in nanoseconds.
+	 * It never yields while it spins: beside a busy process, sched_yield
+	 * hands the core to that process for a whole time slice
+	 * (milliseconds), while a sleeping thread that is woken gets it
+	 * back at once. */
 	WORKER_SPIN_NS = 50000,
 	CALLER_SPIN_NS = 20000,
-	YIELD_AFTER_NS = 2000,
 };
 
 static inline void cpu_relax(void) {
@@ -190,9 +190,8 @@ static void unpark(atomic_uint *w) {
  * was; the waker writes the word, then reads the flag, and unparks only if
  * it is set. Both sequentially consistent, so one of them sees the other. */
 
-/* spin waits until *w differs from v, for at most ns nanoseconds: pause,
- * then after YIELD_AFTER_NS also sched_yield at each check. It returns the
- * new value, or v when the time ran out. */
+/* spin waits until *w differs from v, for at most ns nanoseconds. It
+ * returns the new value, or v when the time ran out. */
 static unsigned spin(atomic_uint *w, unsigned v, int64_t ns) {
 	int64_t start = 0;
 	for (unsigned i = 1;; i++) {
@@ -208,8 +207,6 @@ static unsigned spin(atomic_uint *w, unsigned v, int64_t ns) {
 			start = t;
 		else if (t - start > ns)
 			return v;
-		else if (t - start > YIELD_AFTER_NS)
-			sched_yield();
 	}
 }
 
