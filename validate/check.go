@@ -54,7 +54,10 @@ func check(pf, pg *poly.Program, stats *Stats) error {
 	if err := v.bounds(); err != nil {
 		return err
 	}
-	return v.outputs()
+	if err := v.outputs(); err != nil {
+		return err
+	}
+	return v.created()
 }
 
 // instances asks the first question: a kept block runs the same iteration

@@ -17,7 +17,7 @@ var ErrUnsupported = errors.New("validate: the function is outside the polyhedra
 // Error is a step the validator rejects: which question failed, for which
 // block and buffer, and a witness in words.
 type Error struct {
-	Question string // "instances", "order", "bounds" or "outputs"
+	Question string // "instances", "order", "bounds", "outputs" or "created"
 	Block    string // the block the finding is about
 	Reason   string // one sentence, with a witness where there is one
 }
