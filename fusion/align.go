@@ -32,7 +32,7 @@ func align(f *ast.Func) (*ast.Func, int) {
 		return f, 0
 	}
 	a := &aligner{f: named, root: root, blocks: map[string]*blockInfo{}, alias: map[string]string{}}
-	ast.Inspect(f.Body, func(n ast.Node) bool {
+	ast.Inspect(named.Body, func(n ast.Node) bool {
 		if b, ok := n.(*ast.ScheduleBlock); ok && b != root {
 			a.blocks[b.Name] = infoOf(b)
 		}
@@ -320,8 +320,8 @@ func (a *aligner) sameIteration(c *blockInfo, pv string, d *blockInfo, qv string
 // only those named by pairs (see quick). Merging consecutive loops
 // reorders only instances of blocks in different loops, and only a pair
 // of them that access a buffer in common can depend on each other;
-// everything else keeps its order, so the cut is refused when the
-// kernel would be.
+// everything else keeps its order, so a dependence the merge would
+// reverse in the kernel it reverses in the cut too.
 func (a *aligner) check(outer []*ast.For, allocs []ast.Stmt, cur, next *nest, pairs map[string]bool) bool {
 	var cut []ast.Stmt
 	for _, n := range [2]*nest{cur, next} {
