@@ -32,11 +32,8 @@ func (e *emitter) checkedIndex(x, extent ast.Expr) (idx, ok lanes) {
 	return idx, ok
 }
 
-// andLanes returns a && b of i1 lanes; a may be the zero lanes (none).
+// andLanes returns a && b of i1 lanes.
 func (e *emitter) andLanes(a, b lanes) lanes {
-	if a.u == nil && a.v == nil && a.base == nil {
-		return b
-	}
 	return e.apply(a, b, func(x, y value.Value) value.Value { return e.b.NewAnd(x, y) })
 }
 

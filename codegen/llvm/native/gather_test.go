@@ -146,3 +146,51 @@ func TestStatusError(t *testing.T) {
 		t.Errorf("status 1|4|64: %q", err)
 	}
 }
+
+// TestGatherTwoIndices: an access whose two indices both load (E[I[i],
+// J[i]]) is out of range when either is; serial and in lanes.
+func TestGatherTwoIndices(t *testing.T) {
+	for _, kind := range []string{"serial", "vectorized"} {
+		f, err := ast.Parse(`func pick(E: float32[3, 4], I: int32[5], J: int32[5], Y: float32[5]) {
+  ScheduleBlock(root) {
+    ` + kind + ` for (i, 0, 5) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 5))
+        reads(E[0:+3, 0:+4], I[vi], J[vi])
+        writes(Y[vi])
+        Y[vi] = E[I[vi], J[vi]]
+      }
+    }
+  }
+}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := native.Compile(f, llvm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+		for _, c := range []struct {
+			i, j []int32
+			bad  bool
+		}{
+			{[]int32{0, 1, 2, 2, 0}, []int32{0, 1, 3, 0, 3}, false},
+			{[]int32{0, 1, 2, 2, 0}, []int32{0, 1, 4, 0, 3}, true},
+			{[]int32{0, 3, 2, 2, 0}, []int32{0, 1, 3, 0, 3}, true},
+		} {
+			y := make([]float32, 5)
+			err := k.Run(nil, map[string]any{"E": e, "I": c.i, "J": c.j, "Y": y})
+			if c.bad != errors.Is(err, native.ErrIndexOutOfRange) || !c.bad && err != nil {
+				t.Errorf("%s, I %v, J %v: %v", kind, c.i, c.j, err)
+			}
+			for n := range y {
+				if in := c.i[n] < 3 && c.j[n] < 4; in && y[n] != e[4*c.i[n]+c.j[n]] || !in && y[n] != 0 {
+					t.Errorf("%s, I %v, J %v: Y = %v", kind, c.i, c.j, y)
+					break
+				}
+			}
+		}
+	}
+}
