@@ -38,9 +38,11 @@
 // reserved words of loom's text form. A dtype is one of bool, int32,
 // int64, float16, bfloat16, float32, float64. An input's dimension is a
 // non-negative integer or a symbol; a constant's shape is constant and
-// its data lists every element in row-major order. Nodes may come in any
-// order; each computes one tensor, its "output". Every graph output is
-// computed by a node.
+// its data lists every element in row-major order, each a value of its
+// dtype (1e300 is no float32, 0.5 no int32; so for a pad's value and a
+// norm's epsilon). Nodes may come in any order; each computes one tensor,
+// its "output". Every graph output is computed by a node; a graph has at
+// most MaxNodes nodes.
 //
 // The operators, their inputs and their attributes:
 //
@@ -54,6 +56,12 @@
 //	                                a symbolic axis takes start >= 0, step 1 and an
 //	                                end < 0 (from the end) or >= 2^40 (to the end)
 //	concat               (x...)     axis (default 0)
+//	pad                  (x)        pads [begins..., ends...], value (0)
+//	gather               (x, idx)   axis (default 0); an index of an axis of
+//	                                size n is in [-n, n), negative from the end
+//	                                (as in ONNX); one outside is an error:
+//	                                Infer's for constant indices, else the
+//	                                kernel's (a status of the compiled code)
 //	reduce_sum reduce_mean reduce_max reduce_min
 //	                     (x)        axes (default all, negative from the end), keepdims
 //	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast
