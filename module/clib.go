@@ -563,10 +563,11 @@ func isCIdent(s string) bool {
 }
 
 // reservedGraphName reports whether a library may not be called name: C
-// or loom's runtime gives it a meaning (llvm.IsReservedC), or it is a
-// name of the runtime pasted into the graph's source (lg_..., LG_...).
+// or loom's runtime gives it or its kernels' names (NAME_k0: pthread_k0)
+// a meaning (llvm.IsReservedC), or it is a name of the runtime pasted into
+// the graph's source (lg_..., LG_...).
 func reservedGraphName(name string) bool {
-	return llvm.IsReservedC(name) || strings.HasPrefix(name, "lg_") || strings.HasPrefix(name, "LG_")
+	return llvm.IsReservedC(name) || llvm.IsReservedC(name+"_k0") || strings.HasPrefix(name, "lg_") || strings.HasPrefix(name, "LG_")
 }
 
 // cIdentOf makes a C identifier of a tensor's name.

@@ -13,7 +13,7 @@ import (
 // not link beside a program: main, free, int64_t); the error names the
 // graph and the name.
 func TestCLibraryReservedNames(t *testing.T) {
-	for _, name := range []string{"main", "free", "int64_t", "memcpy", "sqrtf", "_Bool", "class", "loom_parallel_for", "lg_fail", "pthread_create"} {
+	for _, name := range []string{"main", "free", "int64_t", "memcpy", "sqrtf", "_Bool", "class", "loom_parallel_for", "lg_fail", "pthread_create", "pthread"} {
 		_, m := compiled(t, fmt.Sprintf(`{"name": %q, "inputs": [{"name": "X", "dtype": "float32", "shape": [4]}],
   "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`, strings.ReplaceAll(name, "_", "x")))
 		_, err := m.Build(t.TempDir(), name)
