@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,6 +113,25 @@ type workRequest struct {
 	// Cutoff: a first run slower than this many seconds is the only
 	// sample (0: none).
 	Cutoff float64 `json:"cutoff,omitempty"`
+	// Poison names the outputs whose data starts as NaN: those the
+	// unscheduled function writes first (workload.WrittenFirst), the same
+	// for the reference and every candidate.
+	Poison []string `json:"poison,omitempty"`
+}
+
+// poisoned returns the outputs of task's function that its data starts
+// with NaN in (see workRequest.Poison).
+func poisoned(f *ast.Func) []string {
+	return slices.Sorted(maps.Keys(workload.WrittenFirst(f)))
+}
+
+// args returns the data req's function runs on.
+func (req *workRequest) args(f *ast.Func) map[string]any {
+	poison := map[string]bool{}
+	for _, name := range req.Poison {
+		poison[name] = true
+	}
+	return workload.Case{Func: f, Sizes: req.Sizes}.ArgsPoisoning(req.Seed, poison)
 }
 
 // workResponse is what a worker answers, as JSON on stdout.
@@ -137,7 +157,7 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 		case builds[i].Err != nil:
 			out[i].Err = builds[i].Err
 		default:
-			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task), Target: r.Target})
+			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task), Target: r.Target, Poison: poisoned(task.Func)})
 			if werr != nil {
 				out[i].Err = werr
 			} else {
@@ -208,7 +228,7 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 		r.dir, r.refs = d, map[string]string{}
 	}
 	path := filepath.Join(r.dir, fmt.Sprintf("%s-%d.gob", key[:16], len(r.refs)))
-	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true}
+	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true, Poison: poisoned(task.Func)}
 	if _, err := r.work(ctx, req); err != nil {
 		return "", err
 	}
@@ -486,7 +506,7 @@ func serve(req *workRequest) *workResponse {
 	if err != nil {
 		return fail(err)
 	}
-	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	args := req.args(f)
 	if err := k.Run(req.Sizes, args); err != nil {
 		return fail(err)
 	}

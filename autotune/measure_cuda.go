@@ -7,7 +7,6 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // Measuring on a GPU. The builder lowers each candidate to CUDA C here,
@@ -61,7 +60,7 @@ func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
 		return fail(err)
 	}
 	defer prog.Close()
-	args := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	args := req.args(f)
 	call, err := prog.Bind(req.Sizes, args)
 	if err != nil {
 		return fail(err)

@@ -233,3 +233,49 @@ func TestRunnerClose(t *testing.T) {
 		t.Errorf("%s after the second Close: %v", again, err)
 	}
 }
+
+// TestCandidateDataFromTheTask: a candidate runs on the data of the
+// function it was scheduled from. The task writes half of its output B
+// first, so B starts poisoned (NaN) and its other half stays NaN; the
+// candidate reads all of B first (as a cache's fill does) and writes it
+// back: on data of its own B would start zeroed and the candidate would
+// be a wrong result.
+func TestCandidateDataFromTheTask(t *testing.T) {
+	b, r := testRunner(t)
+	const half = `    serial for (i, 0, 32) {
+      ScheduleBlock(B) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 32))
+        reads(A[vi])
+        writes(B[vi])
+        B[vi] = A[vi] * 2.0f
+      }
+    }`
+	task := &Task{Name: "half", Func: mustParse(t, `func half(A: float32[64], B: float32[64]) {
+  ScheduleBlock(root) {
+`+half+`
+  }
+}`)}
+	filled := mustParse(t, `func half(A: float32[64], B: float32[64]) {
+  ScheduleBlock(root) {
+    serial for (j, 0, 64) {
+      ScheduleBlock(B_fill) {
+        vj = axis.bind(j)
+        axis.domain(vj = spatial(0, 64))
+        reads(B[vj])
+        writes(B[vj])
+        B[vj] = B[vj] + 0.0f
+      }
+    }
+`+half+`
+  }
+}`)
+	cands := []*Candidate{{Func: filled}}
+	builds := b.Build(context.Background(), task, cands)
+	if builds[0].Err != nil {
+		t.Fatal(builds[0].Err)
+	}
+	if runs := r.Run(context.Background(), task, cands, builds); runs[0].Err != nil {
+		t.Errorf("a candidate that reads its output first: %v", runs[0].Err)
+	}
+}

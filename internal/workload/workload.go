@@ -39,6 +39,14 @@ type Case struct {
 // parameters are inputs is told by the function: a parameter some block
 // writes is an output.
 func (c Case) Args(seed uint64) map[string]any {
+	return c.ArgsPoisoning(seed, WrittenFirst(c.Func))
+}
+
+// ArgsPoisoning is Args with the outputs named in poison poisoned, the
+// others zeroed. A scheduled function takes the data of the function it
+// was scheduled from, whose WrittenFirst may differ from its own (a
+// cache's fill reads an output before the cached block writes it).
+func (c Case) ArgsPoisoning(seed uint64, poison map[string]bool) map[string]any {
 	rng := rand.New(rand.NewPCG(seed, 0x10037))
 	written := map[string]bool{}
 	for _, b := range c.Func.Blocks() {
@@ -46,7 +54,6 @@ func (c Case) Args(seed uint64) map[string]any {
 			written[w.Buffer.Name] = true
 		}
 	}
-	first := WrittenFirst(c.Func)
 	args := map[string]any{}
 	bounds := indexBounds(c.Func, c.Sizes)
 	for _, p := range c.Func.Params {
@@ -60,7 +67,7 @@ func (c Case) Args(seed uint64) map[string]any {
 			if n, ok := bounds[p.Name]; ok {
 				fillIndices(data, rng, n)
 			}
-		case first[p.Name]:
+		case poison[p.Name]:
 			ast.Poison(p.DType, data)
 		}
 		args[p.Name] = data
