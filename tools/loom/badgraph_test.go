@@ -100,3 +100,20 @@ func TestFuseLongReductionChain(t *testing.T) {
 		t.Errorf("want the chain in one kernel:\n%.2000s", stdout)
 	}
 }
+
+// TestBenchGraphGatherInputsInRange: loom bench -graph fills an integer
+// input that a gather indexes with indices of the gathered axis (it drew
+// 0..3, out of range for an axis of 2, which the compiled gather now
+// reports as an error).
+func TestBenchGraphGatherInputsInRange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "embed.json")
+	src := `{"name": "embed", "inputs": [{"name": "E", "dtype": "float32", "shape": [2, 8]}, {"name": "I", "dtype": "int32", "shape": ["T"]}],
+  "nodes": [{"op": "gather", "inputs": ["E", "I"], "output": "Y"}], "outputs": ["Y"]}`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runLoom(t, "bench", "-graph", path, "-size", "T=64", "-json")
+	if code != 0 || !strings.Contains(stdout, `"kernels"`) {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}

@@ -156,9 +156,19 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 			return 1
 		}
 		workload.FillRandom(d, rng)
-		if v, ok := d.([]int32); ok {
+		// Integers index a gather: in its axis's range (else from 0 to 3).
+		n := int64(4)
+		if b, ok := gatherBound(g, x.Name, sizes); ok {
+			n = b
+		}
+		switch v := d.(type) {
+		case []int32:
 			for i := range v {
-				v[i] = int32(rng.IntN(4))
+				v[i] = int32(rng.Int64N(max(n, 1)))
+			}
+		case []int64:
+			for i := range v {
+				v[i] = rng.Int64N(max(n, 1))
 			}
 		}
 		shape := make([]int64, len(x.Shape))
@@ -245,3 +255,33 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// gatherBound returns the smallest size, at sizes, of an axis that the
+// input named x indexes as a gather's indices; ok is false when it indexes
+// none (or a size is unknown).
+func gatherBound(g *fusion.Graph, x string, sizes map[string]int64) (n int64, ok bool) {
+	for _, node := range g.Nodes {
+		if node.Op != "gather" || len(node.Inputs) != 2 || node.Inputs[1].Name != x {
+			continue
+		}
+		shape := node.Inputs[0].Shape
+		axis := 0
+		if node.Attrs.Axis != nil {
+			axis = *node.Attrs.Axis
+		}
+		if axis < 0 {
+			axis += len(shape)
+		}
+		if axis < 0 || axis >= len(shape) {
+			continue
+		}
+		size, err := shape[axis].Eval(sizes)
+		if err != nil {
+			continue
+		}
+		if !ok || size < n {
+			n, ok = size, true
+		}
+	}
+	return n, ok
+}
