@@ -52,8 +52,10 @@ enum {
 	LOOM_INLINE_WORK = 1 << 15,
 	/* The least work of a chunk, when work is known. */
 	CHUNK_WORK = 1 << 13,
-	/* The most chunks a thread of a loop gets. */
-	CHUNKS_PER_THREAD = 4,
+	/* The most chunks a thread of a loop gets: a thread that loses its
+	 * core in a chunk holds back 1/(8T) of the loop (one iteration when
+	 * the loop has fewer than 8T). */
+	CHUNKS_PER_THREAD = 8,
 };
 
 static atomic_int setting; /* threads to use; 0 means one per core */
