@@ -27,7 +27,9 @@
  *     thread that is not running holds back at most the one chunk it is
  *     in, and a worker that wakes late finds the work done;
  *   - the caller takes chunks like any worker, and never needs a worker to
- *     show up: it waits only for chunks already claimed;
+ *     show up: it waits only for chunks already claimed (so a loop of
+ *     modest work, under WAKE_WORK, leaves sleeping workers asleep and
+ *     goes to those awake);
  *   - waiting threads (workers waiting for a loop, the caller waiting for
  *     the last claimed chunks) spin for a few tens of microseconds and
  *     then sleep on a futex (a condition variable off Linux), so that a
@@ -50,6 +52,11 @@ enum {
 	 * units of loom_parallel_for's work). codegen/llvm decides the same
 	 * at compile time for loops of constant size (its inlineWork). */
 	LOOM_INLINE_WORK = 1 << 15,
+	/* A loop with less work than this is shared only with the workers
+	 * that are awake (spinning): it does not pay for a wake-up, which
+	 * costs the caller a system call and the worker tens of
+	 * microseconds (and, beside a busy process, often more). */
+	WAKE_WORK = 1 << 18,
 	/* The least work of a chunk, when work is known. */
 	CHUNK_WORK = 1 << 13,
 	/* The most chunks a thread of a loop gets: a thread that loses its
@@ -385,9 +392,10 @@ void loom_parallel_for(loom_task fn, void *ctx, int64_t n, int64_t work) {
 		chunk(C, t, T, &lo, &hi);
 		atomic_store_explicit(&home[t].w, home_word(gen, lo, hi), memory_order_relaxed);
 	}
+	int wake = !(work > 0 && n < WAKE_WORK && work < WAKE_WORK && n * work < WAKE_WORK);
 	for (int id = 1; id < T; id++) { /* publishes the loop */
 		atomic_store(&slots[id].gen, gen);
-		if (atomic_load(&slots[id].sleeping))
+		if (wake && atomic_load(&slots[id].sleeping))
 			unpark(&slots[id].gen);
 	}
 	in_chunk = 1;

@@ -111,11 +111,13 @@ static void check(struct loop *l, const char *what, int T, int64_t work) {
 /* Every n, thread count and work estimate, flat and nested. */
 static void sweep(void) {
 	static struct loop l;
-	const int64_t works[] = {0, 1, 64, 1 << 20, -5};
+	/* unknown, inline (n * work under 2^15), shared with the awake
+	 * workers only (under 2^18), shared with all, bad */
+	const int64_t works[] = {0, 1, 64, 1000, 1 << 20, -5};
 	for (int T = 1; T <= 8; T++) {
 		loom_set_num_threads(T);
 		for (int64_t n = 0; n <= 300; n += (n < 70 ? 1 : 23)) {
-			for (int w = 0; w < 5; w++) {
+			for (int w = 0; w < 6; w++) {
 				reset(&l, n);
 				loom_parallel_for(task, &l, n, works[w]);
 				check(&l, "flat", T, works[w]);
