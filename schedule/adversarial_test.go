@@ -45,24 +45,18 @@ func nativeRun(f *ast.Func, sizes map[string]int64, args map[string]any) error {
 // corpus (with the validator off), the time of the primitive itself and
 // the time of validate.Check(before, after), reported per primitive as a
 // table of medians and worst cases (go test ./schedule -run
-// ValidatorCost -v; -long for more steps). It asserts nothing: the steps
+// ValidatorCost -v; each function at one of the seeds 1 and 2, or at 1 to
+// 20 with -long). It asserts nothing: the steps
 // Check rejects are logged, and TestAdversarialSchedules reports them
 // shrunk.
 func TestAdversarialValidatorCost(t *testing.T) {
 	per := 12 // accepted steps per function and seed
-	seeds := 2
-	if testing.Short() {
-		seeds = 1
-	}
-	if *long {
-		seeds = 20
-	}
 	type sample struct{ prim, check time.Duration }
 	samples := map[string][]sample{}
 	outcome := map[string]map[string]int{}
 	var rejected []string
-	for _, c := range adversarialCorpus(t) {
-		for sd := uint64(1); sd <= uint64(seeds); sd++ {
+	for i, c := range adversarialCorpus(t) {
+		for _, sd := range corpusSeeds(i, 1, 2, 20) {
 			s, err := schedule.New(c.Func, schedule.WithValidation(false), schedule.WithSeed(sd))
 			if err != nil {
 				t.Fatal(err)

@@ -292,12 +292,14 @@ func TestBlockizeEveryLoop(t *testing.T) {
 	}
 }
 
-// blockizedCorpus returns the functions of the adversarial corpus, each
-// with one loop (chosen by seed among those that blockize) blockized.
-func blockizedCorpus(t *testing.T, seed uint64) []schedgen.Case {
+// blockizedCorpus returns the functions of the adversarial corpus that
+// keep(i) takes (i their index in the corpus), each with one loop (chosen
+// by seed among those that blockize) blockized. The loop chosen for a
+// function does not depend on which others keep takes.
+func blockizedCorpus(t *testing.T, seed uint64, keep func(i int) bool) []schedgen.Case {
 	var out []schedgen.Case
 	r := rand.New(rand.NewPCG(seed, 0xb10c))
-	for _, c := range adversarialCorpus(t) {
+	for i, c := range adversarialCorpus(t) {
 		s, err := schedule.New(c.Func)
 		if err != nil {
 			t.Fatal(err)
@@ -310,6 +312,9 @@ func blockizedCorpus(t *testing.T, seed uint64) []schedgen.Case {
 			return true
 		})
 		r.Shuffle(len(loops), func(i, j int) { loops[i], loops[j] = loops[j], loops[i] })
+		if !keep(i) {
+			continue
+		}
 		for _, name := range loops {
 			s, _ := schedule.New(c.Func)
 			l := mustLoops(t, s, name)[0]
@@ -328,18 +333,14 @@ func blockizedCorpus(t *testing.T, seed uint64) []schedgen.Case {
 // of primitives on blockized functions, with the validator on, the
 // interpreter checking every accepted step and codegen/llvm the last of
 // each sequence: every primitive must either handle the block around a
-// nest or refuse it with a typed error.
+// nest or refuse it with a typed error. Each function runs at one of the
+// seeds 1 to 4 (all 20 with -long).
 func TestBlockizeThenAdversarial(t *testing.T) {
-	seeds := 4
-	switch {
-	case testing.Short():
-		seeds = 2
-	case *long:
-		seeds = 20
-	}
+	const spread, full = 4, 20
 	cfg := schedgen.Config{Steps: 15, Native: nativeRun}
-	for sd := uint64(1); sd <= uint64(seeds); sd++ {
-		for _, c := range blockizedCorpus(t, sd) {
+	for sd := uint64(1); sd <= maxSeed(spread, full); sd++ {
+		keep := func(i int) bool { return runsAt(i, sd, 1, spread, full) }
+		for _, c := range blockizedCorpus(t, sd, keep) {
 			t.Run(fmt.Sprintf("%s/%d", c.Name, sd), func(t *testing.T) {
 				t.Parallel()
 				_, f := schedgen.Run(c, sd, cfg)
@@ -359,22 +360,17 @@ func TestBlockizeThenAdversarial(t *testing.T) {
 // around nests whose regions hold what is inside them; every refusal is a
 // typed error, not an internal one, that changes nothing; nothing panics;
 // the trace replays; and the last schedule, compiled by codegen/llvm,
-// agrees with the interpreter.
+// agrees with the interpreter. Each function runs at one of the seeds 1
+// to 3 (all 20 with -long).
 func TestBlockizeInterleaved(t *testing.T) {
-	seeds, steps := 3, 24
-	switch {
-	case testing.Short():
-		seeds = 1
-	case *long:
-		seeds = 20
-	}
+	const steps = 24
 	cases := adversarialCorpus(t)
-	for _, c := range cases {
+	for i, c := range cases {
 		n := steps
 		if w, ok := costlySteps[c.Name]; ok {
 			n = int(float64(steps) * w)
 		}
-		for sd := uint64(1); sd <= uint64(seeds); sd++ {
+		for _, sd := range corpusSeeds(i, 1, 3, 20) {
 			t.Run(fmt.Sprintf("%s/%d", c.Name, sd), func(t *testing.T) {
 				t.Parallel()
 				interleave(t, c, sd, n)

@@ -18,9 +18,9 @@ import (
 // answers must be the same: the quick proofs may only spare the exact
 // analysis work, never change its verdict.
 func TestQuickProofsOnOddNests(t *testing.T) {
-	nests := 400
-	if testing.Short() {
-		nests = 150
+	nests := 150 // the first of the stream of nests; 1000 with -long
+	if *long {
+		nests = 1000
 	}
 	r := rand.New(rand.NewPCG(18, 5))
 	asked, proved := 0, schedule.QuickProved()

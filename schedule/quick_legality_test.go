@@ -15,16 +15,13 @@ import (
 // parallel and vectorized loops), as multi-level tiling does, and checks
 // that every reorder, parallel and vectorize the quick proofs accept, the
 // exact analysis accepts too: the two schedules, one with the quick proofs
-// and one without, stay the same function step by step.
+// and one without, stay the same function step by step. Each function is
+// tiled at two of the seeds 1 to 6 (all of 1 to 12 with -long).
 func TestQuickProofsAgreeWithPoly(t *testing.T) {
-	seeds := 6
-	if testing.Short() {
-		seeds = 3
-	}
 	cases := append(schedgen.Corpus(), workload.Conv2D(1, 4, 6, 6, 4))
 	accepted, proved := 0, schedule.QuickProved()
-	for _, c := range cases {
-		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	for i, c := range cases {
+		for _, seed := range corpusSeeds(i, 2, 6, 12) {
 			accepted += tileTwice(t, c, seed)
 		}
 	}

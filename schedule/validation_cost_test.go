@@ -16,24 +16,21 @@ import (
 // lockstep, one without the validator and one with every step validated,
 // and the table gives, per primitive, the median time of a step in each,
 // the median ratio, and the worst step's time validated and its ratio (go
-// test ./schedule -run ValidationCostInSchedule -v; -long for more
-// seeds). The validator shares the models the primitives build (the
+// test ./schedule -run ValidationCostInSchedule -v; each function at one
+// of the seeds 1 and 2, or at 1 to 10 with -long). The validator shares the models the primitives build (the
 // function before the step, and the one after for the next step), which
 // is why the overhead is less than validate.Check alone costs
 // (TestAdversarialValidatorCost). It asserts nothing but that the two
 // schedules agree.
 func TestValidationCostInSchedule(t *testing.T) {
-	seeds, per := 2, 12
+	per := 12
 	if testing.Short() {
-		seeds, per = 1, 8
-	}
-	if *long {
-		seeds = 10
+		per = 8
 	}
 	type times struct{ none, all []time.Duration }
 	byPrim := map[string]*times{}
-	for _, c := range adversarialCorpus(t) {
-		for sd := uint64(1); sd <= uint64(seeds); sd++ {
+	for i, c := range adversarialCorpus(t) {
+		for _, sd := range corpusSeeds(i, 1, 2, 10) {
 			var ss [2]*schedule.Schedule
 			for i, validated := range []bool{false, true} {
 				s, err := schedule.New(c.Func, schedule.WithSeed(sd), schedule.WithValidation(validated))
