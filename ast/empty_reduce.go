@@ -269,6 +269,14 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 	for _, c := range spatialConds {
 		and(under(c))
 	}
+	// A condition on the reduce loops may guard a spatial tail as well
+	// (i0 * 8 + k < 16 with i0 past the end): the instance runs only where
+	// its spatial variables lie in their domains.
+	for _, it := range init.Iters {
+		if c := Simplify(And(GE(it.Binding, it.Dom.Min), LT(it.Binding, Add(it.Dom.Min, it.Dom.Extent)))); !isTrue(c) {
+			and(c)
+		}
+	}
 	hoist := !mentionsAny(empty, copied)
 	if !hoist {
 		and(under(empty))
@@ -295,6 +303,12 @@ func (e *emptyInits) insert(s Stmt) Stmt {
 		}
 	}
 	return out
+}
+
+// isTrue reports whether x is the constant true.
+func isTrue(x Expr) bool {
+	c, ok := x.(*Const)
+	return ok && c.DType == Bool && c.Int != 0
 }
 
 // zeroQuotients returns x with every quotient and remainder of 0 folded

@@ -381,3 +381,13 @@ func TestComputeAtRFactorWriteBack(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRunEmptyInitSpatialTail: the long run's fault in maxpool_0, seed
+// 25, at 0ac4688. A fused and split loop guards the spatial tail and the
+// reduce loops in one conjunct (i0 * 8 + k < 16): at the reduce loops'
+// first iteration it failed for the spatial points past the end, which
+// the empty-reduction init then ran at, outside the block's domain. The
+// init now runs only where the spatial variables lie in their domains.
+func TestLongRunEmptyInitSpatialTail(t *testing.T) {
+	replayClean(t, "maxpool_0", 25, `split(rh_Y, [1, 3]); split(rh_Y_1, [-1, 8]); split(l_Y, [2, 2]); reorder(rh_Y_1_0, l_Y_0); fuse(rh_Y_0, l_Y_0, rh_Y_1_1); split(rh_Y_0_l_Y_0_rh_Y_1_1_fused, [3, -1, 4])`)
+}
