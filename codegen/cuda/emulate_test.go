@@ -42,10 +42,10 @@ func TestEmulate(t *testing.T) {
 
 // TestEmptyCrossThreadReduction: a row sum over a symbolic K, its reduce
 // loop split over 32 threads (one warp) or 128 (four, through shared
-// memory), each thread's share predicated. At K = 0 no iteration runs, and
-// the output, init included, must stay as it was (the interpreter leaves
-// it); at K = 5 most threads run nothing; at K = 300 the shares are
-// uneven.
+// memory), each thread's share predicated. At K = 0 no iteration runs,
+// and the output gets its init all the same, as the interpreter gives it
+// (Y holds other values before); at K = 5 most threads run nothing; at
+// K = 300 the shares are uneven.
 func TestEmptyCrossThreadReduction(t *testing.T) {
 	f, err := ast.Parse(`func rowsum[K: int32](X: float32[6, K], Y: float32[6]) {
   ScheduleBlock(root) {
@@ -93,7 +93,7 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 			sizes := map[string]int64{"K": k}
 			c := workload.Case{Name: "rowsum", Func: f, Sizes: sizes}
 			got, want := c.Args(3), c.Args(3)
-			// Y holds values before (a sum of no terms leaves them).
+			// Y holds values before, to be replaced by the init at K = 0.
 			workload.FillRandom(got["Y"], rand.New(rand.NewPCG(1, 2)))
 			workload.FillRandom(want["Y"], rand.New(rand.NewPCG(1, 2)))
 			if err := ast.Interpret(f, sizes, want); err != nil {
@@ -107,6 +107,87 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 			}
 			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-4 {
 				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, k, e, m.Source)
+			}
+		}
+	}
+}
+
+// TestRootConditions: conditions on the sizes directly under the root
+// (an if with an else, one nested in another, a declaration under one)
+// enclose kernels: each kernel runs its body only where its conditions
+// hold, and computes what the interpreter does on both sides of them.
+func TestRootConditions(t *testing.T) {
+	f, err := ast.Parse(`func cond[N: int32](X: float32[N], Z: float32[N], W: float32[N]) {
+  ScheduleBlock(root) {
+    if (N > 4) {
+      if (N < 9) {
+        serial for (i, 0, N) {
+          ScheduleBlock(Z) {
+            vi = axis.bind(i)
+            axis.domain(vi = spatial(0, N))
+            reads(X[vi])
+            writes(Z[vi])
+            Z[vi] = X[vi] * 3.0f
+          }
+        }
+      }
+    } else {
+      serial for (j, 0, N) {
+        ScheduleBlock(W) {
+          vj = axis.bind(j)
+          axis.domain(vj = spatial(0, N))
+          reads(X[vj])
+          writes(W[vj])
+          W[vj] = X[vj] + 1.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &steps{s: s}
+	for _, name := range []string{"Z", "W"} {
+		ls := h.loops(name)
+		var parts []schedule.Loop
+		h.do(func() (err error) { parts, err = s.Split(ls[0], -1, 4); return err })
+		h.do(func() error { return s.Bind(parts[0], "blockIdx.x") })
+		h.do(func() error { return s.Bind(parts[1], "threadIdx.x") })
+	}
+	if h.err != nil {
+		t.Fatal(h.err)
+	}
+	m, err := cuda.Lower(s.Func(), cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Kernels) != 2 {
+		t.Fatalf("%d kernels, want 2\n%s", len(m.Kernels), m.Source)
+	}
+	if _, err := cuda.CompilePTX(m); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, 1, 4, 5, 8, 9, 13} {
+		sizes := map[string]int64{"N": n}
+		c := workload.Case{Name: "cond", Func: f, Sizes: sizes}
+		got, want := c.Args(5), c.Args(5)
+		if err := ast.Interpret(f, sizes, want); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := cudaemu.Run(ctx, m, sizes, got)
+		cancel()
+		if err != nil {
+			t.Fatalf("N=%d: %v", n, err)
+		}
+		for _, b := range []string{"Z", "W"} {
+			if e := workload.MaxRelErr(got[b], want[b]); e > 0 {
+				t.Errorf("N=%d: %s differs from the interpreter's by %g\n%s", n, b, e, m.Source)
 			}
 		}
 	}

@@ -79,6 +79,10 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	// An output element of a reduction whose reduce loops run no
 	// iteration gets its init before them, as the interpreter gives it.
 	f = ast.InitEmptyReductions(f)
+	f, err := liftRootConditions(f)
+	if err != nil {
+		return nil, err
+	}
 	m := &Module{Func: f, Arch: opts.arch()}
 	root, ok := f.Body.(*ast.ScheduleBlock)
 	if !ok {
@@ -478,11 +482,7 @@ func (k *kernelWriter) blockShape(body ast.Stmt) ([3]int64, error) {
 }
 
 func (k *kernelWriter) errorAt(n ast.Node, format string, a ...any) error {
-	at := ast.Print(n)
-	if i := strings.IndexByte(at, '\n'); i >= 0 {
-		at = at[:i] + " ..."
-	}
-	return &Error{Func: k.f.Name, Reason: fmt.Sprintf(format, a...), At: at}
+	return &Error{Func: k.f.Name, Reason: fmt.Sprintf(format, a...), At: firstLine(ast.Print(n))}
 }
 
 func (k *kernelWriter) ctypeOf(t ast.DType) string {

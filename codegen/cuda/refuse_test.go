@@ -79,3 +79,31 @@ func TestLowerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerRefusesDataCondition: a condition on buffer data around kernels
+// cannot be tested by the host, and is refused with the condition shown.
+func TestLowerRefusesDataCondition(t *testing.T) {
+	f, err := ast.Parse(`func f(A: float32[8]) {
+  ScheduleBlock(root) {
+    reads(A[0])
+    if (A[0] > 0.0f) {
+      bind(blockIdx.x) for (i, 0, 8) {
+        ScheduleBlock(S) {
+          vi = axis.bind(i)
+          axis.domain(vi = spatial(0, 8))
+          reads(A[vi])
+          writes(A[vi])
+          A[vi] = A[vi] * 2.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cuda.Lower(f, cuda.Options{})
+	if err == nil || !strings.Contains(err.Error(), "condition on buffer data") || !strings.Contains(err.Error(), "A[0] > 0.0f") {
+		t.Fatalf("got %v, want a refusal naming the condition on data", err)
+	}
+}
