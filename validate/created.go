@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/poly"
@@ -33,6 +34,9 @@ func (v *validator) created() error {
 	old := map[string]bool{}
 	for _, in := range v.before.Blocks {
 		old[in.Block.Name] = true
+	}
+	if !slices.ContainsFunc(v.after.Blocks, func(in *poly.Instances) bool { return !old[in.Block.Name] }) {
+		return nil // no block created: the after program's dependences are not needed
 	}
 	var deps []*poly.Dependence
 	for _, d := range v.after.Deps() {

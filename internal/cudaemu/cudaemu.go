@@ -1,7 +1,10 @@
 // Package cudaemu runs loom's CUDA kernels on the CPU, for the tests on
-// machines without a GPU: every thread of a block is an OS thread, so
-// that __syncthreads() is a real barrier and a missing one shows as a
-// wrong result or a deadlock; blocks run one after another (loom_emu.h).
+// machines without a GPU: every thread of a block is a fiber of its own,
+// so that __syncthreads() is a real barrier; between barriers a block's
+// threads run one after another, in increasing order in even blocks and
+// decreasing in odd ones, so a missing barrier shows as a wrong result,
+// and a barrier some threads never reach as a deadlock, reported
+// (loom_emu.h). Blocks run one after another.
 // It needs g++ with C++20 (make tools provides it).
 //
 // Run compiles a module into a program of its own. BuildDriver builds a
@@ -107,11 +110,11 @@ func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 			files[fmt.Sprintf("r%d_%s.in", i, name)] = raw.Bytes()
 		}
 	}
-	b.WriteString("\nint main() {\n")
+	b.WriteString("\nint main() try {\n")
 	for i := range runs {
 		fmt.Fprintf(&b, "  if (int err = run%d()) return err;\n", i)
 	}
-	b.WriteString("  return 0;\n}\n")
+	b.WriteString("  return 0;\n} catch (const std::exception& e) {\n  std::fprintf(stderr, \"%s\\n\", e.what());\n  return 3;\n}\n")
 	files["main.cpp"] = []byte(b.String())
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -125,7 +128,7 @@ func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 	run := exec.CommandContext(ctx, filepath.Join(dir, "kernel"))
 	run.Dir = dir
 	if out, err := run.CombinedOutput(); err != nil {
-		return fmt.Errorf("cudaemu: the emulated kernels: %v (a deadlock ends at the deadline: a barrier some threads never reach)\n%s", err, out)
+		return fmt.Errorf("cudaemu: the emulated kernels: %v (a kernel that never ends is stopped at the deadline)\n%s", err, out)
 	}
 	for i, r := range runs {
 		for _, buf := range m.Func.Params {

@@ -1,23 +1,33 @@
 // loom_emu.h: runs loom's CUDA kernels on the CPU, for the tests on
-// machines without a GPU. Every thread of a block is an OS thread, so that
-// __syncthreads() is a real barrier and a missing one shows as a wrong
-// result or a deadlock; blocks run one after another, which lets a
+// machines without a GPU. Every thread of a block is a fiber of its own
+// (a stack and a ucontext), and one OS thread runs a block's fibers in
+// turn: each runs until it waits at a barrier (__syncthreads, or a warp's
+// exchange) or ends, and a barrier releases its fibers when all of them
+// have arrived; a round in which no fiber arrives anywhere or ends is a
+// deadlock (a barrier some threads never reach), reported, never waited
+// out. Between two barriers the threads of a block run one after another,
+// in increasing order in even blocks and decreasing in odd ones, so a
+// missing barrier shows as a wrong result whichever way the dependence
+// it should have ordered goes. Blocks run one after another, which lets a
 // __shared__ array be a static local shared by the block's threads. Warp
 // shuffles exchange through a per-warp array between two barriers.
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <thread>
+#include <stdexcept>
 #include <vector>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 using std::isnan;
 
 struct loom_dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
-static thread_local loom_dim3 loom_tid, loom_bid;
-static thread_local int loom_lane_id;
+// The running fiber's thread and block, set by the scheduler before it
+// resumes the fiber.
+static loom_dim3 loom_tid, loom_bid;
+static int loom_lane_id;
 static loom_dim3 loom_bdim, loom_gdim;
 #define threadIdx loom_tid
 #define blockIdx loom_bid
@@ -45,12 +55,36 @@ struct alignas(16) uint4 {
   unsigned int x, y, z, w;
 };
 
-static std::barrier<>* loom_block_barrier;
+// loom_yield returns to the scheduler; the fiber resumes when the
+// scheduler comes back to it, with the globals above set to its own.
+static void loom_yield();
+// loom_progress counts barrier arrivals and ended fibers: the scheduler's
+// test of a deadlock.
+static unsigned long long loom_progress;
+
+// loom_barrier holds each fiber that arrives until n have arrived.
+struct loom_barrier {
+  explicit loom_barrier(int n) : n(n) {}
+  void arrive_and_wait() {
+    unsigned long long g = gen;
+    loom_progress++;
+    if (++arrived == n) {
+      arrived = 0;
+      gen++;
+      return;
+    }
+    while (gen == g) loom_yield();
+  }
+  int n, arrived = 0;
+  unsigned long long gen = 0;
+};
+
+static loom_barrier* loom_block_barrier;
 static inline void __syncthreads() { loom_block_barrier->arrive_and_wait(); }
 
 struct loom_warp {
   explicit loom_warp(int n) : bar(n) {}
-  std::barrier<> bar;
+  loom_barrier bar;
   unsigned long long slot[32];
   // The fragments of an mma, by lane.
   unsigned mma_a[32][4], mma_b[32][2];
@@ -190,8 +224,13 @@ struct loom_cp {
   unsigned char data[16];
   int n;
 };
-static thread_local std::vector<loom_cp> loom_cp_open;
-static thread_local std::vector<std::vector<loom_cp>> loom_cp_groups;
+struct loom_cp_queue {
+  std::vector<loom_cp> open;
+  std::vector<std::vector<loom_cp>> groups;
+};
+static loom_cp_queue* loom_cp_cur; // the running fiber's
+#define loom_cp_open (loom_cp_cur->open)
+#define loom_cp_groups (loom_cp_cur->groups)
 static void loom_emu_cp_async(void* dst, const void* src, int n) {
   loom_cp c{dst, {}, n};
   std::memcpy(c.data, src, n);
@@ -208,27 +247,99 @@ static void loom_emu_cp_wait(int pending) {
   }
 }
 
+// A fiber: one thread of the block being run.
+struct loom_fiber {
+  ucontext_t ctx;
+  loom_dim3 tid;
+  int lane = 0;
+  bool done = false;
+  loom_cp_queue cp;
+};
+// The fibers' stacks, each under a page that faults on overflow: made
+// once for the largest block so far, reused by every block after.
+static const size_t loom_stack_bytes = size_t(1) << 20;
+static char* loom_stacks;
+static int loom_stack_count;
+static ucontext_t loom_scheduler;
+static loom_fiber* loom_cur;
+static void (*loom_body)(void*);
+static void* loom_body_arg;
+
+static void loom_yield() {
+  swapcontext(&loom_cur->ctx, &loom_scheduler);
+  asm volatile("" ::: "memory"); // the scheduler changed the globals
+}
+
+static void loom_fiber_main() {
+  loom_body(loom_body_arg);
+  loom_cur->done = true;
+  loom_progress++;
+  swapcontext(&loom_cur->ctx, &loom_scheduler); // never resumed
+}
+
+static void loom_reserve_stacks(int n) {
+  if (n <= loom_stack_count) return;
+  if (loom_stacks) munmap(loom_stacks, loom_stack_count * loom_stack_bytes);
+  loom_stack_count = 0;
+  void* p = mmap(nullptr, n * loom_stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("loom_emu: no memory for the threads' stacks");
+  loom_stacks = (char*)p;
+  loom_stack_count = n;
+  for (int i = 0; i < n; ++i) mprotect(loom_stacks + i * loom_stack_bytes, 4096, PROT_NONE);
+}
+
+// loom_run_block runs the n threads of one block to their end, and
+// throws where they deadlock.
+template <class F>
+static void loom_run_block(loom_dim3 block, loom_dim3 bid, bool reverse, F& kernel) {
+  int n = block.x * block.y * block.z;
+  loom_reserve_stacks(n);
+  loom_barrier bar(n);
+  loom_block_barrier = &bar;
+  std::vector<std::unique_ptr<loom_warp>> warps;
+  for (int w = 0; w < n; w += 32) warps.push_back(std::make_unique<loom_warp>(n - w < 32 ? n - w : 32));
+  loom_warps.swap(warps);
+  std::vector<loom_fiber> fibers(n);
+  loom_body = [](void* k) { (*(F*)k)(); };
+  loom_body_arg = &kernel;
+  for (int t = 0; t < n; ++t) {
+    loom_fiber& f = fibers[t];
+    f.tid = {unsigned(t) % block.x, unsigned(t) / block.x % block.y, unsigned(t) / (block.x * block.y)};
+    f.lane = t;
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = loom_stacks + t * loom_stack_bytes + 4096;
+    f.ctx.uc_stack.ss_size = loom_stack_bytes - 4096;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, loom_fiber_main, 0);
+  }
+  loom_bid = bid;
+  for (int live = n; live > 0;) {
+    unsigned long long before = loom_progress;
+    for (int i = 0; i < n; ++i) {
+      loom_fiber& f = fibers[reverse ? n - 1 - i : i];
+      if (f.done) continue;
+      loom_cur = &f;
+      loom_tid = f.tid;
+      loom_lane_id = f.lane;
+      loom_cp_cur = &f.cp;
+      swapcontext(&loom_scheduler, &f.ctx);
+      if (f.done) live--;
+    }
+    if (live > 0 && loom_progress == before) {
+      loom_warps.clear();
+      throw std::runtime_error("loom_emu: deadlock: a barrier some threads of the block never reach");
+    }
+  }
+  loom_warps.clear();
+}
+
 // loom_launch runs kernel over a grid of blocks of threads.
 template <class F>
 static void loom_launch(loom_dim3 grid, loom_dim3 block, F kernel) {
   loom_gdim = grid;
   loom_bdim = block;
-  int n = block.x * block.y * block.z;
+  unsigned long long b = 0;
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        std::barrier<> bar(n);
-        loom_block_barrier = &bar;
-        loom_warps.clear();
-        for (int w = 0; w < n; w += 32) loom_warps.push_back(std::make_unique<loom_warp>(n - w < 32 ? n - w : 32));
-        std::vector<std::thread> threads;
-        for (int t = 0; t < n; ++t)
-          threads.emplace_back([=] {
-            loom_tid = {unsigned(t) % block.x, unsigned(t) / block.x % block.y, unsigned(t) / (block.x * block.y)};
-            loom_bid = {bx, by, bz};
-            loom_lane_id = t;
-            kernel();
-          });
-        for (auto& th : threads) th.join();
-      }
+      for (unsigned bx = 0; bx < grid.x; ++bx, ++b) loom_run_block(block, {bx, by, bz}, b % 2 == 1, kernel);
 }

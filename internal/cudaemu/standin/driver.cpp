@@ -8,7 +8,8 @@
 // __global__ function; the "PTX" names that object, which the module
 // loader opens. Device memory is host memory, copies are memcpy, a launch
 // runs the kernel's blocks on the CPU (loom_emu.h: every thread of a block
-// an OS thread), and events read the host's clock.
+// a fiber, the block's fibers run by the calling thread), and events read
+// the host's clock.
 //
 // LOOM_EMU_DIR (a macro, set when this file is built) is the directory
 // holding loom_emu.h; modules are built in directories under it.
@@ -138,8 +139,8 @@ bool kernels(const std::string& src, std::vector<Kernel>* out, std::string* err)
 // launchers returns the extern "C" launcher of each kernel: it takes the
 // grid and block sizes and the parameters as cuLaunchKernel passes them
 // (an array of pointers to the values), and returns 0, or 1 where the
-// threads of a block could not be started (no exception may cross into
-// the host process).
+// threads of a block could not be started or deadlocked (no exception may
+// cross into the host process).
 std::string launchers(const std::vector<Kernel>& ks) {
   std::ostringstream o;
   for (const Kernel& k : ks) {
