@@ -2,12 +2,22 @@
 
 GO ?= go
 
-.PHONY: test check tools fuzz example onednn suite graphbench defaulttable sweep modelbench
+.PHONY: test test-long check tools fuzz example onednn suite graphbench defaulttable sweep modelbench
 
 # test runs every test, with the tools they need and the formatting and
-# vet checks first.
+# vet checks first. The tests allocate much and keep little: the
+# collector runs a quarter as often (GOGC=400), which takes a fifth off
+# the packages that search schedules.
 test: tools check
-	$(GO) test -timeout 45m ./...
+	GOGC=400 $(GO) test -timeout 45m ./...
+
+# test-long runs the packages of LONG_PKGS with -long (their randomized
+# runs at full size, every seed, the validator on every step: hours) and
+# the others as test does.
+LONG_PKGS = poly schedule autotune
+test-long: tools check
+	GOGC=400 $(GO) test -timeout 12h $$($(GO) list ./... | grep -v -E '/($(subst $(eval) ,|,$(LONG_PKGS)))$$')
+	GOGC=400 $(GO) test -timeout 12h $(addprefix ./,$(LONG_PKGS)) -long
 
 # tools installs what the tests need besides Go: clang-14 and clang-16
 # (sm_90), which compile the generated CUDA to PTX on machines without a

@@ -26,7 +26,7 @@ import (
 // each workload, every one with -long). conv2d's shared-memory fetches
 // index by floor divisions of fused loops, which make every dependence
 // question slow (seconds a sample): it samples two unless -long.
-var long = flag.Bool("long", false, "emulate every sampled GPU kernel")
+var long = flag.Bool("long", false, "emulate every sampled GPU kernel, validate every step of every schedule, sample every seed")
 
 func TestGPUSpaceLowers(t *testing.T) {
 	seeds := uint64(8)
@@ -89,7 +89,8 @@ func TestGPUSpaceLowers(t *testing.T) {
 
 // TestGPUDefaultMatchesInterpreter: the default schedule for a GPU of
 // every function of defaultCases (the corpus, the workloads, the fusion
-// goldens' kernels) is the same every time and replays, lowers to CUDA C,
+// goldens' kernels) replays (and is the same every time: checked with
+// -long, the CPU's default is checked so always), lowers to CUDA C,
 // compiles to PTX (clang-14, installed by make tools: the test fails
 // without it), and computes what the interpreter does, on the CPU's
 // emulation of a GPU, at every size of the case (the edges included); so
@@ -111,7 +112,7 @@ func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := deterministicDefault(t, c, CUDATarget())
+			s := deterministicDefault(t, c, CUDATarget(), false)
 			m, err := cuda.Lower(s.Func(), cuda.Options{})
 			if err != nil {
 				t.Errorf("%s: %v\n%s", c.name, err, s.Trace())

@@ -83,9 +83,10 @@ func halfErr(got, want any, value func(uint16) float64) float64 {
 }
 
 // runHalf lowers s's function, checks its PTX for sm_80 and sm_90, runs
-// it in the emulation at sizes and compares every parameter with the
-// interpreter's within tol (halfErr).
-func runHalf(t *testing.T, s *schedule.Schedule, sizes map[string]int64, args map[string]any, value func(uint16) float64, tol float64, wantPTX ...string) {
+// it in the emulation at sizes and compares every parameter with what
+// the interpreter computes for f, the function s started from, within
+// tol (halfErr).
+func runHalf(t *testing.T, f *ast.Func, s *schedule.Schedule, sizes map[string]int64, args map[string]any, value func(uint16) float64, tol float64, wantPTX ...string) {
 	t.Helper()
 	for _, arch := range []string{"sm_80", "sm_90"} {
 		m, err := cuda.Lower(s.Func(), cuda.Options{Arch: arch})
@@ -105,7 +106,7 @@ func runHalf(t *testing.T, s *schedule.Schedule, sizes map[string]int64, args ma
 			continue // one run in the emulation
 		}
 		got, want := workload.Clone(args), workload.Clone(args)
-		if err := ast.Interpret(s.Func(), sizes, want); err != nil {
+		if err := ast.Interpret(f, sizes, want); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -225,7 +226,7 @@ func TestHalfElementwise(t *testing.T) {
 			// float64 ones do. (A GPU's expf, within two ulps of float,
 			// could move a rounding to 16 bits that lies that close to a
 			// tie.)
-			runHalf(t, s, sizes, args, ht.value, 0)
+			runHalf(t, f, s, sizes, args, ht.value, 0)
 		})
 	}
 }
@@ -275,7 +276,7 @@ func TestHalfKernels(t *testing.T) {
 				if ht.dt == ast.BFloat16 {
 					tol = 8e-2
 				}
-				runHalf(t, s, gc.c.Sizes, args, ht.value, tol, halfPTX[gc.name]...)
+				runHalf(t, f, s, gc.c.Sizes, args, ht.value, tol, halfPTX[gc.name]...)
 			})
 		}
 	}
@@ -345,7 +346,7 @@ func TestHalfVectors(t *testing.T) {
 					x[i] = ht.bits(r.NormFloat64())
 				}
 				word := map[int]string{2: "u32", 4: "v2.u32", 8: "v4.u32"}[lanes]
-				runHalf(t, s, map[string]int64{"N": n}, map[string]any{"X": x, "Y": make([]uint16, n*40)}, ht.value, 0, "st.global."+word)
+				runHalf(t, f, s, map[string]int64{"N": n}, map[string]any{"X": x, "Y": make([]uint16, n*40)}, ht.value, 0, "st.global."+word)
 			})
 		}
 	}
