@@ -34,10 +34,11 @@ import "fmt"
 // whose reduce loops have constant positive extents and no condition that
 // their first iteration may fail are left alone, so a function of constant
 // sizes usually comes back unchanged: InitEmptyReductions returns f itself
-// when nothing changed. Blocks it cannot handle are left alone too: a loop
-// that binds spatial and reduce variables of B at once, a write of B that
-// depends on a reduce variable, or a buffer B writes allocated under the
-// outermost reduce loop.
+// when nothing changed. Where a loop binds spatial and reduce variables of
+// B at once (the two fused), the nest runs over B's spatial domain where
+// the reduce domain is empty (fusedInit). Blocks it cannot handle are left
+// alone: a write of B that depends on a reduce variable, or a buffer B
+// writes allocated under the outermost reduce loop.
 func InitEmptyReductions(f *Func) *Func {
 	e := &emptyInits{names: namesOf(f), before: map[*For][]Stmt{}}
 	e.visit(f.Body, nil)
@@ -125,7 +126,7 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 	// The reduce loops, and the outermost of them.
 	reduce := map[string]bool{}
 	var reduceLoops []*For
-	top := -1
+	top, both := -1, false
 	for i, fr := range path {
 		if fr.loop == nil {
 			continue
@@ -141,9 +142,7 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 		if !inReduce {
 			continue
 		}
-		if inSpatial {
-			return // a loop that binds both: not handled
-		}
+		both = both || inSpatial
 		reduce[name] = true
 		reduceLoops = append(reduceLoops, fr.loop)
 		if top < 0 {
@@ -152,6 +151,58 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 	}
 	if top < 0 {
 		return
+	}
+	if both {
+		e.fusedInit(b, path, top)
+		return
+	}
+	// A loop bound to no variable of b that a condition ties to the
+	// reduce loops is one of them: the outer part of a split reduce loop,
+	// or of a padded loop fused with one, whose binding simplified away
+	// (rc0 * 5 + floordiv(f, 8) < 1, f fused from the rest of rc and
+	// another reduce loop). Its later iterations run b's instances for
+	// the same output elements, or none: the init must not run again
+	// there, after the updates of its first.
+	var tied []Expr
+	for _, fr := range path {
+		switch {
+		case fr.cond != nil:
+			tied = append(tied, all(fr.cond))
+		case fr.block != nil && !isNilExpr(fr.block.Predicate):
+			tied = append(tied, conjunctsOf(all(fr.block.Predicate))...)
+		}
+	}
+	if !isNilExpr(b.Predicate) {
+		tied = append(tied, conjunctsOf(all(b.Predicate))...)
+	}
+	for grown := true; grown; {
+		grown = false
+		for _, c := range tied {
+			if !mentionsAny(c, reduce) {
+				continue
+			}
+			for _, fr := range path {
+				if fr.loop == nil || reduce[fr.loop.Var.Name] || !Mentions(c, fr.loop.Var.Name) {
+					continue
+				}
+				bound := false
+				for _, x := range append(spatialBindings[:len(spatialBindings):len(spatialBindings)], reduceBindings...) {
+					bound = bound || Mentions(x, fr.loop.Var.Name)
+				}
+				if !bound {
+					reduce[fr.loop.Var.Name], grown = true, true
+				}
+			}
+		}
+	}
+	reduceLoops, top = nil, -1
+	for i, fr := range path {
+		if fr.loop != nil && reduce[fr.loop.Var.Name] {
+			reduceLoops = append(reduceLoops, fr.loop)
+			if top < 0 {
+				top = i
+			}
+		}
 	}
 	for _, w := range b.Writes {
 		for _, rg := range w.Ranges {
@@ -292,6 +343,76 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 	}
 	at := path[top].loop
 	e.before[at] = append(e.before[at], nest)
+}
+
+// fusedInit plans the init nest of reduction block b whose reduce loops,
+// the outermost at path[top], include one that binds a spatial variable
+// too (a spatial loop fused with a reduce loop): no loop can be copied
+// for the spatial variables alone. Where b's reduce domain is empty (an
+// extent of 0 or less), the nest runs the init over the spatial domain
+// of each variable bound under path[top], directly; elsewhere the fused
+// loop, which covers every pair of the two, runs b's own init.
+func (e *emptyInits) fusedInit(b *ScheduleBlock, path []frame, top int) {
+	for _, w := range b.Writes {
+		for _, fr := range path[top+1:] {
+			for _, a := range fr.allocs {
+				if a == w.Buffer {
+					return
+				}
+			}
+		}
+	}
+	lift := liftFrom(path, top+1)
+	below := map[string]bool{}
+	for _, fr := range path[top:] {
+		if fr.loop != nil {
+			below[fr.loop.Var.Name] = true
+		}
+	}
+	under := lift
+	var empty Expr = BoolConst(false)
+	var loops []*For
+	init := &ScheduleBlock{Name: fresh(e.names, b.Name+"_empty"), Body: b.Init, Writes: b.Writes}
+	for _, it := range b.Iters {
+		if it.Kind == Reduce {
+			empty = Or(empty, LE(under(it.Dom.Extent), IntConst(it.Dom.Extent.Type(), 0)))
+			continue
+		}
+		dom := Range{Min: under(it.Dom.Min), Extent: under(it.Dom.Extent)}
+		binding := lift(it.Binding)
+		inner := false
+		Inspect(binding, func(n Node) bool {
+			if v, ok := n.(*Var); ok && below[v.Name] {
+				inner = true
+			}
+			return !inner
+		})
+		if inner {
+			v := NewVar(fresh(e.names, it.Var.Name+"_e"), it.Var.DType)
+			loops = append(loops, &For{Var: v, Min: dom.Min, Extent: dom.Extent})
+			binding = v
+		}
+		init.Iters = append(init.Iters, &IterVar{Var: it.Var, Kind: Spatial, Dom: dom, Binding: binding})
+	}
+	empty = Simplify(empty)
+	if c, ok := empty.(*Const); ok && c.DType == Bool && c.Int == 0 {
+		return
+	}
+	var loads []*Load
+	Inspect(b.Init, func(n Node) bool {
+		if ld, ok := n.(*Load); ok {
+			loads = append(loads, ld)
+		}
+		return true
+	})
+	init.Reads = RegionsOf(loads)
+	var nest Stmt = init
+	for i := len(loops) - 1; i >= 0; i-- {
+		loops[i].Body = nest
+		nest = loops[i]
+	}
+	at := path[top].loop
+	e.before[at] = append(e.before[at], &IfThenElse{Cond: empty, Then: nest})
 }
 
 // insert places the planned init nests before their loops.

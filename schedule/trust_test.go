@@ -391,3 +391,26 @@ func TestComputeAtRFactorWriteBack(t *testing.T) {
 func TestLongRunEmptyInitSpatialTail(t *testing.T) {
 	replayClean(t, "maxpool_0", 25, `split(rh_Y, [1, 3]); split(rh_Y_1, [-1, 8]); split(l_Y, [2, 2]); reorder(rh_Y_1_0, l_Y_0); fuse(rh_Y_0, l_Y_0, rh_Y_1_1); split(rh_Y_0_l_Y_0_rh_Y_1_1_fused, [3, -1, 4])`)
 }
+
+// TestLongRunEmptyInitUnboundOuterLoop: the long run's faults in
+// conv1d_dilated_0 (seed 25) and softmax_layernorm_0 (seed 40) at
+// db58406. A split's outer part, bound to no variable of the block once
+// the binding simplified away, is tied to the reduce loops by the
+// predicate only (rc0 * 5 + floordiv(f, 8) < 1); its later iterations,
+// where the predicate fails at the reduce loops' first iteration, ran
+// the empty-reduction init again after the sums. Such a loop now counts
+// as a reduce loop.
+func TestLongRunEmptyInitUnboundOuterLoop(t *testing.T) {
+	replayClean(t, "conv1d_dilated_0", 25, `split(rc_Y, [1, 3]); split(rc_Y_1, [-1, 8]); reorder(rc_Y_1_0, rc_Y_0); split(rc_Y_0, [4, 5, -1]); fuse(rc_Y_0_2, rc_Y_1_1); fuse(rc_Y_0_1, rc_Y_0_2_rc_Y_1_1_fused)`)
+	replayClean(t, "softmax_layernorm_0", 40, `split(j_P_sum, [2, 4]); fuse(j_P_sum_1, rj_P_sum)`)
+}
+
+// TestLongRunEmptyInitFusedSpatialReduce: the long run's faults in
+// colsum_max_0 (seeds 52 and 32) at db58406. A spatial loop fused with
+// the reduce loop runs nothing when the reduce axis is empty (N = 0), and
+// the column sums were never written. The init now runs over the spatial
+// domain where the reduce domain is empty.
+func TestLongRunEmptyInitFusedSpatialReduce(t *testing.T) {
+	replayClean(t, "colsum_max_0", 52, `fuse(i_S, ri_S)`)
+	replayClean(t, "colsum_max_0", 32, `rfactor(ri_S); compute_inline(S_rf); fuse(i_S, ri_S_wb)`)
+}
