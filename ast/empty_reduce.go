@@ -123,10 +123,14 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 		})
 		return found
 	}
-	// The reduce loops, and the outermost of them.
+	// The reduce loops, and the outermost of them. A loop that binds
+	// spatial and reduce variables at once (a spatial loop fused with a
+	// reduce loop, or one whose value sizes a split of the reduce loops)
+	// is not one of them when loops that bind only reduce variables lie
+	// inside it; with none, the fused loop gets its own nest (fusedInit).
 	reduce := map[string]bool{}
 	var reduceLoops []*For
-	top, both := -1, false
+	top, firstBoth, lastBoth := -1, -1, -1
 	for i, fr := range path {
 		if fr.loop == nil {
 			continue
@@ -139,22 +143,27 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 		for _, x := range spatialBindings {
 			inSpatial = inSpatial || Mentions(x, name)
 		}
-		if !inReduce {
-			continue
-		}
-		both = both || inSpatial
-		reduce[name] = true
-		reduceLoops = append(reduceLoops, fr.loop)
-		if top < 0 {
-			top = i
+		switch {
+		case !inReduce:
+		case inSpatial:
+			if firstBoth < 0 {
+				firstBoth = i
+			}
+			lastBoth = i
+		default:
+			reduce[name] = true
+			reduceLoops = append(reduceLoops, fr.loop)
+			if top < 0 {
+				top = i
+			}
 		}
 	}
-	if top < 0 {
+	switch {
+	case top < 0 && firstBoth >= 0:
+		e.fusedInit(b, path, firstBoth)
 		return
-	}
-	if both {
-		e.fusedInit(b, path, top)
-		return
+	case top < 0, lastBoth > top:
+		return // no reduce loop, or a mixed one inside them: not handled
 	}
 	// A loop bound to no variable of b that a condition ties to the
 	// reduce loops is one of them: the outer part of a split reduce loop,

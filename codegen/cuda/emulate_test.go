@@ -89,6 +89,8 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 		if _, err := cuda.CompilePTX(m); err != nil {
 			t.Fatal(err)
 		}
+		var runs []cudaemu.Binding
+		var wants []map[string]any
 		for _, k := range []int64{0, 5, 300} {
 			sizes := map[string]int64{"K": k}
 			c := workload.Case{Name: "rowsum", Func: f, Sizes: sizes}
@@ -99,14 +101,17 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 			if err := ast.Interpret(f, sizes, want); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err := cudaemu.Run(ctx, m, sizes, got)
-			cancel()
-			if err != nil {
-				t.Fatalf("%d threads, K=%d: %v", threads, k, err)
-			}
-			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-4 {
-				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, k, e, m.Source)
+			runs, wants = append(runs, cudaemu.Binding{Sizes: sizes, Args: got}), append(wants, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err = cudaemu.RunEach(ctx, m, runs)
+		cancel()
+		if err != nil {
+			t.Fatalf("%d threads: %v", threads, err)
+		}
+		for i, r := range runs {
+			if e := workload.MaxRelErr(r.Args["Y"], wants[i]["Y"]); e > 1e-4 {
+				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, r.Sizes["K"], e, m.Source)
 			}
 		}
 	}
@@ -172,6 +177,8 @@ func TestRootConditions(t *testing.T) {
 	if _, err := cuda.CompilePTX(m); err != nil {
 		t.Fatal(err)
 	}
+	var runs []cudaemu.Binding
+	var wants []map[string]any
 	for _, n := range []int64{0, 1, 4, 5, 8, 9, 13} {
 		sizes := map[string]int64{"N": n}
 		c := workload.Case{Name: "cond", Func: f, Sizes: sizes}
@@ -179,15 +186,18 @@ func TestRootConditions(t *testing.T) {
 		if err := ast.Interpret(f, sizes, want); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := cudaemu.Run(ctx, m, sizes, got)
-		cancel()
-		if err != nil {
-			t.Fatalf("N=%d: %v", n, err)
-		}
+		runs, wants = append(runs, cudaemu.Binding{Sizes: sizes, Args: got}), append(wants, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err = cudaemu.RunEach(ctx, m, runs)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
 		for _, b := range []string{"Z", "W"} {
-			if e := workload.MaxRelErr(got[b], want[b]); e > 0 {
-				t.Errorf("N=%d: %s differs from the interpreter's by %g\n%s", n, b, e, m.Source)
+			if e := workload.MaxRelErr(r.Args[b], wants[i][b]); e > 0 {
+				t.Errorf("N=%d: %s differs from the interpreter's by %g\n%s", r.Sizes["N"], b, e, m.Source)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,7 +22,8 @@ import (
 // a machine with a GPU it runs there; elsewhere it runs again in a child
 // process that loads the stand-in driver of package cudaemu in place of
 // CUDA, so that the launcher's own calls are exercised everywhere, with
-// the kernels run on the CPU.
+// the kernels run on the CPU: three of the kernels, every one with -long
+// (onStandIn).
 func TestRun(t *testing.T) {
 	dev, err := cuda.Open()
 	if err != nil {
@@ -35,7 +37,11 @@ func TestRun(t *testing.T) {
 		return
 	}
 	t.Logf("device: compute capability %s", dev.Arch())
+	standIn := os.Getenv(cuda.DriverEnv) != ""
 	for _, gc := range gpuCases() {
+		if standIn && !*long && !onStandIn[gc.name] {
+			continue // TestEmulate runs its kernel on the CPU; the launcher's calls are the same
+		}
 		t.Run(gc.name, func(t *testing.T) {
 			m := lowered(t, gc)
 			if m.Arch != dev.Arch() {
@@ -125,7 +131,11 @@ func runOnStandIn(t *testing.T, pattern string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.v")
+	args := []string{"-test.run=" + pattern, "-test.v"}
+	if *long {
+		args = append(args, "-long")
+	}
+	child := exec.CommandContext(ctx, os.Args[0], args...)
 	child.Env = append(os.Environ(), cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib)
 	out, err := child.CombinedOutput()
 	if err != nil {
@@ -136,3 +146,10 @@ func runOnStandIn(t *testing.T, pattern string) {
 	}
 	t.Logf("on the stand-in driver:\n%s", out)
 }
+
+// onStandIn are the kernels of gpuCases TestRun runs on the stand-in
+// driver without -long: one thread per element, cp.async's pipeline,
+// warp shuffles.
+var onStandIn = map[string]bool{"scale": true, "gemm_pipelined": true, "chain": true}
+
+var long = flag.Bool("long", false, "run every representative kernel on the stand-in driver too")
