@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
@@ -199,10 +198,7 @@ func buildAndRun(t *testing.T, m *module.Module, dir, name string, cases []cCase
 // else, computes what the interpreter computes at each of its sizes.
 func TestCLibraryMatchesInterpreter(t *testing.T) {
 	needCC(t)
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := goldenCache(t)
 	gs := goldens(t)
 	if testing.Short() {
 		gs = slices.DeleteFunc(gs, func(gg goldenGraph) bool {

@@ -146,15 +146,40 @@ func inputsAt(t testing.TB, g *fusion.Graph, sizes map[string]int64, seed uint64
 	return ins, raw
 }
 
+// goldenCacheDir is the kernel cache the tests over every golden share
+// (TestMain makes it): a graph is compiled once, by the first of them,
+// and the others get the same module from the compile cache.
+var goldenCacheDir string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "loom-module-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	goldenCacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// goldenCache opens the shared kernel cache of goldenCacheDir.
+func goldenCache(t *testing.T) *native.Cache {
+	t.Helper()
+	cache, err := native.NewCache(goldenCacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache
+}
+
 // TestGoldensMatchInterpreter: every fusion golden with sizes, compiled
 // as a module, computes what the fused plan's interpreter computes, at
 // each of its sizes and with every symbol 1 and 13, the sizes run in
 // turn and then the first again (the arena reused, dirty).
 func TestGoldensMatchInterpreter(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := goldenCache(t)
 	runs := 0
 	defer func() { t.Logf("%d runs compared", runs) }()
 	for _, gg := range goldens(t) {
@@ -186,9 +211,9 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 }
 
 // interpretLimit is the most loop iterations a reference runs in the
-// interpreter (50 million: tens of seconds); -interpret-limit=1e12 runs
-// every graph's there (the ResNet block takes minutes).
-var interpretLimit = flag.Int64("interpret-limit", 50_000_000, "the most loop iterations a graph's reference runs in the interpreter; beyond, the unfused, unscheduled kernels run natively")
+// interpreter (10 million: seconds); -interpret-limit=1e12 runs every
+// graph's there (the ResNet block takes minutes).
+var interpretLimit = flag.Int64("interpret-limit", 10_000_000, "the most loop iterations a graph's reference runs in the interpreter; beyond, the unfused, unscheduled kernels run natively")
 
 // reference computes g's outputs at sizes: the interpreter on the fused
 // plan, or, for a graph of more iterations than -interpret-limit (the
