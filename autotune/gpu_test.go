@@ -18,7 +18,8 @@ import (
 	"github.com/loom-go/loom/schedule"
 )
 
-// TestGPUSpaceLowers samples the GPU space of each workload and lowers
+// TestGPUSpaceLowers samples the GPU space of each workload (four seeds,
+// eight with -long) and lowers
 // every sample to CUDA C: a sample the rules keep must make a kernel (the
 // few a rule drops, for too many threads or too much shared memory, are
 // counted apart), and must compute what the interpreter does when run on
@@ -29,9 +30,9 @@ import (
 var long = flag.Bool("long", false, "emulate every sampled GPU kernel, validate every step of every schedule, sample every seed")
 
 func TestGPUSpaceLowers(t *testing.T) {
-	seeds := uint64(8)
-	if testing.Short() {
-		seeds = 4
+	seeds := uint64(4)
+	if *long {
+		seeds = 8
 	}
 	sp := &Space{Rules: GPURules(), Target: CUDATarget()}
 	for _, c := range []workload.Case{
@@ -600,9 +601,9 @@ func TestGPUSymbolicTiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	schedules := []*schedule.Schedule{d}
-	seeds := uint64(2) // each kernel's emulation costs about a minute
-	if testing.Short() {
-		seeds = 0
+	seeds := uint64(1) // two with -long
+	if *long {
+		seeds = 2
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		if s, err := sp.Sample(c.f, seed); err == nil {
