@@ -310,14 +310,7 @@ func (e *emptyInits) block(b *ScheduleBlock, path []frame) {
 			init.Iters = append(init.Iters, &IterVar{Var: it.Var, Kind: Spatial, Dom: Range{Min: under(lift(it.Dom.Min)), Extent: under(lift(it.Dom.Extent))}, Binding: under(lift(it.Binding))})
 		}
 	}
-	var loads []*Load
-	Inspect(b.Init, func(n Node) bool {
-		if ld, ok := n.(*Load); ok {
-			loads = append(loads, ld)
-		}
-		return true
-	})
-	init.Reads = RegionsOf(loads)
+	init.Reads = initReads(b)
 	var pred Expr
 	and := func(c Expr) {
 		if pred == nil {
@@ -407,14 +400,7 @@ func (e *emptyInits) fusedInit(b *ScheduleBlock, path []frame, top int) {
 	if c, ok := empty.(*Const); ok && c.DType == Bool && c.Int == 0 {
 		return
 	}
-	var loads []*Load
-	Inspect(b.Init, func(n Node) bool {
-		if ld, ok := n.(*Load); ok {
-			loads = append(loads, ld)
-		}
-		return true
-	})
-	init.Reads = RegionsOf(loads)
+	init.Reads = initReads(b)
 	var nest Stmt = init
 	for i := len(loops) - 1; i >= 0; i-- {
 		loops[i].Body = nest
@@ -433,6 +419,18 @@ func (e *emptyInits) insert(s Stmt) Stmt {
 		}
 	}
 	return out
+}
+
+// initReads returns the regions b's init reads.
+func initReads(b *ScheduleBlock) []Region {
+	var loads []*Load
+	Inspect(b.Init, func(n Node) bool {
+		if ld, ok := n.(*Load); ok {
+			loads = append(loads, ld)
+		}
+		return true
+	})
+	return RegionsOf(loads)
 }
 
 // isTrue reports whether x is the constant true.
