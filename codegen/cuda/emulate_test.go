@@ -82,13 +82,7 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 		if h.err != nil {
 			t.Fatal(h.err)
 		}
-		m, err := cuda.Lower(s.Func(), cuda.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cuda.CompilePTX(m); err != nil {
-			t.Fatal(err)
-		}
+		m := compiledToPTX(t, s)
 		var runs []cudaemu.Binding
 		var wants []map[string]any
 		for _, k := range []int64{0, 5, 300} {
@@ -103,12 +97,7 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 			}
 			runs, wants = append(runs, cudaemu.Binding{Sizes: sizes, Args: got}), append(wants, want)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.RunEach(ctx, m, runs)
-		cancel()
-		if err != nil {
-			t.Fatalf("%d threads: %v", threads, err)
-		}
+		emulateEach(t, m, runs)
 		for i, r := range runs {
 			if e := workload.MaxRelErr(r.Args["Y"], wants[i]["Y"]); e > 1e-4 {
 				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, r.Sizes["K"], e, m.Source)
@@ -167,15 +156,9 @@ func TestRootConditions(t *testing.T) {
 	if h.err != nil {
 		t.Fatal(h.err)
 	}
-	m, err := cuda.Lower(s.Func(), cuda.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := compiledToPTX(t, s)
 	if len(m.Kernels) != 2 {
 		t.Fatalf("%d kernels, want 2\n%s", len(m.Kernels), m.Source)
-	}
-	if _, err := cuda.CompilePTX(m); err != nil {
-		t.Fatal(err)
 	}
 	var runs []cudaemu.Binding
 	var wants []map[string]any
@@ -188,17 +171,37 @@ func TestRootConditions(t *testing.T) {
 		}
 		runs, wants = append(runs, cudaemu.Binding{Sizes: sizes, Args: got}), append(wants, want)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	err = cudaemu.RunEach(ctx, m, runs)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	emulateEach(t, m, runs)
 	for i, r := range runs {
 		for _, b := range []string{"Z", "W"} {
 			if e := workload.MaxRelErr(r.Args[b], wants[i][b]); e > 0 {
 				t.Errorf("N=%d: %s differs from the interpreter's by %g\n%s", r.Sizes["N"], b, e, m.Source)
 			}
 		}
+	}
+}
+
+// compiledToPTX lowers s's function to CUDA C and compiles it to PTX,
+// failing the test where either step fails.
+func compiledToPTX(t *testing.T, s *schedule.Schedule) *cuda.Module {
+	t.Helper()
+	m, err := cuda.Lower(s.Func(), cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cuda.CompilePTX(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// emulateEach runs m on the CPU's emulation at every binding of runs (one
+// compile), failing the test where it cannot.
+func emulateEach(t *testing.T, m *cuda.Module, runs []cudaemu.Binding) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cudaemu.RunEach(ctx, m, runs); err != nil {
+		t.Fatal(err)
 	}
 }
