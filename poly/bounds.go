@@ -170,10 +170,17 @@ func (s Set) DimBounds(d int) (lo, hi Bound) {
 	if d < 0 || d >= len(s.Dims) {
 		panic(fmt.Sprintf("poly.Set.DimBounds: dimension %d of %d", d, len(s.Dims)))
 	}
+	return s.dimBoundsIn(d, nil)
+}
+
+// dimBoundsIn is DimBounds within the work e has left (nil: no bound),
+// which its emptiness tests spend. Once e is spent, an undecided test
+// counts as a point, so the bounds stay valid but may be left inexact.
+func (s Set) dimBoundsIn(d int, e *effort) (lo, hi Bound) {
 	lo, hi = Bound{Lower: true, Empty: true, Exact: true}, Bound{Empty: true, Exact: true}
 	nonEmpty := 0
 	for _, b := range s.parts {
-		if b.isEmpty() {
+		if b.isEmptyIn(e) {
 			continue
 		}
 		nonEmpty++
@@ -188,8 +195,8 @@ func (s Set) DimBounds(d int) (lo, hi Bound) {
 		lo.Exact, hi.Exact = false, false
 	}
 	if len(s.Params) == 0 {
-		lo = s.tighten(d, lo)
-		hi = s.tighten(d, hi)
+		lo = s.tighten(d, lo, e)
+		hi = s.tighten(d, hi, e)
 	}
 	return lo, hi
 }
@@ -209,13 +216,13 @@ func (b *Bound) merge(pieces []Aff, exact bool) {
 
 // tighten makes a constant bound of a parameter-free set exact: the true
 // extreme lies between the bound and a sample point, and emptiness tests
-// find it by bisection.
-func (s Set) tighten(d int, b Bound) Bound {
+// find it by bisection, within the work e has left (nil: no bound).
+func (s Set) tighten(d int, b Bound, e *effort) Bound {
 	c, ok := b.Constant()
 	if !ok || b.Exact {
 		return b
 	}
-	_, dims, ok := s.Sample()
+	_, dims, ok := s.sampleIn(e)
 	if !ok {
 		return b
 	}
@@ -231,7 +238,7 @@ func (s Set) tighten(d int, b Bound) Bound {
 		} else {
 			r[0], r[d+1] = v.Neg(), IntOf(1) // x_d - v >= 0
 		}
-		empty, ok := Intersect(s, s.withConstraint(r)).decide()
+		empty, ok := Intersect(s, s.withConstraint(r)).decideIn(e)
 		decided = decided && ok
 		return !empty
 	}

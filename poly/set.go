@@ -62,12 +62,13 @@ func (s Set) IsEmpty() bool {
 	return true
 }
 
-// decide reports whether s is empty, and whether the solver decided it
-// within its budget (when it did not, empty is false).
-func (s Set) decide() (empty, decided bool) {
+// decideIn reports whether s is empty, and whether the solver decided it
+// within its budget and the work e has left (nil: no bound beyond the
+// budget); when it did not, empty is false.
+func (s Set) decideIn(e *effort) (empty, decided bool) {
 	decided = true
 	for _, b := range s.parts {
-		x, ok := b.sample()
+		x, ok := b.sampleIn(e)
 		if ok && x != nil {
 			return false, true
 		}
@@ -86,9 +87,12 @@ func (m Map) IsEmpty() bool { return Set{parts: m.parts}.IsEmpty() }
 // of s, and false if s is empty. It also returns false, rarely, for a
 // non-empty set too hard to decide (see IsEmpty), so false alone does not
 // prove emptiness: ask IsEmpty for that.
-func (s Set) Sample() (params, dims []Int, ok bool) {
+func (s Set) Sample() (params, dims []Int, ok bool) { return s.sampleIn(nil) }
+
+// sampleIn is Sample within the work e has left (nil: no bound).
+func (s Set) sampleIn(e *effort) (params, dims []Int, ok bool) {
 	for _, b := range s.parts {
-		if x, ok := b.sample(); ok && x != nil {
+		if x, ok := b.sampleIn(e); ok && x != nil {
 			return x[:b.nParam], x[b.nParam : b.nParam+b.nOut], true
 		}
 	}
@@ -566,7 +570,7 @@ func (b *basic) withoutLocals(limit int, e *effort) ([]*basic, bool) {
 	all := b.allDims()
 	l64, h64, ok := localRange(all.parts[0].dimPieces(k, nil))
 	if !ok || h64-l64 >= int64(limit) {
-		lo, hi := all.DimBounds(k)
+		lo, hi := all.dimBoundsIn(k, e)
 		if lo.Empty || hi.Empty {
 			return nil, true
 		}

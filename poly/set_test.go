@@ -278,6 +278,28 @@ func TestSubsetWithin(t *testing.T) {
 	}
 }
 
+// TestBoundSearchWithinWork: the bisection that makes a bound exact
+// spends the question's work too (before, SubsetWithin's elimination of
+// an existential value searched its range unbounded: 40 s of the
+// validator in the GPU default of a depthwise convolution). With the work
+// spent, the bounds stay valid and are marked inexact.
+func TestBoundSearchWithinWork(t *testing.T) {
+	s := MustParseSet("{ [x] : exists (y : 2y = x) and 1 <= x <= 9 }")
+	lo, hi := s.dimBoundsIn(0, nil)
+	if lo.String() != "2" || hi.String() != "8" || !lo.Exact || !hi.Exact {
+		t.Fatalf("unbounded: [%s, %s] exact %v %v; want [2, 8] exact", lo, hi, lo.Exact, hi.Exact)
+	}
+	lo, hi = s.dimBoundsIn(0, &effort{left: 0})
+	l, lok := lo.Constant()
+	h, hok := hi.Constant()
+	if !lok || !hok || l.Cmp(IntOf(2)) > 0 || h.Cmp(IntOf(8)) < 0 {
+		t.Errorf("work spent: [%s, %s] cuts off a point of [2, 8]", lo, hi)
+	}
+	if lo.Exact && hi.Exact {
+		t.Errorf("work spent: [%s, %s] claims to be exact", lo, hi)
+	}
+}
+
 // TestSpanFrom: the span from a valid lower bound, exact or not; a
 // function that is not a lower bound is refused.
 func TestSpanFrom(t *testing.T) {
