@@ -5,7 +5,8 @@
 // decreasing in odd ones, so a missing barrier shows as a wrong result,
 // and a barrier some threads never reach as a deadlock, reported
 // (loom_emu.h). Blocks run one after another.
-// It needs g++ with C++20 (make tools provides it).
+// It needs g++ with C++20 (make tools provides it). Programs include
+// loom_emu.h precompiled, from loom's cache directory (pch.go).
 //
 // Run compiles a module into a program of its own. BuildDriver builds a
 // stand-in for the CUDA driver and NVRTC instead (standin/driver.cpp), which
@@ -95,7 +96,12 @@ func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 	var b strings.Builder
 	b.WriteString("#include \"loom_emu.h\"\n#include <cstdio>\n\n")
 	b.WriteString(m.Source)
-	files := map[string][]byte{"loom_emu.h": header}
+	files := map[string][]byte{}
+	include := headerDir(ctx)
+	if include == "" {
+		files["loom_emu.h"] = header
+		include = dir
+	}
 	for i, r := range runs {
 		src, err := program(m, i, r.Sizes, r.Args)
 		if err != nil {
@@ -121,7 +127,8 @@ func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 			return err
 		}
 	}
-	build := exec.CommandContext(ctx, "g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
+	args := append(append([]string{}, programFlags...), "-I", include, "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
+	build := exec.CommandContext(ctx, "g++", args...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("cudaemu: g++: %v\n%s\n%s", err, out, b.String())
 	}
