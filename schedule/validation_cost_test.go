@@ -16,13 +16,17 @@ import (
 // lockstep, one without the validator and one with every step validated,
 // and the table gives, per primitive, the median time of a step in each,
 // the median ratio, and the worst step's time validated and its ratio (go
-// test ./schedule -run ValidationCostInSchedule -v; each function at one
-// of the seeds 1 and 2, or at 1 to 10 with -long). The validator shares the models the primitives build (the
-// function before the step, and the one after for the next step), which
-// is why the overhead is less than validate.Check alone costs
-// (TestAdversarialValidatorCost). It asserts nothing but that the two
-// schedules agree.
+// test ./schedule -run ValidationCostInSchedule -long -v: each function at
+// seeds 1 to 10). The validator shares the models the primitives build
+// (the function before the step, and the one after for the next step),
+// which is why the overhead is less than validate.Check alone costs
+// (TestAdversarialValidatorCost). It is a measurement and runs with -long
+// only: its one assertion, that the two schedules agree, is checked on
+// every step by TestAdversarialSchedules too.
 func TestValidationCostInSchedule(t *testing.T) {
+	if !*long {
+		t.Skip("a measurement: run with -long")
+	}
 	per := 12
 	if testing.Short() {
 		per = 8
