@@ -7,9 +7,13 @@ GO ?= go
 # test runs every test, with the tools they need and the formatting and
 # vet checks first. The tests allocate much and keep little: the
 # collector runs a quarter as often (GOGC=400), which takes a fifth off
-# the packages that search schedules.
+# the packages that search schedules. go test runs the packages two at
+# a time in the order it is given them: the longest first (SLOW_FIRST, a
+# package's share of the run on two cores, longest first), so that no
+# long package starts last and runs alone while the other core idles.
+SLOW_FIRST = ./autotune ./tools/loom ./module ./schedule ./codegen/cuda ./codegen/partition ./fusion ./poly
 test: tools check
-	GOGC=400 $(GO) test -timeout 45m ./...
+	GOGC=400 $(GO) test -timeout 45m $$($(GO) list $(SLOW_FIRST) ./...)
 
 # test-long runs the packages of LONG_PKGS with -long (their randomized
 # runs at full size, every seed, the validator on every step: hours) and
