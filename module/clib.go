@@ -87,23 +87,17 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 		if k.native == nil {
 			continue // a view
 		}
-		lm, err := llvm.Lower(k.f, llvm.Options{Symbol: g.kernelSymbol(i)})
-		if err != nil {
-			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
-		}
+		// The kernels were lowered when the module was compiled: their
+		// objects only rename the entry points.
 		obj := filepath.Join(dir, g.kernelSymbol(i)+".o")
-		if err := native.WriteObject(lm, obj); err != nil {
+		if err := native.WriteObjectAs(k.native.Module, g.kernelSymbol(i), obj); err != nil {
 			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
 		}
 		objs = append(objs, obj)
 		for j, v := range k.variants {
 			sym := g.variantSymbol(i, j)
-			lm, err := llvm.Lower(v.f, llvm.Options{Symbol: sym})
-			if err != nil {
-				return nil, fmt.Errorf("module: build: kernel %s, bucket %d: %w", k.k.Name, j, err)
-			}
 			obj := filepath.Join(dir, sym+".o")
-			if err := native.WriteObject(lm, obj); err != nil {
+			if err := native.WriteObjectAs(v.native.Module, sym, obj); err != nil {
 				return nil, fmt.Errorf("module: build: kernel %s, bucket %d: %w", k.k.Name, j, err)
 			}
 			objs = append(objs, obj)

@@ -59,6 +59,18 @@ func (m *Module) String() string { return m.IR.String() }
 // PackedSymbol is the C name of the packed entry point.
 func (m *Module) PackedSymbol() string { return m.Symbol + "_packed" }
 
+// CheckSymbol returns an error unless sym can name a kernel in C: an
+// identifier that C, its library and loom's runtime do not use already.
+func CheckSymbol(sym string) error {
+	if !cIdentRE.MatchString(sym) {
+		return &Error{Reason: fmt.Sprintf("kernel symbol %q is not a C identifier", sym)}
+	}
+	if IsReservedC(sym) {
+		return &Error{Reason: fmt.Sprintf("kernel symbol %q is a name C, its library or loom's runtime already uses; give the kernel another one (Options.Symbol, loom build -name)", sym)}
+	}
+	return nil
+}
+
 // Status codes the kernels return.
 const (
 	StatusOK          = 0 // the kernel ran to the end
@@ -118,11 +130,8 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	if sym == "" {
 		sym = SafeCName(cIdent(f.Name)) // double_ for func double
 	}
-	if !cIdentRE.MatchString(sym) {
-		return nil, &Error{Reason: fmt.Sprintf("kernel symbol %q is not a C identifier", sym)}
-	}
-	if IsReservedC(sym) {
-		return nil, &Error{Reason: fmt.Sprintf("kernel symbol %q is a name C, its library or loom's runtime already uses; give the kernel another one (Options.Symbol, loom build -name)", sym)}
+	if err := CheckSymbol(sym); err != nil {
+		return nil, err
 	}
 	if !opts.TrustLoopKinds {
 		if err := checkLoopKinds(f); err != nil {

@@ -101,3 +101,43 @@ func TestCABI(t *testing.T) {
 		t.Fatalf("the C program: %v\n%s", err, out)
 	}
 }
+
+// TestWriteObjectAs: the object of a lowered kernel under another name
+// defines that name and its packed entry, and neither old one; a name C
+// cannot take is refused.
+func TestWriteObjectAs(t *testing.T) {
+	nm, err := exec.LookPath("nm")
+	if err != nil {
+		t.Skip("no nm on PATH (binutils)")
+	}
+	f, err := ast.Parse(abiFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := llvm.Lower(f, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(t.TempDir(), "k.o")
+	if err := WriteObjectAs(m, "graph_k0", obj); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(nm, "--defined-only", obj).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nm: %v\n%s", err, out)
+	}
+	defined := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if fields := strings.Fields(line); len(fields) == 3 && fields[1] == "T" {
+			defined[fields[2]] = true
+		}
+	}
+	if !defined["graph_k0"] || !defined["graph_k0_packed"] || defined[m.Symbol] || defined[m.PackedSymbol()] {
+		t.Errorf("global functions of the object: %v; want graph_k0 and graph_k0_packed, not %s", defined, m.Symbol)
+	}
+	for _, bad := range []string{"main", "9lives", "a-b", ""} {
+		if err := WriteObjectAs(m, bad, obj); err == nil {
+			t.Errorf("WriteObjectAs(%q) accepted", bad)
+		}
+	}
+}

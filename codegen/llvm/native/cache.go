@@ -277,6 +277,31 @@ func cpuinfo() map[string]string {
 // time into a C or C++ program with m.Header() and loom's runtime
 // (RuntimeSource).
 func WriteObject(m *llvm.Module, path string) error {
+	return writeObject(m, m.String(), path)
+}
+
+// WriteObjectAs is WriteObject with m's entry points named symbol and
+// symbol_packed in the object (m.Symbol and m.PackedSymbol() in m), so
+// that a kernel already lowered for running in process is linked into a
+// library under the name the library gives it without lowering it again.
+// symbol must pass llvm.CheckSymbol.
+func WriteObjectAs(m *llvm.Module, symbol, path string) error {
+	if err := llvm.CheckSymbol(symbol); err != nil {
+		return err
+	}
+	ir := m.String()
+	if symbol != m.Symbol {
+		entry, packed := "@"+m.Symbol+"(", "@"+m.PackedSymbol()+"("
+		if strings.Count(ir, "define i32 "+entry) != 1 || strings.Count(ir, "define i32 "+packed) != 1 {
+			return fmt.Errorf("codegen/llvm/native: kernel %s: its entry points are not where WriteObjectAs renames them", m.Symbol)
+		}
+		ir = strings.ReplaceAll(ir, entry, "@"+symbol+"(")
+		ir = strings.ReplaceAll(ir, packed, "@"+symbol+"_packed(")
+	}
+	return writeObject(m, ir, path)
+}
+
+func writeObject(m *llvm.Module, ir, path string) error {
 	tc, err := FindToolchain()
 	if err != nil {
 		return err
@@ -287,5 +312,5 @@ func WriteObject(m *llvm.Module, path string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return tc.compile(ctx, m.String(), buildArgs(m), path)
+	return tc.compile(ctx, ir, buildArgs(m), path)
 }
