@@ -91,21 +91,27 @@ func TestGPUSpaceLowers(t *testing.T) {
 // TestGPUDefaultMatchesInterpreter: the default schedule for a GPU of
 // every function of defaultCases (the corpus, the workloads, the fusion
 // goldens' kernels) replays (and is the same every time: checked with
-// -long, the CPU's default is checked so always), lowers to CUDA C,
+// -long, the CPU's default on every other case always), lowers to CUDA C,
 // compiles to PTX (clang-14, installed by make tools: the test fails
 // without it), and computes what the interpreter does, on the CPU's
 // emulation of a GPU, at every size of the case (the edges included); so
-// does the default of six workloads at sizes that fill whole blocks.
+// does the default of five workloads at sizes that fill whole blocks (and
+// of a convolution too with -long).
 func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 	cases := defaultCases(t)
-	for _, c := range []workload.Case{
+	whole := []workload.Case{
 		workload.Matmul(64, 64, 64),
 		workload.MatmulBiasReLU(64, 64, 64),
 		workload.Softmax(64, 256),
 		workload.RMSNorm(64, 256),
 		workload.Chain(4, 8, 256),
-		workload.Conv2D(1, 8, 10, 10, 16),
-	} {
+	}
+	if *long {
+		// A tenth of the test's time; the convolutions of defaultCases
+		// (at sizes with partial blocks) run either way.
+		whole = append(whole, workload.Conv2D(1, 8, 10, 10, 16))
+	}
+	for _, c := range whole {
 		cases = append(cases, defaultCase{c.Name + " (whole blocks)", c.Func, []map[string]int64{c.Sizes}, func(sizes map[string]int64, seed uint64) map[string]any {
 			return workload.Case{Name: c.Name, Func: c.Func, Sizes: sizes}.Args(seed)
 		}})
