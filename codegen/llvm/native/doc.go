@@ -34,8 +34,10 @@
 // parallel loop inside a parallel loop runs serially, and so does a loop
 // that another goroutine's kernel holds the pool against.
 // BenchmarkParallelRuntime compares its fork-join with libgomp's;
-// TestRuntimeStress checks it. SetThreads sets how many threads it uses. A C or C++ program that links kernels ahead of time (see
-// WriteObject and llvm.Module.Header) compiles RuntimeSource with them.
+// TestRuntimeStress checks it. SetThreads sets how many threads it uses.
+// A C or C++ program that links kernels ahead of time (see WriteObject,
+// WriteObjectAs for a kernel already lowered, under another name, and
+// llvm.Module.Header) compiles RuntimeSource with them.
 //
 // # Calling
 //
