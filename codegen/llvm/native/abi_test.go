@@ -63,13 +63,9 @@ int main(void) {
 }
 `
 
-// TestCABI links a generated kernel ahead of time into a C program, with
-// the generated header and the runtime's source, and runs it.
-func TestCABI(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Fatal("no C compiler (cc) on PATH: the runtime needs one too; apt-get install gcc")
-	}
+// loweredABIFunc returns abiFunc lowered with the default options.
+func loweredABIFunc(t *testing.T) *llvm.Module {
+	t.Helper()
 	f, err := ast.Parse(abiFunc)
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +74,17 @@ func TestCABI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// TestCABI links a generated kernel ahead of time into a C program, with
+// the generated header and the runtime's source, and runs it.
+func TestCABI(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatal("no C compiler (cc) on PATH: the runtime needs one too; apt-get install gcc")
+	}
+	m := loweredABIFunc(t)
 	dir := t.TempDir()
 	write := func(name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -110,14 +117,7 @@ func TestWriteObjectAs(t *testing.T) {
 	if err != nil {
 		t.Skip("no nm on PATH (binutils)")
 	}
-	f, err := ast.Parse(abiFunc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := llvm.Lower(f, llvm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loweredABIFunc(t)
 	obj := filepath.Join(t.TempDir(), "k.o")
 	if err := WriteObjectAs(m, "graph_k0", obj); err != nil {
 		t.Fatal(err)
