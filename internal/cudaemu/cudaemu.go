@@ -127,9 +127,24 @@ func RunEach(ctx context.Context, m *cuda.Module, runs []Binding) error {
 			return err
 		}
 	}
-	args := append(append([]string{}, programFlags...), "-I", include, "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
-	build := exec.CommandContext(ctx, "g++", args...)
-	if out, err := build.CombinedOutput(); err != nil {
+	compile := func(include string) ([]byte, error) {
+		args := append(append([]string{}, programFlags...), "-I", include, "-o", filepath.Join(dir, "kernel"), filepath.Join(dir, "main.cpp"))
+		return exec.CommandContext(ctx, "g++", args...).CombinedOutput()
+	}
+	out, err := compile(include)
+	if err != nil && include != dir {
+		// A precompiled header g++ cannot read (cut short by a crash,
+		// or removed since) is an error, not a fallback: compile
+		// again with the header's text beside the program, and drop
+		// the precompiled one if that was the trouble.
+		if werr := os.WriteFile(filepath.Join(dir, "loom_emu.h"), header, 0o644); werr != nil {
+			return werr
+		}
+		if out, err = compile(dir); err == nil {
+			forgetHeader(include)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cudaemu: g++: %v\n%s\n%s", err, out, b.String())
 	}
 	run := exec.CommandContext(ctx, filepath.Join(dir, "kernel"))

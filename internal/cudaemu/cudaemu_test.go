@@ -2,6 +2,8 @@ package cudaemu_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,32 @@ func TestDeadlockReported(t *testing.T) {
 	err := run(t, m, args)
 	if err == nil || !strings.Contains(err.Error(), "deadlock") {
 		t.Fatalf("got %v, want a deadlock reported", err)
+	}
+}
+
+// TestUnreadablePrecompiledHeader: a precompiled header cut short (what a
+// crash in the middle of writing it leaves) makes g++ fail, not fall back;
+// the program is compiled again with the header's text, runs, and the
+// cut header is removed so that no later program trips on it.
+func TestUnreadablePrecompiledHeader(t *testing.T) {
+	t.Setenv("LOOM_CACHE_DIR", t.TempDir())
+	cudaemu.ResetHeader()
+	t.Cleanup(cudaemu.ResetHeader)
+	dir := cudaemu.HeaderDir()
+	if dir == "" {
+		t.Fatal("no precompiled header built")
+	}
+	if err := os.Truncate(filepath.Join(dir, "loom_emu.h.gch"), 100_000); err != nil {
+		t.Fatal(err)
+	}
+	m, args := handModule(t, `  Y[blockIdx.x * 64 + t] = X[t] * 2.0f;`)
+	if err := run(t, m, args); err != nil {
+		t.Fatal(err)
+	}
+	if y := args["Y"].([]float32); y[65] != 2 {
+		t.Errorf("Y[65] = %g, want 2", y[65])
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the cut precompiled header is still there (%v)", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // programFlags are g++'s flags for a program of RunEach; the precompiled
@@ -22,18 +23,41 @@ var programFlags = []string{"-std=c++20", "-O1", "-pthread", "-w"}
 // user's cache directory), and shared by every process after it. g++
 // checks a precompiled header against the compile that includes it and
 // falls back to the header's text when they differ, so a stale one costs
-// time, never correctness.
+// time, never correctness; one it cannot read (cut short by a crash) is
+// an error, after which RunEach compiles with the header's text and
+// removes it.
 var (
-	pchOnce sync.Once
-	pchDir  string // holds loom_emu.h and loom_emu.h.gch; "" when unavailable
+	pchMu    sync.Mutex
+	pchTried bool
+	pchDir   string // holds loom_emu.h and loom_emu.h.gch; "" when unavailable
 )
 
 // headerDir returns a directory holding loom_emu.h with its precompiled
 // form beside it, building it on first use; "" when it cannot (then the
 // caller writes the header beside its program, as without one).
 func headerDir(ctx context.Context) string {
-	pchOnce.Do(func() { pchDir = buildHeader(ctx) })
+	pchMu.Lock()
+	defer pchMu.Unlock()
+	if !pchTried {
+		// Built for every later caller, whatever becomes of this one's
+		// context.
+		build, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		pchDir, pchTried = buildHeader(build), true
+		cancel()
+	}
 	return pchDir
+}
+
+// forgetHeader removes the precompiled header in dir, which g++ could
+// not use, so that no process uses it again (the next one builds it
+// anew); this process goes on without one.
+func forgetHeader(dir string) {
+	pchMu.Lock()
+	defer pchMu.Unlock()
+	if pchDir == dir {
+		pchDir = ""
+	}
+	os.RemoveAll(dir)
 }
 
 func buildHeader(ctx context.Context) string {

@@ -119,21 +119,25 @@ func TestWriteObjectAs(t *testing.T) {
 	}
 	m := loweredABIFunc(t)
 	obj := filepath.Join(t.TempDir(), "k.o")
-	if err := WriteObjectAs(m, "graph_k0", obj); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(nm, "--defined-only", obj).CombinedOutput()
-	if err != nil {
-		t.Fatalf("nm: %v\n%s", err, out)
-	}
-	defined := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if fields := strings.Fields(line); len(fields) == 3 && fields[1] == "T" {
-			defined[fields[2]] = true
+	// Another name, and the old packed one (renamed in one pass, not
+	// twice).
+	for _, sym := range []string{"graph_k0", m.PackedSymbol()} {
+		if err := WriteObjectAs(m, sym, obj); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !defined["graph_k0"] || !defined["graph_k0_packed"] || defined[m.Symbol] || defined[m.PackedSymbol()] {
-		t.Errorf("global functions of the object: %v; want graph_k0 and graph_k0_packed, not %s", defined, m.Symbol)
+		out, err := exec.Command(nm, "--defined-only", obj).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nm: %v\n%s", err, out)
+		}
+		defined := map[string]bool{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if fields := strings.Fields(line); len(fields) == 3 && fields[1] == "T" {
+				defined[fields[2]] = true
+			}
+		}
+		if len(defined) != 2 || !defined[sym] || !defined[sym+"_packed"] {
+			t.Errorf("global functions of the object: %v; want %s and %s_packed only", defined, sym, sym)
+		}
 	}
 	for _, bad := range []string{"main", "9lives", "a-b", ""} {
 		if err := WriteObjectAs(m, bad, obj); err == nil {

@@ -295,8 +295,8 @@ func WriteObjectAs(m *llvm.Module, symbol, path string) error {
 		if strings.Count(ir, "define i32 "+entry) != 1 || strings.Count(ir, "define i32 "+packed) != 1 {
 			return fmt.Errorf("codegen/llvm/native: kernel %s: its entry points are not where WriteObjectAs renames them", m.Symbol)
 		}
-		ir = strings.ReplaceAll(ir, entry, "@"+symbol+"(")
-		ir = strings.ReplaceAll(ir, packed, "@"+symbol+"_packed(")
+		// In one pass: symbol may be the old packed name.
+		ir = strings.NewReplacer(entry, "@"+symbol+"(", packed, "@"+symbol+"_packed(").Replace(ir)
 	}
 	return writeObject(m, ir, path)
 }
