@@ -443,7 +443,9 @@ func isTrue(x Expr) bool {
 // to 0. A loop fused from two has its parts as floordiv(f, n) and
 // floormod(f, n), 0 at its first iteration: also where n, the extent of
 // the inner part, is 0 and the loop runs nothing, which is when the init
-// nest asks.
+// nest asks. The dividend is judged after its own quotients are folded
+// and it is simplified: a fused loop split and fused again divides
+// n * floordiv(0, m) + floormod(0, m), which is 0 too.
 func zeroQuotients(x Expr) Expr {
 	var fold func(Expr) Expr
 	fold = func(e Expr) Expr {
@@ -451,7 +453,7 @@ func zeroQuotients(x Expr) Expr {
 		if b, ok := e.(*Binary); ok {
 			switch b.Op {
 			case OpDiv, OpMod, OpFloorDiv, OpFloorMod:
-				if v, ok := ConstIntValue(b.A); ok && v == 0 {
+				if v, ok := ConstIntValue(Simplify(b.A)); ok && v == 0 {
 					return IntConst(b.Type(), 0)
 				}
 			}

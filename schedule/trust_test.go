@@ -414,3 +414,13 @@ func TestLongRunEmptyInitFusedSpatialReduce(t *testing.T) {
 	replayClean(t, "colsum_max_0", 52, `fuse(i_S, ri_S)`)
 	replayClean(t, "colsum_max_0", 32, `rfactor(ri_S); compute_inline(S_rf); fuse(i_S, ri_S_wb)`)
 }
+
+// TestLongRunEmptyInitZeroDivisor: the long run's fault in accumulate,
+// seed 47 (N = 0). The reduce loop, split by 3, fused, split by 2 and
+// fused again, binds vr through floordiv(n * floordiv(f, m) + floormod(f,
+// m), floordiv(N + 2, 3)); the empty-reduction init evaluated it at the
+// loop's first iteration, where the divisor is 0 at N = 0: a division by
+// zero. At the first iteration the dividend is 0 however it is built.
+func TestLongRunEmptyInitZeroDivisor(t *testing.T) {
+	replayClean(t, "accumulate", 47, `split(r, [3, -1]); fuse(r_0, r_1); split(r_0_r_1_fused, [2, -1]); fuse(r_0_r_1_fused_0, r_0_r_1_fused_1)`)
+}
