@@ -8,6 +8,7 @@ require (
 	github.com/llir/llvm v0.3.6
 	golang.org/x/tools v0.52.0
 	gonum.org/v1/gonum v0.17.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
