@@ -1,0 +1,672 @@
+package onnx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loom-go/loom/fusion"
+)
+
+// windowAttrs reads a convolution's or pooling's strides, dilations and
+// pads for s spatial axes of an input of the given spatial sizes,
+// resolving auto_pad.
+func windowAttrs(c *ctx, spatial []fusion.Dim, kernel []int64) (strides, dilations, pads []int64, err error) {
+	s := len(spatial)
+	get := func(name string, def int64, n int) ([]int64, error) {
+		v, given, err := c.attrInts(name)
+		if err != nil || !given {
+			out := make([]int64, n)
+			for k := range out {
+				out[k] = def
+			}
+			return out, err
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("%s %v needs %d entries", name, v, n)
+		}
+		return v, nil
+	}
+	if strides, err = get("strides", 1, s); err != nil {
+		return
+	}
+	if dilations, err = get("dilations", 1, s); err != nil {
+		return
+	}
+	if pads, err = get("pads", 0, 2*s); err != nil {
+		return
+	}
+	auto, err := c.attrString("auto_pad", "NOTSET")
+	if err != nil {
+		return
+	}
+	switch auto {
+	case "NOTSET":
+	case "VALID":
+		pads = make([]int64, 2*s)
+	case "SAME_UPPER", "SAME_LOWER":
+		for d := 0; d < s; d++ {
+			in, ok := spatial[d].IsConst()
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("auto_pad %s needs constant spatial sizes, got %s", auto, fmtDims(spatial))
+			}
+			out := (in + strides[d] - 1) / strides[d]
+			total := max(0, (out-1)*strides[d]+dilations[d]*(kernel[d]-1)+1-in)
+			small, big := total/2, total-total/2
+			if auto == "SAME_UPPER" {
+				pads[d], pads[s+d] = small, big
+			} else {
+				pads[d], pads[s+d] = big, small
+			}
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("auto_pad %q is not supported", auto)
+	}
+	return
+}
+
+func convConv(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	w, err := c.tensor(1)
+	if err != nil {
+		return err
+	}
+	xs, ws := c.shapeOf(x), c.shapeOf(w)
+	s := len(xs) - 2
+	if s < 1 || s > 3 || len(ws) != len(xs) {
+		return fmt.Errorf("a convolution of an input %s with weights %s: loom has 1-, 2- and 3-D convolutions", xs, ws)
+	}
+	kernel := make([]int64, s)
+	for d := range kernel {
+		k, ok := ws[2+d].IsConst()
+		if !ok {
+			return fmt.Errorf("weights %s: the kernel size must be constant", ws)
+		}
+		kernel[d] = k
+	}
+	if ks, given, err := c.attrInts("kernel_shape"); err != nil {
+		return err
+	} else if given && !slices.Equal(ks, kernel) {
+		return fmt.Errorf("kernel_shape %v does not match the weights %s", ks, ws)
+	}
+	strides, dilations, pads, err := windowAttrs(c, xs[2:], kernel)
+	if err != nil {
+		return err
+	}
+	group, err := c.attrInt("group", 1)
+	if err != nil {
+		return err
+	}
+	attrs := fusion.Attrs{Strides: strides, Dilations: dilations, Pads: pads}
+	if group != 1 {
+		attrs.Groups = &group
+	}
+	name := c.outName(0)
+	if c.has(2) {
+		name = c.tmp("conv")
+	}
+	y, err := c.op(name, fmt.Sprintf("conv%dd", s), attrs, x, w)
+	if err != nil {
+		return err
+	}
+	if c.has(2) {
+		if y, err = addChannelBias(c, y, 2, s); err != nil {
+			return err
+		}
+	}
+	c.set(0, y)
+	return nil
+}
+
+// addChannelBias adds input j, a vector over the channels (axis 1), to y,
+// which has s spatial axes after the channels.
+func addChannelBias(c *ctx, y *fusion.Tensor, j, s int) (*fusion.Tensor, error) {
+	shape := []int64{-1}
+	for range s {
+		shape = append(shape, 1)
+	}
+	var b *fusion.Tensor
+	var err error
+	if k := c.known(j); k != nil {
+		if len(k.shape) != 1 {
+			return nil, fmt.Errorf("the bias has shape %v, not [channels]", k.shape)
+		}
+		shape[0] = k.shape[0]
+		b, err = c.im.tensorOf(&value{k: k.reshaped(shape)}, c.n.GetInput()[j])
+	} else {
+		if b, err = c.tensor(j); err != nil {
+			return nil, err
+		}
+		bs := c.shapeOf(b)
+		if len(bs) != 1 {
+			return nil, fmt.Errorf("the bias has shape %s, not [channels]", bs)
+		}
+		attr := []fusion.JSONDim{{Dim: bs[0]}}
+		for range s {
+			attr = append(attr, fusion.JSONDim{Dim: fusion.Const(1)})
+		}
+		b, err = c.op(c.tmp("bias"), "reshape", fusion.Attrs{Shape: attr}, b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.op(c.outName(0), "add", fusion.Attrs{}, y, b)
+}
+
+func convPool(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	if len(c.n.GetOutput()) > 1 && c.n.GetOutput()[1] != "" {
+		return fmt.Errorf("MaxPool's Indices output is not supported")
+	}
+	xs := c.shapeOf(x)
+	if len(xs) != 4 {
+		return fmt.Errorf("loom pools 2-D (NCHW) inputs, not %s", xs)
+	}
+	kernel, given, err := c.attrInts("kernel_shape")
+	if err != nil {
+		return err
+	}
+	if !given || len(kernel) != 2 {
+		return fmt.Errorf("kernel_shape %v needs 2 entries", kernel)
+	}
+	strides, dilations, pads, err := windowAttrs(c, xs[2:], kernel)
+	if err != nil {
+		return err
+	}
+	ceil, err := c.attrInt("ceil_mode", 0)
+	if err != nil {
+		return err
+	}
+	max := c.n.GetOpType() == "MaxPool"
+	attrs := fusion.Attrs{KernelShape: kernel, Strides: strides, Pads: pads}
+	if max {
+		if storage, err := c.attrInt("storage_order", 0); err != nil || storage != 0 {
+			return fmt.Errorf("storage_order 1 is not supported")
+		}
+		attrs.Dilations = dilations
+	} else {
+		if slices.ContainsFunc(dilations, func(d int64) bool { return d != 1 }) {
+			return fmt.Errorf("AveragePool with dilations %v is not supported", dilations)
+		}
+		include, err := c.attrInt("count_include_pad", 0)
+		if err != nil {
+			return err
+		}
+		attrs.CountIncludePad = include != 0
+	}
+	if ceil != 0 {
+		// Extra padding at the end makes the floor of the output size its
+		// ceiling; the padding is no element of a max and no part of an
+		// average that leaves padding out.
+		if !max && attrs.CountIncludePad {
+			return fmt.Errorf("AveragePool with ceil_mode and count_include_pad is not supported")
+		}
+		for d := 0; d < 2; d++ {
+			in, ok := xs[2+d].IsConst()
+			if !ok {
+				return fmt.Errorf("ceil_mode needs constant spatial sizes, got %s", xs)
+			}
+			span := in + pads[d] + pads[2+d] - dilations[d]*(kernel[d]-1) - 1
+			if span < 0 {
+				continue
+			}
+			out := (span+strides[d]-1)/strides[d] + 1
+			// The last window starts inside the input or its begin padding.
+			if (out-1)*strides[d] >= in+pads[d] {
+				out--
+			}
+			need := (out-1)*strides[d] + dilations[d]*(kernel[d]-1) + 1 - (in + pads[d] + pads[2+d])
+			attrs.Pads[2+d] += max0(need)
+		}
+	}
+	op := "avg_pool2d"
+	if max {
+		op = "max_pool2d"
+	}
+	y, err := c.op(c.outName(0), op, attrs, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func max0(x int64) int64 {
+	if x < 0 {
+		return 0
+	}
+	return x
+}
+
+// convGlobalPool reduces every spatial axis, keeping them as size 1.
+func convGlobalPool(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	r := len(c.shapeOf(x))
+	if r < 3 {
+		return fmt.Errorf("%s needs an input with spatial axes, got %s", c.n.GetOpType(), c.shapeOf(x))
+	}
+	var axes []int
+	for a := 2; a < r; a++ {
+		axes = append(axes, a)
+	}
+	op := "reduce_mean"
+	if c.n.GetOpType() == "GlobalMaxPool" {
+		op = "reduce_max"
+	}
+	y, err := c.op(c.outName(0), op, fusion.Attrs{Axes: axes, KeepDims: true}, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func convBatchNorm(c *ctx) error {
+	if len(c.n.GetOutput()) > 1 {
+		for _, o := range c.n.GetOutput()[1:] {
+			if o != "" {
+				return fmt.Errorf("BatchNormalization in training mode (running mean and variance outputs) is not supported")
+			}
+		}
+	}
+	if t, err := c.attrInt("training_mode", 0); err != nil || t != 0 {
+		return fmt.Errorf("BatchNormalization in training mode is not supported")
+	}
+	eps, err := c.attrFloat("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	ins, err := c.tensors()
+	if err != nil {
+		return err
+	}
+	if len(ins) != 5 {
+		return fmt.Errorf("BatchNormalization takes 5 inputs, got %d", len(ins))
+	}
+	y, err := c.op(c.outName(0), "batch_norm", fusion.Attrs{Epsilon: &eps}, ins...)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func convMatMul(c *ctx) error {
+	a, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	b, err := c.tensor(1)
+	if err != nil {
+		return err
+	}
+	y, err := matmul(c, a, b, c.outName(0))
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+// reshapeDims reshapes t (a no-op when the shape is the same).
+func reshapeDims(c *ctx, t *fusion.Tensor, shape []fusion.Dim, name string) (*fusion.Tensor, error) {
+	if fusion.Shape(shape).Equal(c.shapeOf(t)) {
+		return t, nil
+	}
+	attr := make([]fusion.JSONDim, len(shape))
+	for k, d := range shape {
+		attr[k] = fusion.JSONDim{Dim: d}
+	}
+	return c.op(name, "reshape", fusion.Attrs{Shape: attr}, t)
+}
+
+// matmul is ONNX's MatMul (numpy's): a 1-D operand gains an axis that the
+// result loses; [..., M, K] times a 2-D [K, N] runs as one [(...*M), K]
+// product, not one per leading index.
+func matmul(c *ctx, a, b *fusion.Tensor, name string) (*fusion.Tensor, error) {
+	as, bs := c.shapeOf(a), c.shapeOf(b)
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, fmt.Errorf("MatMul of %s and %s: operands need rank 1 or more", as, bs)
+	}
+	var err error
+	squeezeA, squeezeB := len(as) == 1, len(bs) == 1
+	if squeezeA {
+		if a, err = reshapeDims(c, a, []fusion.Dim{fusion.Const(1), as[0]}, c.tmp("row")); err != nil {
+			return nil, err
+		}
+	}
+	if squeezeB {
+		if b, err = reshapeDims(c, b, []fusion.Dim{bs[0], fusion.Const(1)}, c.tmp("col")); err != nil {
+			return nil, err
+		}
+	}
+	as, bs = c.shapeOf(a), c.shapeOf(b)
+	// The result's shape, before removing the added axes.
+	var out []fusion.Dim
+	flatten := len(as) > 2 && len(bs) == 2
+	if flatten {
+		rows := fusion.Const(1)
+		for _, d := range as[:len(as)-1] {
+			if rows, err = rows.Mul(d); err != nil {
+				return nil, err
+			}
+		}
+		out = append(slices.Clone(as[:len(as)-1]), bs[1])
+		if a, err = reshapeDims(c, a, []fusion.Dim{rows, as[len(as)-1]}, c.tmp("rows")); err != nil {
+			return nil, err
+		}
+	}
+	final := []fusion.Dim(nil)
+	switch {
+	case squeezeA && squeezeB:
+		final = []fusion.Dim{}
+	case squeezeA:
+		final = append(slices.Clone(bs[:len(bs)-2]), bs[len(bs)-1])
+	case squeezeB:
+		final = slices.Clone(as[:len(as)-1])
+	case flatten:
+		final = out
+	}
+	if final == nil {
+		return c.op(name, "matmul", fusion.Attrs{}, a, b)
+	}
+	y, err := c.op(c.tmp("mm"), "matmul", fusion.Attrs{}, a, b)
+	if err != nil {
+		return nil, err
+	}
+	return c.op(name, "reshape", fusion.Attrs{Shape: jsonDims(final)}, y)
+}
+
+func jsonDims(ds []fusion.Dim) []fusion.JSONDim {
+	out := make([]fusion.JSONDim, len(ds))
+	for k, d := range ds {
+		out[k] = fusion.JSONDim{Dim: d}
+	}
+	return out
+}
+
+// convGemm is alpha * A' B' + beta * C, A' and B' transposed when asked:
+// a known B is transposed here, once.
+func convGemm(c *ctx) error {
+	alpha, err := c.attrFloat("alpha", 1)
+	if err != nil {
+		return err
+	}
+	beta, err := c.attrFloat("beta", 1)
+	if err != nil {
+		return err
+	}
+	operand := func(j int, attr string) (*fusion.Tensor, error) {
+		trans, err := c.attrInt(attr, 0)
+		if err != nil {
+			return nil, err
+		}
+		if k := c.known(j); k != nil && trans != 0 {
+			if len(k.shape) != 2 {
+				return nil, fmt.Errorf("input %d has shape %v, not a matrix", j, k.shape)
+			}
+			return c.im.tensorOf(&value{k: k.transposed([]int{1, 0})}, c.n.GetInput()[j]+"_T")
+		}
+		t, err := c.tensor(j)
+		if err != nil {
+			return nil, err
+		}
+		if len(c.shapeOf(t)) != 2 {
+			return nil, fmt.Errorf("input %d has shape %s, not a matrix", j, c.shapeOf(t))
+		}
+		if trans == 0 {
+			return t, nil
+		}
+		return c.op(c.tmp("T"), "transpose", fusion.Attrs{Perm: []int{1, 0}}, t)
+	}
+	a, err := operand(0, "transA")
+	if err != nil {
+		return err
+	}
+	b, err := operand(1, "transB")
+	if err != nil {
+		return err
+	}
+	addC := c.has(2) && beta != 0
+	name := c.outName(0)
+	if addC || alpha != 1 {
+		name = c.tmp("mm")
+	}
+	y, err := c.op(name, "matmul", fusion.Attrs{}, a, b)
+	if err != nil {
+		return err
+	}
+	if alpha != 1 {
+		out := c.outName(0)
+		if addC {
+			out = c.tmp("alpha")
+		}
+		if y, err = affine(c, y, alpha, 0, out); err != nil {
+			return err
+		}
+	}
+	if addC {
+		var bias *fusion.Tensor
+		if k := c.known(2); k != nil && beta != 1 {
+			scaled := make([]float64, k.len())
+			for e := range scaled {
+				scaled[e] = beta * k.value(e)
+			}
+			nk, err := newFloats(k.dtype, k.shape, scaled).toDType(k.dtype)
+			if err != nil {
+				return err
+			}
+			bias, err = c.im.tensorOf(&value{k: nk}, c.n.GetInput()[2]+"_beta")
+			if err != nil {
+				return err
+			}
+		} else {
+			if bias, err = c.tensor(2); err != nil {
+				return err
+			}
+			if beta != 1 {
+				if bias, err = affine(c, bias, beta, 0, c.tmp("beta")); err != nil {
+					return err
+				}
+			}
+		}
+		if y, err = c.op(c.outName(0), "add", fusion.Attrs{}, y, bias); err != nil {
+			return err
+		}
+	}
+	c.set(0, y)
+	return nil
+}
+
+func convSoftmax(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	xs := c.shapeOf(x)
+	def := int64(-1)
+	if c.opset() < 13 {
+		def = 1
+	}
+	axis, err := c.attrInt("axis", def)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, len(xs), "axis")
+	if err != nil {
+		return err
+	}
+	log := c.n.GetOpType() == "LogSoftmax"
+	if c.opset() < 13 && ax != len(xs)-1 {
+		// Before opset 13 the softmax is over the flattened [axis:] axes.
+		outer, inner := fusion.Const(1), fusion.Const(1)
+		for k, d := range xs {
+			if k < ax {
+				outer, err = outer.Mul(d)
+			} else {
+				inner, err = inner.Mul(d)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		flat, err := reshapeDims(c, x, []fusion.Dim{outer, inner}, c.tmp("flat"))
+		if err != nil {
+			return err
+		}
+		y, err := softmax(c, flat, -1, log, c.tmp("softmax"))
+		if err != nil {
+			return err
+		}
+		if y, err = c.op(c.outName(0), "reshape", fusion.Attrs{Shape: jsonDims(xs)}, y); err != nil {
+			return err
+		}
+		c.set(0, y)
+		return nil
+	}
+	y, err := softmax(c, x, ax, log, c.outName(0))
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func softmax(c *ctx, x *fusion.Tensor, ax int, log bool, name string) (*fusion.Tensor, error) {
+	out := name
+	if log {
+		out = c.tmp("softmax")
+	}
+	y, err := c.op(out, "softmax", fusion.Attrs{Axis: &ax}, x)
+	if err != nil || !log {
+		return y, err
+	}
+	return c.op(name, "log", fusion.Attrs{}, y)
+}
+
+func convLayerNorm(c *ctx) error {
+	if len(c.n.GetOutput()) > 1 {
+		for _, o := range c.n.GetOutput()[1:] {
+			if o != "" {
+				return fmt.Errorf("LayerNormalization's mean and inverse deviation outputs are not supported")
+			}
+		}
+	}
+	axis, err := c.attrInt("axis", -1)
+	if err != nil {
+		return err
+	}
+	eps, err := c.attrFloat("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	r, err := c.rank(0)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, r, "axis")
+	if err != nil {
+		return err
+	}
+	ins, err := c.tensors()
+	if err != nil {
+		return err
+	}
+	y, err := c.op(c.outName(0), "layernorm", fusion.Attrs{Axis: &ax, Epsilon: &eps}, ins...)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+// reduceOps are ONNX's reductions: loom's reduction, and the element-wise
+// operators before (on x) and after it.
+var reduceOps = map[string]struct {
+	op           string
+	before       string
+	after        string
+	axesInputAt  int64 // the opset from which axes is an input
+	squareBefore bool
+}{
+	"ReduceSum":       {op: "reduce_sum", axesInputAt: 13},
+	"ReduceMean":      {op: "reduce_mean", axesInputAt: 18},
+	"ReduceMax":       {op: "reduce_max", axesInputAt: 18},
+	"ReduceMin":       {op: "reduce_min", axesInputAt: 18},
+	"ReduceSumSquare": {op: "reduce_sum", axesInputAt: 18, squareBefore: true},
+	"ReduceL2":        {op: "reduce_sum", axesInputAt: 18, squareBefore: true, after: "sqrt"},
+	"ReduceL1":        {op: "reduce_sum", axesInputAt: 18, before: "abs"},
+	"ReduceLogSumExp": {op: "reduce_sum", axesInputAt: 18, before: "exp", after: "log"},
+	"ReduceLogSum":    {op: "reduce_sum", axesInputAt: 18, after: "log"},
+}
+
+func convReduce(c *ctx) error {
+	spec := reduceOps[c.n.GetOpType()]
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	r := len(c.shapeOf(x))
+	axes, err := axesInput(c, spec.axesInputAt)
+	if err != nil {
+		return err
+	}
+	keep, err := c.attrInt("keepdims", 1)
+	if err != nil {
+		return err
+	}
+	noop, err := c.attrInt("noop_with_empty_axes", 0)
+	if err != nil {
+		return err
+	}
+	if len(axes) == 0 && noop != 0 {
+		c.set(0, x)
+		return nil
+	}
+	attrs := fusion.Attrs{KeepDims: keep != 0}
+	for _, a := range axes {
+		ax, err := axisOf(a, r, "axis")
+		if err != nil {
+			return err
+		}
+		attrs.Axes = append(attrs.Axes, ax)
+	}
+	if len(axes) == 0 {
+		for a := 0; a < r; a++ {
+			attrs.Axes = append(attrs.Axes, a)
+		}
+	}
+	in := x
+	switch {
+	case spec.squareBefore:
+		in, err = c.op(c.tmp("sq"), "mul", fusion.Attrs{}, x, x)
+	case spec.before != "":
+		in, err = c.op(c.tmp(spec.before), spec.before, fusion.Attrs{}, x)
+	}
+	if err != nil {
+		return err
+	}
+	name := c.outName(0)
+	if spec.after != "" {
+		name = c.tmp("sum")
+	}
+	y, err := c.op(name, spec.op, attrs, in)
+	if err != nil {
+		return err
+	}
+	if spec.after != "" {
+		if y, err = c.op(c.outName(0), spec.after, fusion.Attrs{}, y); err != nil {
+			return err
+		}
+	}
+	c.set(0, y)
+	return nil
+}

@@ -1,0 +1,1004 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/fusion"
+)
+
+// The shape operators. Each one on a known value computes a known value,
+// so that the exporter's shape arithmetic (Shape -> Gather -> Unsqueeze
+// -> Concat -> Reshape) is done here and the graph gets constant or
+// symbolic attributes.
+
+func convShape(c *ctx) error {
+	dims, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	r := int64(len(dims))
+	start, err := c.attrInt("start", 0)
+	if err != nil {
+		return err
+	}
+	end, err := c.attrInt("end", r)
+	if err != nil {
+		return err
+	}
+	clamp := func(x int64) int64 {
+		if x < 0 {
+			x += r
+		}
+		return max(0, min(x, r))
+	}
+	start, end = clamp(start), clamp(end)
+	if end < start {
+		end = start
+	}
+	sel := dims[start:end]
+	c.setKnown(0, newDims(ast.Int64, []int64{int64(len(sel))}, slices.Clone(sel)))
+	return nil
+}
+
+func convSize(c *ctx) error {
+	dims, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	n := fusion.Const(1)
+	for _, d := range dims {
+		if n, err = n.Mul(d); err != nil {
+			return err
+		}
+	}
+	c.setKnown(0, newDims(ast.Int64, []int64{}, []fusion.Dim{n}))
+	return nil
+}
+
+func convConstant(c *ctx) error {
+	if len(c.n.GetAttribute()) != 1 {
+		return fmt.Errorf("a Constant takes exactly one attribute, got %d", len(c.n.GetAttribute()))
+	}
+	a := c.n.GetAttribute()[0]
+	switch a.GetName() {
+	case "value":
+		if a.GetT() == nil {
+			return fmt.Errorf("attribute value holds no tensor")
+		}
+		k, err := tensorData(a.GetT(), c.im.opts.Dir)
+		if err != nil {
+			return err
+		}
+		c.setKnown(0, k)
+	case "value_float":
+		c.setKnown(0, newFloats(ast.Float32, []int64{}, []float64{float64(a.GetF())}))
+	case "value_floats":
+		f := make([]float64, len(a.GetFloats()))
+		for j, v := range a.GetFloats() {
+			f[j] = float64(v)
+		}
+		c.setKnown(0, newFloats(ast.Float32, []int64{int64(len(f))}, f))
+	case "value_int":
+		c.setKnown(0, newInts(ast.Int64, []int64{}, []int64{a.GetI()}))
+	case "value_ints":
+		c.setKnown(0, newInts(ast.Int64, []int64{int64(len(a.GetInts()))}, slices.Clone(a.GetInts())))
+	default:
+		return fmt.Errorf("a Constant's %s is not supported", a.GetName())
+	}
+	return nil
+}
+
+// reshapeTo reshapes input 0 to the given shape (a known value or a
+// tensor of the graph).
+func reshapeTo(c *ctx, shape []fusion.Dim) error {
+	if k := c.known(0); k != nil {
+		s, ok := constShape(shape)
+		if !ok {
+			return fmt.Errorf("cannot give the known tensor %q the symbolic shape %s", c.n.GetInput()[0], fmtDims(shape))
+		}
+		if elems(s) != int64(k.len()) {
+			return fmt.Errorf("cannot reshape %v (%d elements) to %v", k.shape, k.len(), s)
+		}
+		c.setKnown(0, k.reshaped(s))
+		return nil
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	if fusion.Shape(shape).Equal(c.shapeOf(x)) {
+		c.set(0, x)
+		return nil
+	}
+	attr := make([]fusion.JSONDim, len(shape))
+	for a, d := range shape {
+		attr[a] = fusion.JSONDim{Dim: d}
+	}
+	y, err := c.op(c.outName(0), "reshape", fusion.Attrs{Shape: attr}, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func constShape(shape []fusion.Dim) ([]int64, bool) {
+	out := make([]int64, len(shape))
+	for a, d := range shape {
+		v, ok := d.IsConst()
+		if !ok {
+			return nil, false
+		}
+		out[a] = v
+	}
+	return out, true
+}
+
+func convReshape(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	var target *known
+	if c.opset() < 5 {
+		return fmt.Errorf("Reshape before opset 5 is not supported")
+	}
+	if target, err = c.mustKnow(1, "shape"); err != nil {
+		return err
+	}
+	allowZero, err := c.attrInt("allowzero", 0)
+	if err != nil {
+		return err
+	}
+	shape := make([]fusion.Dim, target.len())
+	inferAt := -1
+	for a := range shape {
+		d := target.dim(a)
+		v, isConst := d.IsConst()
+		switch {
+		case isConst && v == 0 && allowZero == 0:
+			if a >= len(in) {
+				return fmt.Errorf("shape %s copies dimension %d of an input of rank %d", fmtDims(target.dimsAll()), a, len(in))
+			}
+			shape[a] = in[a]
+		case isConst && v == -1:
+			if inferAt >= 0 {
+				return fmt.Errorf("shape %s has more than one -1", fmtDims(target.dimsAll()))
+			}
+			inferAt = a
+		case isConst && v < 0:
+			return fmt.Errorf("shape %s has a negative dimension", fmtDims(target.dimsAll()))
+		default:
+			shape[a] = d
+		}
+	}
+	if inferAt >= 0 {
+		total, rest := fusion.Const(1), fusion.Const(1)
+		for _, d := range in {
+			if total, err = total.Mul(d); err != nil {
+				return err
+			}
+		}
+		for a, d := range shape {
+			if a != inferAt {
+				if rest, err = rest.Mul(d); err != nil {
+					return err
+				}
+			}
+		}
+		q, ok := total.DivExact(rest)
+		if !ok {
+			return fmt.Errorf("cannot reshape %s to %s: %s elements are not a multiple of %s", fmtDims(in), fmtDims(target.dimsAll()), total, rest)
+		}
+		shape[inferAt] = q
+	}
+	return reshapeTo(c, shape)
+}
+
+// dimsAll returns every element as a size.
+func (k *known) dimsAll() []fusion.Dim {
+	out := make([]fusion.Dim, k.len())
+	for j := range out {
+		out[j] = k.dim(j)
+	}
+	return out
+}
+
+func convFlatten(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	axis, err := c.attrInt("axis", 1)
+	if err != nil {
+		return err
+	}
+	if axis < 0 {
+		axis += int64(len(in))
+	}
+	if axis < 0 || axis > int64(len(in)) {
+		return fmt.Errorf("axis %d is out of range for rank %d", axis, len(in))
+	}
+	outer, inner := fusion.Const(1), fusion.Const(1)
+	for a, d := range in {
+		if int64(a) < axis {
+			outer, err = outer.Mul(d)
+		} else {
+			inner, err = inner.Mul(d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return reshapeTo(c, []fusion.Dim{outer, inner})
+}
+
+// axesInput returns the axes of Squeeze, Unsqueeze or a reduction: an
+// attribute before opset since, input 1 from it on; nil when not given.
+func axesInput(c *ctx, since int64) ([]int64, error) {
+	if c.opset() < since {
+		axes, _, err := c.attrInts("axes")
+		return axes, err
+	}
+	if !c.has(1) {
+		return nil, nil
+	}
+	return c.ints(1, "axes")
+}
+
+func convSqueeze(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	axes, err := axesInput(c, 13)
+	if err != nil {
+		return err
+	}
+	drop := map[int]bool{}
+	if axes == nil {
+		for a, d := range in {
+			if v, ok := d.IsConst(); ok && v == 1 {
+				drop[a] = true
+			}
+		}
+	}
+	for _, a := range axes {
+		ax, err := axisOf(a, len(in), "axis")
+		if err != nil {
+			return err
+		}
+		if v, ok := in[ax].IsConst(); !ok || v != 1 {
+			return fmt.Errorf("cannot squeeze axis %d of shape %s: its size is not 1", a, fmtDims(in))
+		}
+		drop[ax] = true
+	}
+	var shape []fusion.Dim
+	for a, d := range in {
+		if !drop[a] {
+			shape = append(shape, d)
+		}
+	}
+	return reshapeTo(c, shape)
+}
+
+func convUnsqueeze(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	axes, err := axesInput(c, 13)
+	if err != nil {
+		return err
+	}
+	if axes == nil {
+		return fmt.Errorf("Unsqueeze needs axes")
+	}
+	r := len(in) + len(axes)
+	add := map[int]bool{}
+	for _, a := range axes {
+		ax, err := axisOf(a, r, "axis")
+		if err != nil {
+			return err
+		}
+		if add[ax] {
+			return fmt.Errorf("axis %d is given twice", a)
+		}
+		add[ax] = true
+	}
+	shape := make([]fusion.Dim, 0, r)
+	next := 0
+	for a := 0; a < r; a++ {
+		if add[a] {
+			shape = append(shape, fusion.Const(1))
+		} else {
+			shape = append(shape, in[next])
+			next++
+		}
+	}
+	return reshapeTo(c, shape)
+}
+
+func convTranspose(c *ctx) error {
+	r, err := c.rank(0)
+	if err != nil {
+		return err
+	}
+	perm64, given, err := c.attrInts("perm")
+	if err != nil {
+		return err
+	}
+	perm := make([]int, r)
+	for a := range perm {
+		perm[a] = r - 1 - a
+	}
+	if given {
+		if len(perm64) != r {
+			return fmt.Errorf("perm %v does not fit rank %d", perm64, r)
+		}
+		seen := map[int64]bool{}
+		for a, p := range perm64 {
+			if p < 0 || p >= int64(r) || seen[p] {
+				return fmt.Errorf("perm %v is not a permutation of 0..%d", perm64, r-1)
+			}
+			seen[p] = true
+			perm[a] = int(p)
+		}
+	}
+	if k := c.known(0); k != nil {
+		c.setKnown(0, k.transposed(perm))
+		return nil
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	y, err := c.op(c.outName(0), "transpose", fusion.Attrs{Perm: perm}, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func convConcat(c *ctx) error {
+	axis, err := c.attrInt("axis", math.MinInt64)
+	if err != nil {
+		return err
+	}
+	if axis == math.MinInt64 {
+		return fmt.Errorf("Concat needs an axis")
+	}
+	r, err := c.rank(0)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, r, "axis")
+	if err != nil {
+		return err
+	}
+	allKnown := true
+	for j := 0; j < c.nin(); j++ {
+		if c.known(j) == nil {
+			allKnown = false
+		}
+	}
+	if allKnown {
+		return concatKnown(c, ax)
+	}
+	var ins []*fusion.Tensor
+	for j := 0; j < c.nin(); j++ {
+		// An empty input adds nothing (exporters write them).
+		if k := c.known(j); k != nil && k.len() == 0 {
+			continue
+		}
+		t, err := c.tensor(j)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, t)
+	}
+	if len(ins) == 1 {
+		c.set(0, ins[0])
+		return nil
+	}
+	y, err := c.op(c.outName(0), "concat", fusion.Attrs{Axis: &ax}, ins...)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+// concatKnown joins known inputs.
+func concatKnown(c *ctx, ax int) error {
+	first := c.known(0)
+	shape := slices.Clone(first.shape)
+	shape[ax] = 0
+	sym := false
+	for j := 0; j < c.nin(); j++ {
+		k := c.known(j)
+		if len(k.shape) != len(shape) || k.dtype != first.dtype {
+			return fmt.Errorf("input %d (%s %v) does not fit input 0 (%s %v)", j, k.dtype, k.shape, first.dtype, first.shape)
+		}
+		for a := range shape {
+			if a != ax && k.shape[a] != first.shape[a] {
+				return fmt.Errorf("input %d of shape %v does not fit input 0 of shape %v", j, k.shape, first.shape)
+			}
+		}
+		shape[ax] += k.shape[ax]
+		sym = sym || k.symbolic()
+	}
+	outer := elems(shape[:ax])
+	var f []float64
+	var i []int64
+	var d []fusion.Dim
+	for o := int64(0); o < outer; o++ {
+		for j := 0; j < c.nin(); j++ {
+			k := c.known(j)
+			block := int(elems(k.shape[ax:]))
+			for e := int(o) * block; e < int(o+1)*block; e++ {
+				switch {
+				case sym:
+					d = append(d, k.dim(e))
+				case k.dtype.IsInt():
+					i = append(i, k.i[e])
+				default:
+					f = append(f, k.f[e])
+				}
+			}
+		}
+	}
+	switch {
+	case sym:
+		c.setKnown(0, newDims(first.dtype, shape, d))
+	case first.dtype.IsInt():
+		c.setKnown(0, newInts(first.dtype, shape, i))
+	default:
+		c.setKnown(0, newFloats(first.dtype, shape, f))
+	}
+	return nil
+}
+
+// sliceSpec is one axis of a Slice or Split.
+type sliceSpec struct {
+	axis              int
+	start, end, step int64
+}
+
+func convSlice(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	var starts, ends, axes, steps []int64
+	if c.opset() < 10 {
+		if starts, _, err = c.attrInts("starts"); err == nil {
+			if ends, _, err = c.attrInts("ends"); err == nil {
+				axes, _, err = c.attrInts("axes")
+			}
+		}
+	} else {
+		if starts, err = c.ints(1, "starts"); err == nil {
+			if ends, err = c.ints(2, "ends"); err == nil && c.has(3) {
+				if axes, err = c.ints(3, "axes"); err == nil && c.has(4) {
+					steps, err = c.ints(4, "steps")
+				}
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if axes == nil {
+		for a := range starts {
+			axes = append(axes, int64(a))
+		}
+	}
+	if len(ends) != len(starts) || len(axes) != len(starts) || (steps != nil && len(steps) != len(starts)) {
+		return fmt.Errorf("starts %v, ends %v, axes %v and steps %v differ in length", starts, ends, axes, steps)
+	}
+	var specs []sliceSpec
+	seen := map[int]bool{}
+	for j := range starts {
+		ax, err := axisOf(axes[j], len(in), "axis")
+		if err != nil {
+			return err
+		}
+		if seen[ax] {
+			return fmt.Errorf("axis %d is sliced twice", ax)
+		}
+		seen[ax] = true
+		step := int64(1)
+		if steps != nil {
+			step = steps[j]
+		}
+		if step == 0 {
+			return fmt.Errorf("step 0 on axis %d", ax)
+		}
+		specs = append(specs, sliceSpec{ax, starts[j], ends[j], step})
+	}
+	return sliceTo(c, 0, in, specs)
+}
+
+// clampSlice resolves ONNX slice bounds on an axis of constant size n:
+// the first index, the step and the count.
+func clampSlice(n, start, end, step int64) (int64, int64) {
+	if step > 0 {
+		clamp := func(x int64) int64 {
+			if x < 0 {
+				x += n
+			}
+			return max(0, min(x, n))
+		}
+		s, e := clamp(start), clamp(end)
+		if e <= s {
+			return s, 0
+		}
+		return s, (e-s-1)/step + 1
+	}
+	clamp := func(x int64) int64 {
+		if x < 0 {
+			x += n
+		}
+		return max(-1, min(x, n-1))
+	}
+	s, e := clamp(start), clamp(end)
+	if s <= e {
+		return s, 0
+	}
+	return s, (s-e-1)/(-step) + 1
+}
+
+// sliceTo slices input 0 (of shape in) into output j.
+func sliceTo(c *ctx, j int, in []fusion.Dim, specs []sliceSpec) error {
+	if k := c.known(0); k != nil {
+		shape := slices.Clone(k.shape)
+		first := make([]int64, len(shape))
+		step := make([]int64, len(shape))
+		for a := range step {
+			step[a] = 1
+		}
+		for _, s := range specs {
+			first[s.axis], shape[s.axis] = clampSlice(k.shape[s.axis], s.start, s.end, s.step)
+			step[s.axis] = s.step
+		}
+		in, out := strides(k.shape), strides(shape)
+		c.setKnown(j, k.gatherElems(shape, int(elems(shape)), func(e int) int {
+			src, rest := int64(0), int64(e)
+			for a := range shape {
+				idx := rest / out[a]
+				rest %= out[a]
+				src += (first[a] + idx*step[a]) * in[a]
+			}
+			return int(src)
+		}))
+		return nil
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	var attrs fusion.Attrs
+	for _, s := range specs {
+		n, isConst := in[s.axis].IsConst()
+		start, end, step := s.start, s.end, s.step
+		switch {
+		case isConst:
+			first, count := clampSlice(n, start, end, step)
+			if step < 0 {
+				return fmt.Errorf("slices with negative steps are not supported (axis %d, step %d)", s.axis, step)
+			}
+			if first == 0 && count == n && step == 1 {
+				continue // the whole axis
+			}
+			start, end = first, first+count*step
+			if count == 0 {
+				end = first
+			}
+		case step != 1:
+			return fmt.Errorf("a slice of axis %d of size %s needs a step of 1, not %d", s.axis, in[s.axis], step)
+		case start < 0:
+			return fmt.Errorf("a slice of axis %d of size %s needs a non-negative start, not %d", s.axis, in[s.axis], start)
+		case end >= 1<<40 || end >= math.MaxInt32:
+			if start == 0 {
+				continue
+			}
+			end = 1 << 40
+		case end >= 0:
+			return fmt.Errorf("a slice of axis %d of size %s to index %d needs the size at import time", s.axis, in[s.axis], end)
+		}
+		attrs.Axes = append(attrs.Axes, s.axis)
+		attrs.Starts = append(attrs.Starts, start)
+		attrs.Ends = append(attrs.Ends, end)
+		attrs.Steps = append(attrs.Steps, step)
+	}
+	if attrs.Axes == nil {
+		c.set(j, x)
+		return nil
+	}
+	y, err := c.op(c.outName(j), "slice", attrs, x)
+	if err != nil {
+		return err
+	}
+	c.set(j, y)
+	return nil
+}
+
+func convSplit(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	axis, err := c.attrInt("axis", 0)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, len(in), "axis")
+	if err != nil {
+		return err
+	}
+	var split []int64
+	if c.opset() < 13 {
+		split, _, err = c.attrInts("split")
+	} else if c.has(1) {
+		split, err = c.ints(1, "split")
+	}
+	if err != nil {
+		return err
+	}
+	nout := len(c.n.GetOutput())
+	n, isConst := in[ax].IsConst()
+	if split == nil {
+		if !isConst {
+			return fmt.Errorf("splitting axis %d of size %s into equal parts needs its size at import time", ax, in[ax])
+		}
+		if num, err := c.attrInt("num_outputs", int64(nout)); err != nil || num != int64(nout) {
+			return fmt.Errorf("num_outputs does not match the %d outputs", nout)
+		}
+		part := (n + int64(nout) - 1) / int64(nout)
+		for j := 0; j < nout; j++ {
+			split = append(split, max(0, min(part, n-int64(j)*part)))
+		}
+	}
+	if len(split) != nout {
+		return fmt.Errorf("split %v has %d parts for %d outputs", split, len(split), nout)
+	}
+	start := int64(0)
+	for j, s := range split {
+		if s < 0 {
+			return fmt.Errorf("split %v has a negative part", split)
+		}
+		end := start + s
+		if j == nout-1 && !isConst {
+			end = 1 << 40 // the rest of a symbolic axis
+		}
+		if err := sliceTo(c, j, in, []sliceSpec{{ax, start, end, 1}}); err != nil {
+			return err
+		}
+		start += s
+	}
+	if isConst && start != n {
+		return fmt.Errorf("split %v does not add up to the axis size %d", split, n)
+	}
+	return nil
+}
+
+func convGather(c *ctx) error {
+	r, err := c.rank(0)
+	if err != nil {
+		return err
+	}
+	axis, err := c.attrInt("axis", 0)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, r, "axis")
+	if err != nil {
+		return err
+	}
+	data, idx := c.known(0), c.known(1)
+	if data != nil && idx != nil {
+		return gatherKnown(c, data, idx, ax)
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	if idx != nil && idx.dtype.IsInt() && !idx.symbolic() && len(idx.shape) == 0 {
+		// One index: a slice of the axis, then its removal.
+		in := c.shapeOf(x)
+		i := idx.i[0]
+		if n, ok := in[ax].IsConst(); ok {
+			if i < -n || i >= n {
+				return fmt.Errorf("index %d is out of range for axis %d of size %d", i, ax, n)
+			}
+			if i < 0 {
+				i += n
+			}
+		} else if i < 0 {
+			goto general
+		}
+		attrs := fusion.Attrs{Axes: []int{ax}, Starts: []int64{i}, Ends: []int64{i + 1}, Steps: []int64{1}}
+		s, err := c.op(c.tmp("slice"), "slice", attrs, x)
+		if err != nil {
+			return err
+		}
+		shape := slices.Delete(slices.Clone(in), ax, ax+1)
+		attr := make([]fusion.JSONDim, len(shape))
+		for a, d := range shape {
+			attr[a] = fusion.JSONDim{Dim: d}
+		}
+		y, err := c.op(c.outName(0), "reshape", fusion.Attrs{Shape: attr}, s)
+		if err != nil {
+			return err
+		}
+		c.set(0, y)
+		return nil
+	}
+general:
+	ix, err := c.tensor(1)
+	if err != nil {
+		return err
+	}
+	attrs := fusion.Attrs{}
+	if ax != 0 {
+		attrs.Axis = &ax
+	}
+	y, err := c.op(c.outName(0), "gather", attrs, x, ix)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+// gatherKnown computes a Gather of known data at known indices.
+func gatherKnown(c *ctx, data, idx *known, ax int) error {
+	if !idx.dtype.IsInt() || idx.symbolic() {
+		return fmt.Errorf("the indices %q must be integers known at import time", c.n.GetInput()[1])
+	}
+	n := data.shape[ax]
+	shape := append(append(slices.Clone(data.shape[:ax]), idx.shape...), data.shape[ax+1:]...)
+	inner := elems(data.shape[ax+1:])
+	for _, i := range idx.i {
+		if i < -n || i >= n {
+			return fmt.Errorf("index %d is out of range for axis %d of size %d", i, ax, n)
+		}
+	}
+	ni := int64(len(idx.i))
+	c.setKnown(0, data.gatherElems(shape, int(elems(shape)), func(e int) int {
+		o := int64(e) / (ni * inner)
+		rest := int64(e) % (ni * inner)
+		i := idx.i[rest/inner]
+		if i < 0 {
+			i += n
+		}
+		return int(o*n*inner + i*inner + rest%inner)
+	}))
+	return nil
+}
+
+func convConstantOfShape(c *ctx) error {
+	target, err := c.mustKnow(0, "shape")
+	if err != nil {
+		return err
+	}
+	val := newFloats(ast.Float32, []int64{}, []float64{0})
+	if a := c.attr("value"); a != nil {
+		if a.GetT() == nil {
+			return fmt.Errorf("attribute value holds no tensor")
+		}
+		if val, err = tensorData(a.GetT(), c.im.opts.Dir); err != nil {
+			return err
+		}
+		if val.len() != 1 {
+			return fmt.Errorf("value has %d elements, not 1", val.len())
+		}
+	}
+	return fill(c, val, target.dimsAll())
+}
+
+// fill makes output 0 a tensor of the given shape with every element the
+// single element of val: known when small, else a broadcast.
+func fill(c *ctx, val *known, shape []fusion.Dim) error {
+	if s, ok := constShape(shape); ok && elems(s) >= 0 && elems(s) <= 1<<16 {
+		n := int(elems(s))
+		c.setKnown(0, val.gatherElems(s, n, func(int) int { return 0 }))
+		return nil
+	}
+	one := val.reshaped([]int64{})
+	t, err := c.im.tensorOf(&value{k: one}, c.tmp("value"))
+	if err != nil {
+		return err
+	}
+	attr := make([]fusion.JSONDim, len(shape))
+	for a, d := range shape {
+		attr[a] = fusion.JSONDim{Dim: d}
+	}
+	y, err := c.op(c.outName(0), "broadcast_to", fusion.Attrs{Shape: attr}, t)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func convExpand(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	target, err := c.mustKnow(1, "shape")
+	if err != nil {
+		return err
+	}
+	want := target.dimsAll()
+	// Numpy's broadcast of the two shapes (a 1 in the target keeps the
+	// input's size).
+	r := max(len(in), len(want))
+	shape := make([]fusion.Dim, r)
+	for a := 0; a < r; a++ {
+		x, y := fusion.Const(1), fusion.Const(1)
+		if k := a - (r - len(in)); k >= 0 {
+			x = in[k]
+		}
+		if k := a - (r - len(want)); k >= 0 {
+			y = want[k]
+		}
+		switch {
+		case isOne(y):
+			shape[a] = x
+		case isOne(x) || x.Equal(y):
+			shape[a] = y
+		default:
+			return fmt.Errorf("cannot expand shape %s to %s", fmtDims(in), fmtDims(want))
+		}
+	}
+	if k := c.known(0); k != nil && k.len() == 1 {
+		return fill(c, k, shape)
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	if fusion.Shape(shape).Equal(c.shapeOf(x)) {
+		c.set(0, x)
+		return nil
+	}
+	attr := make([]fusion.JSONDim, len(shape))
+	for a, d := range shape {
+		attr[a] = fusion.JSONDim{Dim: d}
+	}
+	y, err := c.op(c.outName(0), "broadcast_to", fusion.Attrs{Shape: attr}, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
+func isOne(d fusion.Dim) bool {
+	v, ok := d.IsConst()
+	return ok && v == 1
+}
+
+func convRange(c *ctx) error {
+	var ks [3]*known
+	for j := range ks {
+		k, err := c.mustKnow(j, [3]string{"start", "limit", "delta"}[j])
+		if err != nil {
+			return err
+		}
+		if k.len() != 1 || k.symbolic() {
+			return fmt.Errorf("Range needs scalar start, limit and delta known at import time")
+		}
+		ks[j] = k
+	}
+	start, limit, delta := ks[0].value(0), ks[1].value(0), ks[2].value(0)
+	if delta == 0 {
+		return fmt.Errorf("Range with delta 0")
+	}
+	n := math.Max(math.Ceil((limit-start)/delta), 0)
+	if n > 1<<24 {
+		return fmt.Errorf("Range of %v elements is too long", n)
+	}
+	if ks[0].dtype.IsInt() {
+		out := make([]int64, int(n))
+		for j := range out {
+			out[j] = ks[0].i[0] + int64(j)*ks[2].i[0]
+		}
+		c.setKnown(0, newInts(ks[0].dtype, []int64{int64(n)}, out))
+		return nil
+	}
+	out := make([]float64, int(n))
+	for j := range out {
+		out[j] = start + float64(j)*delta
+	}
+	k, err := newFloats(ast.Float64, []int64{int64(n)}, out).toDType(ks[0].dtype)
+	if err != nil {
+		return err
+	}
+	c.setKnown(0, k)
+	return nil
+}
+
+func convPad(c *ctx) error {
+	in, err := c.dims(0)
+	if err != nil {
+		return err
+	}
+	mode, err := c.attrString("mode", "constant")
+	if err != nil {
+		return err
+	}
+	if mode != "constant" {
+		return fmt.Errorf("pad mode %q is not supported (only constant)", mode)
+	}
+	var pads []int64
+	value := 0.0
+	if c.opset() < 11 {
+		if pads, _, err = c.attrInts("pads"); err != nil {
+			return err
+		}
+		if value, err = c.attrFloat("value", 0); err != nil {
+			return err
+		}
+	} else {
+		if pads, err = c.ints(1, "pads"); err != nil {
+			return err
+		}
+		if c.has(2) {
+			k, err := c.mustKnow(2, "constant_value")
+			if err != nil {
+				return err
+			}
+			if k.len() != 1 {
+				return fmt.Errorf("constant_value has %d elements, not 1", k.len())
+			}
+			value = k.value(0)
+		}
+	}
+	if c.has(3) {
+		axes, err := c.ints(3, "axes")
+		if err != nil {
+			return err
+		}
+		if len(pads) != 2*len(axes) {
+			return fmt.Errorf("pads %v do not fit axes %v", pads, axes)
+		}
+		full := make([]int64, 2*len(in))
+		for j, a := range axes {
+			ax, err := axisOf(a, len(in), "axis")
+			if err != nil {
+				return err
+			}
+			full[ax], full[len(in)+ax] = pads[j], pads[len(axes)+j]
+		}
+		pads = full
+	}
+	if len(pads) != 2*len(in) {
+		return fmt.Errorf("pads %v do not fit rank %d", pads, len(in))
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(pads, func(p int64) bool { return p != 0 }) {
+		c.set(0, x)
+		return nil
+	}
+	attrs := fusion.Attrs{Pads: pads}
+	if value != 0 {
+		attrs.Value = &value
+	}
+	y, err := c.op(c.outName(0), "pad", attrs, x)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
