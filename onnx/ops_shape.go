@@ -465,7 +465,7 @@ func concatKnown(c *ctx, ax int) error {
 
 // sliceSpec is one axis of a Slice or Split.
 type sliceSpec struct {
-	axis              int
+	axis             int
 	start, end, step int64
 }
 
