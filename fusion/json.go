@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/safetensors"
 )
 
 // The JSON form of a graph (see doc.go for an example):
@@ -33,6 +34,9 @@ type jsonGraph struct {
 	Constants []jsonTensor `json:"constants,omitempty"`
 	Nodes     []jsonNode   `json:"nodes"`
 	Outputs   []string     `json:"outputs"`
+	// Weights names a safetensors file, relative to the graph's file,
+	// holding the elements of every constant without "data".
+	Weights string `json:"weights,omitempty"`
 }
 
 type jsonTensor struct {
@@ -171,7 +175,11 @@ func ReadJSON(r io.Reader) (*Graph, error) {
 const maxJSON = 64 << 20
 
 // ParseJSON is ReadJSON on bytes.
-func ParseJSON(data []byte) (*Graph, error) {
+func ParseJSON(data []byte) (*Graph, error) { return parseJSON(data, "") }
+
+// parseJSON reads a graph whose weights file, if it names one, is
+// relative to dir ("": the graph came from no file).
+func parseJSON(data []byte, dir string) (*Graph, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &GraphError{Msg: "the input is empty; want a JSON graph (see the package documentation)"}
 	}
@@ -184,7 +192,14 @@ func ParseJSON(data []byte) (*Graph, error) {
 	if dec.More() {
 		return nil, &GraphError{Msg: "trailing data after the graph"}
 	}
-	return build(&jg)
+	w, err := openWeights(jg.Weights, dir)
+	if err != nil {
+		return nil, err
+	}
+	if w != nil {
+		defer w.Close()
+	}
+	return build(&jg, w)
 }
 
 // jsonError turns a decoding error into a GraphError with line:column.
@@ -215,8 +230,9 @@ func jsonError(data []byte, err error) error {
 	return &GraphError{Where: fmt.Sprintf("%d:%d", line, col), Msg: msg}
 }
 
-// build checks a decoded graph and links it.
-func build(jg *jsonGraph) (*Graph, error) {
+// build checks a decoded graph and links it, reading the constants
+// without data from w.
+func build(jg *jsonGraph, w *safetensors.File) (*Graph, error) {
 	if !ast.IsName(jg.Name) {
 		return nil, &GraphError{Where: "name", Msg: fmt.Sprintf("the graph's name %q is not a valid name", jg.Name)}
 	}
@@ -263,6 +279,12 @@ func build(jg *jsonGraph) (*Graph, error) {
 				symbols[s] = true
 			}
 			t.Shape = append(t.Shape, d.Dim)
+		}
+		if isConst && jt.Data == nil {
+			if err := weightData(w, where, t, jg.Weights); err != nil {
+				return nil, err
+			}
+			jt.Data = t.Data
 		}
 		if isConst {
 			n, err := t.Shape.Elems()
@@ -454,7 +476,18 @@ func topoSort(nodes []*Node) ([]*Node, error) {
 
 // WriteJSON writes g in the JSON form ReadJSON reads.
 func WriteJSON(w io.Writer, g *Graph) error {
-	jg := jsonGraph{Name: g.Name, Inputs: []jsonTensor{}, Nodes: []jsonNode{}, Outputs: []string{}}
+	jg, err := toJSON(g)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jg)
+}
+
+// toJSON is g in its JSON form.
+func toJSON(g *Graph) (*jsonGraph, error) {
+	jg := &jsonGraph{Name: g.Name, Inputs: []jsonTensor{}, Nodes: []jsonNode{}, Outputs: []string{}}
 	jt := func(t *Tensor) jsonTensor {
 		out := jsonTensor{Name: t.Name, DType: t.DType.String(), Shape: []JSONDim{}, Data: t.Data}
 		for _, d := range t.Shape {
@@ -475,10 +508,10 @@ func WriteJSON(w io.Writer, g *Graph) error {
 		}
 		b, err := json.Marshal(n.Attrs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := json.Unmarshal(b, &jn.Attrs); err != nil {
-			return err
+			return nil, err
 		}
 		if len(jn.Attrs) == 0 {
 			jn.Attrs = nil
@@ -488,7 +521,5 @@ func WriteJSON(w io.Writer, g *Graph) error {
 	for _, t := range g.Outputs {
 		jg.Outputs = append(jg.Outputs, t.Name)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(jg)
+	return jg, nil
 }
