@@ -143,5 +143,8 @@ func writeFile(path string, write func(w io.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp's is 0600
+		return err
+	}
 	return os.Rename(tmp.Name(), path)
 }

@@ -62,6 +62,9 @@ func ImportFile(path string, opts Options) (*Model, error) {
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(path)
 	}
+	if opts.Name == "" {
+		opts.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
 	return Import(f, opts)
 }
 
@@ -210,6 +213,7 @@ func (im *importer) graph(g *onnxpb.GraphProto) error {
 		if err != nil {
 			return modelErr("initializer: %v", err)
 		}
+		t.RawData, t.FloatData = nil, nil // decoded: let the collector have the bytes
 		im.vals[t.GetName()] = &value{k: k}
 	}
 	if len(g.GetSparseInitializer()) > 0 {

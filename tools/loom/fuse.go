@@ -60,7 +60,8 @@ type fuseSkipped struct {
 // every symbol it also prints the memory plan and checks the fused
 // kernels against one kernel per operator on random inputs.
 func runFuse(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("fuse", "[-dump PASSES] [-nofuse] [-size NAME=VALUE]... [-check auto|full|off] [-json] GRAPH.json", `Reads an operator graph in loom's JSON format (fusion/doc.go), runs the
+	fs := newFlags("fuse", "[-dump PASSES] [-nofuse] [-size NAME=VALUE]... [-check auto|full|off] [-json] (GRAPH.json | -onnx M.onnx)", `Reads an operator graph in loom's JSON format (fusion/doc.go) or an ONNX
+model, runs the
 graph passes and fusion, and prints the kernels, the buffers between them
 and each kernel's function. With a value for every symbol it also prints
 the memory plan and checks the fused kernels against one kernel per
@@ -79,11 +80,18 @@ each check.`, stderr)
 	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable, or comma-separated)")
 	check := fs.String("check", "auto", "the check against one kernel per operator: auto, full or off")
 	asJSON := fs.Bool("json", false, "print one JSON object per line instead of text")
+	onnxPath := fs.String("onnx", "", "an ONNX model `M.onnx` to fuse instead of a GRAPH.json argument (loom fuse M.onnx does the same)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return wrongArgs(fs, stderr, "one GRAPH.json")
+	path := *onnxPath
+	switch {
+	case path == "" && fs.NArg() != 1:
+		return wrongArgs(fs, stderr, "one GRAPH.json (or -onnx M.onnx)")
+	case path != "" && fs.NArg() != 0:
+		return wrongArgs(fs, stderr, "no GRAPH.json with -onnx")
+	case path == "":
+		path = fs.Arg(0)
 	}
 	switch *check {
 	case "auto", "full", "off":
@@ -91,7 +99,7 @@ each check.`, stderr)
 		fmt.Fprintf(stderr, "loom fuse: unknown -check %q (have auto, full, off)\n", *check)
 		return 2
 	}
-	g, err := readGraph(fs.Arg(0))
+	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

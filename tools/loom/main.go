@@ -7,6 +7,8 @@
 //	loom fmt [-w] FILE...     check .loom files and print them in canonical form
 //	loom run [-size N=V]... FILE
 //	                          interpret a .loom function on random inputs
+//	loom import [-dim NAME=VALUE]... -o DIR MODEL.onnx
+//	                          convert an ONNX model into a graph (JSON) and its weights (safetensors)
 //	loom fuse [-dump PASSES] [-nofuse] [-size S=V]... GRAPH.json
 //	                          fuse an operator graph into kernels and print the plan
 //	loom tune (-workload W [-size N] | -graph G.json -size S=V... | -func F.loom -size S=V...) [-threads T] [-trials K] [-seed S] [-db FILE] [-out DIR]
@@ -50,6 +52,7 @@ var commands = map[string]command{
 	"example": {"build, print and interpret an example function", runExample},
 	"fmt":     {"check .loom files and print them in canonical form", runFmt},
 	"fuse":    {"fuse a JSON operator graph into kernels and print the plan", runFuse},
+	"import":  {"convert an ONNX model into loom's graph JSON and a weights file", runImport},
 	"lower":   {"print a function before and after a schedule (a trace or the best tuning record)", runLower},
 	"plot":    {"draw the tuning curves of a function as an SVG file", runPlot},
 	"replay":  {"apply the best tuning record of a function and print its schedule as Go code", runReplay},

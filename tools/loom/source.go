@@ -139,7 +139,7 @@ type source struct {
 
 func (src *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&src.workload, "workload", "gemm", "a built-in workload: "+workloadNames())
-	fs.StringVar(&src.graph, "graph", "", "a JSON operator graph (see fusion/doc.go): act on each of its fused kernels instead of -workload")
+	graphFlags(fs, &src.graph, "act on each of its fused kernels instead of -workload")
 	fs.StringVar(&src.fn, "func", "", "a function of your own in loom's text form (a .loom file, see loom fmt): act on it instead of -workload, with -size NAME=VALUE for each of its symbolic sizes")
 	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph or -func (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 }
@@ -425,15 +425,61 @@ func profileFlag(fs *flag.FlagSet) func() (stop func(), err error) {
 	}
 }
 
-// readGraph reads an operator graph: loom's JSON (a file, or - for the
-// standard input), or the graph.json section of a .txtar file (as in
-// testdata/graphs and testdata/fusion). Errors name the file.
+// startsAsJSON reports whether the file's first byte other than white
+// space is '{' (an unreadable file counts as JSON, whose reader says why).
+func startsAsJSON(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	t := bytes.TrimLeft(buf[:n], " \t\r\n")
+	return n == 0 || len(t) == 0 || t[0] == '{'
+}
+
+// graphFlags registers -graph and -onnx, which both name the graph a
+// command acts on (what: what the command does with it).
+func graphFlags(fs *flag.FlagSet, graph *string, what string) {
+	set := func(name string) func(string) error {
+		return func(v string) error {
+			if *graph != "" {
+				return fmt.Errorf("-graph and -onnx name one graph: give one of them, once")
+			}
+			if v == "" {
+				return fmt.Errorf("-%s: give a file", name)
+			}
+			*graph = v
+			return nil
+		}
+	}
+	fs.Func("graph", "an operator graph `G.json` (see fusion/doc.go; its weights file beside it), or an ONNX model: "+what, set("graph"))
+	fs.Func("onnx", "an ONNX model `M.onnx` (see loom import), as -graph takes it", set("onnx"))
+}
+
+// readGraph reads an operator graph: loom's JSON (a file, with the
+// weights file it names, or - for the standard input), the graph.json
+// section of a .txtar file (as in testdata/graphs and testdata/fusion), or
+// an ONNX model (a .onnx file, or any other file that does not start as
+// JSON does). Errors name the file.
 func readGraph(path string) (*fusion.Graph, error) {
+	switch {
+	case strings.HasSuffix(path, ".onnx") || (path != "-" && !strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, ".txtar") && !startsAsJSON(path)):
+		g, _, err := importONNX(path, nil, "")
+		return g, err
+	case path != "-" && !strings.HasSuffix(path, ".txtar"):
+		g, err := fusion.ReadJSONFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return g, nil
+	}
 	data, err := readInput(path)
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(path, ".txtar") {
+	if strings.HasSuffix(path, ".txtar") && path != "-" {
 		ar := txtar.Parse(data)
 		data = nil
 		for _, f := range ar.Files {

@@ -29,6 +29,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/module"
+	"github.com/loom-go/loom/onnx"
 	"golang.org/x/tools/txtar"
 )
 
@@ -78,7 +79,7 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 	if seconds <= 0 || minCalls < 1 {
 		return fmt.Errorf("-seconds %g, -calls %d: want both positive", seconds, minCalls)
 	}
-	g, err := readGraph(path)
+	g, onnxNames, err := readGraph(path)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 			}
 		}
 		inputs[x.Name] = module.Tensor{Shape: shape, Data: v}
-		metaIn = append(metaIn, tensorMeta{Name: x.Name, Shape: shape, File: x.Name + ".bin"})
+		metaIn = append(metaIn, tensorMeta{Name: nameIn(onnxNames, x.Name), Shape: shape, File: x.Name + ".bin"})
 	}
 	outputs, err := m.NewOutputs(inputs)
 	if err != nil {
@@ -132,7 +133,7 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		}
 	}
 	if dir != "" {
-		if err := write(dir, g.Name, inputs, outputs, metaIn); err != nil {
+		if err := write(dir, g.Name, inputs, outputs, metaIn, onnxNames); err != nil {
 			return err
 		}
 	}
@@ -163,7 +164,7 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 }
 
 // write writes the inputs and outputs as raw float32 files and meta.json.
-func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn []tensorMeta) error {
+func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn []tensorMeta, onnxNames map[string]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -174,14 +175,15 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		metaOut = append(metaOut, tensorMeta{Name: name, Shape: outputs[name].Shape, File: "out_" + name + ".bin"})
+		metaOut = append(metaOut, tensorMeta{Name: nameIn(onnxNames, name), Shape: outputs[name].Shape, File: "out_" + name + ".bin"})
 	}
 	for _, set := range []struct {
 		meta []tensorMeta
 		data map[string]module.Tensor
 	}{{metaIn, inputs}, {metaOut, outputs}} {
 		for _, t := range set.meta {
-			v, ok := set.data[t.Name].Data.([]float32)
+			loomName := strings.TrimSuffix(strings.TrimPrefix(t.File, "out_"), ".bin")
+			v, ok := set.data[loomName].Data.([]float32)
 			if !ok {
 				return fmt.Errorf("%s: only float32 tensors are written", t.Name)
 			}
@@ -201,32 +203,51 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 	return os.WriteFile(filepath.Join(dir, "meta.json"), b, 0o644)
 }
 
-// readGraph reads loom's JSON graph, or the graph.json section of a txtar.
-func readGraph(path string) (*fusion.Graph, error) {
-	if path == "" {
-		return nil, fmt.Errorf("-graph: give a graph file")
+// readGraph reads loom's JSON graph (with its weights file), the
+// graph.json section of a txtar, or an ONNX model; for a model it also
+// returns the model's names of the graph's tensors.
+func readGraph(path string) (*fusion.Graph, map[string]string, error) {
+	switch {
+	case path == "":
+		return nil, nil, fmt.Errorf("-graph: give a graph file")
+	case strings.HasSuffix(path, ".onnx"):
+		m, err := onnx.ImportFile(path, onnx.Options{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return m.Graph, m.ONNXNames, nil
+	case !strings.HasSuffix(path, ".txtar"):
+		g, err := fusion.ReadJSONFile(path)
+		return g, nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if strings.HasSuffix(path, ".txtar") {
-		ar := txtar.Parse(data)
-		data = nil
-		for _, f := range ar.Files {
-			if f.Name == "graph.json" {
-				data = f.Data
-			}
+	ar := txtar.Parse(data)
+	data = nil
+	for _, f := range ar.Files {
+		if f.Name == "graph.json" {
+			data = f.Data
 		}
-		if data == nil {
-			return nil, fmt.Errorf("%s: no graph.json section", path)
-		}
+	}
+	if data == nil {
+		return nil, nil, fmt.Errorf("%s: no graph.json section", path)
 	}
 	g, err := fusion.ParseJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
 	}
-	return g, nil
+	return g, nil, nil
+}
+
+// nameIn is a tensor's name in the model it came from (its own without
+// one).
+func nameIn(onnxNames map[string]string, name string) string {
+	if n, ok := onnxNames[name]; ok {
+		return n
+	}
+	return name
 }
 
 // parseSizes parses NAME=N,NAME=N.
