@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,10 @@ type Graph struct {
 	Constants []*Tensor // with Data
 	Nodes     []*Node
 	Outputs   []*Tensor
+	// ModelNames maps tensor names to the names the model the graph came
+	// from gives them (an ONNX model's are not identifiers), for errors
+	// and for a C library's description of its inputs and outputs.
+	ModelNames map[string]string
 }
 
 // Tensor is a value of the graph: a graph input, a constant, or the
@@ -230,7 +235,7 @@ func (g *Graph) Clone() *Graph {
 		m[t] = c
 		return c
 	}
-	h := &Graph{Name: g.Name}
+	h := &Graph{Name: g.Name, ModelNames: maps.Clone(g.ModelNames)}
 	for _, t := range g.Inputs {
 		h.Inputs = append(h.Inputs, cp(t))
 	}

@@ -37,6 +37,9 @@ type jsonGraph struct {
 	// Weights names a safetensors file, relative to the graph's file,
 	// holding the elements of every constant without "data".
 	Weights string `json:"weights,omitempty"`
+	// ModelNames maps tensors to the names the model they came from gives
+	// them.
+	ModelNames map[string]string `json:"model_names,omitempty"`
 }
 
 type jsonTensor struct {
@@ -236,7 +239,7 @@ func build(jg *jsonGraph, w *safetensors.File) (*Graph, error) {
 	if !ast.IsName(jg.Name) {
 		return nil, &GraphError{Where: "name", Msg: fmt.Sprintf("the graph's name %q is not a valid name", jg.Name)}
 	}
-	g := &Graph{Name: jg.Name}
+	g := &Graph{Name: jg.Name, ModelNames: jg.ModelNames}
 	tensors := map[string]*Tensor{}
 	symbols := map[string]bool{}
 	declare := func(where, name string) error {
@@ -487,7 +490,7 @@ func WriteJSON(w io.Writer, g *Graph) error {
 
 // toJSON is g in its JSON form.
 func toJSON(g *Graph) (*jsonGraph, error) {
-	jg := &jsonGraph{Name: g.Name, Inputs: []jsonTensor{}, Nodes: []jsonNode{}, Outputs: []string{}}
+	jg := &jsonGraph{Name: g.Name, Inputs: []jsonTensor{}, Nodes: []jsonNode{}, Outputs: []string{}, ModelNames: g.ModelNames}
 	jt := func(t *Tensor) jsonTensor {
 		out := jsonTensor{Name: t.Name, DType: t.DType.String(), Shape: []JSONDim{}, Data: t.Data}
 		for _, d := range t.Shape {

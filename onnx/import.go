@@ -198,7 +198,12 @@ func convert(m *onnxpb.ModelProto, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, modelErr("%v", err)
 	}
-	// Keep only the names of tensors that survived as the graph's.
+	fg.ModelNames = map[string]string{}
+	for _, t := range append(slices.Clone(fg.Inputs), fg.Outputs...) {
+		if n, ok := im.onnx[t.Name]; ok && n != t.Name {
+			fg.ModelNames[t.Name] = n
+		}
+	}
 	return &Model{Graph: fg, ONNXNames: im.onnx, Symbols: im.symbols, Opset: opset,
 		Producer: strings.TrimSpace(m.GetProducerName() + " " + m.GetProducerVersion())}, nil
 }

@@ -69,6 +69,13 @@ def distinct_layers(enc):
     return enc
 
 
+def random_head(vit):
+    """torchvision's ViT starts its classification head at zero, which makes
+    every output 0: give it weights so that outputs can be compared."""
+    nn.init.normal_(vit.heads.head.weight, std=0.02)
+    return vit
+
+
 def models():
     img = torch.randn(1, 3, 224, 224)
     seq = torch.randn(1, 128, 768)
@@ -77,7 +84,7 @@ def models():
         "resnet50": (lambda: torchvision.models.resnet50(), img),
         "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), img),
         "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), img),
-        "vit_b_16": (lambda: torchvision.models.vit_b_16(), img),
+        "vit_b_16": (lambda: random_head(torchvision.models.vit_b_16()), img),
         "bert_layer": (layer, seq),
         "bert12": (lambda: distinct_layers(nn.TransformerEncoder(layer(), 12, enable_nested_tensor=False)), seq),
         "gpt2_prefill": (lambda: GPT2(), torch.randint(0, 50257, (1, 128))),

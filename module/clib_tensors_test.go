@@ -1,0 +1,139 @@
+package module_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/module"
+	"github.com/loom-go/loom/onnx"
+)
+
+// TestCLibraryDescriptors builds the library of an imported ONNX network
+// (weights embedded as bytes) and calls it from C through its descriptor
+// interface: it describes its inputs and outputs, computes the output
+// shapes, runs on DLTensor-style descriptors and matches ONNX Runtime's
+// outputs; bad descriptors are refused with a status naming the tensor.
+func TestCLibraryDescriptors(t *testing.T) {
+	needCC(t)
+	caseDir := filepath.Join("..", "testdata", "onnx", "net_cnn")
+	m, err := onnx.ImportFile(filepath.Join(caseDir, "model.onnx"), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := module.Compile(m.Graph, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := mod.Build(dir, "cnn"); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "cnn_graph.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src) > 64<<10 {
+		t.Errorf("the graph's C source is %d bytes: its weights should be bytes in the library, not C text", len(src))
+	}
+	in, err := onnx.ReadTensorFile(filepath.Join(caseDir, "test_data_set_0", "input_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.ReadTensorFile(filepath.Join(caseDir, "test_data_set_0", "output_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 0, 4*len(in.Data))
+	for _, v := range in.Data {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(v)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.bin"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := `#include <stdio.h>
+#include <stdlib.h>
+#include "cnn.h"
+
+static void show(const char *kind, const loom_tensor_info *t) {
+	printf("%s %s code=%d bits=%d [", kind, t->name, t->dtype.code, t->dtype.bits);
+	for (int k = 0; k < t->ndim; k++) printf("%s%s", k ? " " : "", t->dims[k]);
+	printf("]\n");
+}
+
+int main(void) {
+	for (int i = 0; i < cnn_num_inputs(); i++) show("input", cnn_input(i));
+	for (int i = 0; i < cnn_num_outputs(); i++) show("output", cnn_output(i));
+	if (cnn_input(-1) || cnn_output(cnn_num_outputs())) { printf("info out of range\n"); return 1; }
+	float x[2 * 3 * 16 * 16];
+	FILE *f = fopen("in.bin", "rb");
+	if (!f || fread(x, sizeof x, 1, f) != 1) { printf("no input\n"); return 1; }
+	fclose(f);
+	int64_t xs[4] = {2, 3, 16, 16}, ys[2];
+	loom_tensor in = {x, {1, 0}, 4, {LOOM_DTYPE_FLOAT, 32, 1}, xs, NULL, 0};
+	loom_tensor out = {NULL, {1, 0}, 2, {LOOM_DTYPE_FLOAT, 32, 1}, ys, NULL, 0};
+	loom_status st;
+	if (cnn_shapes(&in, 1, &out, 1, &st)) { printf("shapes: %s\n", st.message); return 1; }
+	printf("output shape %lld %lld\n", (long long)ys[0], (long long)ys[1]);
+	float *y = malloc(sizeof(float) * ys[0] * ys[1]);
+	out.data = y;
+	if (cnn_run(&in, 1, &out, 1, 1, &st)) { printf("run: %s\n", st.message); return 1; }
+	for (int i = 0; i < ys[0] * ys[1]; i++) printf("%.9g\n", y[i]);
+	/* Bad descriptors. */
+	loom_tensor bad = in;
+	bad.dtype.bits = 64;
+	int32_t rc = cnn_run(&bad, 1, &out, 1, 1, &st);
+	printf("status %d %s: %s\n", rc, loom_status_string(rc), st.message);
+	bad = in;
+	bad.ndim = 3;
+	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
+	bad = in;
+	int64_t strides[4] = {768, 256, 1, 16};
+	bad.strides = strides;
+	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
+	bad = in;
+	bad.device.device_type = 2;
+	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", cnn_run(&in, 2, &out, 1, 1, &st), st.message);
+	int64_t wrong[2] = {3, 10};
+	out.shape = wrong;
+	printf("status %d: %s\n", cnn_run(&in, 1, &out, 1, 1, &st), st.message);
+	return 0;
+}
+`
+	got := runC(t, dir, "cnn", strings.Replace(prog, `"in.bin"`, strconv.Quote(filepath.Join(dir, "in.bin")), 1))
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	head := "input x code=2 bits=32 [N 3 16 16]\noutput y code=2 bits=32 [N 10]\noutput shape 2 10"
+	if !strings.HasPrefix(got, head) {
+		t.Fatalf("the library describes itself as\n%s\nwant it to start\n%s", got, head)
+	}
+	vals := lines[3 : 3+len(want.Data)]
+	for i, s := range vals {
+		var v float64
+		if _, err := fmt.Sscan(s, &v); err != nil || math.Abs(v-want.Data[i]) > 1e-5+1e-4*math.Abs(want.Data[i]) {
+			t.Errorf("y[%d] = %s, ONNX Runtime %v", i, s, want.Data[i])
+		}
+	}
+	for _, w := range []string{
+		"status 1 bad argument: module: input 0 (x): dtype code 2, 64 bits",
+		"status 1: module: input 0 (x): rank 3; the graph's is 4",
+		"status 1: module: input 0 (x): strides are not compact row-major",
+		"status 1: module: input 0 (x): device type 2",
+		"status 1: module: graph model takes 1 inputs and 1 outputs, not 2 and 1",
+		"status 1: module: output y has shape [3 10]; at these inputs it is [2 10]",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the program printed\n%s\nwithout %q", strings.Join(lines[3+len(want.Data):], "\n"), w)
+		}
+	}
+}
