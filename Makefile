@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test test-long check tools fuzz example onednn suite graphbench defaulttable sweep modelbench
+.PHONY: test test-long check tools fuzz example onednn suite graphbench defaulttable sweep modelbench onnx-proto onnx-testdata
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first. The tests allocate much and keep little: the
@@ -59,6 +59,25 @@ fuzz:
 	$(GO) test ./fusion -run '^$$' -fuzz '^FuzzShapes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./module -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./autotune -run '^$$' -fuzz '^FuzzModelJSON$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/safetensors -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME)
+
+# onnx-proto regenerates onnx/internal/onnxpb from ONNX's schema (Debian's
+# python3-onnx and protobuf-compiler, installed when missing).
+onnx-proto:
+	onnx/internal/onnxpb/generate.sh
+
+# onnx-testdata remakes the small ONNX models of testdata/onnx and ONNX
+# Runtime's outputs for them (python3-onnx, numpy, npm's onnxruntime-node).
+onnx-testdata:
+	@/usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null || { \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-onnx python3-numpy >/dev/null; }
+	@[ -d bin/modelbench/node_modules/onnxruntime-node ] || { mkdir -p bin/modelbench && \
+		cd bin/modelbench && ( [ -f package.json ] || echo '{"name": "loom-modelbench", "private": true}' > package.json ) && \
+		npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30 >/dev/null; }
+	/usr/bin/python3 testdata/onnx/make.py
+	NODE_PATH=bin/modelbench/node_modules node testdata/onnx/reference.js
 
 # example is the main job for now: print and interpret an example function.
 example:

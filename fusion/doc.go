@@ -1,8 +1,9 @@
 // Package fusion turns a graph of tensor operators into fused kernels:
 // ScheduleBlock functions (package ast) ready to be scheduled and compiled.
 //
-// A Graph comes from Go code or from JSON (ReadJSON, ParseJSON; WriteJSON
-// writes it back). Its shapes may be symbolic: a dimension is a polynomial
+// A Graph comes from Go code (Builder, which infers each node's shape as
+// it is added), from JSON (ReadJSON, ParseJSON, ReadJSONFile; WriteJSON and
+// WriteJSONFile write it back), or from an ONNX model (package onnx). Its shapes may be symbolic: a dimension is a polynomial
 // over named sizes (S, S1*S2), and Infer solves the equalities the
 // operators imply (adding [S0, 768] to [S1, 768] makes S1 the same size as
 // S0; a contradiction is an error naming the node and both shapes).
@@ -34,6 +35,14 @@
 //	  "outputs":   ["Y"]
 //	}
 //
+// A graph's weights may live beside its JSON: "weights" names a
+// safetensors file in the JSON file's directory, and each constant listed
+// without "data" is the tensor of its name there, of the dtype and shape
+// the JSON declares (ReadJSONFile reads both; WriteJSONFile writes
+// constants of more than 16 elements there). "model_names" maps tensor
+// names to those of the model the graph came from, which a C library
+// reports for its inputs and outputs.
+//
 // Names (of the graph, tensors and symbols) are identifiers that are not
 // reserved words of loom's text form. A dtype is one of bool, int32,
 // int64, float16, bfloat16, float32, float64. An input's dimension is a
@@ -46,9 +55,12 @@
 //
 // The operators, their inputs and their attributes:
 //
-//	neg abs relu exp log sqrt rsqrt tanh sigmoid erf identity   (x)
+//	neg abs relu exp log sqrt rsqrt tanh sigmoid erf identity silu softplus   (x)
 //	cast                 (x)        dtype
 //	add sub mul div max min pow     (a, b), broadcast by numpy's rules
+//	equal not_equal less less_equal greater greater_equal
+//	                     (a, b)     broadcast; the result is bool
+//	where                (cond, a, b)  cond bool; the three broadcast together
 //	broadcast_to         (x)        shape
 //	reshape              (x)        shape: dims, one of them may be -1
 //	transpose            (x)        perm (default: reversed axes)
@@ -65,13 +77,19 @@
 //	reduce_sum reduce_mean reduce_max reduce_min
 //	                     (x)        axes (default all, negative from the end), keepdims
 //	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast
-//	conv2d               (x, w)     NCHW × FCKhKw; strides [2], pads [top, left,
-//	                                bottom, right], dilations [2]; strides > 1
-//	                                need constant spatial sizes
+//	conv1d conv2d conv3d (x, w)     N C spatial... × F C/groups kernel...; strides,
+//	                                pads [begins..., ends...], dilations (one per
+//	                                spatial axis), groups (1; depthwise: the
+//	                                channels); strides > 1 need constant spatial sizes
+//	max_pool2d           (x)        NCHW; kernel_shape [2], strides, pads, dilations
+//	avg_pool2d           (x)        NCHW; kernel_shape [2], strides, pads,
+//	                                count_include_pad (divide by the whole window)
 //	softmax              (x)        axis (default -1)
 //	layernorm            (x[, scale[, shift]])  axis (normalizes axis..end), epsilon (1e-5)
 //	rms_norm             (x[, weight])          epsilon (1e-6), over the last axis
-//	gelu                 (x)        the exact (erf) form
+//	batch_norm           (x, scale, shift, mean, var)  inference: per channel (axis 1),
+//	                                epsilon (1e-5)
+//	gelu                 (x)        approximate: "none" (the exact erf form) or "tanh"
 //
 // In an attribute shape, a dimension may be a polynomial of the inputs'
 // symbols written as a string ("S1*S2", "2*S + 1").

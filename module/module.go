@@ -34,6 +34,7 @@ package module
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -161,34 +162,42 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if !opts.NoCache {
 		funcs, from, buckets = loadSchedules(file, plan)
 	}
-	for i, k := range plan.Kernels {
-		if k.Alias != "" {
-			// A view: nothing runs (see fusion.Kernel.Alias).
-			m.kernels = append(m.kernels, &kernel{k: k, index: i, f: k.Func, Schedule: "view"})
-			continue
-		}
-		var f *ast.Func
-		var src string
-		var choices []autotune.BucketChoice
-		if funcs != nil {
-			f, src, choices = funcs[i], from[i], buckets[i]
-		} else if f, src, choices, err = scheduleOf(k, target, tkey, opts.Database); err != nil {
-			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
-		}
-		nk, err := cache.Compile(f, llvm.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
-		}
-		kn := &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src}
-		for _, c := range choices {
-			vk, err := cache.Compile(c.Func, llvm.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("module: kernel %s, bucket %v: %w", k.Name, c.Bucket, err)
+	// Kernels are scheduled and compiled in parallel, one goroutine per
+	// core; each result lands in its own slot, so the module is the same
+	// whatever the order they finish in.
+	m.kernels = make([]*kernel, len(plan.Kernels))
+	errs := make([]error, len(plan.Kernels))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(plan.Kernels)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				var f *ast.Func
+				var src string
+				var choices []autotune.BucketChoice
+				if funcs != nil {
+					f, src, choices = funcs[i], from[i], buckets[i]
+				}
+				m.kernels[i], errs[i] = compileKernel(plan.Kernels[i], i, f, src, choices, target, tkey, opts.Database, cache)
 			}
-			kn.variants = append(kn.variants, &variant{bucket: c.Bucket, f: c.Func, native: vk, entry: vk.Entry()})
+		}()
+	}
+	for i := range plan.Kernels {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
-		m.kernels = append(m.kernels, kn)
-		m.maxParams = max(m.maxParams, len(f.Params))
+	}
+	for _, k := range m.kernels {
+		if k.native != nil {
+			m.maxParams = max(m.maxParams, len(k.f.Params))
+		}
 	}
 	if !opts.NoCache {
 		if funcs == nil {
@@ -197,6 +206,34 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		keepModule(key, m)
 	}
 	return m, nil
+}
+
+// compileKernel schedules kernel i of the plan (unless f, its schedule
+// from the disk cache, is given) and compiles it and its buckets' variants.
+func compileKernel(k *fusion.Kernel, i int, f *ast.Func, src string, choices []autotune.BucketChoice, target autotune.Target, tkey string, db *autotune.Database, cache *native.Cache) (*kernel, error) {
+	if k.Alias != "" {
+		// A view: nothing runs (see fusion.Kernel.Alias).
+		return &kernel{k: k, index: i, f: k.Func, Schedule: "view"}, nil
+	}
+	if f == nil {
+		var err error
+		if f, src, choices, err = scheduleOf(k, target, tkey, db); err != nil {
+			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+		}
+	}
+	nk, err := cache.Compile(f, llvm.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+	}
+	kn := &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src}
+	for _, c := range choices {
+		vk, err := cache.Compile(c.Func, llvm.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("module: kernel %s, bucket %v: %w", k.Name, c.Bucket, err)
+		}
+		kn.variants = append(kn.variants, &variant{bucket: c.Bucket, f: c.Func, native: vk, entry: vk.Entry()})
+	}
+	return kn, nil
 }
 
 // decided counts the schedules decided (or looked up in the database):

@@ -20,6 +20,17 @@ function fail(msg) {
 	process.exit(1);
 }
 
+function readTyped(file, dtype) {
+	const b = fs.readFileSync(file);
+	const ab = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+	switch (dtype) {
+	case 'float32': return new Float32Array(ab);
+	case 'int64': return new BigInt64Array(ab);
+	case 'int32': return new Int32Array(ab);
+	}
+	fail(`${file}: dtype ${dtype} is not supported`);
+}
+
 function readF32(file) {
 	const b = fs.readFileSync(file);
 	return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
@@ -40,7 +51,7 @@ async function main() {
 		graphOptimizationLevel: 'all',
 	});
 	const feeds = {};
-	for (const t of meta.inputs) feeds[t.name] = new ort.Tensor('float32', readF32(path.join(dir, t.file)), t.shape);
+	for (const t of meta.inputs) feeds[t.name] = new ort.Tensor(t.dtype || 'float32', readTyped(path.join(dir, t.file), t.dtype || 'float32'), t.shape);
 	let out;
 	for (let i = 0; i < 3; i++) out = await session.run(feeds);
 	// The largest difference from loom's outputs, relative to the largest

@@ -53,6 +53,7 @@ type line struct {
 // tensorMeta describes one tensor file of -dir.
 type tensorMeta struct {
 	Name  string  `json:"name"`
+	DType string  `json:"dtype"`
 	Shape []int64 `json:"shape"`
 	File  string  `json:"file"`
 }
@@ -107,12 +108,23 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		if err != nil {
 			return fmt.Errorf("input %s: %v", x.Name, err)
 		}
-		v, ok := d.([]float32)
-		if !ok {
-			return fmt.Errorf("input %s: only float32 inputs are supported, not %T", x.Name, d)
-		}
-		for i := range v {
-			v[i] = rng.Float32()*2 - 1
+		// Floats uniform in [-1, 1); integers (token ids, indices) in
+		// [0, 100), valid indices of any vocabulary.
+		switch v := d.(type) {
+		case []float32:
+			for i := range v {
+				v[i] = rng.Float32()*2 - 1
+			}
+		case []int64:
+			for i := range v {
+				v[i] = rng.Int64N(100)
+			}
+		case []int32:
+			for i := range v {
+				v[i] = rng.Int32N(100)
+			}
+		default:
+			return fmt.Errorf("input %s: only float32, int32 and int64 inputs are supported, not %T", x.Name, d)
 		}
 		shape := make([]int64, len(x.Shape))
 		for k, dim := range x.Shape {
@@ -120,8 +132,8 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 				return fmt.Errorf("input %s: %v", x.Name, err)
 			}
 		}
-		inputs[x.Name] = module.Tensor{Shape: shape, Data: v}
-		metaIn = append(metaIn, tensorMeta{Name: nameIn(onnxNames, x.Name), Shape: shape, File: x.Name + ".bin"})
+		inputs[x.Name] = module.Tensor{Shape: shape, Data: d}
+		metaIn = append(metaIn, tensorMeta{Name: nameIn(onnxNames, x.Name), DType: x.DType.String(), Shape: shape, File: x.Name + ".bin"})
 	}
 	outputs, err := m.NewOutputs(inputs)
 	if err != nil {
@@ -175,7 +187,7 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		metaOut = append(metaOut, tensorMeta{Name: nameIn(onnxNames, name), Shape: outputs[name].Shape, File: "out_" + name + ".bin"})
+		metaOut = append(metaOut, tensorMeta{Name: nameIn(onnxNames, name), DType: "float32", Shape: outputs[name].Shape, File: "out_" + name + ".bin"})
 	}
 	for _, set := range []struct {
 		meta []tensorMeta
@@ -183,13 +195,22 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 	}{{metaIn, inputs}, {metaOut, outputs}} {
 		for _, t := range set.meta {
 			loomName := strings.TrimSuffix(strings.TrimPrefix(t.File, "out_"), ".bin")
-			v, ok := set.data[loomName].Data.([]float32)
-			if !ok {
-				return fmt.Errorf("%s: only float32 tensors are written", t.Name)
-			}
-			buf := make([]byte, 4*len(v))
-			for i, x := range v {
-				binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+			var buf []byte
+			switch v := set.data[loomName].Data.(type) {
+			case []float32:
+				for _, x := range v {
+					buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+				}
+			case []int64:
+				for _, x := range v {
+					buf = binary.LittleEndian.AppendUint64(buf, uint64(x))
+				}
+			case []int32:
+				for _, x := range v {
+					buf = binary.LittleEndian.AppendUint32(buf, uint32(x))
+				}
+			default:
+				return fmt.Errorf("%s: only float32, int32 and int64 tensors are written, not %T", t.Name, v)
 			}
 			if err := os.WriteFile(filepath.Join(dir, t.File), buf, 0o644); err != nil {
 				return err
