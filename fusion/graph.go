@@ -32,7 +32,8 @@ type Tensor struct {
 	DType ast.DType
 	Shape Shape
 	// Data holds a constant's elements in row-major order (float64 holds
-	// every value of the supported types exactly); nil otherwise.
+	// every value of the supported types exactly); nil otherwise. It is
+	// read-only once the constant is made: copies of a graph share it.
 	Data []float64
 	// Producer is the node computing the tensor; nil for inputs and
 	// constants.
@@ -224,14 +225,18 @@ func (g *Graph) Tensor(name string) *Tensor {
 	return nil
 }
 
-// Clone returns a deep copy of g.
+// Clone returns a copy of g: its own tensors and nodes, sharing the
+// constants' data, which no one writes (see Tensor.Data).
 func (g *Graph) Clone() *Graph {
 	m := map[*Tensor]*Tensor{}
 	cp := func(t *Tensor) *Tensor {
 		if c, ok := m[t]; ok {
 			return c
 		}
-		c := &Tensor{Name: t.Name, DType: t.DType, Shape: slices.Clone(t.Shape), Data: slices.Clone(t.Data)}
+		// A constant's data is never written after it is made (passes
+		// make new constants): the copy shares it, which matters for a
+		// model's hundreds of megabytes of weights.
+		c := &Tensor{Name: t.Name, DType: t.DType, Shape: slices.Clone(t.Shape), Data: t.Data}
 		m[t] = c
 		return c
 	}

@@ -22,7 +22,7 @@ import (
 // outputs; bad descriptors are refused with a status naming the tensor.
 func TestCLibraryDescriptors(t *testing.T) {
 	needCC(t)
-	caseDir := filepath.Join("..", "testdata", "onnx", "net_cnn")
+	caseDir := filepath.Join("..", "testdata", "onnx", "net_dense")
 	m, err := onnx.ImportFile(filepath.Join(caseDir, "model.onnx"), onnx.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -36,15 +36,15 @@ func TestCLibraryDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := mod.Build(dir, "cnn"); err != nil {
+	if _, err := mod.Build(dir, "dense"); err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(filepath.Join(dir, "cnn_graph.c"))
+	src, err := os.ReadFile(filepath.Join(dir, "dense_graph.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(src) > 64<<10 {
-		t.Errorf("the graph's C source is %d bytes: its weights should be bytes in the library, not C text", len(src))
+	if !strings.Contains(string(src), "(dense_weights + 0))") {
+		t.Errorf("the graph's weights should be bytes in the library (dense_weights), not C text:\n%s", src)
 	}
 	in, err := onnx.ReadTensorFile(filepath.Join(caseDir, "test_data_set_0", "input_0.pb"))
 	if err != nil {
@@ -63,7 +63,7 @@ func TestCLibraryDescriptors(t *testing.T) {
 	}
 	prog := `#include <stdio.h>
 #include <stdlib.h>
-#include "cnn.h"
+#include "dense.h"
 
 static void show(const char *kind, const loom_tensor_info *t) {
 	printf("%s %s code=%d bits=%d [", kind, t->name, t->dtype.code, t->dtype.bits);
@@ -72,48 +72,48 @@ static void show(const char *kind, const loom_tensor_info *t) {
 }
 
 int main(void) {
-	for (int i = 0; i < cnn_num_inputs(); i++) show("input", cnn_input(i));
-	for (int i = 0; i < cnn_num_outputs(); i++) show("output", cnn_output(i));
-	if (cnn_input(-1) || cnn_output(cnn_num_outputs())) { printf("info out of range\n"); return 1; }
-	float x[2 * 3 * 16 * 16];
+	for (int i = 0; i < dense_num_inputs(); i++) show("input", dense_input(i));
+	for (int i = 0; i < dense_num_outputs(); i++) show("output", dense_output(i));
+	if (dense_input(-1) || dense_output(dense_num_outputs())) { printf("info out of range\n"); return 1; }
+	float x[2 * 8];
 	FILE *f = fopen("in.bin", "rb");
 	if (!f || fread(x, sizeof x, 1, f) != 1) { printf("no input\n"); return 1; }
 	fclose(f);
-	int64_t xs[4] = {2, 3, 16, 16}, ys[2];
-	loom_tensor in = {x, {1, 0}, 4, {LOOM_DTYPE_FLOAT, 32, 1}, xs, NULL, 0};
+	int64_t xs[2] = {2, 8}, ys[2];
+	loom_tensor in = {x, {1, 0}, 2, {LOOM_DTYPE_FLOAT, 32, 1}, xs, NULL, 0};
 	loom_tensor out = {NULL, {1, 0}, 2, {LOOM_DTYPE_FLOAT, 32, 1}, ys, NULL, 0};
 	loom_status st;
-	if (cnn_shapes(&in, 1, &out, 1, &st)) { printf("shapes: %s\n", st.message); return 1; }
+	if (dense_shapes(&in, 1, &out, 1, &st)) { printf("shapes: %s\n", st.message); return 1; }
 	printf("output shape %lld %lld\n", (long long)ys[0], (long long)ys[1]);
 	float *y = malloc(sizeof(float) * ys[0] * ys[1]);
 	out.data = y;
-	if (cnn_run(&in, 1, &out, 1, 1, &st)) { printf("run: %s\n", st.message); return 1; }
+	if (dense_run(&in, 1, &out, 1, 1, &st)) { printf("run: %s\n", st.message); return 1; }
 	for (int i = 0; i < ys[0] * ys[1]; i++) printf("%.9g\n", y[i]);
 	/* Bad descriptors. */
 	loom_tensor bad = in;
 	bad.dtype.bits = 64;
-	int32_t rc = cnn_run(&bad, 1, &out, 1, 1, &st);
+	int32_t rc = dense_run(&bad, 1, &out, 1, 1, &st);
 	printf("status %d %s: %s\n", rc, loom_status_string(rc), st.message);
 	bad = in;
-	bad.ndim = 3;
-	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
+	bad.ndim = 1;
+	printf("status %d: %s\n", dense_run(&bad, 1, &out, 1, 1, &st), st.message);
 	bad = in;
-	int64_t strides[4] = {768, 256, 1, 16};
+	int64_t strides[2] = {1, 2};
 	bad.strides = strides;
-	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", dense_run(&bad, 1, &out, 1, 1, &st), st.message);
 	bad = in;
 	bad.device.device_type = 2;
-	printf("status %d: %s\n", cnn_run(&bad, 1, &out, 1, 1, &st), st.message);
-	printf("status %d: %s\n", cnn_run(&in, 2, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", dense_run(&bad, 1, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", dense_run(&in, 2, &out, 1, 1, &st), st.message);
 	int64_t wrong[2] = {3, 10};
 	out.shape = wrong;
-	printf("status %d: %s\n", cnn_run(&in, 1, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", dense_run(&in, 1, &out, 1, 1, &st), st.message);
 	return 0;
 }
 `
-	got := runC(t, dir, "cnn", strings.Replace(prog, `"in.bin"`, strconv.Quote(filepath.Join(dir, "in.bin")), 1))
+	got := runC(t, dir, "dense", strings.Replace(prog, `"in.bin"`, strconv.Quote(filepath.Join(dir, "in.bin")), 1))
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	head := "input x code=2 bits=32 [N 3 16 16]\noutput y code=2 bits=32 [N 10]\noutput shape 2 10"
+	head := "input x code=2 bits=32 [N 8]\noutput y code=2 bits=32 [N 10]\noutput shape 2 10"
 	if !strings.HasPrefix(got, head) {
 		t.Fatalf("the library describes itself as\n%s\nwant it to start\n%s", got, head)
 	}
@@ -126,7 +126,7 @@ int main(void) {
 	}
 	for _, w := range []string{
 		"status 1 bad argument: module: input 0 (x): dtype code 2, 64 bits",
-		"status 1: module: input 0 (x): rank 3; the graph's is 4",
+		"status 1: module: input 0 (x): rank 1; the graph's is 2",
 		"status 1: module: input 0 (x): strides are not compact row-major",
 		"status 1: module: input 0 (x): device type 2",
 		"status 1: module: graph model takes 1 inputs and 1 outputs, not 2 and 1",

@@ -229,6 +229,14 @@ def attention():
     save("net_attention", nodes, [("x", F, ["B", "S", d])], [("y", F, ["B", "S", d])], [rand(2, 7, d)], inits=inits)
 
 
+def dense():
+    # The C library test's network: small, one symbolic size, weights.
+    nodes = [h.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1), h.make_node("Relu", ["g"], ["y"])]
+    save("net_dense", nodes, [("x", F, ["N", 8])], [("y", F, ["N", 10])], [rand(2, 8)],
+         inits=[init("w", rand(10, 8)), init("b", rand(10))])
+
+
 cnn()
 attention()
+dense()
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
