@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test test-long check tools fuzz example onednn suite graphbench defaulttable sweep modelbench onnx-proto onnx-testdata
+.PHONY: test test-long check tools fuzz example onednn suite graphbench defaulttable sweep modelbench runtimetable onnx-proto onnx-testdata
 
 # test runs every test, with the tools they need and the formatting and
 # vet checks first. The tests allocate much and keep little: the
@@ -116,12 +116,22 @@ GRAPH_THREADS ?= 1 2
 graphbench:
 	tools/graphbench/run $(GRAPH_THREADS)
 
-# modelbench measures issue 45's runtime table: each shipped graph (and mlp)
-# as loom's module and in ONNX Runtime 1.30, at 1 and 2 threads on an idle
-# machine and at 2 beside one busy process (tools/modelbench/run; OLD=DIR
-# adds the loom of another work tree). It installs python3-onnx and
-# onnxruntime-node (into bin/modelbench) when missing.
+# modelbench exports real models with PyTorch (resnet50, mobilenet_v2,
+# efficientnet_b0, vit_b_16, a BERT-base layer and 12 of them, a GPT-2 small
+# prefill), imports each with loom, and times loom's module (Go and its C
+# library), ONNX Runtime 1.30 and PyTorch eager at 1 and 2 threads, outputs
+# checked, with loom's compile times cold and cached (tools/modelbench/models;
+# MODELS="..." for some of them). It installs PyTorch, OpenBLAS, python3-onnx
+# and onnxruntime-node (into bin/modelbench) when missing.
+MODELS ?=
 modelbench:
+	tools/modelbench/models $(MODELS)
+
+# runtimetable measures issue 45's runtime table: each shipped graph (and
+# mlp) as loom's module and in ONNX Runtime 1.30, at 1 and 2 threads on an
+# idle machine and at 2 beside one busy process (tools/modelbench/run;
+# OLD=DIR adds the loom of another work tree).
+runtimetable:
 	tools/modelbench/run
 
 # defaulttable measures issue 21's table: loom's default schedule against its

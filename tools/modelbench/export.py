@@ -2,8 +2,8 @@
 """tools/modelbench/export.py OUTDIR [NAME...]: exports the models of
 `make modelbench` to ONNX with PyTorch 1.13 (Debian's python3-torch and
 python3-torchvision; random weights, fixed seed, eval mode, opset 13 unless
-the model needs more), each as OUTDIR/NAME.onnx with one input file
-OUTDIR/NAME.input_0.npy (batch 1) for the runs to share.
+the model needs more), each as OUTDIR/NAME.onnx. tools/modelbench/torch_time.py builds the
+same models (same seed) to time PyTorch on them.
 
   resnet50, mobilenet_v2, efficientnet_b0, vit_b_16   torchvision, 1x3x224x224
   bert_layer     nn.TransformerEncoderLayer(768, 12, 3072, gelu, batch_first), 1x128x768
@@ -91,6 +91,14 @@ def models():
     }
 
 
+def build(make):
+    """The model in eval mode, its random weights from a fixed seed: the
+    same whichever models are exported with it (torch_time.py builds it
+    again this way)."""
+    torch.manual_seed(0)
+    return make().eval()
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -101,14 +109,14 @@ def main():
         path = os.path.join(out, name + ".onnx")
         if os.path.exists(path):
             continue
-        m = make().eval()
+        m = build(make)
         # With gradients on, nn.TransformerEncoderLayer takes its exportable
         # path (its inference fast path is not exportable).
         torch.onnx.export(m, (x,), path + ".tmp", opset_version=13, input_names=["input"],
                           output_names=["output"], do_constant_folding=True)
         os.rename(path + ".tmp", path)
-        np.save(os.path.join(out, name + ".input_0.npy"), x.numpy())
         print(f"exported {name}: {os.path.getsize(path) / 1e6:.1f} MB", file=sys.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,13 @@ type line struct {
 	// CPU is the process's CPU time per call (user + system, all its
 	// threads) over the timed calls, in ms.
 	CPU float64 `json:"cpu_ms_per_call"`
+	// ReadMS reads the graph (an ONNX model: imports it); CompileMS
+	// compiles it (module.Compile, in this process: cold when the cache
+	// directory is empty, else from the disk cache).
+	ReadMS    float64 `json:"read_ms"`
+	CompileMS float64 `json:"compile_ms"`
+	// PeakBytes is the arena of intermediates a call uses.
+	PeakBytes int64 `json:"peak_bytes"`
 }
 
 // tensorMeta describes one tensor file of -dir.
@@ -66,7 +73,11 @@ func main() {
 	minCalls := flag.Int("calls", 50, "least number of timed calls")
 	dir := flag.String("dir", "", "write inputs, outputs and meta.json here")
 	label := flag.String("label", "", "a label copied into the output line")
+	compileOnly := flag.Bool("compile-only", false, "read and compile the graph, print the line (no calls), and stop")
 	flag.Parse()
+	if *compileOnly {
+		*minCalls = 0
+	}
 	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label); err != nil {
 		fmt.Fprintln(os.Stderr, "loomtime:", err)
 		os.Exit(1)
@@ -77,13 +88,15 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 	if threads < 1 {
 		return fmt.Errorf("-threads %d: want at least 1", threads)
 	}
-	if seconds <= 0 || minCalls < 1 {
+	if seconds <= 0 || minCalls < 0 {
 		return fmt.Errorf("-seconds %g, -calls %d: want both positive", seconds, minCalls)
 	}
+	t0 := time.Now()
 	g, onnxNames, err := readGraph(path)
 	if err != nil {
 		return err
 	}
+	readMS := float64(time.Since(t0).Microseconds()) / 1000
 	sizes, err := parseSizes(sizeFlag)
 	if err != nil {
 		return err
@@ -96,9 +109,16 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 	if err := native.SetThreads(threads); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	m, err := module.Compile(g, module.Options{Threads: threads})
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
+	}
+	compileMS := float64(time.Since(t1).Microseconds()) / 1000
+	if minCalls == 0 {
+		b, _ := json.Marshal(line{Engine: "loom", Label: label, Graph: g.Name, Sizes: sizes, Threads: threads, ReadMS: readMS, CompileMS: compileMS})
+		fmt.Println(string(b))
+		return nil
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := map[string]module.Tensor{}
@@ -148,6 +168,18 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		if err := write(dir, g.Name, inputs, outputs, metaIn, onnxNames); err != nil {
 			return err
 		}
+		// The same files by position, as the C library takes its
+		// tensors: input_K.bin and output_K.bin.
+		for k, x := range m.Inputs() {
+			if err := copyFile(filepath.Join(dir, x.Name+".bin"), filepath.Join(dir, fmt.Sprintf("input_%d.bin", k))); err != nil {
+				return err
+			}
+		}
+		for k, x := range m.Outputs() {
+			if err := copyFile(filepath.Join(dir, "out_"+x.Name+".bin"), filepath.Join(dir, fmt.Sprintf("output_%d.bin", k))); err != nil {
+				return err
+			}
+		}
 	}
 	var times []float64
 	cpu0 := cpuTime()
@@ -163,12 +195,17 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		}
 	}
 	cpu := cpuTime() - cpu0
+	peak, _, err := m.Memory(inputs)
+	if err != nil {
+		return err
+	}
 	slices.Sort(times)
 	pct := func(p float64) float64 { return times[min(len(times)-1, int(p*float64(len(times))))] }
 	out := line{
 		Engine: "loom", Label: label, Graph: g.Name, Sizes: sizes, Threads: threads, Calls: len(times),
 		Median: pct(0.5), P10: pct(0.1), P90: pct(0.9), Min: times[0],
-		CPU: cpu.Seconds() * 1000 / float64(len(times)),
+		CPU:    cpu.Seconds() * 1000 / float64(len(times)),
+		ReadMS: readMS, CompileMS: compileMS, PeakBytes: peak,
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
@@ -222,6 +259,14 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "meta.json"), b, 0o644)
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }
 
 // readGraph reads loom's JSON graph (with its weights file), the
