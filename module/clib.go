@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -36,6 +38,9 @@ type Library struct {
 	// Source is the generated C of the graph (NAME_graph.c): the shape
 	// function, the memory plan and the calls of the kernels.
 	Source string
+	// Weights is the weights file (NAME.weights) of a library built
+	// with BuildOptions.WeightsFile; "" when they are in the library.
+	Weights string
 }
 
 // Build writes the module as a C library into dir (created if needed):
@@ -50,6 +55,21 @@ type Library struct {
 // NAME_output_shapes and NAME_memory answer before a call. name must be a
 // C identifier. Build needs a C compiler (cc) and ar.
 func (m *Module) Build(dir, name string) (*Library, error) {
+	return m.BuildWith(dir, name, BuildOptions{})
+}
+
+// BuildOptions choose how Build writes a library.
+type BuildOptions struct {
+	// WeightsFile keeps the graph's weights out of the library: in
+	// NAME.weights beside it, which a program loads once, before its
+	// first call, with NAME_load_weights(path, status) (the file is
+	// checked against the library it was built with). By default the
+	// weights are read-only data of the library itself.
+	WeightsFile bool
+}
+
+// BuildWith is Build with options.
+func (m *Module) BuildWith(dir, name string, opts BuildOptions) (*Library, error) {
 	if !isCIdent(name) {
 		return nil, fmt.Errorf("module: build: %q is not a C identifier", name)
 	}
@@ -60,6 +80,7 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.weightsFile = opts.WeightsFile && g.blobSize > 0
 	// The build tools run in dir: every path they are given is absolute.
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
@@ -74,12 +95,6 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 		Shared: filepath.Join(dir, "lib"+name+".so"),
 		Source: filepath.Join(dir, name+"_graph.c"),
 	}
-	if err := os.WriteFile(lib.Header, []byte(g.header()), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(lib.Source, []byte(g.source()), 0o644); err != nil {
-		return nil, err
-	}
 	rt := filepath.Join(dir, "loomrt.c")
 	if err := os.WriteFile(rt, native.RuntimeSource(), 0o644); err != nil {
 		return nil, err
@@ -90,7 +105,18 @@ func (m *Module) Build(dir, name string) (*Library, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module: build: %w", err)
 		}
-		sources = append(sources, asm)
+		if g.weightsFile {
+			lib.Weights = filepath.Join(dir, name+".weights")
+		} else {
+			sources = append(sources, asm)
+		}
+	}
+	// The source holds the weights' checksum: written after them.
+	if err := os.WriteFile(lib.Header, []byte(g.header()), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(lib.Source, []byte(g.source()), 0o644); err != nil {
+		return nil, err
 	}
 	objs := []string{}
 	for i, k := range m.kernels {
@@ -148,11 +174,15 @@ const blobAlign = 64
 // assembly file.
 func (g *cGraph) writeWeights(dir string) (string, error) {
 	bin := filepath.Join(dir, g.name+"_weights.bin")
+	if g.weightsFile {
+		bin = filepath.Join(dir, g.name+".weights")
+	}
 	f, err := os.Create(bin)
 	if err != nil {
 		return "", err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	sum := fnv.New64a()
+	w := bufio.NewWriterSize(io.MultiWriter(f, sum), 1<<20)
 	off := int64(0)
 	for _, t := range g.consts {
 		at, ok := g.blobAt[t.Name]
@@ -166,12 +196,19 @@ func (g *cGraph) writeWeights(dir string) (string, error) {
 		w.Write(b)
 		off += int64(len(b))
 	}
+	for ; off < g.blobSize; off++ {
+		w.WriteByte(0)
+	}
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return "", err
 	}
 	if err := f.Close(); err != nil {
 		return "", err
+	}
+	g.blobSum = sum.Sum64()
+	if g.weightsFile {
+		return "", nil
 	}
 	asm := filepath.Join(dir, g.name+"_weights.S")
 	sym := g.name + "_weights"
@@ -240,6 +277,10 @@ type cGraph struct {
 	// offset); blobSize is the blob's bytes.
 	blobAt   map[string]int64
 	blobSize int64
+	// weightsFile: the blob is a file loaded at run time (NAME.weights,
+	// of checksum blobSum: FNV-1a 64), not data of the library.
+	weightsFile bool
+	blobSum     uint64
 }
 
 func (m *Module) cGraph(name string) (*cGraph, error) {
@@ -382,6 +423,14 @@ enum {
 
 `)
 	b.WriteString(tensorTypes)
+	if g.weightsFile {
+		fmt.Fprintf(&b, `/* %[1]s keeps its weights in %[1]s.weights (%[2]d bytes): load them once,
+ * before the first call, with the file's path. A file other than the one
+ * the library was built with is refused. */
+int32_t %[1]s_load_weights(const char *path, loom_status *status);
+
+`, g.name, g.blobSize)
+	}
 	g.descriptorDecls(&b)
 	fmt.Fprintf(&b, "/*\n * %s runs graph %s: %d kernels, the intermediates in one arena.\n *\n", g.name, gr.Name, len(g.m.kernels))
 	b.WriteString(" * Inputs (row-major; each with its shape, an array of its rank):\n")
@@ -446,12 +495,16 @@ func (g *cGraph) source() string {
 	}
 	if len(g.consts) > 0 {
 		b.WriteString("\n/* The graph's constants: the large ones in NAME_weights (read-only\n * data the library holds, from NAME_weights.bin). */\n")
-		if g.blobSize > 0 {
+		switch {
+		case g.weightsFile:
+			g.loadWeights(&b)
+		case g.blobSize > 0:
 			p("extern const unsigned char %s_weights[] __attribute__((visibility(\"hidden\")));\n", g.name)
+			p("static const unsigned char *const lg_weights = %s_weights;\n", g.name)
 		}
 		for _, t := range g.consts {
 			if at, ok := g.blobAt[t.Name]; ok {
-				p("#define %s ((const %s *)(%s_weights + %d)) /* %s */\n", g.src[t.Name], llvm.CType(t.DType), g.name, at, t.Name)
+				p("#define %s ((const %s *)(lg_weights + %d)) /* %s */\n", g.src[t.Name], llvm.CType(t.DType), at, t.Name)
 				continue
 			}
 			p("static const %s %s[] = {%s}; /* %s */\n", llvm.CType(t.DType), g.src[t.Name], constData(t), t.Name)
@@ -536,6 +589,9 @@ func (g *cGraph) source() string {
 	// The entry point.
 	p("\nint32_t %s(%s, int32_t threads, loom_status *st) {\n", g.name, strings.Join(g.params(g.src), ", "))
 	p("\tint64_t sz[%d], peak, naive, count, cap = 0;\n\tlg_buf bufs[%d];\n\tstatic char empty[64];\n\tchar *arena = NULL;\n", ns, ni)
+	if g.weightsFile {
+		p("\tif (!lg_weights)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: graph %s: its weights are not loaded: call %s_load_weights with the path of %s.weights first\");\n", g.m.plan.Graph.Name, g.name, g.name)
+	}
 	p("\tint32_t rc = %s_bind(%s, sz, st);\n\tif (rc)\n\t\treturn rc;\n", g.name, g.shapeArgs())
 	for _, t := range g.m.inputs {
 		id := g.src[t.Name]
@@ -608,6 +664,40 @@ func (g *cGraph) source() string {
 	b.WriteString("\t(void)naive;\n\tlg_give(arena, cap);\n\treturn lg_ok(st);\n}\n")
 	g.descriptorSource(&b)
 	return b.String()
+}
+
+// loadWeights defines NAME_load_weights, which reads the weights file of
+// a library built with BuildOptions.WeightsFile, checked by size and
+// checksum.
+func (g *cGraph) loadWeights(b *strings.Builder) {
+	fmt.Fprintf(b, `static const unsigned char *lg_weights;
+int32_t %[1]s_load_weights(const char *path, loom_status *st) {
+	if (lg_weights)
+		return lg_ok(st);
+	if (!path)
+		return lg_fail(st, LOOM_BAD_ARGUMENT, "module: %[1]s_load_weights: no path (NULL)");
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return lg_fail(st, LOOM_BAD_ARGUMENT, "module: %[1]s_load_weights: cannot open %%s", path);
+	void *p = NULL;
+	if (posix_memalign(&p, %[2]d, %[3]d)) {
+		fclose(f);
+		return lg_fail(st, LOOM_NO_MEMORY, "module: %[1]s_load_weights: no memory for %[3]d bytes of weights");
+	}
+	size_t n = fread(p, 1, %[3]d, f);
+	int longer = fgetc(f) != EOF;
+	fclose(f);
+	uint64_t h = 14695981039346656037ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+	if (n != %[3]d || longer || h != %[4]dULL) {
+		free(p);
+		return lg_fail(st, LOOM_BAD_ARGUMENT, "module: %[1]s_load_weights: %%s is not the weights file this library was built with (%[3]d bytes, FNV-1a %[4]x)", path);
+	}
+	lg_weights = p;
+	return lg_ok(st);
+}
+`, g.name, blobAlign, g.blobSize, g.blobSum)
 }
 
 // constData prints a constant's elements as a C initializer.

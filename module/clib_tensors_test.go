@@ -43,7 +43,7 @@ func TestCLibraryDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(src), "(dense_weights + 0))") {
+	if !strings.Contains(string(src), "lg_weights = dense_weights;") || !strings.Contains(string(src), "(lg_weights + 0))") {
 		t.Errorf("the graph's weights should be bytes in the library (dense_weights), not C text:\n%s", src)
 	}
 	in, err := onnx.ReadTensorFile(filepath.Join(caseDir, "test_data_set_0", "input_0.pb"))
@@ -112,16 +112,63 @@ int main(void) {
 }
 `
 	got := runC(t, dir, "dense", strings.Replace(prog, `"in.bin"`, strconv.Quote(filepath.Join(dir, "in.bin")), 1))
-	lines := strings.Split(strings.TrimSpace(got), "\n")
-	head := "input x code=2 bits=32 [N 8]\noutput y code=2 bits=32 [N 10]\noutput shape 2 10"
-	if !strings.HasPrefix(got, head) {
-		t.Fatalf("the library describes itself as\n%s\nwant it to start\n%s", got, head)
+	checkDescriptorRun(t, got, want.Data)
+
+	// The weights in a file beside the library: loaded before the first
+	// call, checked against the library.
+	fileDir := t.TempDir()
+	lib, err := mod.BuildWith(fileDir, "dense", module.BuildOptions{WeightsFile: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	vals := lines[3 : 3+len(want.Data)]
+	if lib.Weights == "" {
+		t.Fatal("no weights file")
+	}
+	os.WriteFile(filepath.Join(fileDir, "in.bin"), raw, 0o644)
+	os.WriteFile(filepath.Join(fileDir, "bad.weights"), []byte("not these weights"), 0o644)
+	load := `	if (dense_run(&in, 1, &out, 1, 1, &st) != LOOM_BAD_ARGUMENT) { printf("ran without weights\n"); return 1; }
+	printf("before loading: %s\n", st.message);
+	if (dense_load_weights("@BADFILE@", &st) != LOOM_BAD_ARGUMENT) { printf("loaded bad weights\n"); return 1; }
+	printf("bad file: %s\n", st.message);
+	if (dense_load_weights("@WEIGHTS@", &st)) { printf("load: %s\n", st.message); return 1; }
+	if (dense_run(`
+	fileProg := strings.NewReplacer(`"in.bin"`, strconv.Quote(filepath.Join(fileDir, "in.bin")),
+		"@BADFILE@", filepath.Join(fileDir, "bad.weights"), "@WEIGHTS@", lib.Weights).Replace(strings.Replace(prog, "	if (dense_run(", load, 1))
+	got = runC(t, fileDir, "dense", fileProg)
+	for _, w := range []string{"before loading: module: graph model: its weights are not loaded", "bad file: module: dense_load_weights: " + filepath.Join(fileDir, "bad.weights") + " is not the weights file"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("with a weights file, the program printed\n%s\nwithout %q", got, w)
+		}
+	}
+	var rest []string
+	for _, l := range strings.Split(got[strings.Index(got, "output shape"):], "\n") {
+		if !strings.HasPrefix(l, "before loading:") && !strings.HasPrefix(l, "bad file:") {
+			rest = append(rest, l)
+		}
+	}
+	checkDescriptorRun(t, strings.Join(rest, "\n"), want.Data)
+}
+
+// checkDescriptorRun checks what the descriptor test program printed from
+// its first "output shape" line: the outputs, then the bad calls' statuses.
+func checkDescriptorRun(t *testing.T, got string, want []float64) {
+	t.Helper()
+	if i := strings.Index(got, "output shape"); i >= 0 && !strings.HasPrefix(got, "output shape") {
+		head := "input x code=2 bits=32 [N 8]\noutput y code=2 bits=32 [N 10]\n"
+		if got[:i] != head {
+			t.Fatalf("the library describes itself as\n%s\nwant\n%s", got[:i], head)
+		}
+		got = got[i:]
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if lines[0] != "output shape 2 10" {
+		t.Fatalf("the program printed\n%s", got)
+	}
+	vals := lines[1 : 1+len(want)]
 	for i, s := range vals {
 		var v float64
-		if _, err := fmt.Sscan(s, &v); err != nil || math.Abs(v-want.Data[i]) > 1e-5+1e-4*math.Abs(want.Data[i]) {
-			t.Errorf("y[%d] = %s, ONNX Runtime %v", i, s, want.Data[i])
+		if _, err := fmt.Sscan(s, &v); err != nil || math.Abs(v-want[i]) > 1e-5+1e-4*math.Abs(want[i]) {
+			t.Errorf("y[%d] = %s, ONNX Runtime %v", i, s, want[i])
 		}
 	}
 	for _, w := range []string{
@@ -133,7 +180,7 @@ int main(void) {
 		"status 1: module: output y has shape [3 10]; at these inputs it is [2 10]",
 	} {
 		if !strings.Contains(got, w) {
-			t.Errorf("the program printed\n%s\nwithout %q", strings.Join(lines[3+len(want.Data):], "\n"), w)
+			t.Errorf("the program printed\n%s\nwithout %q", strings.Join(lines[1+len(want):], "\n"), w)
 		}
 	}
 }

@@ -162,37 +162,8 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if !opts.NoCache {
 		funcs, from, buckets = loadSchedules(file, plan)
 	}
-	// Kernels are scheduled and compiled in parallel, one goroutine per
-	// core; each result lands in its own slot, so the module is the same
-	// whatever the order they finish in.
-	m.kernels = make([]*kernel, len(plan.Kernels))
-	errs := make([]error, len(plan.Kernels))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(plan.Kernels)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				var f *ast.Func
-				var src string
-				var choices []autotune.BucketChoice
-				if funcs != nil {
-					f, src, choices = funcs[i], from[i], buckets[i]
-				}
-				m.kernels[i], errs[i] = compileKernel(plan.Kernels[i], i, f, src, choices, target, tkey, opts.Database, cache)
-			}
-		}()
-	}
-	for i := range plan.Kernels {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if m.kernels, err = compileKernels(plan, funcs, from, buckets, target, tkey, opts.Database, cache); err != nil {
+		return nil, err
 	}
 	for _, k := range m.kernels {
 		if k.native != nil {
@@ -208,32 +179,133 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	return m, nil
 }
 
-// compileKernel schedules kernel i of the plan (unless f, its schedule
-// from the disk cache, is given) and compiles it and its buckets' variants.
-func compileKernel(k *fusion.Kernel, i int, f *ast.Func, src string, choices []autotune.BucketChoice, target autotune.Target, tkey string, db *autotune.Database, cache *native.Cache) (*kernel, error) {
-	if k.Alias != "" {
-		// A view: nothing runs (see fusion.Kernel.Alias).
-		return &kernel{k: k, index: i, f: k.Func, Schedule: "view"}, nil
-	}
-	if f == nil {
-		var err error
-		if f, src, choices, err = scheduleOf(k, target, tkey, db); err != nil {
-			return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+// compileKernels schedules the plan's kernels (unless funcs, their
+// schedules from the disk cache, are given) and compiles them. Work is
+// done once per computation (see alpha.go) and in parallel, one goroutine
+// per core; each result lands in its kernel's slot, so the module is the
+// same whatever the order they finish in.
+func compileKernels(plan *fusion.Plan, funcs []*ast.Func, from []string, buckets [][]autotune.BucketChoice, target autotune.Target, tkey string, db *autotune.Database, cache *native.Cache) ([]*kernel, error) {
+	n := len(plan.Kernels)
+	forms := make([]alphaForm, n)
+	if funcs == nil {
+		funcs, from, buckets = make([]*ast.Func, n), make([]string, n), make([][]autotune.BucketChoice, n)
+		// A kernel's own schedule when it is the first of its computation
+		// (or the database may hold records of it), else the first's,
+		// renamed.
+		first := map[string]int{}
+		var decide, follow []int
+		for i, k := range plan.Kernels {
+			if k.Alias != "" {
+				continue
+			}
+			forms[i] = alphaOf(k.Func)
+			if _, ok := first[forms[i].text]; ok && db == nil {
+				follow = append(follow, i)
+				continue
+			}
+			first[forms[i].text] = i
+			decide = append(decide, i)
+		}
+		schedule := func(i int) error {
+			f, src, choices, err := scheduleOf(plan.Kernels[i], target, tkey, db)
+			if err != nil {
+				return fmt.Errorf("module: kernel %s: %w", plan.Kernels[i].Name, err)
+			}
+			funcs[i], from[i], buckets[i] = f, src, choices
+			return nil
+		}
+		if err := parallel(decide, schedule); err != nil {
+			return nil, err
+		}
+		var again []int
+		for _, i := range follow {
+			r := first[forms[i].text]
+			f, ok := renameLike(funcs[r], forms[r], forms[i])
+			if !ok {
+				again = append(again, i)
+				continue
+			}
+			funcs[i], from[i] = f, from[r]
+		}
+		if err := parallel(again, schedule); err != nil {
+			return nil, err
 		}
 	}
-	nk, err := cache.Compile(f, llvm.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("module: kernel %s: %w", k.Name, err)
+	// Native code: one build per computation of the scheduled functions
+	// (a kernel with schedules for buckets of its sizes gets its own).
+	kernels := make([]*kernel, n)
+	scheduled := make([]string, n)
+	first := map[string]int{}
+	var build, share []int
+	for i, k := range plan.Kernels {
+		if k.Alias != "" {
+			// A view: nothing runs (see fusion.Kernel.Alias).
+			kernels[i] = &kernel{k: k, index: i, f: k.Func, Schedule: "view"}
+			continue
+		}
+		scheduled[i] = alphaOf(funcs[i]).text
+		if _, ok := first[scheduled[i]]; ok && len(buckets[i]) == 0 {
+			share = append(share, i)
+			continue
+		}
+		if len(buckets[i]) == 0 {
+			first[scheduled[i]] = i
+		}
+		build = append(build, i)
 	}
-	kn := &kernel{k: k, index: i, f: f, native: nk, entry: nk.Entry(), Schedule: src}
-	for _, c := range choices {
-		vk, err := cache.Compile(c.Func, llvm.Options{})
+	err := parallel(build, func(i int) error {
+		k := plan.Kernels[i]
+		nk, err := cache.Compile(funcs[i], llvm.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("module: kernel %s, bucket %v: %w", k.Name, c.Bucket, err)
+			return fmt.Errorf("module: kernel %s: %w", k.Name, err)
 		}
-		kn.variants = append(kn.variants, &variant{bucket: c.Bucket, f: c.Func, native: vk, entry: vk.Entry()})
+		kn := &kernel{k: k, index: i, f: funcs[i], native: nk, entry: nk.Entry(), Schedule: from[i]}
+		for _, c := range buckets[i] {
+			vk, err := cache.Compile(c.Func, llvm.Options{})
+			if err != nil {
+				return fmt.Errorf("module: kernel %s, bucket %v: %w", k.Name, c.Bucket, err)
+			}
+			kn.variants = append(kn.variants, &variant{bucket: c.Bucket, f: c.Func, native: vk, entry: vk.Entry()})
+		}
+		kernels[i] = kn
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return kn, nil
+	for _, i := range share {
+		r := kernels[first[scheduled[i]]]
+		kernels[i] = &kernel{k: plan.Kernels[i], index: i, f: funcs[i], native: r.native, entry: r.entry, Schedule: from[i]}
+	}
+	return kernels, nil
+}
+
+// parallel runs fn on each index, one goroutine per core, and returns the
+// error of the first index (in order) that failed.
+func parallel(indexes []int, fn func(i int) error) error {
+	errs := make([]error, len(indexes))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(indexes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				errs[j] = fn(indexes[j])
+			}
+		}()
+	}
+	for j := range indexes {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decided counts the schedules decided (or looked up in the database):

@@ -59,6 +59,16 @@ func ImportFile(path string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, modelErr("%s is not a regular file", path)
+	}
+	if fi.Size() > maxModelBytes {
+		return nil, modelErr("the model is larger than 2 GiB (a larger model keeps its weights in external data files)")
+	}
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(path)
 	}

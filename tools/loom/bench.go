@@ -41,6 +41,9 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (with -onednn), tune_s")
 	graphPath := new(string)
 	graphFlags(fs, graphPath, "compile it as one module (package module) and time it at -size S=V...: one JSON line with ms (a whole call), kernel_ms (the sum of its kernels' best calls) and each_kernel (each one's), the overhead (ms minus kernel_ms) and runtime_us (the least time a call spends outside its kernels), peak_bytes and naive_bytes of the arena, and compile_cold_ms, compile_ms, compile_cached_ms")
+	inputFiles := fileFlags{}
+	fs.Var(inputFiles, "input", "with -graph, an input from a .npy file, `NAME=FILE.npy` (the graph's or the model's name of the input; repeatable: every input, or none for random ones); the sizes come from their shapes")
+	outDir := fs.String("outputs", "", "with -graph, write each output to `DIR`/NAME.npy")
 	cases := fs.String("cases", "", "with -suite, only the cases whose name matches this regular expression")
 	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
 	results := fs.String("results", "", "with -suite, append each case's line to `FILE` too, and skip the cases FILE has a good line for (same threads, trials and CPU): a long suite run resumes where it stopped")
@@ -73,6 +76,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	if !onlyWith(fs, stderr, suite, "with -suite", "cases", "trials", "results", "onednn") ||
 		!onlyWith(fs, stderr, !suite, "without -suite (which times its own graphs)", "workload", "size", "graph", "onnx", "sweep", "any-size") ||
 		!onlyWith(fs, stderr, sweeping, "with -sweep", "one-size") ||
+		!onlyWith(fs, stderr, graph && !sweeping, "with -graph (a module's timing)", "input", "outputs") ||
 		!onlyWith(fs, stderr, !graph, "without -graph (which names what to time)", "workload") ||
 		!onlyWith(fs, stderr, single, "to a -workload timed on its own (not -suite, -sweep or -graph)", "schedule", "trace", "cold", "fast-math", "vector-bits", "mcpu", "mattr") ||
 		!onlyWith(fs, stderr, single && *sched == "refined", "with -schedule refined", "refine") ||
@@ -98,7 +102,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		return runSweep(jobs, *sweep, *oneSize, *threads, &recordFlags{db: *dbPath, warn: stderr, cmd: "bench"}, stdout, stderr)
 	}
 	if *graphPath != "" {
-		return benchGraph(*graphPath, size.symbols, *threads, *dbPath, stdout, stderr)
+		return benchGraph(*graphPath, size.symbols, *threads, *dbPath, inputFiles, *outDir, stdout, stderr)
 	}
 	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize, warn: stderr, cmd: "bench"}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {

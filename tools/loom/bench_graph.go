@@ -6,11 +6,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/npy"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
@@ -64,16 +67,22 @@ type kernelTime struct {
 }
 
 // benchGraph compiles a graph as a module and times it (loom bench
-// -graph).
-func benchGraph(path string, sizes map[string]int64, threads int, dbPath string, stdout, stderr io.Writer) int {
+// -graph), on random inputs or on the arrays of inputFiles (.npy files
+// by input name); with outDir it writes the outputs there as .npy files.
+func benchGraph(path string, sizes map[string]int64, threads int, dbPath string, inputFiles map[string]string, outDir string, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
+	given, err := readInputs(g, inputFiles)
+	if err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 2
+	}
 	for _, s := range g.Symbols() {
-		if _, ok := sizes[s]; !ok {
-			fmt.Fprintf(stderr, "loom bench: give every symbol a value: -size %s=N\n", s)
+		if _, ok := sizes[s]; !ok && given == nil {
+			fmt.Fprintf(stderr, "loom bench: give every symbol a value: -size %s=N (or give the inputs: -input NAME=FILE.npy)\n", s)
 			return 2
 		}
 	}
@@ -147,35 +156,16 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 	}
 	line.Kernels = len(m.Kernels())
 
-	rng := rand.New(rand.NewPCG(1, 2))
-	inputs := map[string]module.Tensor{}
-	for _, x := range m.Inputs() {
-		d, err := fusion.NewData(x, sizes)
-		if err != nil {
-			fmt.Fprintf(stderr, "loom bench: input %s: %v\n", x.Name, err)
+	inputs := given
+	if given != nil {
+		if sizes, err = m.Sizes(given); err != nil {
+			fmt.Fprintf(stderr, "loom bench: the inputs: %v\n", err)
 			return 1
 		}
-		workload.FillRandom(d, rng)
-		// Integers index a gather: in its axis's range (else from 0 to 3).
-		n := int64(4)
-		if b, ok := gatherBound(g, x.Name, sizes); ok {
-			n = b
-		}
-		switch v := d.(type) {
-		case []int32:
-			for i := range v {
-				v[i] = int32(rng.Int64N(max(n, 1)))
-			}
-		case []int64:
-			for i := range v {
-				v[i] = rng.Int64N(max(n, 1))
-			}
-		}
-		shape := make([]int64, len(x.Shape))
-		for k, dim := range x.Shape {
-			shape[k], _ = dim.Eval(sizes)
-		}
-		inputs[x.Name] = module.Tensor{Shape: shape, Data: d}
+		line.Sizes = sizes
+	} else if inputs, err = randomInputs(g, m, sizes); err != nil {
+		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 1
 	}
 	outputs, err := m.NewOutputs(inputs)
 	if err != nil {
@@ -245,6 +235,12 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 		line.KernelMS += ms(t)
 		line.EachKernel = append(line.EachKernel, kernelTime{Kernel: names[i][0], Schedule: names[i][1], MS: ms(t)})
 	}
+	if outDir != "" {
+		if err := writeOutputs(g, outDir, outputs); err != nil {
+			fmt.Fprintf(stderr, "loom bench: %v\n", err)
+			return 1
+		}
+	}
 	line.OverheadMS = line.MS - line.KernelMS
 	line.OverheadFrac = line.OverheadMS / line.MS
 	line.OverheadMicro = line.OverheadMS * 1e3
@@ -255,6 +251,121 @@ func benchGraph(path string, sizes map[string]int64, threads int, dbPath string,
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// randomInputs makes the module's inputs at sizes: random values, and
+// integers that index a gather in its axis's range (else from 0 to 3).
+func randomInputs(g *fusion.Graph, m *module.Module, sizes map[string]int64) (map[string]module.Tensor, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := map[string]module.Tensor{}
+	for _, x := range m.Inputs() {
+		d, err := fusion.NewData(x, sizes)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %v", x.Name, err)
+		}
+		workload.FillRandom(d, rng)
+		n := int64(4)
+		if b, ok := gatherBound(g, x.Name, sizes); ok {
+			n = b
+		}
+		switch v := d.(type) {
+		case []int32:
+			for i := range v {
+				v[i] = int32(rng.Int64N(max(n, 1)))
+			}
+		case []int64:
+			for i := range v {
+				v[i] = rng.Int64N(max(n, 1))
+			}
+		}
+		shape := make([]int64, len(x.Shape))
+		for k, dim := range x.Shape {
+			shape[k], _ = dim.Eval(sizes)
+		}
+		inputs[x.Name] = module.Tensor{Shape: shape, Data: d}
+	}
+	return inputs, nil
+}
+
+// readInputs reads the graph's inputs from .npy files, by the graph's or
+// the model's name of each input; nil when none are given. Either every
+// input is given or none.
+func readInputs(g *fusion.Graph, files map[string]string) (map[string]module.Tensor, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	byName := map[string]*fusion.Tensor{}
+	for _, x := range g.Inputs {
+		byName[x.Name] = x
+		if n, ok := g.ModelNames[x.Name]; ok {
+			byName[n] = x
+		}
+	}
+	inputs := map[string]module.Tensor{}
+	for name, path := range files {
+		x := byName[name]
+		if x == nil {
+			return nil, fmt.Errorf("-input %s: the graph has no input %q (it has %s)", name, name, tensorList(g.Inputs))
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("-input %s: %v", name, err)
+		}
+		a, err := npy.Read(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("-input %s: %s: %v", name, path, err)
+		}
+		if a.DType != x.DType || len(a.Shape) != len(x.Shape) {
+			return nil, fmt.Errorf("-input %s: %s holds %s%v; the graph's input %s is %s%s", name, path, a.DType, a.Shape, x.Name, x.DType, x.Shape)
+		}
+		if _, dup := inputs[x.Name]; dup {
+			return nil, fmt.Errorf("-input %s: input %s is given twice", name, x.Name)
+		}
+		inputs[x.Name] = module.Tensor{Shape: a.Shape, Data: a.Data}
+	}
+	for _, x := range g.Inputs {
+		if _, ok := inputs[x.Name]; !ok {
+			return nil, fmt.Errorf("-input: give every input (or none, for random ones): %s is missing", x.Name)
+		}
+	}
+	return inputs, nil
+}
+
+// writeOutputs writes each output as DIR/NAME.npy, NAME the model's name
+// of it with / and other characters no file name takes as _.
+func writeOutputs(g *fusion.Graph, dir string, outputs map[string]module.Tensor) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, t := range g.Outputs {
+		name := t.Name
+		if n, ok := g.ModelNames[t.Name]; ok {
+			name = n
+		}
+		name = strings.Map(func(r rune) rune {
+			if r == '/' || r == '\\' || r == 0 {
+				return '_'
+			}
+			return r
+		}, name)
+		if name == "." || name == ".." || name == "" {
+			name = t.Name
+		}
+		out := outputs[t.Name]
+		f, err := os.Create(filepath.Join(dir, name+".npy"))
+		if err != nil {
+			return err
+		}
+		err = npy.Write(f, &npy.Array{DType: t.DType, Shape: out.Shape, Data: out.Data})
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("output %s: %v", name, err)
+		}
+	}
+	return nil
+}
 
 // gatherBound returns the smallest size, at sizes, of an axis that the
 // input named x indexes as a gather's indices; ok is false when it indexes

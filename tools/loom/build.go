@@ -47,6 +47,7 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	out := fs.String("out", "", "the directory to write the kernels into (required)")
 	fs.StringVar(out, "o", "", "the same as -out")
+	weights := fs.String("weights", "embed", "with -graph or -onnx, where the library keeps the graph's weights: embed (read-only data of the library) or file (NAME.weights beside it, loaded with NAME_load_weights)")
 	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
 	symbolic := fs.String("symbolic", "", "`NAMES`, comma-separated: dimensions of -workload that stay symbolic sizes, parameters of the kernel (gemm's M, say, after loom tune -workload gemm -sizes M=1..4096: the kernel dispatches on M to the buckets' schedules)")
 	src.symbolicDims = func() []string {
@@ -76,6 +77,9 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 		fmt.Fprintln(stderr, "loom build: -symbolic names dimensions of -workload; the symbolic sizes of -graph and -func stay symbolic without it")
 		return 2
 	}
+	if !onlyWith(fs, stderr, src.graph != "", "with -graph or -onnx", "weights") {
+		return 2
+	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "loom build: -out DIR is required (see loom build -h)")
 		return 2
@@ -91,7 +95,11 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 			fmt.Fprintln(stderr, "loom build: -graph takes -schedule auto (each kernel's best record, else the default) or default")
 			return 2
 		}
-		return buildGraph(src.graph, *out, *symbol, *sched, &rf, stdout, stderr)
+		if *weights != "embed" && *weights != "file" {
+			fmt.Fprintf(stderr, "loom build: unknown -weights %q (have embed, file)\n", *weights)
+			return 2
+		}
+		return buildGraph(src.graph, *out, *symbol, *sched, *weights == "file", &rf, stdout, stderr)
 	}
 	var trace *schedule.Trace
 	if *tracePath != "" {
@@ -151,7 +159,7 @@ func bucketChoices(j *job, rf *recordFlags) ([]autotune.BucketChoice, error) {
 // buildGraph compiles a graph into one C library (module.Build): every
 // kernel, the shape function, the memory plan and the runtime, behind one
 // entry point.
-func buildGraph(path, dir, name, sched string, rf *recordFlags, stdout, stderr io.Writer) int {
+func buildGraph(path, dir, name, sched string, weightsFile bool, rf *recordFlags, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %v\n", err)
@@ -175,7 +183,7 @@ func buildGraph(path, dir, name, sched string, rf *recordFlags, stdout, stderr i
 		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
 		return 1
 	}
-	lib, err := m.Build(dir, name)
+	lib, err := m.BuildWith(dir, name, module.BuildOptions{WeightsFile: weightsFile})
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
 		return 1
@@ -184,6 +192,9 @@ func buildGraph(path, dir, name, sched string, rf *recordFlags, stdout, stderr i
 		fmt.Fprintf(stdout, "kernel %s: schedule %s\n", k[0], k[1])
 	}
 	fmt.Fprintf(stdout, "graph %s: %s, %s, %s\n", g.Name, lib.Header, lib.Static, lib.Shared)
+	if lib.Weights != "" {
+		fmt.Fprintf(stdout, "weights: %s (load it with %s_load_weights before the first call)\n", lib.Weights, name)
+	}
 	fmt.Fprintf(stdout, "link: cc -O2 -I %s your_program.c %s -lm -pthread\n", dir, lib.Static)
 	return 0
 }

@@ -87,7 +87,7 @@ each check.`, stderr)
 	path := *onnxPath
 	switch {
 	case path == "" && fs.NArg() != 1:
-		return wrongArgs(fs, stderr, "one GRAPH.json (or -onnx M.onnx)")
+		return wrongArgs(fs, stderr, "one GRAPH.json")
 	case path != "" && fs.NArg() != 0:
 		return wrongArgs(fs, stderr, "no GRAPH.json with -onnx")
 	case path == "":

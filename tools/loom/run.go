@@ -19,6 +19,31 @@ import (
 
 // sizeFlags collects -size NAME=VALUE flags; a name given twice is an
 // error.
+// fileFlags holds NAME=FILE flags (repeatable, or comma-separated).
+type fileFlags map[string]string
+
+func (f fileFlags) String() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(f)) {
+		parts = append(parts, name+"="+f[name])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f fileFlags) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		name, file, ok := strings.Cut(part, "=")
+		if !ok || name == "" || file == "" {
+			return fmt.Errorf("want NAME=FILE, got %q", part)
+		}
+		if _, dup := f[name]; dup {
+			return fmt.Errorf("%s given twice", name)
+		}
+		f[name] = file
+	}
+	return nil
+}
+
 type sizeFlags map[string]int64
 
 // String prints the sizes as -size takes them: "S=3,T=8", by name.

@@ -425,18 +425,18 @@ func profileFlag(fs *flag.FlagSet) func() (stop func(), err error) {
 	}
 }
 
-// startsAsJSON reports whether the file's first byte other than white
-// space is '{' (an unreadable file counts as JSON, whose reader says why).
+// startsAsJSON reports whether a file is not an ONNX model: its first
+// byte is not 0x08, with which a model (ir_version, field 1) starts. An
+// unreadable file counts as JSON, whose reader says why.
 func startsAsJSON(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return true
 	}
 	defer f.Close()
-	buf := make([]byte, 512)
-	n, _ := f.Read(buf)
-	t := bytes.TrimLeft(buf[:n], " \t\r\n")
-	return n == 0 || len(t) == 0 || t[0] == '{'
+	var first [1]byte
+	n, _ := f.Read(first[:])
+	return n == 0 || first[0] != 0x08
 }
 
 // graphFlags registers -graph and -onnx, which both name the graph a
