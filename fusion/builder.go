@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -199,18 +198,9 @@ func checkAttrNames(i int, n *Node, info opInfo) error {
 	if err := json.Unmarshal(raw, &set); err != nil {
 		return nodeErr(i, n, "attrs", "%v", err)
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !slices.Contains(info.attrs, k) {
-			takes := "no attributes"
-			if len(info.attrs) > 0 {
-				takes = strings.Join(info.attrs, ", ")
-			}
-			return nodeErr(i, n, "attrs."+k, "%s takes no attribute %q (it takes %s)", n.Op, k, takes)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if err := attrTaken(i, n, info, k); err != nil {
+			return err
 		}
 	}
 	if len(n.Attrs.Shape) > 16 {

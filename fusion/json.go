@@ -400,6 +400,18 @@ func nodeIndex(where string) (int, bool) {
 	return n, err == nil
 }
 
+// attrTaken refuses attribute k when n's operator does not take it.
+func attrTaken(i int, n *Node, info opInfo, k string) error {
+	if slices.Contains(info.attrs, k) {
+		return nil
+	}
+	takes := "no attributes"
+	if len(info.attrs) > 0 {
+		takes = strings.Join(info.attrs, ", ")
+	}
+	return nodeErr(i, n, "attrs."+k, "%s takes no attribute %q (it takes %s)", n.Op, k, takes)
+}
+
 // decodeAttrs reads the attributes n's operator takes.
 func decodeAttrs(i int, n *Node, info opInfo, raw map[string]json.RawMessage, symbols map[string]bool) error {
 	keys := make([]string, 0, len(raw))
@@ -408,12 +420,8 @@ func decodeAttrs(i int, n *Node, info opInfo, raw map[string]json.RawMessage, sy
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !slices.Contains(info.attrs, k) {
-			takes := "no attributes"
-			if len(info.attrs) > 0 {
-				takes = strings.Join(info.attrs, ", ")
-			}
-			return nodeErr(i, n, "attrs."+k, "%s takes no attribute %q (it takes %s)", n.Op, k, takes)
+		if err := attrTaken(i, n, info, k); err != nil {
+			return err
 		}
 		var one map[string]json.RawMessage = map[string]json.RawMessage{k: raw[k]}
 		b, _ := json.Marshal(one)

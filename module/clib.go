@@ -3,7 +3,6 @@ package module
 import (
 	"bufio"
 	_ "embed"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/buildtool"
+	"github.com/loom-go/loom/internal/rawdata"
 )
 
 // graphRuntime is the C runtime pasted into every graph library: status,
@@ -223,38 +223,7 @@ func (g *cGraph) writeWeights(dir string) (string, error) {
 // constBytes is a constant's elements as the kernels read them:
 // little-endian, each of its dtype's width.
 func constBytes(t *fusion.Tensor) []byte {
-	var b []byte
-	switch d := ast.DataOf(t.DType, t.Data).(type) {
-	case []float32:
-		b = make([]byte, 0, 4*len(d))
-		for _, v := range d {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		}
-	case []float64:
-		for _, v := range d {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-		}
-	case []int32:
-		for _, v := range d {
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		}
-	case []int64:
-		for _, v := range d {
-			b = binary.LittleEndian.AppendUint64(b, uint64(v))
-		}
-	case []bool:
-		for _, v := range d {
-			if v {
-				b = append(b, 1)
-			} else {
-				b = append(b, 0)
-			}
-		}
-	case []uint16:
-		for _, v := range d {
-			b = binary.LittleEndian.AppendUint16(b, v)
-		}
-	}
+	b, _ := rawdata.Append(nil, ast.DataOf(t.DType, t.Data))
 	return b
 }
 

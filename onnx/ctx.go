@@ -161,6 +161,16 @@ func (c *ctx) op(name, op string, attrs fusion.Attrs, ins ...*fusion.Tensor) (*f
 	return c.im.b.Node(name, op, attrs, ins...)
 }
 
+// result adds op as the node of output 0.
+func (c *ctx) result(op string, attrs fusion.Attrs, ins ...*fusion.Tensor) error {
+	y, err := c.op(c.outName(0), op, attrs, ins...)
+	if err != nil {
+		return err
+	}
+	c.set(0, y)
+	return nil
+}
+
 // set makes t output j.
 func (c *ctx) set(j int, t *fusion.Tensor) {
 	if j >= len(c.n.GetOutput()) || c.n.GetOutput()[j] == "" {

@@ -379,12 +379,7 @@ func convWhere(c *ctx) error {
 	if len(ins) != 3 {
 		return fmt.Errorf("Where takes 3 inputs, got %d", len(ins))
 	}
-	y, err := c.op(c.outName(0), "where", fusion.Attrs{}, ins...)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("where", fusion.Attrs{}, ins...)
 }
 
 func convNot(c *ctx) error {
@@ -411,12 +406,7 @@ func convNot(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	y, err := c.op(c.outName(0), "equal", fusion.Attrs{}, i, zero)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("equal", fusion.Attrs{}, i, zero)
 }
 
 func convCast(c *ctx) error {
@@ -457,12 +447,7 @@ func convCast(c *ctx) error {
 		c.set(0, x)
 		return nil
 	}
-	y, err := c.op(c.outName(0), "cast", fusion.Attrs{DType: dt.String()}, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("cast", fusion.Attrs{DType: dt.String()}, x)
 }
 
 // affine returns a*x + b, skipping a multiply by 1 and an add of 0.
@@ -577,12 +562,7 @@ func convReciprocal(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	y, err := c.op(c.outName(0), "div", fusion.Attrs{}, one, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("div", fusion.Attrs{}, one, x)
 }
 
 func convLeakyRelu(c *ctx) error {
@@ -606,12 +586,7 @@ func convLeakyRelu(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	y, err := c.op(c.outName(0), "where", fusion.Attrs{}, neg, scaled, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("where", fusion.Attrs{}, neg, scaled, x)
 }
 
 // convHardSigmoid computes max(0, min(1, alpha*x + beta)); HardSwish is
@@ -670,10 +645,5 @@ func convGelu(c *ctx) error {
 	default:
 		return fmt.Errorf("approximate %q is not none or tanh", approx)
 	}
-	y, err := c.op(c.outName(0), "gelu", attrs, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("gelu", attrs, x)
 }

@@ -228,12 +228,7 @@ func convPool(c *ctx) error {
 	if max {
 		op = "max_pool2d"
 	}
-	y, err := c.op(c.outName(0), op, attrs, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result(op, attrs, x)
 }
 
 func max0(x int64) int64 {
@@ -261,12 +256,7 @@ func convGlobalPool(c *ctx) error {
 	if c.n.GetOpType() == "GlobalMaxPool" {
 		op = "reduce_max"
 	}
-	y, err := c.op(c.outName(0), op, fusion.Attrs{Axes: axes, KeepDims: true}, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result(op, fusion.Attrs{Axes: axes, KeepDims: true}, x)
 }
 
 func convBatchNorm(c *ctx) error {
@@ -291,12 +281,7 @@ func convBatchNorm(c *ctx) error {
 	if len(ins) != 5 {
 		return fmt.Errorf("BatchNormalization takes 5 inputs, got %d", len(ins))
 	}
-	y, err := c.op(c.outName(0), "batch_norm", fusion.Attrs{Epsilon: &eps}, ins...)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("batch_norm", fusion.Attrs{Epsilon: &eps}, ins...)
 }
 
 func convMatMul(c *ctx) error {
@@ -580,12 +565,7 @@ func convLayerNorm(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	y, err := c.op(c.outName(0), "layernorm", fusion.Attrs{Axis: &ax, Epsilon: &eps}, ins...)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("layernorm", fusion.Attrs{Axis: &ax, Epsilon: &eps}, ins...)
 }
 
 // reduceOps are ONNX's reductions: loom's reduction, and the element-wise

@@ -113,16 +113,8 @@ func reshapeTo(c *ctx, shape []fusion.Dim) error {
 		c.set(0, x)
 		return nil
 	}
-	attr := make([]fusion.JSONDim, len(shape))
-	for a, d := range shape {
-		attr[a] = fusion.JSONDim{Dim: d}
-	}
-	y, err := c.op(c.outName(0), "reshape", fusion.Attrs{Shape: attr}, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	attr := jsonDims(shape)
+	return c.result("reshape", fusion.Attrs{Shape: attr}, x)
 }
 
 func constShape(shape []fusion.Dim) ([]int64, bool) {
@@ -356,12 +348,7 @@ func convTranspose(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	y, err := c.op(c.outName(0), "transpose", fusion.Attrs{Perm: perm}, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("transpose", fusion.Attrs{Perm: perm}, x)
 }
 
 func convConcat(c *ctx) error {
@@ -405,12 +392,7 @@ func convConcat(c *ctx) error {
 		c.set(0, ins[0])
 		return nil
 	}
-	y, err := c.op(c.outName(0), "concat", fusion.Attrs{Axis: &ax}, ins...)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("concat", fusion.Attrs{Axis: &ax}, ins...)
 }
 
 // concatKnown joins known inputs.
@@ -748,12 +730,7 @@ general:
 	if ax != 0 {
 		attrs.Axis = &ax
 	}
-	y, err := c.op(c.outName(0), "gather", attrs, x, ix)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("gather", attrs, x, ix)
 }
 
 // gatherKnown computes a Gather of known data at known indices.
@@ -815,16 +792,8 @@ func fill(c *ctx, val *known, shape []fusion.Dim) error {
 	if err != nil {
 		return err
 	}
-	attr := make([]fusion.JSONDim, len(shape))
-	for a, d := range shape {
-		attr[a] = fusion.JSONDim{Dim: d}
-	}
-	y, err := c.op(c.outName(0), "broadcast_to", fusion.Attrs{Shape: attr}, t)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	attr := jsonDims(shape)
+	return c.result("broadcast_to", fusion.Attrs{Shape: attr}, t)
 }
 
 func convExpand(c *ctx) error {
@@ -869,16 +838,8 @@ func convExpand(c *ctx) error {
 		c.set(0, x)
 		return nil
 	}
-	attr := make([]fusion.JSONDim, len(shape))
-	for a, d := range shape {
-		attr[a] = fusion.JSONDim{Dim: d}
-	}
-	y, err := c.op(c.outName(0), "broadcast_to", fusion.Attrs{Shape: attr}, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	attr := jsonDims(shape)
+	return c.result("broadcast_to", fusion.Attrs{Shape: attr}, x)
 }
 
 func isOne(d fusion.Dim) bool {
@@ -995,10 +956,5 @@ func convPad(c *ctx) error {
 	if value != 0 {
 		attrs.Value = &value
 	}
-	y, err := c.op(c.outName(0), "pad", attrs, x)
-	if err != nil {
-		return err
-	}
-	c.set(0, y)
-	return nil
+	return c.result("pad", attrs, x)
 }

@@ -46,19 +46,6 @@ func typeName(t int32) string {
 	return "type " + strconv.Itoa(int(t))
 }
 
-// sizeOf is the bytes of one element in raw_data.
-func sizeOf(dt ast.DType) int {
-	switch dt {
-	case ast.Bool:
-		return 1
-	case ast.Float16, ast.BFloat16:
-		return 2
-	case ast.Int32, ast.Float32:
-		return 4
-	}
-	return 8
-}
-
 // maxKnownElems bounds the elements of one tensor the importer holds
 // (2^31: 8 GiB of float32).
 const maxKnownElems = 1 << 31
@@ -82,7 +69,7 @@ func tensorData(t *onnxpb.TensorProto, dir string) (*known, error) {
 	raw := t.GetRawData()
 	if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		var err error
-		if raw, err = externalData(t, dir, n*int64(sizeOf(dt))); err != nil {
+		if raw, err = externalData(t, dir, n*int64(dt.Bytes())); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +134,7 @@ func float16At(dt ast.DType, bits uint16) float64 {
 
 // rawData decodes little-endian raw bytes.
 func rawData(name string, dt ast.DType, shape []int64, n int64, raw []byte) (*known, error) {
-	size := int64(sizeOf(dt))
+	size := int64(dt.Bytes())
 	if int64(len(raw)) != n*size {
 		return nil, fmt.Errorf("tensor %q of shape %v and type %s has %d bytes of data, needs %d", name, shape, dt, len(raw), n*size)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/rawdata"
 )
 
 var descrs = map[string]ast.DType{
@@ -124,9 +125,6 @@ func Read(r io.Reader) (*Array, error) {
 		a.Shape = append(a.Shape, v)
 	}
 	size := int64(dt.Bytes())
-	if dt == ast.Bool {
-		size = 1
-	}
 	// Read as much as the file has, at most what the shape needs, so a
 	// short file is an error before a large allocation.
 	raw, err := io.ReadAll(io.LimitReader(br, count*size))
@@ -208,38 +206,10 @@ func Write(w io.Writer, a *Array) error {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(header)))
 	}
 	buf = append(buf, header...)
-	switch v := a.Data.(type) {
-	case []float32:
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-		}
-	case []float64:
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(x))
-		}
-	case []uint16:
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint16(buf, x)
-		}
-	case []int32:
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(x))
-		}
-	case []int64:
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(x))
-		}
-	case []bool:
-		for _, x := range v {
-			if x {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
-		}
-	default:
-		return fmt.Errorf("npy: data of type %T", a.Data)
+	buf, err := rawdata.Append(buf, a.Data)
+	if err != nil {
+		return fmt.Errorf("npy: %v", err)
 	}
-	_, err := w.Write(buf)
+	_, err = w.Write(buf)
 	return err
 }

@@ -19,6 +19,7 @@ import (
 	"sort"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/rawdata"
 )
 
 // Tensor is one tensor of a file.
@@ -43,18 +44,6 @@ func dtypeOf(name string) (ast.DType, bool) {
 		}
 	}
 	return ast.Invalid, false
-}
-
-func sizeOf(dt ast.DType) int64 {
-	switch dt {
-	case ast.Bool:
-		return 1
-	case ast.Float16, ast.BFloat16:
-		return 2
-	case ast.Int32, ast.Float32:
-		return 4
-	}
-	return 8
 }
 
 type entry struct {
@@ -85,7 +74,7 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 		if n != int64(len(t.Data)) {
 			return fmt.Errorf("safetensors: tensor %s of shape %v has %d elements", t.Name, t.Shape, len(t.Data))
 		}
-		size := n * sizeOf(t.DType)
+		size := n * int64(t.DType.Bytes())
 		header[t.Name] = entry{DType: name, Shape: append([]int64{}, t.Shape...), DataOffsets: [2]int64{off, off + size}}
 		off += size
 	}
@@ -105,42 +94,16 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	if _, err := w.Write(h); err != nil {
 		return err
 	}
-	buf := make([]byte, 0, 1<<16)
 	for _, t := range tensors {
-		size := int(sizeOf(t.DType))
-		for _, v := range t.Data {
-			if len(buf)+size > cap(buf) {
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-				buf = buf[:0]
-			}
-			buf = appendValue(buf, t.DType, v)
+		b, err := rawdata.Append(nil, ast.DataOf(t.DType, t.Data))
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
 		}
 	}
-	_, err = w.Write(buf)
-	return err
-}
-
-func appendValue(b []byte, dt ast.DType, v float64) []byte {
-	switch dt {
-	case ast.Bool:
-		if v != 0 {
-			return append(b, 1)
-		}
-		return append(b, 0)
-	case ast.Int32:
-		return binary.LittleEndian.AppendUint32(b, uint32(int32(v)))
-	case ast.Int64:
-		return binary.LittleEndian.AppendUint64(b, uint64(int64(v)))
-	case ast.Float16:
-		return binary.LittleEndian.AppendUint16(b, ast.Float16Bits(v))
-	case ast.BFloat16:
-		return binary.LittleEndian.AppendUint16(b, ast.BFloat16Bits(v))
-	case ast.Float32:
-		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
-	}
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	return nil
 }
 
 // maxHeader bounds a header (the format's own limit is 100 MB).
@@ -226,7 +189,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 			count *= d
 		}
 		b, end := e.DataOffsets[0], e.DataOffsets[1]
-		if b < 0 || end < b || end > f.size || end-b != count*sizeOf(dt) {
+		if b < 0 || end < b || end > f.size || end-b != count*int64(dt.Bytes()) {
 			return nil, fmt.Errorf("safetensors: tensor %q: bytes [%d, %d) do not hold %v %s in %d bytes of data", name, b, end, e.Shape, e.DType, f.size)
 		}
 		f.entries[name] = e
@@ -268,7 +231,7 @@ func (f *File) Read(name string) (Tensor, error) {
 	if _, err := f.r.ReadAt(raw, f.start+e.DataOffsets[0]); err != nil && len(raw) > 0 {
 		return Tensor{}, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 	}
-	size := sizeOf(dt)
+	size := int64(dt.Bytes())
 	data := make([]float64, int64(len(raw))/size)
 	for k := range data {
 		b := raw[int64(k)*size:]

@@ -13,11 +13,9 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/rawdata"
 	"github.com/loom-go/loom/module"
 	"github.com/loom-go/loom/onnx"
 	"golang.org/x/tools/txtar"
@@ -232,23 +231,11 @@ func write(dir, graph string, inputs, outputs map[string]module.Tensor, metaIn [
 	}{{metaIn, inputs}, {metaOut, outputs}} {
 		for _, t := range set.meta {
 			loomName := strings.TrimSuffix(strings.TrimPrefix(t.File, "out_"), ".bin")
-			var buf []byte
-			switch v := set.data[loomName].Data.(type) {
-			case []float32:
-				for _, x := range v {
-					buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-				}
-			case []int64:
-				for _, x := range v {
-					buf = binary.LittleEndian.AppendUint64(buf, uint64(x))
-				}
-			case []int32:
-				for _, x := range v {
-					buf = binary.LittleEndian.AppendUint32(buf, uint32(x))
-				}
-			default:
-				return fmt.Errorf("%s: only float32, int32 and int64 tensors are written, not %T", t.Name, v)
+			buf, err := rawdata.Append(nil, set.data[loomName].Data)
+			if err != nil {
+				return fmt.Errorf("%s: %v", t.Name, err)
 			}
+
 			if err := os.WriteFile(filepath.Join(dir, t.File), buf, 0o644); err != nil {
 				return err
 			}
