@@ -27,6 +27,8 @@ func init() {
 		"HardSigmoid": one(convHardSigmoid), "HardSwish": one(convHardSigmoid), "Gelu": one(convGelu),
 		"Cast": one(convCast), "CastLike": span(convCast, 2, 2, 1), "Not": one(convNot), "Where": span(convWhere, 3, 3, 1),
 		"Sum": span(convSum, 1, -1, 1), "Mean": span(convSum, 1, -1, 1),
+		"Elu": one(convElu), "Selu": one(convSelu), "Mish": one(convMish), "PRelu": span(convPRelu, 2, 2, 1),
+		"Sign": one(convSign), "And": span(convLogic, 2, 2, 1), "Or": span(convLogic, 2, 2, 1), "Xor": span(convLogic, 2, 2, 1),
 		// Shapes and data movement.
 		"Shape": one(convShape), "Size": one(convSize), "Constant": span(convConstant, 0, 0, 1),
 		"Reshape": span(convReshape, 2, 2, 1), "Flatten": one(convFlatten),
@@ -35,12 +37,15 @@ func init() {
 		"Split": span(convSplit, 1, 2, -1), "Gather": span(convGather, 2, 2, 1),
 		"ConstantOfShape": one(convConstantOfShape), "Expand": span(convExpand, 2, 2, 1),
 		"Range": span(convRange, 3, 3, 1), "Pad": span(convPad, 1, 4, 1),
+		"Tile": span(convTile, 2, 2, 1), "Trilu": span(convTrilu, 1, 2, 1), "Resize": span(convResize, 1, 4, 1),
 		// Neural-network operators.
 		"Conv": span(convConv, 2, 3, 1), "MaxPool": span(convPool, 1, 1, 2), "AveragePool": one(convPool),
 		"GlobalAveragePool": one(convGlobalPool), "GlobalMaxPool": one(convGlobalPool),
 		"BatchNormalization": span(convBatchNorm, 5, 5, 3), "MatMul": span(convMatMul, 2, 2, 1),
 		"Gemm": span(convGemm, 2, 3, 1), "Softmax": one(convSoftmax), "LogSoftmax": one(convSoftmax),
-		"LayerNormalization": span(convLayerNorm, 2, 3, 3),
+		"LayerNormalization": span(convLayerNorm, 2, 3, 3), "InstanceNormalization": span(convInstanceNorm, 3, 3, 1),
+		"ConvTranspose": span(convConvTranspose, 2, 3, 1), "CumSum": span(convCumSum, 2, 2, 1),
+		"Einsum": span(convEinsum, 1, 2, 1),
 	}
 	for name := range binaryOps {
 		converters[name] = span(convBinary, 2, 2, 1)

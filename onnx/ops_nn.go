@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -649,4 +650,133 @@ func convReduce(c *ctx) error {
 	}
 	c.set(0, y)
 	return nil
+}
+
+// convCumSum is a product with a constant triangular matrix along the
+// axis (which must be of constant size): the axis is moved last, summed
+// by the matrix, and moved back.
+func convCumSum(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	axes, err := c.ints(1, "axis")
+	if err != nil {
+		return err
+	}
+	if len(axes) != 1 {
+		return fmt.Errorf("axis has %d elements, not 1", len(axes))
+	}
+	xs := c.shapeOf(x)
+	ax, err := axisOf(axes[0], len(xs), "axis")
+	if err != nil {
+		return err
+	}
+	n, ok := xs[ax].IsConst()
+	if !ok || n > 4096 {
+		return fmt.Errorf("CumSum needs the axis's size at import time and at most 4096, got %s", xs[ax])
+	}
+	exclusive, err := c.attrInt("exclusive", 0)
+	if err != nil {
+		return err
+	}
+	reverse, err := c.attrInt("reverse", 0)
+	if err != nil {
+		return err
+	}
+	// y[i] = sum of x[j] over the j that T[j][i] holds.
+	t := make([]float64, n*n)
+	for j := int64(0); j < n; j++ {
+		for i := int64(0); i < n; i++ {
+			in := j <= i
+			if reverse != 0 {
+				in = j >= i
+			}
+			if exclusive != 0 && i == j {
+				in = false
+			}
+			if in {
+				t[j*n+i] = 1
+			}
+		}
+	}
+	tk, err := newFloats(ast.Float64, []int64{n, n}, t).toDType(x.DType)
+	if err != nil {
+		return err
+	}
+	tri, err := c.im.tensorOf(&value{k: tk}, c.tmp("tri"))
+	if err != nil {
+		return err
+	}
+	last := len(xs) - 1
+	perm := make([]int, len(xs))
+	for a := range perm {
+		perm[a] = a
+	}
+	perm[ax], perm[last] = last, ax
+	moved := x
+	if ax != last {
+		if moved, err = c.op(c.tmp("moved"), "transpose", fusion.Attrs{Perm: perm}, x); err != nil {
+			return err
+		}
+	}
+	name := c.outName(0)
+	if ax != last {
+		name = c.tmp("sums")
+	}
+	y, err := matmul(c, moved, tri, name)
+	if err != nil {
+		return err
+	}
+	if ax != last {
+		return c.result("transpose", fusion.Attrs{Perm: perm}, y)
+	}
+	c.set(0, y)
+	return nil
+}
+
+// convInstanceNorm normalizes each channel of each item over its spatial
+// axes, then scales and shifts per channel.
+func convInstanceNorm(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	eps, err := c.attrFloat("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	r := len(c.shapeOf(x))
+	if r < 3 {
+		return fmt.Errorf("InstanceNormalization needs an input with spatial axes, got %s", c.shapeOf(x))
+	}
+	ax := 2
+	norm, err := c.op(c.tmp("norm"), "layernorm", fusion.Attrs{Axis: &ax, Epsilon: &eps}, x)
+	if err != nil {
+		return err
+	}
+	perChannel := func(j int, what string) (*fusion.Tensor, error) {
+		t, err := c.tensor(j)
+		if err != nil {
+			return nil, err
+		}
+		shape := []fusion.Dim{c.shapeOf(t)[0]}
+		for range r - 2 {
+			shape = append(shape, fusion.Const(1))
+		}
+		return reshapeDims(c, t, shape, c.tmp(what))
+	}
+	scale, err := perChannel(1, "scale")
+	if err != nil {
+		return err
+	}
+	bias, err := perChannel(2, "bias")
+	if err != nil {
+		return err
+	}
+	scaled, err := c.op(c.tmp("scaled"), "mul", fusion.Attrs{}, norm, scale)
+	if err != nil {
+		return err
+	}
+	return c.result("add", fusion.Attrs{}, scaled, bias)
 }

@@ -958,3 +958,98 @@ func convPad(c *ctx) error {
 	}
 	return c.result("pad", attrs, x)
 }
+
+// convTile repeats each axis: axis a of size d, repeated r times, is a
+// new axis of size r before it, broadcast, then merged with it.
+func convTile(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	reps, err := c.ints(1, "repeats")
+	if err != nil {
+		return err
+	}
+	in := c.shapeOf(x)
+	if len(reps) != len(in) {
+		return fmt.Errorf("repeats %v do not fit rank %d", reps, len(in))
+	}
+	var split, bcast, out []fusion.Dim
+	for a, d := range in {
+		r := reps[a]
+		if r < 0 || r > 1<<20 {
+			return fmt.Errorf("repeats %v: %d is out of range", reps, r)
+		}
+		rd := fusion.Const(r)
+		split = append(split, fusion.Const(1), d)
+		bcast = append(bcast, rd, d)
+		m, err := rd.Mul(d)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	s, err := reshapeDims(c, x, split, c.tmp("split"))
+	if err != nil {
+		return err
+	}
+	b, err := c.op(c.tmp("tiled"), "broadcast_to", fusion.Attrs{Shape: jsonDims(bcast)}, s)
+	if err != nil {
+		return err
+	}
+	return c.result("reshape", fusion.Attrs{Shape: jsonDims(out)}, b)
+}
+
+// convTrilu keeps the lower (upper = 0) or upper triangle of the last two
+// axes, from diagonal k, and zeroes the rest: a constant mask of the two
+// axes, which must be of constant size.
+func convTrilu(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	upper, err := c.attrInt("upper", 1)
+	if err != nil {
+		return err
+	}
+	k := int64(0)
+	if c.has(1) {
+		ks, err := c.ints(1, "k")
+		if err != nil {
+			return err
+		}
+		if len(ks) != 1 {
+			return fmt.Errorf("k has %d elements, not 1", len(ks))
+		}
+		k = ks[0]
+	}
+	xs := c.shapeOf(x)
+	if len(xs) < 2 {
+		return fmt.Errorf("Trilu needs a tensor of rank 2 or more, got %s", xs)
+	}
+	rows, ok1 := xs[len(xs)-2].IsConst()
+	cols, ok2 := xs[len(xs)-1].IsConst()
+	if !ok1 || !ok2 {
+		return fmt.Errorf("Trilu needs the last two axes' sizes at import time, got %s", xs)
+	}
+	if rows*cols > 1<<24 {
+		return fmt.Errorf("a Trilu of %d x %d is too large", rows, cols)
+	}
+	mask := make([]float64, rows*cols)
+	for i := int64(0); i < rows; i++ {
+		for j := int64(0); j < cols; j++ {
+			if (upper != 0 && j-i >= k) || (upper == 0 && j-i <= k) {
+				mask[i*cols+j] = 1
+			}
+		}
+	}
+	m, err := c.im.tensorOf(&value{k: newFloats(ast.Bool, []int64{rows, cols}, mask)}, c.tmp("mask"))
+	if err != nil {
+		return err
+	}
+	zero, err := c.scalar(x.DType, 0)
+	if err != nil {
+		return err
+	}
+	return c.result("where", fusion.Attrs{}, m, x, zero)
+}

@@ -236,7 +236,55 @@ def dense():
          inits=[init("w", rand(10, 8)), init("b", rand(10))])
 
 
+def more_ops():
+    # Operators loom imports as several of its own.
+    unary("Elu", alpha=0.7)
+    unary("Selu")
+    save("mish", [h.make_node("Mish", ["x"], ["y"])], [("x", F, [3, 5])], [("y", F, [3, 5])], [rand(3, 5, lo=-4, hi=4)], opset=18)
+    save("prelu", [h.make_node("PRelu", ["x", "s"], ["y"])], [("x", F, [2, 3, 4])], [("y", F, [2, 3, 4])], [rand(2, 3, 4)],
+         inits=[init("s", rand(3, 1, lo=0, hi=0.5))])
+    save("sign", [h.make_node("Sign", ["x"], ["y"])], [("x", F, [6])], [("y", F, [6])], [np.array([-2, 0, 3, -0.5, 0, 1], np.float32)])
+    save("logic", [h.make_node("Greater", ["a", "zero"], ["pa"]), h.make_node("Greater", ["b", "zero"], ["pb"]),
+                   h.make_node("And", ["pa", "pb"], ["and"]), h.make_node("Or", ["pa", "pb"], ["or"]),
+                   h.make_node("Xor", ["pa", "pb"], ["xor"])],
+         [("a", F, [3, 4]), ("b", F, [4])], [("and", TP.BOOL, [3, 4]), ("or", TP.BOOL, [3, 4]), ("xor", TP.BOOL, [3, 4])],
+         [rand(3, 4), rand(4)], inits=[init("zero", np.float32(0))])
+    save("tile", [h.make_node("Tile", ["x", "r"], ["y"])], [("x", F, [2, 3])], [("y", F, [4, 9])], [rand(2, 3)],
+         inits=[init("r", np.array([2, 3], np.int64))])
+    save("trilu", [h.make_node("Trilu", ["x"], ["u"]), h.make_node("Trilu", ["x", "k"], ["l"], upper=0)],
+         [("x", F, [2, 4, 5])], [("u", F, [2, 4, 5]), ("l", F, [2, 4, 5])], [rand(2, 4, 5)], inits=[init("k", np.int64(-1))], opset=14)
+    save("cumsum", [h.make_node("CumSum", ["x", "ax"], ["a"]), h.make_node("CumSum", ["x", "ax0"], ["b"], exclusive=1, reverse=1)],
+         [("x", F, [3, 5])], [("a", F, [3, 5]), ("b", F, [3, 5])], [rand(3, 5)],
+         inits=[init("ax", np.int64(1)), init("ax0", np.int64(0))], opset=14)
+    save("instancenorm", [h.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-4)],
+         [("x", F, [2, 3, 4, 5])], [("y", F, [2, 3, 4, 5])], [rand(2, 3, 4, 5)], inits=[init("s", rand(3)), init("b", rand(3))])
+    save("convtranspose", [h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0])],
+         [("x", F, [1, 4, 5, 6])], [("y", F, [1, 3, 10, 12])], [rand(1, 4, 5, 6)], inits=[init("w", rand(4, 3, 3, 3)), init("b", rand(3))])
+    save("convtranspose_grouped", [h.make_node("ConvTranspose", ["x", "w"], ["y"], group=2, dilations=[2, 1], pads=[3, 0, 0, 0])],
+         [("x", F, [2, 4, 5, 5])], [("y", F, [2, 2, 6, 7])], [rand(2, 4, 5, 5)], inits=[init("w", rand(4, 1, 3, 3))])
+    save("convtranspose1d", [h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3])],
+         [("x", F, [1, 2, 4])], [("y", F, [1, 3, 12])], [rand(1, 2, 4)], inits=[init("w", rand(2, 3, 3))])
+    for mode, coord, nearest in [("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_floor"),
+                                 ("linear", "half_pixel", None), ("linear", "align_corners", None),
+                                 ("linear", "pytorch_half_pixel", None)]:
+        attrs = {"mode": mode, "coordinate_transformation_mode": coord}
+        if nearest:
+            attrs["nearest_mode"] = nearest
+        save(f"resize_{mode}_{coord}", [h.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)],
+             [("x", F, [1, 2, 4, 5])], [("y", F, [1, 2, 8, 7])], [rand(1, 2, 4, 5)],
+             inits=[init("sc", np.array([1, 1, 2, 1.5], np.float32))])
+    save("resize_sizes", [h.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear")],
+         [("x", F, [1, 1, 6, 6])], [("y", F, [1, 1, 3, 4])], [rand(1, 1, 6, 6)], inits=[init("sz", np.array([1, 1, 3, 4], np.int64))])
+    save("einsum", [h.make_node("Einsum", ["a", "b"], ["y"], equation="bhid,bhjd->bhij"),
+                    h.make_node("Einsum", ["a"], ["t"], equation="bhid->bdh"),
+                    h.make_node("Einsum", ["m", "n"], ["z"], equation="ik,kj")],
+         [("a", F, [2, 3, 4, 5]), ("b", F, [2, 3, 6, 5]), ("m", F, [3, 4]), ("n", F, [4, 2])],
+         [("y", F, [2, 3, 4, 6]), ("t", F, [2, 5, 3]), ("z", F, [3, 2])],
+         [rand(2, 3, 4, 5), rand(2, 3, 6, 5), rand(3, 4), rand(4, 2)])
+
+
 cnn()
 attention()
 dense()
+more_ops()
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
