@@ -181,80 +181,53 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 
 // compileKernels schedules the plan's kernels (unless funcs, their
 // schedules from the disk cache, are given) and compiles them. Work is
-// done once per computation (see alpha.go) and in parallel, one goroutine
-// per core; each result lands in its kernel's slot, so the module is the
-// same whatever the order they finish in.
+// done once per computation (see alpha.go): the first kernel of each is
+// scheduled and compiled, in parallel with the others' (one goroutine per
+// core), and the rest take its schedule, renamed, and its native code.
+// Each result lands in its kernel's slot, so the module is the same
+// whatever the order they finish in.
 func compileKernels(plan *fusion.Plan, funcs []*ast.Func, from []string, buckets [][]autotune.BucketChoice, target autotune.Target, tkey string, db *autotune.Database, cache *native.Cache) ([]*kernel, error) {
 	n := len(plan.Kernels)
-	forms := make([]alphaForm, n)
-	if funcs == nil {
-		funcs, from, buckets = make([]*ast.Func, n), make([]string, n), make([][]autotune.BucketChoice, n)
-		// A kernel's own schedule when it is the first of its computation
-		// (or the database may hold records of it), else the first's,
-		// renamed.
-		first := map[string]int{}
-		var decide, follow []int
-		for i, k := range plan.Kernels {
-			if k.Alias != "" {
-				continue
-			}
-			forms[i] = alphaOf(k.Func)
-			if _, ok := first[forms[i].text]; ok && db == nil {
-				follow = append(follow, i)
-				continue
-			}
-			first[forms[i].text] = i
-			decide = append(decide, i)
-		}
-		schedule := func(i int) error {
-			f, src, choices, err := scheduleOf(plan.Kernels[i], target, tkey, db)
-			if err != nil {
-				return fmt.Errorf("module: kernel %s: %w", plan.Kernels[i].Name, err)
-			}
-			funcs[i], from[i], buckets[i] = f, src, choices
-			return nil
-		}
-		if err := parallel(decide, schedule); err != nil {
-			return nil, err
-		}
-		var again []int
-		for _, i := range follow {
-			r := first[forms[i].text]
-			f, ok := renameLike(funcs[r], forms[r], forms[i])
-			if !ok {
-				again = append(again, i)
-				continue
-			}
-			funcs[i], from[i] = f, from[r]
-		}
-		if err := parallel(again, schedule); err != nil {
-			return nil, err
-		}
-	}
-	// Native code: one build per computation of the scheduled functions
-	// (a kernel with schedules for buckets of its sizes gets its own).
 	kernels := make([]*kernel, n)
-	scheduled := make([]string, n)
+	loaded := funcs != nil
+	if !loaded {
+		funcs, from, buckets = make([]*ast.Func, n), make([]string, n), make([][]autotune.BucketChoice, n)
+	}
+	// A kernel shares the work of the first of its computation: by the
+	// unscheduled function when its schedule is to be decided (and no
+	// database may hold records of it alone), by the scheduled one when
+	// it was loaded. One with schedules for buckets of its sizes is its
+	// own.
+	forms := make([]alphaForm, n)
 	first := map[string]int{}
-	var build, share []int
+	var lead, follow []int
 	for i, k := range plan.Kernels {
 		if k.Alias != "" {
 			// A view: nothing runs (see fusion.Kernel.Alias).
 			kernels[i] = &kernel{k: k, index: i, f: k.Func, Schedule: "view"}
 			continue
 		}
-		scheduled[i] = alphaOf(funcs[i]).text
-		if _, ok := first[scheduled[i]]; ok && len(buckets[i]) == 0 {
-			share = append(share, i)
+		if loaded {
+			forms[i] = alphaOf(funcs[i])
+		} else {
+			forms[i] = alphaOf(k.Func)
+		}
+		if r, ok := first[forms[i].text]; ok && (loaded || db == nil) && len(buckets[i]) == 0 && len(buckets[r]) == 0 {
+			follow = append(follow, i)
 			continue
 		}
-		if len(buckets[i]) == 0 {
-			first[scheduled[i]] = i
-		}
-		build = append(build, i)
+		first[forms[i].text] = i
+		lead = append(lead, i)
 	}
-	err := parallel(build, func(i int) error {
+	compile := func(i int) error {
 		k := plan.Kernels[i]
+		if funcs[i] == nil {
+			f, src, choices, err := scheduleOf(k, target, tkey, db)
+			if err != nil {
+				return fmt.Errorf("module: kernel %s: %w", k.Name, err)
+			}
+			funcs[i], from[i], buckets[i] = f, src, choices
+		}
 		nk, err := cache.Compile(funcs[i], llvm.Options{})
 		if err != nil {
 			return fmt.Errorf("module: kernel %s: %w", k.Name, err)
@@ -269,13 +242,26 @@ func compileKernels(plan *fusion.Plan, funcs []*ast.Func, from []string, buckets
 		}
 		kernels[i] = kn
 		return nil
-	})
-	if err != nil {
+	}
+	if err := parallel(lead, compile); err != nil {
 		return nil, err
 	}
-	for _, i := range share {
-		r := kernels[first[scheduled[i]]]
+	var alone []int
+	for _, i := range follow {
+		r := kernels[first[forms[i].text]]
+		if !loaded {
+			// The first's schedule, renamed to this kernel's names.
+			f, ok := renameLike(r.f, forms[r.index], forms[i])
+			if !ok {
+				alone = append(alone, i)
+				continue
+			}
+			funcs[i], from[i] = f, r.Schedule
+		}
 		kernels[i] = &kernel{k: plan.Kernels[i], index: i, f: funcs[i], native: r.native, entry: r.entry, Schedule: from[i]}
+	}
+	if err := parallel(alone, compile); err != nil {
+		return nil, err
 	}
 	return kernels, nil
 }
