@@ -126,14 +126,22 @@ func (m *Module) BuildWith(dir, name string, opts BuildOptions) (*Library, error
 		// The kernels were lowered when the module was compiled: their
 		// objects only rename the entry points.
 		obj := filepath.Join(dir, g.kernelSymbol(i)+".o")
-		if err := native.WriteObjectAs(k.native.Module, g.kernelSymbol(i), obj); err != nil {
+		lowered, err := k.native.Lowered()
+		if err == nil {
+			err = native.WriteObjectAs(lowered, g.kernelSymbol(i), obj)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("module: build: kernel %s: %w", k.k.Name, err)
 		}
 		objs = append(objs, obj)
 		for j, v := range k.variants {
 			sym := g.variantSymbol(i, j)
 			obj := filepath.Join(dir, sym+".o")
-			if err := native.WriteObjectAs(v.native.Module, sym, obj); err != nil {
+			lowered, err := v.native.Lowered()
+			if err == nil {
+				err = native.WriteObjectAs(lowered, sym, obj)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("module: build: kernel %s, bucket %d: %w", k.k.Name, j, err)
 			}
 			objs = append(objs, obj)

@@ -95,17 +95,19 @@ func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
 	if k != nil {
 		return k, nil
 	}
-	start := time.Now()
-	m, err := llvm.Lower(f, opts)
-	if err != nil {
-		return nil, err
+	if k = c.fromIndex(f, opts); k == nil {
+		start := time.Now()
+		m, err := llvm.Lower(f, opts)
+		if err != nil {
+			return nil, err
+		}
+		lower := time.Since(start)
+		if k, err = c.Build(m); err != nil {
+			return nil, err
+		}
+		k.Stats.Lower = lower
+		c.index(f, opts, k)
 	}
-	lower := time.Since(start)
-	k, err = c.Build(m)
-	if err != nil {
-		return nil, err
-	}
-	k.Stats.Lower = lower
 	c.mu.Lock()
 	c.mem[key] = k
 	c.mu.Unlock()
@@ -150,7 +152,7 @@ func (c *Cache) Build(m *llvm.Module) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{Module: m, Path: path, Stats: stats}
+	k := &Kernel{Module: m, Path: path, Stats: stats, fn: m.Func, opts: m.Options, symbol: m.PackedSymbol()}
 	start := time.Now()
 	if err := k.load(); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -15,17 +16,40 @@ import (
 
 // Kernel is a compiled function loaded into this process.
 type Kernel struct {
+	// Module is the lowered function; nil for a kernel the cache found
+	// through its index without lowering (Lowered lowers it then).
 	Module *llvm.Module
 	Path   string // the shared object
 	Stats  Stats
 
+	fn     *ast.Func // the function, as lowered
+	opts   llvm.Options
+	symbol string // the packed entry point's symbol
 	handle uintptr
 	entry  uintptr // the packed entry point
+
+	lowerOnce sync.Once
+	lowered   *llvm.Module
+	lowerErr  error
+}
+
+// name is the kernel's C symbol (its packed entry point's, less _packed).
+func (k *Kernel) name() string { return strings.TrimSuffix(k.symbol, "_packed") }
+
+// Lowered returns the kernel's LLVM module, lowering the function again
+// when the kernel came from the cache's index.
+func (k *Kernel) Lowered() (*llvm.Module, error) {
+	if k.Module != nil {
+		return k.Module, nil
+	}
+	k.lowerOnce.Do(func() { k.lowered, k.lowerErr = llvm.Lower(k.fn, k.opts) })
+	return k.lowered, k.lowerErr
 }
 
 // Stats tells where the time to get a kernel went.
 type Stats struct {
 	Cached  bool          // the shared object was already on disk
+	Indexed bool          // found through the index, without lowering
 	Lower   time.Duration // ast to LLVM IR
 	Compile time.Duration // opt and llc
 	Link    time.Duration
@@ -40,9 +64,9 @@ func (k *Kernel) load() error {
 	if err != nil {
 		return fmt.Errorf("codegen/llvm/native: loading %s: %w", k.Path, err)
 	}
-	sym, err := purego.Dlsym(h, k.Module.PackedSymbol())
+	sym, err := purego.Dlsym(h, k.symbol)
 	if err != nil {
-		return fmt.Errorf("codegen/llvm/native: %s has no %s: %w", k.Path, k.Module.PackedSymbol(), err)
+		return fmt.Errorf("codegen/llvm/native: %s has no %s: %w", k.Path, k.symbol, err)
 	}
 	k.handle, k.entry = h, sym
 	return nil
@@ -117,9 +141,9 @@ func (k *Kernel) Run(sizes map[string]int64, buffers map[string]any) error {
 // Bind checks and packs the arguments of a call. The buffers stay pinned
 // until Release.
 func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, error) {
-	f := k.Module.Func
+	f := k.fn
 	fail := func(format string, args ...any) (*Call, error) {
-		return nil, fmt.Errorf("codegen/llvm/native: kernel %s: %s", k.Module.Symbol, fmt.Sprintf(format, args...))
+		return nil, fmt.Errorf("codegen/llvm/native: kernel %s: %s", k.name(), fmt.Sprintf(format, args...))
 	}
 	for name := range sizes {
 		if f.Size(name) == nil {
@@ -202,7 +226,7 @@ func (c *Call) Run() error {
 	r, _, _ := purego.SyscallN(c.k.entry, uintptr(unsafe.Pointer(&c.ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
 	runtime.KeepAlive(c)
 	if err := StatusError(int32(r)); err != nil {
-		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.Module.Symbol, err)
+		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.name(), err)
 	}
 	return nil
 }
