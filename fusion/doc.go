@@ -11,7 +11,10 @@
 // Compile runs the pipeline in pipeline.go, a table of passes each in its
 // own file: decompose composite operators (softmax, layernorm, rms_norm,
 // gelu) into primitive ones, take the stride of a 1x1 convolution into a
-// slice of its input (unstride), fold constants, simplify algebra (rules.go),
+// slice of its input (unstride), fold constants (a reshape or transpose of
+// weights whatever their size), fold a per-channel scale and shift after a
+// convolution (a batch normalization) into its weights (foldaffine: exact
+// to rounding, unlike the other passes), simplify algebra (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). The result is a

@@ -18,6 +18,15 @@ func fold(g *Graph) (bool, error) {
 	changed := false
 	var keep []*Node
 	for _, n := range g.Nodes {
+		if data, ok := moveConst(g, n); ok {
+			// A model's weights reshaped or transposed: moved once here,
+			// whatever their size.
+			t := n.Output
+			t.Producer, t.Data = nil, data
+			g.Constants = append(g.Constants, t)
+			changed = true
+			continue
+		}
 		if !foldable(g, n) {
 			keep = append(keep, n)
 			continue
@@ -34,6 +43,55 @@ func fold(g *Graph) (bool, error) {
 	}
 	g.Nodes = keep
 	return changed, nil
+}
+
+// moveConst computes a reshape, transpose or identity of a constant of
+// any size: the same elements, in the same order or permuted.
+func moveConst(g *Graph, n *Node) ([]float64, bool) {
+	if g.IsOutput(n.Output) || len(n.Inputs) != 1 || !n.Inputs[0].IsConst() {
+		return nil, false
+	}
+	in := n.Inputs[0]
+	switch n.Op {
+	case "reshape", "identity":
+		return in.Data, true // shared: constants' data is never written
+	case "transpose":
+		shape := make([]int64, len(in.Shape))
+		for a, d := range in.Shape {
+			v, ok := d.IsConst()
+			if !ok {
+				return nil, false
+			}
+			shape[a] = v
+		}
+		p := perm(n)
+		if len(p) != len(shape) {
+			return nil, false
+		}
+		src := make([]int64, len(shape)) // input strides
+		stride := int64(1)
+		for a := len(shape) - 1; a >= 0; a-- {
+			src[a] = stride
+			stride *= shape[a]
+		}
+		out := make([]float64, len(in.Data))
+		idx := make([]int64, len(p)) // the output index, last fastest
+		for e := range out {
+			off := int64(0)
+			for a, q := range p {
+				off += idx[a] * src[q]
+			}
+			out[e] = in.Data[off]
+			for a := len(p) - 1; a >= 0; a-- {
+				if idx[a]++; idx[a] < shape[p[a]] {
+					break
+				}
+				idx[a] = 0
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 func foldable(g *Graph, n *Node) bool {

@@ -1,6 +1,10 @@
 package fusion
 
 import (
+	"math"
+
+	"github.com/loom-go/loom/ast"
+
 	"reflect"
 	"slices"
 	"strings"
@@ -273,5 +277,115 @@ func TestCSEKeepsDifferentAttrs(t *testing.T) {
 	runPass(t, g, cse)
 	if y := g.Tensor("Y").Producer; y.Inputs[0] == y.Inputs[1] {
 		t.Errorf("cse merged gelu and its tanh form:\n%s", g)
+	}
+}
+
+// TestFoldMovesLargeConstants: a reshape or transpose of a constant of
+// any size is folded (a model's weights), and gives what the kernel would.
+func TestFoldMovesLargeConstants(t *testing.T) {
+	n := 300 * 400 // more than foldLimit
+	data := make([]float64, n)
+	for i := range data {
+		data[i] = float64(i % 977)
+	}
+	b := NewBuilder("g")
+	x, _ := b.Input("X", ast.Float32, Const(2), Const(300))
+	w, _ := b.Constant("W", ast.Float32, []int64{300, 400}, data)
+	wt, _ := b.Node("WT", "transpose", Attrs{Perm: []int{1, 0}}, w)
+	wr, _ := b.Node("WR", "reshape", Attrs{Shape: []JSONDim{{Dim: Const(400)}, {Dim: Const(300)}}}, wt)
+	back, _ := b.Node("WT2", "transpose", Attrs{Perm: []int{1, 0}}, wr)
+	y, err := b.Node("Y", "matmul", Attrs{}, x, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Graph(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fold(g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Nodes) != 1 || g.Nodes[0].Op != "matmul" {
+		t.Fatalf("after fold: %d nodes", len(g.Nodes))
+	}
+	for i := range data {
+		if back.Data[i] != data[i] {
+			t.Fatalf("the transpose of the transpose differs at %d", i)
+		}
+	}
+	if wt.Data[1] != data[400] || wt.Data[300] != data[1] {
+		t.Errorf("WT[0][1] = %v, want W[1][0] = %v", wt.Data[1], data[400])
+	}
+}
+
+// TestFoldAffineIntoConv: a convolution with constant weights followed by
+// a batch normalization (and a bias) folds into the convolution's weights
+// and one add; its results match the unfolded graph's (the same graph
+// with the weights as an input) to rounding.
+func TestFoldAffineIntoConv(t *testing.T) {
+	build := func(weightsConst bool) (*Graph, error) {
+		b := NewBuilder("g")
+		x, _ := b.Input("X", ast.Float32, Sym("N"), Const(2), Const(5), Const(5))
+		wdata := []float64{1, -2, 0.5, 3, 0.25, -1, 2, 1.5, -0.75, 1, 0, 2, -3, 1, 1, -1, 0.5, 2, 1, -2, 0.5, 3, 0.25, -1, 2, 1.5, -0.75, 1, 0, 2, -3, 1, 1, -1, 0.5, 2}
+		var w *Tensor
+		if weightsConst {
+			w, _ = b.Constant("W", ast.Float32, []int64{2, 2, 3, 3}, wdata)
+		} else {
+			w, _ = b.Input("W", ast.Float32, Const(2), Const(2), Const(3), Const(3))
+		}
+		cb, _ := b.Constant("cb", ast.Float32, []int64{2, 1, 1}, []float64{0.5, -1})
+		s, _ := b.Constant("s", ast.Float32, []int64{2}, []float64{1.5, 0.5})
+		sh, _ := b.Constant("sh", ast.Float32, []int64{2}, []float64{-0.25, 2})
+		m, _ := b.Constant("m", ast.Float32, []int64{2}, []float64{0.1, -0.2})
+		v, _ := b.Constant("v", ast.Float32, []int64{2}, []float64{2, 0.5})
+		eps := 1e-5
+		c, _ := b.Node("C", "conv2d", Attrs{Pads: []int64{1, 1, 1, 1}}, x, w)
+		cbias, _ := b.Node("CB", "add", Attrs{}, c, cb)
+		y, err := b.Node("Y", "batch_norm", Attrs{Epsilon: &eps}, cbias, s, sh, m, v)
+		if err != nil {
+			return nil, err
+		}
+		return b.Graph(y)
+	}
+	folded, err := build(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := build(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := Compile(folded, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range pf.Graph.Nodes {
+		if n.Op == "mul" || n.Op == "sub" {
+			t.Errorf("a %s is left after folding: %s", n.Op, n.Name())
+		}
+	}
+	pp, err := Compile(plain, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 2*2*5*5)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	sizes := map[string]int64{"N": 2}
+	got, err := pf.Interpret(sizes, map[string]any{"X": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ast.DataOf(ast.Float32, folded.Tensor("W").Data)
+	want, err := pp.Interpret(sizes, map[string]any{"X": x, "W": w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, e := got["Y"].([]float32), want["Y"].([]float32)
+	for i := range e {
+		if math.Abs(float64(g[i]-e[i])) > 1e-5*(1+math.Abs(float64(e[i]))) {
+			t.Errorf("Y[%d] = %v, unfolded %v", i, g[i], e[i])
+		}
 	}
 }

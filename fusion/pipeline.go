@@ -18,17 +18,18 @@ type pass struct {
 // pipeline is the list of graph passes Compile runs, in order, before
 // fusion and lowering.
 var pipeline = [...]pass{
-	{name: "decompose", run: decompose}, // composites into primitives, so fusion sees them
-	{name: "unstride", run: unstride},   // strided 1x1 convolutions into a slice and a convolution of stride 1
-	{name: "fold", run: fold},           // constant subgraphs into constants
-	{name: "simplify", run: simplify},   // exact algebraic identities (rules.go)
-	{name: "cse", run: cse},             // redirects uses of duplicates; dce removes them
-	{name: "dce", run: dce},             // nodes and constants no output needs
+	{name: "decompose", run: decompose},   // composites into primitives, so fusion sees them
+	{name: "unstride", run: unstride},     // strided 1x1 convolutions into a slice and a convolution of stride 1
+	{name: "fold", run: fold},             // constant subgraphs into constants
+	{name: "foldaffine", run: foldAffine}, // per-channel scales and shifts after a convolution into its weights
+	{name: "simplify", run: simplify},     // exact algebraic identities (rules.go)
+	{name: "cse", run: cse},               // redirects uses of duplicates; dce removes them
+	{name: "dce", run: dce},               // nodes and constants no output needs
 }
 
 // mustPrecede lists pass orderings the pipeline relies on (checked by a
 // test).
-var mustPrecede = [...][2]string{{"decompose", "fold"}, {"simplify", "dce"}, {"cse", "dce"}}
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"simplify", "dce"}, {"cse", "dce"}}
 
 // Options control Compile.
 type Options struct {
