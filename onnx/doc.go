@@ -44,7 +44,7 @@
 //	              (constant mode) Range Reshape Resize (nearest, linear)
 //	              Shape Size Slice Split Squeeze Tile Transpose Trilu
 //	              Unsqueeze
-//	networks      AveragePool BatchNormalization Conv ConvTranspose CumSum
+//	networks      ArgMax ArgMin AveragePool BatchNormalization Conv ConvTranspose CumSum
 //	              Einsum Gemm GlobalAveragePool GlobalMaxPool
 //	              InstanceNormalization LayerNormalization LogSoftmax MatMul
 //	              MaxPool Softmax

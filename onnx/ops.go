@@ -45,7 +45,7 @@ func init() {
 		"Gemm": span(convGemm, 2, 3, 1), "Softmax": one(convSoftmax), "LogSoftmax": one(convSoftmax),
 		"LayerNormalization": span(convLayerNorm, 2, 3, 3), "InstanceNormalization": span(convInstanceNorm, 3, 3, 1),
 		"ConvTranspose": span(convConvTranspose, 2, 3, 1), "CumSum": span(convCumSum, 2, 2, 1),
-		"Einsum": span(convEinsum, 1, 2, 1),
+		"Einsum": span(convEinsum, 1, 2, 1), "ArgMax": one(convArgMax), "ArgMin": one(convArgMax),
 	}
 	for name := range binaryOps {
 		converters[name] = span(convBinary, 2, 2, 1)

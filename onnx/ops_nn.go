@@ -780,3 +780,74 @@ func convInstanceNorm(c *ctx) error {
 	}
 	return c.result("add", fusion.Attrs{}, scaled, bias)
 }
+
+// convArgMax finds the first (or, with select_last_index, the last)
+// index of the largest (ArgMax) or smallest (ArgMin) element along an axis
+// of constant size: the reduction's value, the elements equal to it, and
+// the least (greatest) of their indices, a constant along the axis.
+func convArgMax(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	xs := c.shapeOf(x)
+	axis, err := c.attrInt("axis", 0)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, len(xs), "axis")
+	if err != nil {
+		return err
+	}
+	keep, err := c.attrInt("keepdims", 1)
+	if err != nil {
+		return err
+	}
+	last, err := c.attrInt("select_last_index", 0)
+	if err != nil {
+		return err
+	}
+	n, ok := xs[ax].IsConst()
+	if !ok || n < 1 || n > 1<<24 {
+		return fmt.Errorf("%s needs the axis's size at import time (and at least 1), got %s", c.n.GetOpType(), xs[ax])
+	}
+	op := "reduce_max"
+	if c.n.GetOpType() == "ArgMin" {
+		op = "reduce_min"
+	}
+	best, err := c.op(c.tmp("best"), op, fusion.Attrs{Axes: []int{ax}, KeepDims: true}, x)
+	if err != nil {
+		return err
+	}
+	hit, err := c.op(c.tmp("hit"), "equal", fusion.Attrs{}, x, best)
+	if err != nil {
+		return err
+	}
+	// The indices along the axis, broadcast over the others.
+	shape := make([]int64, len(xs))
+	for k := range shape {
+		shape[k] = 1
+	}
+	shape[ax] = n
+	iota := make([]int64, n)
+	for i := range iota {
+		iota[i] = int64(i)
+	}
+	idx, err := c.im.tensorOf(&value{k: newInts(ast.Int64, shape, iota)}, c.tmp("iota"))
+	if err != nil {
+		return err
+	}
+	miss, pick := n, "reduce_min" // not a hit: past every index
+	if last != 0 {
+		miss, pick = -1, "reduce_max"
+	}
+	none, err := c.scalar(ast.Int64, float64(miss))
+	if err != nil {
+		return err
+	}
+	cand, err := c.op(c.tmp("cand"), "where", fusion.Attrs{}, hit, idx, none)
+	if err != nil {
+		return err
+	}
+	return c.result(pick, fusion.Attrs{Axes: []int{ax}, KeepDims: keep != 0}, cand)
+}

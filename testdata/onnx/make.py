@@ -287,4 +287,6 @@ cnn()
 attention()
 dense()
 more_ops()
+save("argmax", [h.make_node("ArgMax", ["x"], ["a"], axis=1), h.make_node("ArgMin", ["x"], ["b"], axis=-1, keepdims=0, select_last_index=1)],
+     [("x", F, [3, 4, 5])], [("a", TP.INT64, [3, 1, 5]), ("b", TP.INT64, [3, 4])], [np.round(rand(3, 4, 5, lo=-2, hi=2))], opset=13)
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
