@@ -163,3 +163,25 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// TestExternalData: a model whose weights live in a file beside it
+// imports from its file; from a reader, it says where to look.
+func TestExternalData(t *testing.T) {
+	path := filepath.Join("..", "testdata", "onnx", "external_data", "model.onnx")
+	if _, err := onnx.ImportFile(path, onnx.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := onnx.Import(bytes.NewReader(data), onnx.Options{}); err == nil || !strings.Contains(err.Error(), "import the model from its file") {
+		t.Errorf("external data from a reader: %v", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.onnx"), data, 0o644)
+	os.WriteFile(filepath.Join(dir, "weights.bin"), []byte("short"), 0o644)
+	if _, err := onnx.ImportFile(filepath.Join(dir, "model.onnx"), onnx.Options{}); err == nil || !strings.Contains(err.Error(), "shorter than") {
+		t.Errorf("a short external file: %v", err)
+	}
+}

@@ -30,7 +30,7 @@ def vi(name, elem, shape):
     return h.make_tensor_value_info(name, elem, shape)
 
 
-def save(name, nodes, inputs, outputs, feeds, inits=(), opset=13):
+def save(name, nodes, inputs, outputs, feeds, inits=(), opset=13, external=False):
     """inputs: [(name, elem, shape with ints or dim_param strings)];
     feeds: the arrays given for them; outputs: [(name, elem, shape)]."""
     graph = h.make_graph(nodes, name, [vi(*i) for i in inputs],
@@ -43,7 +43,11 @@ def save(name, nodes, inputs, outputs, feeds, inits=(), opset=13):
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
-    onnx.save(model, os.path.join(d, "model.onnx"))
+    if external:  # every initializer in weights.bin beside the model
+        onnx.save_model(model, os.path.join(d, "model.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    else:
+        onnx.save(model, os.path.join(d, "model.onnx"))
     for k, ((iname, _, _), arr) in enumerate(zip(inputs, feeds)):
         t = nh.from_array(np.asarray(arr), iname)
         with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
@@ -283,6 +287,8 @@ def more_ops():
          [rand(2, 3, 4, 5), rand(2, 3, 6, 5), rand(3, 4), rand(4, 2)])
 
 
+save("external_data", [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Add", ["m", "b"], ["y"])],
+     [("x", F, [2, 6])], [("y", F, [2, 3])], [rand(2, 6)], inits=[init("w", rand(6, 3)), init("b", rand(3))], external=True)
 cnn()
 attention()
 dense()
