@@ -77,6 +77,8 @@ onnx-testdata:
 		cd bin/modelbench && ( [ -f package.json ] || echo '{"name": "loom-modelbench", "private": true}' > package.json ) && \
 		npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30 >/dev/null; }
 	/usr/bin/python3 testdata/onnx/make.py
+	/usr/bin/python3 -c 'import torch' 2>/dev/null && /usr/bin/python3 testdata/onnx/make_torch.py || \
+		echo "no PyTorch (python3-torch): the exported networks of make_torch.py are left as they are"
 	NODE_PATH=bin/modelbench/node_modules node testdata/onnx/reference.js
 
 # example is the main job for now: print and interpret an example function.

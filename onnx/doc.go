@@ -48,6 +48,8 @@
 //	              Einsum Gemm GlobalAveragePool GlobalMaxPool
 //	              InstanceNormalization LayerNormalization LogSoftmax MatMul
 //	              MaxPool Softmax
+//	on constants  Ceil Cos Floor Round Sin Tan (computed at import: a rotary
+//	              embedding's tables; of a tensor computed at run time, an error)
 //	reductions    ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax
 //	              ReduceMean ReduceMin ReduceSum ReduceSumSquare
 //

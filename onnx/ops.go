@@ -47,6 +47,9 @@ func init() {
 		"ConvTranspose": span(convConvTranspose, 2, 3, 1), "CumSum": span(convCumSum, 2, 2, 1),
 		"Einsum": span(convEinsum, 1, 2, 1), "ArgMax": one(convArgMax), "ArgMin": one(convArgMax),
 	}
+	for name := range knownMath {
+		converters[name] = one(convKnownMath)
+	}
 	for name := range binaryOps {
 		converters[name] = span(convBinary, 2, 2, 1)
 	}

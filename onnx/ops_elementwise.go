@@ -9,9 +9,12 @@ import (
 )
 
 // unary returns the converter of an element-wise operator loom has under
-// another name.
+// another name; on a known input it computes the result here.
 func unary(op string) func(c *ctx) error {
 	return func(c *ctx) error {
+		if done, err := unaryKnown(c); done || err != nil {
+			return err
+		}
 		x, err := c.tensor(0)
 		if err != nil {
 			return err
@@ -554,6 +557,9 @@ func convClip(c *ctx) error {
 }
 
 func convReciprocal(c *ctx) error {
+	if done, err := unaryKnown(c); done || err != nil {
+		return err
+	}
 	x, err := c.tensor(0)
 	if err != nil {
 		return err
@@ -646,4 +652,65 @@ func convGelu(c *ctx) error {
 		return fmt.Errorf("approximate %q is not none or tanh", approx)
 	}
 	return c.result("gelu", attrs, x)
+}
+
+// knownUnary are the element-wise operators computed here on a known
+// float input (the exporter's constant arithmetic: an inverse frequency's
+// reciprocal, say), in float64 and rounded to the input's type.
+var knownUnary = map[string]func(float64) float64{
+	"Neg": func(x float64) float64 { return -x }, "Abs": math.Abs, "Sqrt": math.Sqrt, "Exp": math.Exp,
+	"Log": math.Log, "Tanh": math.Tanh, "Erf": math.Erf, "Reciprocal": func(x float64) float64 { return 1 / x },
+	"Relu":    func(x float64) float64 { return math.Max(x, 0) },
+	"Sigmoid": func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
+}
+
+// unaryKnown computes node c on its known input; done is false when the
+// input is not known (or not a float tensor loom computes this way).
+func unaryKnown(c *ctx) (done bool, err error) {
+	k, fn := c.known(0), knownUnary[c.n.GetOpType()]
+	if k == nil || fn == nil || !k.dtype.IsFloat() || k.len() > knownMathLimit {
+		return false, nil
+	}
+	out := make([]float64, k.len())
+	for i, v := range k.f {
+		out[i] = fn(v)
+	}
+	r, err := newFloats(ast.Float64, k.shape, out).toDType(k.dtype)
+	if err != nil {
+		return false, err
+	}
+	c.setKnown(0, r)
+	return true, nil
+}
+
+// knownMath are the element-wise functions the importer computes on known
+// values only (a rotary embedding's tables, sizes rounded): loom's kernels
+// do not compute them yet.
+var knownMath = map[string]func(float64) float64{
+	"Sin": math.Sin, "Cos": math.Cos, "Tan": math.Tan, "Floor": math.Floor, "Ceil": math.Ceil,
+	"Round": math.RoundToEven, // ONNX rounds halves to even
+}
+
+// knownMathLimit bounds the elements such a function computes here.
+const knownMathLimit = 1 << 24
+
+func convKnownMath(c *ctx) error {
+	k := c.known(0)
+	if k == nil {
+		return fmt.Errorf("%s of a tensor computed at run time is not supported yet (loom computes it only on constants, at import)", c.n.GetOpType())
+	}
+	if k.dtype.IsInt() || k.dtype == ast.Bool || k.len() > knownMathLimit {
+		return fmt.Errorf("%s of a known %s tensor of %d elements is not supported", c.n.GetOpType(), k.dtype, k.len())
+	}
+	fn := knownMath[c.n.GetOpType()]
+	out := make([]float64, k.len())
+	for i, v := range k.f {
+		out[i] = fn(v)
+	}
+	r, err := newFloats(ast.Float64, k.shape, out).toDType(k.dtype)
+	if err != nil {
+		return err
+	}
+	c.setKnown(0, r)
+	return nil
 }
