@@ -63,6 +63,7 @@ func TestCLibraryDescriptors(t *testing.T) {
 	}
 	prog := `#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "dense.h"
 
 static void show(const char *kind, const loom_tensor_info *t) {
@@ -108,6 +109,31 @@ int main(void) {
 	int64_t wrong[2] = {3, 10};
 	out.shape = wrong;
 	printf("status %d: %s\n", dense_run(&in, 1, &out, 1, 1, &st), st.message);
+	printf("status %d: %s\n", dense_run(NULL, 1, &out, 1, 1, &st), st.message);
+	loom_tensor noshape = in;
+	noshape.shape = NULL;
+	printf("status %d: %s\n", dense_run(&noshape, 1, &out, 1, 1, &st), st.message);
+	loom_tensor rank3 = out;
+	rank3.ndim = 3;
+	printf("status %d: %s\n", dense_shapes(&in, 1, &rank3, 1, &st), st.message);
+	/* No rows: N = 0, no data at all. */
+	int64_t zs[2] = {0, 8}, zys[2];
+	loom_tensor zin = {NULL, {0, 0}, 2, {LOOM_DTYPE_FLOAT, 32, 1}, zs, NULL, 0};
+	loom_tensor zout = {NULL, {0, 0}, 2, {LOOM_DTYPE_FLOAT, 32, 1}, zys, NULL, 0};
+	if (dense_shapes(&zin, 1, &zout, 1, &st) || dense_run(&zin, 1, &zout, 1, 1, &st)) { printf("empty: %s\n", st.message); return 1; }
+	printf("empty ok %lld %lld\n", (long long)zys[0], (long long)zys[1]);
+	/* byte_offset: the same input, 3 floats into a larger buffer. */
+	float *shifted = malloc(sizeof x + 3 * sizeof(float));
+	memcpy(shifted + 3, x, sizeof x);
+	float *y2 = malloc(sizeof(float) * ys[0] * ys[1]);
+	loom_tensor sin2 = in, sout2 = out;
+	sin2.data = shifted;
+	sin2.byte_offset = 3 * sizeof(float);
+	out.shape = ys;
+	sout2.shape = ys;
+	sout2.data = y2;
+	if (dense_run(&sin2, 1, &sout2, 1, 1, &st)) { printf("offset: %s\n", st.message); return 1; }
+	printf("offset %s\n", memcmp(y, y2, sizeof(float) * ys[0] * ys[1]) ? "differs" : "same");
 	return 0;
 }
 `
@@ -178,6 +204,11 @@ func checkDescriptorRun(t *testing.T, got string, want []float64) {
 		"status 1: module: input 0 (x): device type 2",
 		"status 1: module: graph model takes 1 inputs and 1 outputs, not 2 and 1",
 		"status 1: module: output y has shape [3 10]; at these inputs it is [2 10]",
+		"status 1: module: inputs is NULL",
+		"status 1: module: input 0 (x): no shape (NULL)",
+		"status 1: module: output 0 (y): ndim 3; the graph's rank is 2",
+		"empty ok 0 10",
+		"offset same",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("the program printed\n%s\nwithout %q", strings.Join(lines[1+len(want):], "\n"), w)
