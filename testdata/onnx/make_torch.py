@@ -56,15 +56,46 @@ class LlamaBlock(nn.Module):
         return x + self.down(nn.functional.silu(self.gate(y)) * self.up(y))
 
 
-def save(name, model, x):
+class SmallResNet(nn.Module):
+    """A torchvision-style stem and one BasicBlock with a strided
+    projection; exported with a dynamic batch."""
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.a = nn.Sequential(nn.Conv2d(8, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                               nn.Conv2d(16, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16))
+        self.proj = nn.Sequential(nn.Conv2d(8, 16, 1, 2, bias=False), nn.BatchNorm2d(16))
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(self.a(x) + self.proj(x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def randomize_bn(model):
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.5, 0.5)
+    return model
+
+
+def save(name, model, x, dynamic=None):
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
     torch.onnx.export(model.eval(), (x,), os.path.join(d, "model.onnx"), opset_version=14,
-                      input_names=["x"], output_names=["y"])
+                      input_names=["x"], output_names=["y"], dynamic_axes=dynamic)
     with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
         f.write(nh.from_array(x.numpy(), "x").SerializeToString())
 
 
 save("net_llama_block", LlamaBlock(), torch.randn(1, 6, 16))
+save("net_resnet_dynamic_batch", randomize_bn(SmallResNet()), torch.randn(3, 3, 20, 20),
+     {"x": {0: "batch"}, "y": {0: "batch"}})
+save("net_encoder_dynamic_seq", nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True),
+     torch.randn(2, 9, 16), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
 print("wrote the PyTorch cases under", HERE)
