@@ -140,3 +140,40 @@ func TestBuilderErrors(t *testing.T) {
 }
 
 func second(_ *fusion.Tensor, err error) error { return err }
+
+// TestIota: each element's index along an axis, at a size given at run
+// time, in the dtype asked.
+func TestIota(t *testing.T) {
+	b := fusion.NewBuilder("g")
+	x := must(b.Input("X", ast.Float32, fusion.Sym("S"), fusion.Const(3)))
+	one := 1
+	cols := must(b.Node("C", "iota", fusion.Attrs{Axis: &one, DType: "float32"}, x))
+	rows := must(b.Node("R", "iota", fusion.Attrs{}, x))
+	y := must(b.Node("Y", "add", fusion.Attrs{}, cols, x))
+	g, err := b.Graph(y, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.DType != ast.Int64 {
+		t.Errorf("iota's default dtype is %s, want int64", rows.DType)
+	}
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Interpret(map[string]int64{"S": 2}, map[string]any{"X": []float32{10, 10, 10, 20, 20, 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(out["Y"], out["R"]); got != "[10 11 12 20 21 22] [0 0 0 1 1 1]" {
+		t.Errorf("got %s", got)
+	}
+	b2 := fusion.NewBuilder("h")
+	x2 := must(b2.Input("X", ast.Float32, fusion.Const(3)))
+	two := 2
+	for _, bad := range []fusion.Attrs{{DType: "bool"}, {Axis: &two}} {
+		if _, err := b2.Node("", "iota", bad, x2); err == nil {
+			t.Errorf("iota with %v was accepted", bad)
+		}
+	}
+}

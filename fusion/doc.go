@@ -64,6 +64,8 @@
 //	equal not_equal less less_equal greater greater_equal
 //	                     (a, b)     broadcast; the result is bool
 //	where                (cond, a, b)  cond bool; the three broadcast together
+//	iota                 (x)        axis (0), dtype (int64): each element's index along
+//	                                axis; x gives only the shape
 //	broadcast_to         (x)        shape
 //	reshape              (x)        shape: dims, one of them may be -1
 //	transpose            (x)        perm (default: reversed axes)

@@ -409,6 +409,21 @@ func (c *inferCtx) infer() (Shape, ast.DType, error) {
 			return nil, 0, c.errf("attrs.dtype", "unknown dtype %q", a.DType)
 		}
 		return ins[0], t, nil
+	case "iota":
+		t := ast.Int64
+		if a.DType != "" {
+			var ok bool
+			if t, ok = ast.ParseDType(a.DType); !ok || t == ast.Bool {
+				return nil, 0, c.errf("attrs.dtype", "iota's dtype %q is not a number type", a.DType)
+			}
+		}
+		if _, err := c.axis(a.Axis, 0, len(ins[0])); err != nil {
+			return nil, 0, err
+		}
+		if len(ins[0]) == 0 {
+			return nil, 0, c.errf("inputs[0]", "iota needs a tensor of rank 1 or more")
+		}
+		return ins[0], t, nil
 	case "add", "sub", "mul", "div", "max", "min", "pow":
 		s, err := c.broadcast(ins[0], ins[1])
 		return s, dt, err

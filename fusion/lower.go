@@ -326,6 +326,15 @@ func (l *lowerer) trivial(n *Node) (gen, error) {
 	case "cast":
 		x := in(0)
 		return func(i []ast.Expr) ast.Expr { return ast.NewCast(t, x(i)) }, nil
+	case "iota":
+		ax := 0
+		if n.Attrs.Axis != nil {
+			ax = *n.Attrs.Axis
+		}
+		if ax < 0 {
+			ax += len(out)
+		}
+		return func(i []ast.Expr) ast.Expr { return ast.NewCast(t, i[ax]) }, nil
 	case "add", "sub", "mul", "div", "max", "min", "pow":
 		a, b := in(0), in(1)
 		op := map[string]func(x, y ast.Expr) ast.Expr{

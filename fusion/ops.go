@@ -70,6 +70,7 @@ var ops = map[string]opInfo{
 	"greater":       {kind: Elementwise, min: 2, max: 2},
 	"greater_equal": {kind: Elementwise, min: 2, max: 2},
 	"where":         {kind: Elementwise, min: 3, max: 3},
+	"iota":          {kind: Elementwise, min: 1, max: 1, attrs: []string{"axis", "dtype"}},
 	// Injective.
 	"broadcast_to": {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},
 	"reshape":      {kind: Injective, min: 1, max: 1, attrs: []string{"shape"}},

@@ -854,10 +854,16 @@ func convRange(c *ctx) error {
 		if err != nil {
 			return err
 		}
-		if k.len() != 1 || k.symbolic() {
-			return fmt.Errorf("Range needs scalar start, limit and delta known at import time")
+		if k.len() != 1 {
+			return fmt.Errorf("Range needs scalar start, limit and delta")
 		}
 		ks[j] = k
+	}
+	if ks[1].symbolic() && !ks[0].symbolic() && !ks[2].symbolic() {
+		return rangeTo(c, ks[0], ks[1].dim(0), ks[2])
+	}
+	if ks[0].symbolic() || ks[1].symbolic() || ks[2].symbolic() {
+		return fmt.Errorf("Range from %s to %s by %s: only the limit may be a size known at run time", ks[0].dim(0), ks[1].dim(0), ks[2].dim(0))
 	}
 	start, limit, delta := ks[0].value(0), ks[1].value(0), ks[2].value(0)
 	if delta == 0 {
@@ -885,6 +891,38 @@ func convRange(c *ctx) error {
 	}
 	c.setKnown(0, k)
 	return nil
+}
+
+// rangeTo is a Range to a limit known at run time (a sequence's length):
+// start + iota over limit - start elements, with a delta of 1.
+func rangeTo(c *ctx, start *known, limit fusion.Dim, delta *known) error {
+	if !start.dtype.IsInt() || delta.value(0) != 1 {
+		return fmt.Errorf("Range to %s needs integer bounds and a delta of 1", limit)
+	}
+	n, err := limit.Sub(fusion.Const(start.i[0]))
+	if err != nil {
+		return err
+	}
+	zero, err := c.scalar(start.dtype, 0)
+	if err != nil {
+		return err
+	}
+	like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims([]fusion.Dim{n})}, zero)
+	if err != nil {
+		return err
+	}
+	if start.i[0] == 0 {
+		return c.result("iota", fusion.Attrs{DType: start.dtype.String()}, like)
+	}
+	idx, err := c.op(c.tmp("iota"), "iota", fusion.Attrs{DType: start.dtype.String()}, like)
+	if err != nil {
+		return err
+	}
+	s, err := c.scalar(start.dtype, float64(start.i[0]))
+	if err != nil {
+		return err
+	}
+	return c.result("add", fusion.Attrs{}, idx, s)
 }
 
 func convPad(c *ctx) error {
@@ -959,6 +997,49 @@ func convPad(c *ctx) error {
 	return c.result("pad", attrs, x)
 }
 
+// triluSymbolic masks a triangle of axes whose sizes are known only at
+// run time: the column index minus the row index, against k.
+func triluSymbolic(c *ctx, x *fusion.Tensor, xs fusion.Shape, k int64, upper bool) error {
+	zero, err := c.scalar(ast.Int64, 0)
+	if err != nil {
+		return err
+	}
+	like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims(xs[len(xs)-2:])}, zero)
+	if err != nil {
+		return err
+	}
+	row, col := 0, 1
+	r, err := c.op(c.tmp("row"), "iota", fusion.Attrs{Axis: &row}, like)
+	if err != nil {
+		return err
+	}
+	cl, err := c.op(c.tmp("col"), "iota", fusion.Attrs{Axis: &col}, like)
+	if err != nil {
+		return err
+	}
+	diff, err := c.op(c.tmp("diag"), "sub", fusion.Attrs{}, cl, r)
+	if err != nil {
+		return err
+	}
+	kt, err := c.scalar(ast.Int64, float64(k))
+	if err != nil {
+		return err
+	}
+	cmp := "less_equal"
+	if upper {
+		cmp = "greater_equal"
+	}
+	mask, err := c.op(c.tmp("mask"), cmp, fusion.Attrs{}, diff, kt)
+	if err != nil {
+		return err
+	}
+	xz, err := c.scalar(x.DType, 0)
+	if err != nil {
+		return err
+	}
+	return c.result("where", fusion.Attrs{}, mask, x, xz)
+}
+
 // convTile repeats each axis: axis a of size d, repeated r times, is a
 // new axis of size r before it, broadcast, then merged with it.
 func convTile(c *ctx) error {
@@ -1030,7 +1111,7 @@ func convTrilu(c *ctx) error {
 	rows, ok1 := xs[len(xs)-2].IsConst()
 	cols, ok2 := xs[len(xs)-1].IsConst()
 	if !ok1 || !ok2 {
-		return fmt.Errorf("Trilu needs the last two axes' sizes at import time, got %s", xs)
+		return triluSymbolic(c, x, xs, k, upper != 0)
 	}
 	if rows*cols > 1<<24 {
 		return fmt.Errorf("a Trilu of %d x %d is too large", rows, cols)

@@ -83,6 +83,23 @@ def randomize_bn(model):
     return model
 
 
+class TinyGPT(nn.Module):
+    """Position embeddings of arange(t) and a causal mask of triu, at a
+    sequence length known at run time (Range and Trilu on symbolic sizes)."""
+    def __init__(self, vocab=11, ctx=32, d=8):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.wte(ids) + self.wpe(torch.arange(t))
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        a = (q @ k.transpose(-1, -2) / math.sqrt(x.shape[-1]) + mask).softmax(-1) @ v
+        return self.out(x + a)
+
+
 def save(name, model, x, dynamic=None):
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
@@ -96,6 +113,7 @@ def save(name, model, x, dynamic=None):
 save("net_llama_block", LlamaBlock(), torch.randn(1, 6, 16))
 save("net_resnet_dynamic_batch", randomize_bn(SmallResNet()), torch.randn(3, 3, 20, 20),
      {"x": {0: "batch"}, "y": {0: "batch"}})
+save("net_gpt_dynamic_seq", TinyGPT(), torch.randint(0, 11, (2, 7)), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
 save("net_encoder_dynamic_seq", nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True),
      torch.randn(2, 9, 16), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
 print("wrote the PyTorch cases under", HERE)
