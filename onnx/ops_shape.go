@@ -464,6 +464,10 @@ func convSlice(c *ctx) error {
 			}
 		}
 	} else {
+		symbolic := func(j int) bool { k := c.known(j); return k != nil && k.symbolic() }
+		if symbolic(1) || symbolic(2) {
+			return sliceSymbolic(c, in)
+		}
 		if starts, err = c.ints(1, "starts"); err == nil {
 			if ends, err = c.ints(2, "ends"); err == nil && c.has(3) {
 				if axes, err = c.ints(3, "axes"); err == nil && c.has(4) {
@@ -504,6 +508,126 @@ func convSlice(c *ctx) error {
 		specs = append(specs, sliceSpec{ax, starts[j], ends[j], step})
 	}
 	return sliceTo(c, 0, in, specs)
+}
+
+// sliceSymbolic slices axes whose bounds are sizes known at run time (a
+// mask buffer cut to the sequence's length): each such axis, of constant
+// size, with a step of 1, is a gather of iota + start; an index past the
+// axis is the kernel's error at run time. Axes with constant bounds are
+// sliced first.
+func sliceSymbolic(c *ctx, in []fusion.Dim) error {
+	starts, err := c.mustKnow(1, "starts")
+	if err != nil {
+		return err
+	}
+	ends, err := c.mustKnow(2, "ends")
+	if err != nil {
+		return err
+	}
+	n := starts.len()
+	if ends.len() != n {
+		return fmt.Errorf("starts and ends differ in length")
+	}
+	axes := make([]int64, n)
+	for a := range axes {
+		axes[a] = int64(a)
+	}
+	if c.has(3) {
+		if axes, err = c.ints(3, "axes"); err != nil {
+			return err
+		}
+	}
+	if c.has(4) {
+		steps, err := c.ints(4, "steps")
+		if err != nil {
+			return err
+		}
+		for _, st := range steps {
+			if st != 1 {
+				return fmt.Errorf("a slice to a size known at run time needs steps of 1, not %v", steps)
+			}
+		}
+	}
+	if len(axes) != n {
+		return fmt.Errorf("axes %v do not fit %d starts", axes, n)
+	}
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	var plain fusion.Attrs
+	type cut struct {
+		axis       int
+		start, len fusion.Dim
+	}
+	var cuts []cut
+	for j := range n {
+		ax, err := axisOf(axes[j], len(in), "axis")
+		if err != nil {
+			return err
+		}
+		lo, hi := starts.dim(j), ends.dim(j)
+		lv, lok := lo.IsConst()
+		hv, hok := hi.IsConst()
+		if lok && hok {
+			plain.Axes = append(plain.Axes, ax)
+			plain.Starts = append(plain.Starts, lv)
+			plain.Ends = append(plain.Ends, hv)
+			plain.Steps = append(plain.Steps, 1)
+			continue
+		}
+		if _, ok := in[ax].IsConst(); !ok || !lok || lv < 0 {
+			return fmt.Errorf("a slice of axis %d (size %s) from %s to %s: loom slices to a run-time size only an axis of constant size, from a constant start", ax, in[ax], lo, hi)
+		}
+		length, err := hi.Sub(lo)
+		if err != nil {
+			return err
+		}
+		cuts = append(cuts, cut{ax, lo, length})
+	}
+	t := x
+	if plain.Axes != nil {
+		if t, err = c.op(c.tmp("slice"), "slice", plain, t); err != nil {
+			return err
+		}
+	}
+	for k, ct := range cuts {
+		zero, err := c.scalar(ast.Int64, 0)
+		if err != nil {
+			return err
+		}
+		like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims([]fusion.Dim{ct.len})}, zero)
+		if err != nil {
+			return err
+		}
+		idx, err := c.op(c.tmp("index"), "iota", fusion.Attrs{}, like)
+		if err != nil {
+			return err
+		}
+		if v, _ := ct.start.IsConst(); v != 0 {
+			off, err := c.scalar(ast.Int64, float64(v))
+			if err != nil {
+				return err
+			}
+			if idx, err = c.op(c.tmp("from"), "add", fusion.Attrs{}, idx, off); err != nil {
+				return err
+			}
+		}
+		attrs := fusion.Attrs{}
+		if ct.axis != 0 {
+			axis := ct.axis
+			attrs.Axis = &axis
+		}
+		name := c.tmp("cut")
+		if k == len(cuts)-1 {
+			name = c.outName(0)
+		}
+		if t, err = c.op(name, "gather", attrs, t, idx); err != nil {
+			return err
+		}
+	}
+	c.set(0, t)
+	return nil
 }
 
 // clampSlice resolves ONNX slice bounds on an axis of constant size n:

@@ -100,6 +100,22 @@ class TinyGPT(nn.Module):
         return self.out(x + a)
 
 
+class MaskedGPT(TinyGPT):
+    """GPT-2's causal mask as Hugging Face writes it: a constant buffer cut
+    to the sequence's length (a Slice to a run-time size), then where."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(32, 32, dtype=torch.bool)))
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.wte(ids) + self.wpe(torch.arange(t))
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+        att = q @ k.transpose(-1, -2) / math.sqrt(x.shape[-1])
+        att = torch.where(self.bias[:t, :t], att, torch.tensor(-1e4))
+        return self.out(x + att.softmax(-1) @ v)
+
+
 def save(name, model, x, dynamic=None):
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
@@ -114,6 +130,7 @@ save("net_llama_block", LlamaBlock(), torch.randn(1, 6, 16))
 save("net_resnet_dynamic_batch", randomize_bn(SmallResNet()), torch.randn(3, 3, 20, 20),
      {"x": {0: "batch"}, "y": {0: "batch"}})
 save("net_gpt_dynamic_seq", TinyGPT(), torch.randint(0, 11, (2, 7)), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
+save("net_gpt_buffer_mask_dynamic_seq", MaskedGPT(), torch.randint(0, 11, (2, 7)), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
 save("net_encoder_dynamic_seq", nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True),
      torch.randn(2, 9, 16), {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
 print("wrote the PyTorch cases under", HERE)
