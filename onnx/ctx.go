@@ -231,6 +231,23 @@ func (c *ctx) attrInts(name string) ([]int64, bool, error) {
 	return a.GetInts(), true, nil
 }
 
+// attrIntsOr returns a list of n ints, def each when the attribute is
+// absent.
+func (c *ctx) attrIntsOr(name string, def int64, n int) ([]int64, error) {
+	v, given, err := c.attrInts(name)
+	if err != nil || !given {
+		out := make([]int64, n)
+		for k := range out {
+			out[k] = def
+		}
+		return out, err
+	}
+	if len(v) != n {
+		return nil, fmt.Errorf("%s %v needs %d entries", name, v, n)
+	}
+	return v, nil
+}
+
 func (c *ctx) attrFloat(name string, def float64) (float64, error) {
 	a := c.attr(name)
 	if a == nil {

@@ -42,33 +42,19 @@ func convConvTranspose(c *ctx) error {
 	} else if given && !slices.Equal(ks, kernel) {
 		return fmt.Errorf("kernel_shape %v does not match the weights %v", ks, w.shape)
 	}
-	get := func(name string, def int64, n int) ([]int64, error) {
-		v, given, err := c.attrInts(name)
-		if err != nil || !given {
-			out := make([]int64, n)
-			for k := range out {
-				out[k] = def
-			}
-			return out, err
-		}
-		if len(v) != n {
-			return nil, fmt.Errorf("%s %v needs %d entries", name, v, n)
-		}
-		return v, nil
-	}
-	stride, err := get("strides", 1, s)
+	stride, err := c.attrIntsOr("strides", 1, s)
 	if err != nil {
 		return err
 	}
-	dilations, err := get("dilations", 1, s)
+	dilations, err := c.attrIntsOr("dilations", 1, s)
 	if err != nil {
 		return err
 	}
-	pads, err := get("pads", 0, 2*s)
+	pads, err := c.attrIntsOr("pads", 0, 2*s)
 	if err != nil {
 		return err
 	}
-	outPad, err := get("output_padding", 0, s)
+	outPad, err := c.attrIntsOr("output_padding", 0, s)
 	if err != nil {
 		return err
 	}
@@ -180,23 +166,5 @@ func convConvTranspose(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	attrs := fusion.Attrs{Dilations: dilations}
-	if group != 1 {
-		attrs.Groups = &group
-	}
-	name := c.outName(0)
-	if c.has(2) {
-		name = c.tmp("conv")
-	}
-	y, err := c.op(name, fmt.Sprintf("conv%dd", s), attrs, up, wt)
-	if err != nil {
-		return err
-	}
-	if c.has(2) {
-		if y, err = addChannelBias(c, y, 2, s); err != nil {
-			return err
-		}
-	}
-	c.set(0, y)
-	return nil
+	return convolve(c, s, fusion.Attrs{Dilations: dilations}, group, up, wt)
 }

@@ -13,27 +13,13 @@ import (
 // resolving auto_pad.
 func windowAttrs(c *ctx, spatial []fusion.Dim, kernel []int64) (strides, dilations, pads []int64, err error) {
 	s := len(spatial)
-	get := func(name string, def int64, n int) ([]int64, error) {
-		v, given, err := c.attrInts(name)
-		if err != nil || !given {
-			out := make([]int64, n)
-			for k := range out {
-				out[k] = def
-			}
-			return out, err
-		}
-		if len(v) != n {
-			return nil, fmt.Errorf("%s %v needs %d entries", name, v, n)
-		}
-		return v, nil
-	}
-	if strides, err = get("strides", 1, s); err != nil {
+	if strides, err = c.attrIntsOr("strides", 1, s); err != nil {
 		return
 	}
-	if dilations, err = get("dilations", 1, s); err != nil {
+	if dilations, err = c.attrIntsOr("dilations", 1, s); err != nil {
 		return
 	}
-	if pads, err = get("pads", 0, 2*s); err != nil {
+	if pads, err = c.attrIntsOr("pads", 0, 2*s); err != nil {
 		return
 	}
 	auto, err := c.attrString("auto_pad", "NOTSET")
@@ -100,7 +86,12 @@ func convConv(c *ctx) error {
 	if err != nil {
 		return err
 	}
-	attrs := fusion.Attrs{Strides: strides, Dilations: dilations, Pads: pads}
+	return convolve(c, s, fusion.Attrs{Strides: strides, Dilations: dilations, Pads: pads}, group, x, w)
+}
+
+// convolve makes output 0 the convolution of x by w over s spatial axes,
+// plus input 2, the bias, when there is one.
+func convolve(c *ctx, s int, attrs fusion.Attrs, group int64, x, w *fusion.Tensor) error {
 	if group != 1 {
 		attrs.Groups = &group
 	}
