@@ -592,15 +592,7 @@ func sliceSymbolic(c *ctx, in []fusion.Dim) error {
 		}
 	}
 	for k, ct := range cuts {
-		zero, err := c.scalar(ast.Int64, 0)
-		if err != nil {
-			return err
-		}
-		like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims([]fusion.Dim{ct.len})}, zero)
-		if err != nil {
-			return err
-		}
-		idx, err := c.op(c.tmp("index"), "iota", fusion.Attrs{}, like)
+		idx, err := iotaOf(c, []fusion.Dim{ct.len}, 0, ast.Int64, c.tmp("index"))
 		if err != nil {
 			return err
 		}
@@ -1027,18 +1019,15 @@ func rangeTo(c *ctx, start *known, limit fusion.Dim, delta *known) error {
 	if err != nil {
 		return err
 	}
-	zero, err := c.scalar(start.dtype, 0)
-	if err != nil {
-		return err
-	}
-	like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims([]fusion.Dim{n})}, zero)
-	if err != nil {
-		return err
-	}
 	if start.i[0] == 0 {
-		return c.result("iota", fusion.Attrs{DType: start.dtype.String()}, like)
+		idx, err := iotaOf(c, []fusion.Dim{n}, 0, start.dtype, c.outName(0))
+		if err != nil {
+			return err
+		}
+		c.set(0, idx)
+		return nil
 	}
-	idx, err := c.op(c.tmp("iota"), "iota", fusion.Attrs{DType: start.dtype.String()}, like)
+	idx, err := iotaOf(c, []fusion.Dim{n}, 0, start.dtype, c.tmp("iota"))
 	if err != nil {
 		return err
 	}
@@ -1121,23 +1110,32 @@ func convPad(c *ctx) error {
 	return c.result("pad", attrs, x)
 }
 
+// iotaOf returns a tensor of the given shape holding each element's index
+// along axis, of type dt.
+func iotaOf(c *ctx, shape []fusion.Dim, axis int, dt ast.DType, name string) (*fusion.Tensor, error) {
+	zero, err := c.scalar(ast.Int64, 0)
+	if err != nil {
+		return nil, err
+	}
+	like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims(shape)}, zero)
+	if err != nil {
+		return nil, err
+	}
+	attrs := fusion.Attrs{DType: dt.String()}
+	if axis != 0 {
+		attrs.Axis = &axis
+	}
+	return c.op(name, "iota", attrs, like)
+}
+
 // triluSymbolic masks a triangle of axes whose sizes are known only at
 // run time: the column index minus the row index, against k.
 func triluSymbolic(c *ctx, x *fusion.Tensor, xs fusion.Shape, k int64, upper bool) error {
-	zero, err := c.scalar(ast.Int64, 0)
+	r, err := iotaOf(c, xs[len(xs)-2:], 0, ast.Int64, c.tmp("row"))
 	if err != nil {
 		return err
 	}
-	like, err := c.op(c.tmp("like"), "broadcast_to", fusion.Attrs{Shape: jsonDims(xs[len(xs)-2:])}, zero)
-	if err != nil {
-		return err
-	}
-	row, col := 0, 1
-	r, err := c.op(c.tmp("row"), "iota", fusion.Attrs{Axis: &row}, like)
-	if err != nil {
-		return err
-	}
-	cl, err := c.op(c.tmp("col"), "iota", fusion.Attrs{Axis: &col}, like)
+	cl, err := iotaOf(c, xs[len(xs)-2:], 1, ast.Int64, c.tmp("col"))
 	if err != nil {
 		return err
 	}
