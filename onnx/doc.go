@@ -47,7 +47,7 @@
 //	networks      ArgMax ArgMin AveragePool BatchNormalization Conv ConvTranspose CumSum
 //	              Einsum Gemm GlobalAveragePool GlobalMaxPool
 //	              InstanceNormalization LayerNormalization LogSoftmax MatMul
-//	              MaxPool Softmax
+//	              MaxPool Softmax TopK (k known, at most 64)
 //	on constants  Ceil Cos Floor Round Sin Tan (computed at import: a rotary
 //	              embedding's tables; of a tensor computed at run time, an error)
 //	reductions    ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax

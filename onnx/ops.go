@@ -46,6 +46,7 @@ func init() {
 		"LayerNormalization": span(convLayerNorm, 2, 3, 3), "InstanceNormalization": span(convInstanceNorm, 3, 3, 1),
 		"ConvTranspose": span(convConvTranspose, 2, 3, 1), "CumSum": span(convCumSum, 2, 2, 1),
 		"Einsum": span(convEinsum, 1, 2, 1), "ArgMax": one(convArgMax), "ArgMin": one(convArgMax),
+		"TopK": span(convTopK, 2, 2, 2),
 	}
 	for name := range knownMath {
 		converters[name] = one(convKnownMath)

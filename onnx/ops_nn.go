@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/loom-go/loom/ast"
@@ -841,4 +842,114 @@ func convArgMax(c *ctx) error {
 		return err
 	}
 	return c.result(pick, fusion.Attrs{Axes: []int{ax}, KeepDims: keep != 0}, cand)
+}
+
+// convTopK takes the k largest (or smallest) elements along an axis of
+// constant size, k known and at most 64, in order, ties by the lower
+// index first, as k rounds of an arg-max that removes its pick (the
+// element at the picked index becomes -inf, or +inf for the smallest).
+func convTopK(c *ctx) error {
+	x, err := c.tensor(0)
+	if err != nil {
+		return err
+	}
+	ks, err := c.ints(1, "k")
+	if err != nil {
+		return err
+	}
+	if len(ks) != 1 || ks[0] < 0 || ks[0] > 64 {
+		return fmt.Errorf("k %v: loom takes one k from 0 to 64", ks)
+	}
+	k := int(ks[0])
+	xs := c.shapeOf(x)
+	axis, err := c.attrInt("axis", -1)
+	if err != nil {
+		return err
+	}
+	ax, err := axisOf(axis, len(xs), "axis")
+	if err != nil {
+		return err
+	}
+	largest, err := c.attrInt("largest", 1)
+	if err != nil {
+		return err
+	}
+	// sorted = 0 lets the output be in any order: the sorted one is one.
+	if _, err := c.attrInt("sorted", 1); err != nil {
+		return err
+	}
+	n, ok := xs[ax].IsConst()
+	if !ok || int64(k) > n {
+		return fmt.Errorf("TopK needs an axis of constant size at least k, got %s for k = %d", xs[ax], k)
+	}
+	if !x.DType.IsFloat() {
+		return fmt.Errorf("TopK of %s is not supported (float tensors are)", x.DType)
+	}
+	if k == 0 {
+		return fmt.Errorf("TopK with k = 0 would give empty outputs, which loom's graphs cannot have")
+	}
+	reduce, fill := "reduce_max", math.Inf(-1)
+	if largest == 0 {
+		reduce, fill = "reduce_min", math.Inf(1)
+	}
+	shape := make([]fusion.Dim, len(xs))
+	copy(shape, xs)
+	idxAll, err := iotaOf(c, shape, ax, ast.Int64, c.tmp("iota"))
+	if err != nil {
+		return err
+	}
+	none, err := c.scalar(ast.Int64, float64(n))
+	if err != nil {
+		return err
+	}
+	gone, err := c.scalar(x.DType, fill)
+	if err != nil {
+		return err
+	}
+	var vals, idxs []*fusion.Tensor
+	rest := x
+	for r := range k {
+		best, err := c.op(c.tmp(fmt.Sprintf("best%d", r)), reduce, fusion.Attrs{Axes: []int{ax}, KeepDims: true}, rest)
+		if err != nil {
+			return err
+		}
+		hit, err := c.op(c.tmp(fmt.Sprintf("hit%d", r)), "equal", fusion.Attrs{}, rest, best)
+		if err != nil {
+			return err
+		}
+		cand, err := c.op(c.tmp(fmt.Sprintf("cand%d", r)), "where", fusion.Attrs{}, hit, idxAll, none)
+		if err != nil {
+			return err
+		}
+		at, err := c.op(c.tmp(fmt.Sprintf("at%d", r)), "reduce_min", fusion.Attrs{Axes: []int{ax}, KeepDims: true}, cand)
+		if err != nil {
+			return err
+		}
+		vals, idxs = append(vals, best), append(idxs, at)
+		if r == k-1 {
+			break
+		}
+		picked, err := c.op(c.tmp(fmt.Sprintf("picked%d", r)), "equal", fusion.Attrs{}, idxAll, at)
+		if err != nil {
+			return err
+		}
+		if rest, err = c.op(c.tmp(fmt.Sprintf("rest%d", r)), "where", fusion.Attrs{}, picked, gone, rest); err != nil {
+			return err
+		}
+	}
+	for j, parts := range [][]*fusion.Tensor{vals, idxs} {
+		if j >= len(c.n.GetOutput()) || c.n.GetOutput()[j] == "" {
+			continue
+		}
+		if len(parts) == 1 {
+			c.set(j, parts[0])
+			continue
+		}
+		t, err := c.op(c.outName(j), "concat", fusion.Attrs{Axis: &ax}, parts...)
+		if err != nil {
+			return err
+		}
+		c.set(j, t)
+	}
+	return nil
 }

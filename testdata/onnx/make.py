@@ -293,6 +293,9 @@ cnn()
 attention()
 dense()
 more_ops()
+save("topk", [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1), h.make_node("TopK", ["x", "k1"], ["sv", "si"], largest=0)],
+     [("x", F, [2, 6, 3])], [("v", F, [2, 3, 3]), ("i", TP.INT64, [2, 3, 3]), ("sv", F, [2, 6, 1]), ("si", TP.INT64, [2, 6, 1])],
+     [np.round(rand(2, 6, 3, lo=-3, hi=3))], inits=[init("k", np.array([3], np.int64)), init("k1", np.array([1], np.int64))], opset=11)
 save("argmax", [h.make_node("ArgMax", ["x"], ["a"], axis=1), h.make_node("ArgMin", ["x"], ["b"], axis=-1, keepdims=0, select_last_index=1)],
      [("x", F, [3, 4, 5])], [("a", TP.INT64, [3, 1, 5]), ("b", TP.INT64, [3, 4])], [np.round(rand(3, 4, 5, lo=-2, hi=2))], opset=13)
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
