@@ -16,9 +16,11 @@ import (
 // compiled code takes its buffers and sizes by position, which alpha-
 // equivalent functions list in the same order.
 
-// alphaForm is a function's text with every identifier replaced by its
-// rank of first appearance: alpha-equivalent functions have the same
-// text. names[k] is the identifier of rank k.
+// alphaForm is a function's text with every name it declares (its own,
+// its sizes', buffers', loops', blocks' and iteration variables') replaced
+// by its rank of first appearance: alpha-equivalent functions have the
+// same text. Every other word (a dtype, an intrinsic, a keyword: reserved
+// words no name can be) stays as it is. names[k] is the name of rank k.
 type alphaForm struct {
 	text  string
 	names []string
@@ -50,14 +52,46 @@ func identifiers(text string, fn func(start, end int)) {
 	}
 }
 
+// declared returns the names f declares.
+func declared(f *ast.Func) map[string]bool {
+	names := map[string]bool{f.Name: true}
+	for _, v := range f.Sizes {
+		names[v.Name] = true
+	}
+	for _, b := range f.Params {
+		names[b.Name] = true
+	}
+	ast.Inspect(f.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			names[n.Var.Name] = true
+		case *ast.ScheduleBlock:
+			names[n.Name] = true
+			for _, it := range n.Iters {
+				if it.Var != nil {
+					names[it.Var.Name] = true
+				}
+			}
+		case *ast.Alloc:
+			names[n.Buffer.Name] = true
+		}
+		return true
+	})
+	return names
+}
+
 func alphaOf(f *ast.Func) alphaForm {
 	text := f.String()
+	isName := declared(f)
 	rank := map[string]int{}
 	var names []string
 	var b strings.Builder
 	last := 0
 	identifiers(text, func(start, end int) {
 		name := text[start:end]
+		if !isName[name] {
+			return
+		}
 		r, ok := rank[name]
 		if !ok {
 			r = len(names)

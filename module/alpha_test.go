@@ -43,6 +43,21 @@ func TestAlphaForms(t *testing.T) {
 	if c := alphaOf(parse(src("X", "X2", "B"))); c.text != fa.text {
 		t.Errorf("renaming Y to X2 changed the form")
 	}
+	// Intrinsics, dtypes and keywords are not names: other computations.
+	for _, other := range []string{
+		strings.Replace(src("X", "Y", "B"), "X[vi] * 1.5e-05f", "exp(X[vi])", 1),
+		strings.Replace(src("X", "Y", "B"), "X[vi] * 1.5e-05f", "log(X[vi])", 1),
+		strings.NewReplacer("float32", "float64", "1.5e-05f", "1.5e-05", "12.0f", "12.0").Replace(src("X", "Y", "B")),
+		strings.Replace(src("X", "Y", "B"), "serial for", "parallel for", 1),
+	} {
+		if o := alphaOf(parse(other)); o.text == fa.text {
+			t.Errorf("another computation has the same form:\n%s", other)
+		}
+	}
+	if e, l := alphaOf(parse(strings.Replace(src("X", "Y", "B"), "X[vi] * 1.5e-05f", "exp(X[vi])", 1))),
+		alphaOf(parse(strings.Replace(src("X", "Y", "B"), "X[vi] * 1.5e-05f", "log(X[vi])", 1))); e.text == l.text {
+		t.Errorf("exp and log share a form")
+	}
 	got, ok := renameLike(a, fa, fb)
 	if !ok {
 		t.Fatal("renameLike refused")

@@ -567,7 +567,7 @@ func (g *cGraph) source() string {
 	p("\nint32_t %s(%s, int32_t threads, loom_status *st) {\n", g.name, strings.Join(g.params(g.src), ", "))
 	p("\tint64_t sz[%d], peak, naive, count, cap = 0;\n\tlg_buf bufs[%d];\n\tstatic char empty[64];\n\tchar *arena = NULL;\n", ns, ni)
 	if g.weightsFile {
-		p("\tif (!lg_weights)\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: graph %s: its weights are not loaded: call %s_load_weights with the path of %s.weights first\");\n", g.m.plan.Graph.Name, g.name, g.name)
+		p("\tif (!__atomic_load_n(&lg_weights, __ATOMIC_ACQUIRE))\n\t\treturn lg_fail(st, LOOM_BAD_ARGUMENT, \"module: graph %s: its weights are not loaded: call %s_load_weights with the path of %s.weights first\");\n", g.m.plan.Graph.Name, g.name, g.name)
 	}
 	p("\tint32_t rc = %s_bind(%s, sz, st);\n\tif (rc)\n\t\treturn rc;\n", g.name, g.shapeArgs())
 	for _, t := range g.m.inputs {
@@ -648,9 +648,16 @@ func (g *cGraph) source() string {
 // checksum.
 func (g *cGraph) loadWeights(b *strings.Builder) {
 	fmt.Fprintf(b, `static const unsigned char *lg_weights;
+static pthread_mutex_t lg_weights_mu = PTHREAD_MUTEX_INITIALIZER;
+static int32_t lg_load_weights(const char *path, loom_status *st);
+/* Loads the weights once: calls from several threads wait for the first. */
 int32_t %[1]s_load_weights(const char *path, loom_status *st) {
-	if (lg_weights)
-		return lg_ok(st);
+	pthread_mutex_lock(&lg_weights_mu);
+	int32_t rc = __atomic_load_n(&lg_weights, __ATOMIC_ACQUIRE) ? lg_ok(st) : lg_load_weights(path, st);
+	pthread_mutex_unlock(&lg_weights_mu);
+	return rc;
+}
+static int32_t lg_load_weights(const char *path, loom_status *st) {
 	if (!path)
 		return lg_fail(st, LOOM_BAD_ARGUMENT, "module: %[1]s_load_weights: no path (NULL)");
 	FILE *f = fopen(path, "rb");
@@ -671,7 +678,7 @@ int32_t %[1]s_load_weights(const char *path, loom_status *st) {
 		free(p);
 		return lg_fail(st, LOOM_BAD_ARGUMENT, "module: %[1]s_load_weights: %%s is not the weights file this library was built with (%[3]d bytes, FNV-1a %[4]x)", path);
 	}
-	lg_weights = p;
+	__atomic_store_n(&lg_weights, (const unsigned char *)p, __ATOMIC_RELEASE);
 	return lg_ok(st);
 }
 `, g.name, blobAlign, g.blobSize, g.blobSum)
