@@ -185,3 +185,30 @@ func TestExternalData(t *testing.T) {
 		t.Errorf("a short external file: %v", err)
 	}
 }
+
+// TestExternalDataStaysInside: a link out of the model's directory, or a
+// file that is not a regular one, is refused.
+func TestExternalDataStaysInside(t *testing.T) {
+	src := filepath.Join("..", "testdata", "onnx", "external_data")
+	data, err := os.ReadFile(filepath.Join(src, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, err := filepath.Abs(filepath.Join(src, "weights.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.onnx"), data, 0o644)
+	if err := os.Symlink(weights, filepath.Join(dir, "weights.bin")); err != nil {
+		t.Skip(err)
+	}
+	if _, err := onnx.ImportFile(filepath.Join(dir, "model.onnx"), onnx.Options{}); err == nil {
+		t.Error("a link to a file outside the model's directory was followed")
+	}
+	os.Remove(filepath.Join(dir, "weights.bin"))
+	os.Mkdir(filepath.Join(dir, "weights.bin"), 0o755)
+	if _, err := onnx.ImportFile(filepath.Join(dir, "model.onnx"), onnx.Options{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory as external data: %v", err)
+	}
+}

@@ -234,7 +234,11 @@ func convBinary(c *ctx) error {
 		}
 	}
 	if spec.op == "pow" {
-		if k := c.known(1); k != nil && k.len() == 1 && !k.dtype.IsInt() {
+		r0, err := c.rank(0)
+		if err != nil {
+			return err
+		}
+		if k := c.known(1); k != nil && k.len() == 1 && !k.dtype.IsInt() && len(k.shape) <= r0 {
 			switch k.value(0) {
 			case 1:
 				c.alias(0, 0)

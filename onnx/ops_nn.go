@@ -433,12 +433,12 @@ func convGemm(c *ctx) error {
 	}
 	if addC {
 		var bias *fusion.Tensor
-		if k := c.known(2); k != nil && beta != 1 {
+		if k := c.known(2); k != nil && beta != 1 && !k.symbolic() {
 			scaled := make([]float64, k.len())
 			for e := range scaled {
 				scaled[e] = beta * k.value(e)
 			}
-			nk, err := newFloats(k.dtype, k.shape, scaled).toDType(k.dtype)
+			nk, err := newFloats(ast.Float64, k.shape, scaled).toDType(k.dtype)
 			if err != nil {
 				return err
 			}
@@ -846,8 +846,8 @@ func convArgMax(c *ctx) error {
 
 // convTopK takes the k largest (or smallest) elements along an axis of
 // constant size, k known and at most 64, in order, ties by the lower
-// index first, as k rounds of an arg-max that removes its pick (the
-// element at the picked index becomes -inf, or +inf for the smallest).
+// index first, as k rounds of an arg-max over the elements not picked
+// yet (an int mask; the others count as -inf, or +inf for the smallest).
 func convTopK(c *ctx) error {
 	x, err := c.tensor(0)
 	if err != nil {
@@ -906,22 +906,54 @@ func convTopK(c *ctx) error {
 	if err != nil {
 		return err
 	}
+	// alive is 1 where an element is not picked yet (values of -inf are
+	// elements like any other).
+	one, err := c.scalar(ast.Int64, 1)
+	if err != nil {
+		return err
+	}
+	zeroI, err := c.scalar(ast.Int64, 0)
+	if err != nil {
+		return err
+	}
+	alive, err := c.op(c.tmp("alive"), "broadcast_to", fusion.Attrs{Shape: jsonDims(shape)}, one)
+	if err != nil {
+		return err
+	}
 	var vals, idxs []*fusion.Tensor
-	rest := x
 	for r := range k {
-		best, err := c.op(c.tmp(fmt.Sprintf("best%d", r)), reduce, fusion.Attrs{Axes: []int{ax}, KeepDims: true}, rest)
+		op := func(what, name string, attrs fusion.Attrs, ins ...*fusion.Tensor) (*fusion.Tensor, error) {
+			return c.op(c.tmp(fmt.Sprintf("%s%d", what, r)), name, attrs, ins...)
+		}
+		live, err := op("live", "equal", fusion.Attrs{}, alive, one)
 		if err != nil {
 			return err
 		}
-		hit, err := c.op(c.tmp(fmt.Sprintf("hit%d", r)), "equal", fusion.Attrs{}, rest, best)
+		rest, err := op("rest", "where", fusion.Attrs{}, live, x, gone)
 		if err != nil {
 			return err
 		}
-		cand, err := c.op(c.tmp(fmt.Sprintf("cand%d", r)), "where", fusion.Attrs{}, hit, idxAll, none)
+		best, err := op("best", reduce, fusion.Attrs{Axes: []int{ax}, KeepDims: true}, rest)
 		if err != nil {
 			return err
 		}
-		at, err := c.op(c.tmp(fmt.Sprintf("at%d", r)), "reduce_min", fusion.Attrs{Axes: []int{ax}, KeepDims: true}, cand)
+		eq, err := op("eq", "equal", fusion.Attrs{}, x, best)
+		if err != nil {
+			return err
+		}
+		hitLive, err := op("hitlive", "where", fusion.Attrs{}, eq, alive, zeroI)
+		if err != nil {
+			return err
+		}
+		hit, err := op("hit", "equal", fusion.Attrs{}, hitLive, one)
+		if err != nil {
+			return err
+		}
+		cand, err := op("cand", "where", fusion.Attrs{}, hit, idxAll, none)
+		if err != nil {
+			return err
+		}
+		at, err := op("at", "reduce_min", fusion.Attrs{Axes: []int{ax}, KeepDims: true}, cand)
 		if err != nil {
 			return err
 		}
@@ -929,11 +961,11 @@ func convTopK(c *ctx) error {
 		if r == k-1 {
 			break
 		}
-		picked, err := c.op(c.tmp(fmt.Sprintf("picked%d", r)), "equal", fusion.Attrs{}, idxAll, at)
+		picked, err := op("picked", "equal", fusion.Attrs{}, idxAll, at)
 		if err != nil {
 			return err
 		}
-		if rest, err = c.op(c.tmp(fmt.Sprintf("rest%d", r)), "where", fusion.Attrs{}, picked, gone, rest); err != nil {
+		if alive, err = op("alive", "where", fusion.Attrs{}, picked, zeroI, alive); err != nil {
 			return err
 		}
 	}

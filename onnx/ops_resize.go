@@ -47,6 +47,15 @@ func convResize(c *ctx) error {
 	if a, err := c.attrInt("exclude_outside", 0); err != nil || a != 0 {
 		return fmt.Errorf("exclude_outside is not supported")
 	}
+	if a, err := c.attrInt("antialias", 0); err != nil || a != 0 {
+		return fmt.Errorf("antialias is not supported")
+	}
+	if p, err := c.attrString("keep_aspect_ratio_policy", "stretch"); err != nil || p != "stretch" {
+		return fmt.Errorf("keep_aspect_ratio_policy %q is not supported (stretch is)", p)
+	}
+	if c.nin() > 4 || c.attr("axes") != nil {
+		return fmt.Errorf("Resize with axes is not supported")
+	}
 	// Output sizes: from sizes, else from scales.
 	in := make([]int64, len(xs))
 	for a, d := range xs {

@@ -374,7 +374,13 @@ func convConcat(c *ctx) error {
 		}
 	}
 	if allKnown {
-		return concatKnown(c, ax)
+		total := 0
+		for j := 0; j < c.nin(); j++ {
+			total += c.known(j).len()
+		}
+		if total <= knownMathLimit {
+			return concatKnown(c, ax)
+		}
 	}
 	var ins []*fusion.Tensor
 	for j := 0; j < c.nin(); j++ {
@@ -638,13 +644,13 @@ func clampSlice(n, start, end, step int64) (int64, int64) {
 		}
 		return s, (e-s-1)/step + 1
 	}
-	clamp := func(x int64) int64 {
+	clamp := func(x int64, lo int64) int64 {
 		if x < 0 {
 			x += n
 		}
-		return max(-1, min(x, n-1))
+		return max(lo, min(x, n-1))
 	}
-	s, e := clamp(start), clamp(end)
+	s, e := clamp(start, 0), clamp(end, -1)
 	if s <= e {
 		return s, 0
 	}
@@ -799,45 +805,31 @@ func convGather(c *ctx) error {
 		return err
 	}
 	data, idx := c.known(0), c.known(1)
-	if data != nil && idx != nil {
+	if data != nil && idx != nil && int64(data.len())/max(data.shape[ax], 1)*int64(idx.len()) <= knownMathLimit {
 		return gatherKnown(c, data, idx, ax)
 	}
 	x, err := c.tensor(0)
 	if err != nil {
 		return err
 	}
-	if idx != nil && idx.dtype.IsInt() && !idx.symbolic() && len(idx.shape) == 0 {
-		// One index: a slice of the axis, then its removal.
-		in := c.shapeOf(x)
+	if n, ok := c.shapeOf(x)[ax].IsConst(); ok && idx != nil && idx.dtype.IsInt() && !idx.symbolic() && len(idx.shape) == 0 {
+		// One index into an axis of constant size: a slice of the axis,
+		// then its removal.
 		i := idx.i[0]
-		if n, ok := in[ax].IsConst(); ok {
-			if i < -n || i >= n {
-				return fmt.Errorf("index %d is out of range for axis %d of size %d", i, ax, n)
-			}
-			if i < 0 {
-				i += n
-			}
-		} else if i < 0 {
-			goto general
+		if i < -n || i >= n {
+			return fmt.Errorf("index %d is out of range for axis %d of size %d", i, ax, n)
+		}
+		if i < 0 {
+			i += n
 		}
 		attrs := fusion.Attrs{Axes: []int{ax}, Starts: []int64{i}, Ends: []int64{i + 1}, Steps: []int64{1}}
 		s, err := c.op(c.tmp("slice"), "slice", attrs, x)
 		if err != nil {
 			return err
 		}
-		shape := slices.Delete(slices.Clone(in), ax, ax+1)
-		attr := make([]fusion.JSONDim, len(shape))
-		for a, d := range shape {
-			attr[a] = fusion.JSONDim{Dim: d}
-		}
-		y, err := c.op(c.outName(0), "reshape", fusion.Attrs{Shape: attr}, s)
-		if err != nil {
-			return err
-		}
-		c.set(0, y)
-		return nil
+		shape := slices.Delete(slices.Clone(c.shapeOf(x)), ax, ax+1)
+		return c.result("reshape", fusion.Attrs{Shape: jsonDims(shape)}, s)
 	}
-general:
 	ix, err := c.tensor(1)
 	if err != nil {
 		return err

@@ -201,7 +201,20 @@ func externalData(t *onnxpb.TensorProto, dir string, want int64) ([]byte, error)
 	if length != want {
 		return nil, fmt.Errorf("tensor %q: its external data is %d bytes, its shape needs %d", t.GetName(), length, want)
 	}
-	f, err := os.Open(filepath.Join(dir, location))
+	// Opened inside the directory (no link may lead out of it), and only a
+	// regular file (a FIFO would block the open).
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %v", t.GetName(), err)
+	}
+	defer root.Close()
+	if fi, err := root.Stat(location); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", location)
+		}
+		return nil, fmt.Errorf("tensor %q: %v", t.GetName(), err)
+	}
+	f, err := root.Open(location)
 	if err != nil {
 		return nil, fmt.Errorf("tensor %q: %v", t.GetName(), err)
 	}

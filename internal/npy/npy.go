@@ -21,7 +21,7 @@ import (
 
 var descrs = map[string]ast.DType{
 	"<f2": ast.Float16, "<f4": ast.Float32, "<f8": ast.Float64,
-	"<i4": ast.Int32, "<i8": ast.Int64, "|b1": ast.Bool, "|u1": ast.Bool,
+	"<i4": ast.Int32, "<i8": ast.Int64, "|b1": ast.Bool,
 }
 
 func descrOf(dt ast.DType) (string, bool) {
