@@ -213,9 +213,14 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // hostKey identifies this machine's CPU when the target CPU is "native".

@@ -51,9 +51,20 @@ func (c *Cache) indexFile(f *ast.Func, opts llvm.Options) (string, bool) {
 	if prog == "" {
 		return "", false
 	}
+	rtPath, _, err := loadRuntime(c.Dir)
+	if err != nil {
+		return "", false
+	}
+	// The target as Lower takes it: none means this machine's, whose CPU
+	// then keys the entry (a cache directory shared with another machine
+	// must not load this one's code there).
+	t := opts.Target
+	if t == (llvm.Target{}) {
+		t = llvm.Host()
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%x\x00%+v\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", ast.Hash(f), opts, prog,
-		hostKey(opts.Target.CPU), c.Toolchain.fingerprint(), runtimeVersion, buildRecipe, inProcess != nil)
+	fmt.Fprintf(h, "%x\x00%+v\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v\x00%s", ast.Hash(f), opts, prog,
+		hostKey(t.CPU), c.Toolchain.fingerprint(), runtimeVersion, buildRecipe, inProcess != nil, rtPath)
 	key := hex.EncodeToString(h.Sum(nil))
 	return filepath.Join(c.Dir, "index", key[:2], key+".json"), true
 }
