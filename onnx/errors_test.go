@@ -212,3 +212,36 @@ func TestExternalDataStaysInside(t *testing.T) {
 		t.Errorf("a directory as external data: %v", err)
 	}
 }
+
+// TestOutputsThatAreNotComputed: a graph output that is an input, an
+// initializer, or another output gets a copy of its own.
+func TestOutputsThatAreNotComputed(t *testing.T) {
+	w := &onnxpb.TensorProto{Name: proto.String("w"), DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)),
+		Dims: []int64{2}, FloatData: []float32{1, 2}}
+	m := model([]*onnxpb.NodeProto{node("Relu", "r", []string{"x"}, []string{"y"})}, []*onnxpb.TensorProto{w}, "y", "x", "w", "y")
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := onnx.Import(bytes.NewReader(data), onnx.Options{})
+	if err == nil {
+		t.Fatalf("an output listed twice was accepted: %d outputs", len(got.Graph.Outputs))
+	}
+	m = model([]*onnxpb.NodeProto{node("Relu", "r", []string{"x"}, []string{"y"})}, []*onnxpb.TensorProto{w}, "y", "x", "w")
+	if data, err = proto.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = onnx.Import(bytes.NewReader(data), onnx.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range got.Graph.Outputs {
+		if o.Producer == nil {
+			t.Errorf("output %s is not computed by a node", o.Name)
+		}
+		names = append(names, got.ONNXNames[o.Name])
+	}
+	if strings.Join(names, ",") != "y,x,w" {
+		t.Errorf("the outputs are %v, want the model's y, x, w", names)
+	}
+}

@@ -183,6 +183,11 @@ func convert(m *onnxpb.ModelProto, opts Options) (*Model, error) {
 	}
 	var outs []*fusion.Tensor
 	for k, o := range g.GetOutput() {
+		for _, p := range g.GetOutput()[:k] {
+			if p.GetName() == o.GetName() {
+				return nil, modelErr("graph output %d (%q) is listed twice", k, o.GetName())
+			}
+		}
 		v := im.vals[o.GetName()]
 		if v == nil {
 			return nil, modelErr("graph output %d (%q) is not computed by any node", k, o.GetName())
