@@ -2,15 +2,14 @@ package module
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
@@ -76,10 +75,11 @@ func graphKey(g *fusion.Graph, threads int, target, cacheDir, db string) string 
 	fmt.Fprintf(h, "%s %s\n%s\nthreads %d\ntarget %s\ncache %s\ndatabase %s\n", cacheVersion, loomVersion(), g, threads, target, cacheDir, db)
 	for _, c := range g.Constants {
 		fmt.Fprintf(h, "constant %s %d:", c.Name, len(c.Data))
-		var buf [8]byte
-		for _, v := range c.Data {
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-			h.Write(buf[:])
+		if len(c.Data) > 0 {
+			// The elements' bits in one write (a model's weights are
+			// hundreds of millions of them); the machine's byte order is
+			// the cache's, which lives on this machine.
+			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&c.Data[0])), 8*len(c.Data)))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
