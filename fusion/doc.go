@@ -59,6 +59,8 @@
 // The operators, their inputs and their attributes:
 //
 //	neg abs relu exp log sqrt rsqrt tanh sigmoid erf identity silu softplus   (x)
+//	floor ceil sin cos   (x)
+//	round                (x)        to the nearest integer value, halves to the even one
 //	cast                 (x)        dtype
 //	add sub mul div max min pow     (a, b), broadcast by numpy's rules
 //	equal not_equal less less_equal greater greater_equal

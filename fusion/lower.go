@@ -382,6 +382,9 @@ func (l *lowerer) trivial(n *Node) (gen, error) {
 			e := ast.NewCall(ast.IntrinsicExp, ast.Mul(ast.NewCall(ast.IntrinsicAbs, v), ast.ConstOf(t, -1)))
 			return ast.Add(ast.Max(v, ast.Zero(t)), ast.NewCall(ast.IntrinsicLog, ast.Add(ast.One(t), e)))
 		}, nil
+	case "round":
+		x := in(0)
+		return func(i []ast.Expr) ast.Expr { return roundHalfEven(t, x(i)) }, nil
 	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal":
 		a, b := in(0), in(1)
 		cmp := map[string]func(x, y ast.Expr) ast.Expr{
@@ -406,6 +409,22 @@ func (l *lowerer) trivial(n *Node) (gen, error) {
 		return func(i []ast.Expr) ast.Expr { return ast.NewCall(f, x(i)) }, nil
 	}
 	return nil, fmt.Errorf("fusion: no lowering for operator %s (node %s)", n.Op, n.Output.Name)
+}
+
+// roundHalfEven rounds v to the nearest integer value, halves to the even
+// one (ONNX's Round, numpy's round): with r = floor(v) and the exact
+// fraction d = v - r, the result is r + 1 when d > 1/2 or when d = 1/2
+// and r is odd, else r. Values too large to have a fraction have d = 0;
+// infinities give d = NaN and stay; a zero result keeps v's sign (-0.3
+// rounds to -0) through v * 0.
+func roundHalfEven(t ast.DType, v ast.Expr) ast.Expr {
+	r := ast.Floor(v)
+	d := ast.Sub(v, r)
+	half := ast.ConstOf(t, 0.5)
+	odd := ast.NE(ast.Sub(r, ast.Mul(ast.ConstOf(t, 2), ast.Floor(ast.Mul(r, half)))), ast.Zero(t))
+	up := ast.Or(ast.GT(d, half), ast.And(ast.EQ(d, half), odd))
+	rounded := ast.NewSelect(up, ast.Add(r, ast.One(t)), r)
+	return ast.NewSelect(ast.EQ(rounded, ast.Zero(t)), ast.Mul(v, ast.Zero(t)), rounded)
 }
 
 // reshape maps the output index to the input's through the row-major

@@ -54,6 +54,11 @@ var ops = map[string]opInfo{
 	"identity": {kind: Elementwise, min: 1, max: 1},
 	"silu":     {kind: Elementwise, min: 1, max: 1, float: true},
 	"softplus": {kind: Elementwise, min: 1, max: 1, float: true},
+	"floor":    {kind: Elementwise, min: 1, max: 1, float: true},
+	"ceil":     {kind: Elementwise, min: 1, max: 1, float: true},
+	"round":    {kind: Elementwise, min: 1, max: 1, float: true},
+	"sin":      {kind: Elementwise, min: 1, max: 1, float: true},
+	"cos":      {kind: Elementwise, min: 1, max: 1, float: true},
 	// Element-wise binary.
 	"add": {kind: Elementwise, min: 2, max: 2},
 	"sub": {kind: Elementwise, min: 2, max: 2},
@@ -111,5 +116,6 @@ func KindOf(op string) (Kind, bool) {
 var unaryIntrinsic = map[string]ast.Intrinsic{
 	"exp": ast.IntrinsicExp, "log": ast.IntrinsicLog, "sqrt": ast.IntrinsicSqrt,
 	"rsqrt": ast.IntrinsicRsqrt, "tanh": ast.IntrinsicTanh, "sigmoid": ast.IntrinsicSigmoid,
-	"erf": ast.IntrinsicErf, "abs": ast.IntrinsicAbs,
+	"erf": ast.IntrinsicErf, "abs": ast.IntrinsicAbs, "floor": ast.IntrinsicFloor,
+	"ceil": ast.IntrinsicCeil, "sin": ast.IntrinsicSin, "cos": ast.IntrinsicCos,
 }

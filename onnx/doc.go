@@ -35,11 +35,12 @@
 //
 // The operators:
 //
-//	element-wise  Abs Add And Cast CastLike Clip Div Elu Equal Erf Exp Gelu
-//	              Greater GreaterOrEqual HardSigmoid HardSwish Identity
-//	              LeakyRelu Less LessOrEqual Log Max Mean Min Mish Mul Neg
-//	              Not Or Pow PRelu Reciprocal Relu Selu Sigmoid Sign Softplus
-//	              Sqrt Sub Sum Tanh Where Xor Dropout (inference)
+//	element-wise  Abs Add And Cast CastLike Ceil Clip Cos Div Elu Equal Erf
+//	              Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish
+//	              Identity LeakyRelu Less LessOrEqual Log Max Mean Min Mish
+//	              Mul Neg Not Or Pow PRelu Reciprocal Relu Round (halves to
+//	              even) Selu Sigmoid Sign Sin Softplus Sqrt Sub Sum Tan Tanh
+//	              Where Xor Dropout (inference)
 //	shapes        Concat Constant ConstantOfShape Expand Flatten Gather Pad
 //	              (constant mode) Range Reshape Resize (nearest, linear)
 //	              Shape Size Slice Split Squeeze Tile Transpose Trilu
@@ -48,8 +49,6 @@
 //	              Einsum Gemm GlobalAveragePool GlobalMaxPool
 //	              InstanceNormalization LayerNormalization LogSoftmax MatMul
 //	              MaxPool Softmax TopK (k known, at most 64)
-//	on constants  Ceil Cos Floor Round Sin Tan (computed at import: a rotary
-//	              embedding's tables; of a tensor computed at run time, an error)
 //	reductions    ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax
 //	              ReduceMean ReduceMin ReduceSum ReduceSumSquare
 //

@@ -22,6 +22,8 @@ func init() {
 		"Relu": one(unary("relu")), "Neg": one(unary("neg")), "Abs": one(unary("abs")), "Exp": one(unary("exp")),
 		"Log": one(unary("log")), "Sqrt": one(unary("sqrt")), "Tanh": one(unary("tanh")), "Sigmoid": one(unary("sigmoid")),
 		"Erf": one(unary("erf")), "Softplus": one(unary("softplus")),
+		"Sin": one(unary("sin")), "Cos": one(unary("cos")), "Tan": one(convTan),
+		"Floor": one(unary("floor")), "Ceil": one(unary("ceil")), "Round": one(unary("round")),
 		"Identity": one(passThrough), "Dropout": span(passThrough, 1, 3, 2),
 		"Reciprocal": one(convReciprocal), "Clip": span(convClip, 1, 3, 1), "LeakyRelu": one(convLeakyRelu),
 		"HardSigmoid": one(convHardSigmoid), "HardSwish": one(convHardSigmoid), "Gelu": one(convGelu),
@@ -47,9 +49,6 @@ func init() {
 		"ConvTranspose": span(convConvTranspose, 2, 3, 1), "CumSum": span(convCumSum, 2, 2, 1),
 		"Einsum": span(convEinsum, 1, 2, 1), "ArgMax": one(convArgMax), "ArgMin": one(convArgMax),
 		"TopK": span(convTopK, 2, 2, 2),
-	}
-	for name := range knownMath {
-		converters[name] = one(convKnownMath)
 	}
 	for name := range binaryOps {
 		converters[name] = span(convBinary, 2, 2, 1)

@@ -666,6 +666,8 @@ var knownUnary = map[string]func(float64) float64{
 	"Log": math.Log, "Tanh": math.Tanh, "Erf": math.Erf, "Reciprocal": func(x float64) float64 { return 1 / x },
 	"Relu":    func(x float64) float64 { return math.Max(x, 0) },
 	"Sigmoid": func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
+	"Sin":     math.Sin, "Cos": math.Cos, "Tan": math.Tan, "Floor": math.Floor, "Ceil": math.Ceil,
+	"Round": math.RoundToEven, // ONNX rounds halves to even
 }
 
 // unaryKnown computes node c on its known input; done is false when the
@@ -687,34 +689,26 @@ func unaryKnown(c *ctx) (done bool, err error) {
 	return true, nil
 }
 
-// knownMath are the element-wise functions the importer computes on known
-// values only (a rotary embedding's tables, sizes rounded): loom's kernels
-// do not compute them yet.
-var knownMath = map[string]func(float64) float64{
-	"Sin": math.Sin, "Cos": math.Cos, "Tan": math.Tan, "Floor": math.Floor, "Ceil": math.Ceil,
-	"Round": math.RoundToEven, // ONNX rounds halves to even
-}
-
-// knownMathLimit bounds the elements such a function computes here.
+// knownMathLimit bounds the elements a known value computed here may have;
+// a larger one is computed at run time.
 const knownMathLimit = 1 << 24
 
-func convKnownMath(c *ctx) error {
-	k := c.known(0)
-	if k == nil {
-		return fmt.Errorf("%s of a tensor computed at run time is not supported yet (loom computes it only on constants, at import)", c.n.GetOpType())
+// convTan is sin(x) / cos(x): loom's kernels have no tangent of their own.
+func convTan(c *ctx) error {
+	if done, err := unaryKnown(c); done || err != nil {
+		return err
 	}
-	if k.dtype.IsInt() || k.dtype == ast.Bool || k.len() > knownMathLimit {
-		return fmt.Errorf("%s of a known %s tensor of %d elements is not supported", c.n.GetOpType(), k.dtype, k.len())
-	}
-	fn := knownMath[c.n.GetOpType()]
-	out := make([]float64, k.len())
-	for i, v := range k.f {
-		out[i] = fn(v)
-	}
-	r, err := newFloats(ast.Float64, k.shape, out).toDType(k.dtype)
+	x, err := c.tensor(0)
 	if err != nil {
 		return err
 	}
-	c.setKnown(0, r)
-	return nil
+	sin, err := c.op(c.tmp("sin"), "sin", fusion.Attrs{}, x)
+	if err != nil {
+		return err
+	}
+	cos, err := c.op(c.tmp("cos"), "cos", fusion.Attrs{}, x)
+	if err != nil {
+		return err
+	}
+	return c.result("div", fusion.Attrs{}, sin, cos)
 }

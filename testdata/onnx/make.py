@@ -298,4 +298,28 @@ save("topk", [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1), h.make_node("
      [np.round(rand(2, 6, 3, lo=-3, hi=3))], inits=[init("k", np.array([3], np.int64)), init("k1", np.array([1], np.int64))], opset=11)
 save("argmax", [h.make_node("ArgMax", ["x"], ["a"], axis=1), h.make_node("ArgMin", ["x"], ["b"], axis=-1, keepdims=0, select_last_index=1)],
      [("x", F, [3, 4, 5])], [("a", TP.INT64, [3, 1, 5]), ("b", TP.INT64, [3, 4])], [np.round(rand(3, 4, 5, lo=-2, hi=2))], opset=13)
+# Rounding and the periodic functions on tensors computed at run time.
+unary("Sin", lo=-7, hi=7)
+unary("Cos", lo=-7, hi=7)
+unary("Tan", lo=-1.4, hi=1.4)
+unary("Floor", lo=-4, hi=4)
+unary("Ceil", lo=-4, hi=4)
+save("round", [h.make_node("Round", ["x"], ["y"])], [("x", F, [12])], [("y", F, [12])],
+     [np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.3, 0.49999997, 7.7, -7.7, 16777215, 3.5], np.float32)], opset=11)
+# A rotary embedding whose angles depend on the sequence length S, known
+# only at run time (LLaMA's, when exported with a dynamic axis).
+save("rotary_dynamic", [
+    h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "one"], ["s"], axis=0),
+    h.make_node("Range", ["zero", "s", "one"], ["pos_i"]), h.make_node("Cast", ["pos_i"], ["pos"], to=F),
+    h.make_node("Unsqueeze", ["pos", "ax1"], ["pos2"]), h.make_node("Mul", ["pos2", "inv_freq"], ["freqs"]),
+    h.make_node("Concat", ["freqs", "freqs"], ["emb"], axis=1),
+    h.make_node("Cos", ["emb"], ["cos"]), h.make_node("Sin", ["emb"], ["sin"]),
+    h.make_node("Slice", ["x", "s0", "s4", "ax2"], ["x1"]), h.make_node("Slice", ["x", "s4", "s8", "ax2"], ["x2"]),
+    h.make_node("Neg", ["x2"], ["nx2"]), h.make_node("Concat", ["nx2", "x1"], ["rot"], axis=2),
+    h.make_node("Mul", ["x", "cos"], ["a"]), h.make_node("Mul", ["rot", "sin"], ["b"]), h.make_node("Add", ["a", "b"], ["y"])],
+    [("x", F, [2, "S", 8])], [("y", F, [2, "S", 8])], [rand(2, 7, 8)],
+    inits=[init("zero", np.int64(0)), init("one", np.int64(1)), init("ax1", np.array([1], np.int64)),
+           init("ax2", np.array([2], np.int64)), init("s0", np.array([0], np.int64)), init("s4", np.array([4], np.int64)),
+           init("s8", np.array([8], np.int64)),
+           init("inv_freq", (1.0 / (10000 ** (np.arange(0, 8, 2, dtype=np.float32) / 8))).astype(np.float32))])
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
