@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/poly"
@@ -78,11 +79,104 @@ func (s *Schedule) ComputeInline(b Block) error {
 	g = mapLoads(g, st.Buffer, inline) // loads outside blocks
 	g = dropUnusedAlloc(g, st.Buffer)
 	g = ast.SimplifyFunc(g)
+	if err := s.checkIndexBounds(prim, g, here, blk, st.Buffer); err != nil {
+		return err
+	}
 	if err := s.commit(prim, g); err != nil {
 		return err
 	}
 	s.record(Inst{Kind: prim, Args: []Arg{Ref(b.rv)}})
 	return nil
+}
+
+// checkIndexBounds refuses g, the function with block producer inlined,
+// when producer's buffer buf is an index of another access (a gather's
+// positions) and inlining makes that access one whose index poly sees and
+// cannot keep inside the buffer's shape. Before, the index was data, which
+// the kernel checks as it runs (an out-of-range index is a status, not a
+// read outside the buffer); after, it is arithmetic that nothing checks,
+// so it must be in range for every size: iota(S) inlined into a lookup of
+// a table of 32 rows is refused, since S may be 33.
+func (s *Schedule) checkIndexBounds(prim string, g *ast.Func, at []ast.Node, producer *ast.ScheduleBlock, buf *ast.Buffer) error {
+	indexed := map[string]bool{} // blocks that index with buf's values
+	ast.Inspect(s.f.Body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.ScheduleBlock); ok && !c.HoldsBlock() && usedAsIndex(c, buf) {
+			indexed[c.Name] = true
+		}
+		return true
+	})
+	if len(indexed) == 0 {
+		return nil
+	}
+	before, after, err := s.models(prim, g, at)
+	if err != nil {
+		return err
+	}
+	outBefore := map[string]bool{}
+	for _, in := range before.Blocks {
+		for _, a := range before.Touches(in) {
+			if _, _, out := a.OutOfBounds(in.Domain); out {
+				outBefore[a.Buffer.Name] = true
+			}
+		}
+	}
+	for _, in := range after.Blocks {
+		if !indexed[in.Block.Name] {
+			continue
+		}
+		for _, a := range after.Touches(in) {
+			if outBefore[a.Buffer.Name] {
+				continue
+			}
+			ps, x, out := a.OutOfBounds(in.Domain)
+			if !out {
+				continue
+			}
+			where := ""
+			if x != nil {
+				where = fmt.Sprintf(" (index %v%s)", x, paramValues(after.Params, ps))
+			}
+			return illegal(prim, s.f, at, "block %s's values index %s in block %s; inlined, that access may fall outside %s's shape%s, where the kernel now checks each index as it runs", producer.Name, a.Buffer.Name, in.Block.Name, a.Buffer.Name, where)
+		}
+	}
+	return nil
+}
+
+// usedAsIndex reports whether a load of buf is part of an index of some
+// access in block b's body.
+func usedAsIndex(b *ast.ScheduleBlock, buf *ast.Buffer) bool {
+	found := false
+	inIndices := func(xs []ast.Expr) {
+		for _, x := range xs {
+			if len(loadsOf(x, buf)) > 0 {
+				found = true
+			}
+		}
+	}
+	ast.Inspect(b.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Load:
+			inIndices(n.Indices)
+		case *ast.Store:
+			inIndices(n.Indices)
+		}
+		return !found
+	})
+	return found
+}
+
+// paramValues formats the sizes of a witness: " at N=33".
+func paramValues(names []string, vals []poly.Int) string {
+	var parts []string
+	for i, v := range vals {
+		if i < len(names) {
+			parts = append(parts, names[i]+"="+v.String())
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " at " + strings.Join(parts, ", ")
 }
 
 func readsBuffer(b *ast.ScheduleBlock, buf *ast.Buffer) bool {

@@ -436,3 +436,48 @@ func TestLongRunEmptyInitZeroDivisor(t *testing.T) {
 func TestLongRunCreatedRaceInexactBinding(t *testing.T) {
 	replayClean(t, "matmul_sym", 17, `split(i, [-1, 8]); parallel(i_0); rfactor(k); fuse(i_1, j); rfactor(k_wb)`)
 }
+
+// TestComputeInlineIndexBounds: inlining positions computed as iota(S)
+// into a gather from a table of 32 rows made the gather's index plain
+// arithmetic, which no run-time check covers, and reads past the table
+// when S > 32 (GPT-2's position embedding with a dynamic sequence, found
+// by compiling testdata/onnx); compute_inline refuses it on its own, and
+// still inlines when the table has a row for every position.
+func TestComputeInlineIndexBounds(t *testing.T) {
+	src := `func positions[S: int32](W: float32[@ROWS@, 8], Y: float32[S, 8]) {
+  ScheduleBlock(root) {
+    alloc P: int64[S]
+    serial for (i, 0, S) {
+      ScheduleBlock(P) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, S))
+        writes(P[vi])
+        P[vi] = int64(vi)
+      }
+    }
+    serial for (i, 0, S) {
+      serial for (j, 0, 8) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, S), vj = spatial(0, 8))
+          reads(P[vi], W[0:+@ROWS@, vj])
+          writes(Y[vi, vj])
+          Y[vi, vj] = W[P[vi], vj]
+        }
+      }
+    }
+  }
+}`
+	for _, rows := range []string{"32", "S"} {
+		text := strings.ReplaceAll(src, "@ROWS@", rows)
+		for _, validate := range []bool{false, true} {
+			_, err := applyOps(t, text, `compute_inline(P)`, schedule.WithValidation(validate))
+			switch {
+			case rows == "32" && (err == nil || !strings.Contains(err.Error(), "may fall outside W's shape") || !errors.Is(err, schedule.ErrIllegal)):
+				t.Errorf("rows %s, validation %v: got %v, want a refusal naming W's shape", rows, validate, err)
+			case rows != "32" && err != nil:
+				t.Errorf("rows %s, validation %v: refused: %v", rows, validate, err)
+			}
+		}
+	}
+}
