@@ -52,16 +52,21 @@ typedef struct loom_tensor_info {
 
 #ifndef LOOM_STATUS_STRING_DEFINED
 #define LOOM_STATUS_STRING_DEFINED
-/* What a status code means, in a few words. */
+/* What a status code means, in a few words: the most telling of the
+ * faults it sums. */
 static inline const char *loom_status_string(int32_t code) {
-	switch (code) {
-	case 0: return "ok";
-	case 1: return "bad argument";
-	case 2: return "out of memory";
-	case 3: return "kernel failed";
-	case 4: return "index out of range";
-	}
-	return "unknown status";
+	/* The first of the faults summed in code, the caller's first. */
+	if (code == LOOM_OK)
+		return "ok";
+	if (code < 0 || code > 15)
+		return "unknown status";
+	if (code & LOOM_BAD_ARGUMENT)
+		return "bad argument";
+	if (code & LOOM_NO_MEMORY)
+		return "out of memory";
+	if (code & LOOM_INDEX_OUT_OF_RANGE)
+		return "index out of range";
+	return "integer division by zero";
 }
 #endif
 

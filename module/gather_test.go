@@ -3,9 +3,13 @@ package module_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/module"
 )
@@ -19,7 +23,8 @@ const embedGraph = `{"name": "embed", "inputs": [{"name": "E", "dtype": "float32
 // range: negative ones count from the end) is an error from Run naming
 // the kernel and its gathers, not a clamped row; so is a constant index
 // beyond a symbolic dimension at the sizes of the call. The C library
-// returns LOOM_INDEX_OUT_OF_RANGE with the same message.
+// returns LOOM_INDEX_OUT_OF_RANGE with the same message, the code a
+// kernel's header declares too.
 func TestGatherIndexOutOfRange(t *testing.T) {
 	_, m := compiled(t, embedGraph)
 	table := func(n int) []float32 {
@@ -64,7 +69,33 @@ func TestGatherIndexOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, goErr := run(5, []int32{0, 7})
-	src := `#include "embed.h"
+	// A kernel's header declares the same status codes; a program may
+	// include it beside the graph's.
+	f, err := ast.Parse(`func scale[N: int32](X: float32[N], Y: float32[N]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, N) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, N))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := llvm.Lower(f, llvm.Options{Symbol: "scale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scale.h"), []byte(kernel.Header()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `#include "scale.h"
+#include "embed.h"
 #include <stdio.h>
 
 int main(void) {
@@ -77,11 +108,14 @@ int main(void) {
 	rc = embed(E, es, bad, is, Y, ys, R, rs, 1, &st);
 	printf("%d|%s\n", rc, st.message);
 	printf("%d\n", LOOM_INDEX_OUT_OF_RANGE);
+	printf("%d %d %d %d\n", LOOM_DIVISION_BY_ZERO, LOOM_NO_MEMORY, LOOM_BAD_ARGUMENT, LOOM_OK);
+	printf("%s|%s|%s|%s\n", loom_status_string(LOOM_INDEX_OUT_OF_RANGE | LOOM_DIVISION_BY_ZERO), loom_status_string(LOOM_DIVISION_BY_ZERO),
+		loom_status_string(LOOM_BAD_ARGUMENT), loom_status_string(99));
 	return 0;
 }
 `
 	out := runC(t, dir, "embed", src)
-	want := fmt.Sprintf("0|\n4|%s\n4\n", goErr)
+	want := fmt.Sprintf("0|\n4|%s\n4\n1 2 8 0\nindex out of range|integer division by zero|bad argument|unknown status\n", goErr)
 	if out != want {
 		t.Errorf("C library:\n%s\nwant\n%s", out, want)
 	}

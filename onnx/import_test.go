@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/module"
 	"github.com/loom-go/loom/onnx"
 )
 
@@ -21,6 +23,7 @@ type testCase struct {
 	name    string
 	model   *onnx.Model
 	inputs  map[string]any // by the graph's input names
+	shapes  map[string][]int64
 	sizes   map[string]int64
 	outputs []onnx.Tensor // in the model's output order
 }
@@ -31,7 +34,7 @@ func loadCase(t *testing.T, dir string) *testCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testCase{name: filepath.Base(dir), model: m, inputs: map[string]any{}, sizes: map[string]int64{}}
+	c := &testCase{name: filepath.Base(dir), model: m, inputs: map[string]any{}, shapes: map[string][]int64{}, sizes: map[string]int64{}}
 	data := filepath.Join(dir, "test_data_set_0")
 	for k := 0; ; k++ {
 		in, err := onnx.ReadTensorFile(filepath.Join(data, fmt.Sprintf("input_%d.pb", k)))
@@ -51,6 +54,7 @@ func loadCase(t *testing.T, dir string) *testCase {
 			}
 		}
 		c.inputs[g.Name] = ast.DataOf(in.DType, in.Data)
+		c.shapes[g.Name] = in.Shape
 	}
 	for k := 0; ; k++ {
 		out, err := onnx.ReadTensorFile(filepath.Join(data, fmt.Sprintf("output_%d.pb", k)))
@@ -156,6 +160,45 @@ func TestImportMatchesOnnxRuntime(t *testing.T) {
 	}
 }
 
+// TestCompiledMatchesOnnxRuntime compiles each model of testdata/onnx
+// with loom's default schedules and runs it natively, on outputs poisoned
+// (NaN) first, so that an element no kernel writes shows; the outputs must
+// be ONNX Runtime's.
+func TestCompiledMatchesOnnxRuntime(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range cases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c := loadCase(t, dir)
+			m, err := module.Compile(c.model.Graph, module.Options{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins := map[string]module.Tensor{}
+			for name, data := range c.inputs {
+				ins[name] = module.Tensor{Shape: c.shapes[name], Data: data}
+			}
+			outs, err := m.NewOutputs(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range c.model.Graph.Outputs {
+				ast.Poison(o.DType, outs[o.Name].Data)
+			}
+			if err := m.Run(ins, outs); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]any{}
+			for name, o := range outs {
+				got[name] = o.Data
+			}
+			c.check(t, got)
+		})
+	}
+}
+
 // TestImportErrors: each bad model is an error that names what is wrong.
 func TestImportErrors(t *testing.T) {
 	for _, c := range []struct {
@@ -167,6 +210,34 @@ func TestImportErrors(t *testing.T) {
 		_, err := onnx.Import(strings.NewReader(c.data), onnx.Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, onnx.ErrModel) {
 			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestPositionsPastTheTable: GPT-2's position embedding is a table of 32
+// rows indexed by iota(seq); at seq = 33 the compiled model reports the
+// index out of range (the gather's run-time check, which inlining the
+// positions must not remove) instead of reading past the table.
+func TestPositionsPastTheTable(t *testing.T) {
+	c := loadCase(t, filepath.Join("..", "testdata", "onnx", "net_gpt_dynamic_seq"))
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(c.model.Graph, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []int64{32, 33} {
+		ids := make([]int64, 2*seq)
+		ins := map[string]module.Tensor{c.model.Graph.Inputs[0].Name: {Shape: []int64{2, seq}, Data: ids}}
+		outs, err := m.NewOutputs(ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = m.Run(ins, outs)
+		if seq <= 32 && err != nil || seq > 32 && !errors.Is(err, native.ErrIndexOutOfRange) {
+			t.Errorf("seq %d: %v", seq, err)
 		}
 	}
 }

@@ -44,10 +44,11 @@ func (m *Module) Header() string {
 	b.WriteString("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n")
 	// restrict is C's; C++ compilers spell it __restrict.
 	b.WriteString("#ifndef LOOM_RESTRICT\n#ifdef __cplusplus\n#define LOOM_RESTRICT __restrict\n#else\n#define LOOM_RESTRICT restrict\n#endif\n#endif\n\n")
+	b.WriteString(StatusCodesC)
 	roles := Roles(f)
 	b.WriteString("/*\n")
 	fmt.Fprintf(&b, " * %s: ", m.Symbol)
-	b.WriteString("returns 0 on success, else the sum of 1 after an integer\n * division by zero, 2 if a temporary buffer could not be allocated, 4 if\n * an index read from a buffer (a gather's) was out of range.\n *\n")
+	b.WriteString("returns LOOM_OK (0) on success, else the sum of\n * LOOM_DIVISION_BY_ZERO, LOOM_NO_MEMORY and LOOM_INDEX_OUT_OF_RANGE for the\n * faults it met (the codes above).\n *\n")
 	for _, s := range f.Sizes {
 		fmt.Fprintf(&b, " *   %-8s symbolic size (%s), >= 0\n", s.Name, s.DType)
 	}

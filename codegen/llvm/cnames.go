@@ -108,8 +108,8 @@ futex linux unix i386`
 // use) and the names its headers define.
 const loomNames = `loom_set_num_threads loom_get_num_threads loom_parallel_for loom_runtime_version
 loom_task GOMP_parallel omp_get_thread_num omp_get_num_threads omp_get_max_threads
-loom_status LOOM_STATUS_DEFINED LOOM_OK LOOM_BAD_ARGUMENT LOOM_NO_MEMORY LOOM_KERNEL_FAILED
-LOOM_INDEX_OUT_OF_RANGE LOOM_RESTRICT`
+loom_status LOOM_STATUS_DEFINED LOOM_STATUS_CODES_DEFINED LOOM_OK LOOM_BAD_ARGUMENT LOOM_NO_MEMORY
+LOOM_DIVISION_BY_ZERO LOOM_INDEX_OUT_OF_RANGE LOOM_RESTRICT loom_status_string LOOM_STATUS_STRING_DEFINED`
 
 // SafeCName returns name when IsReservedC does not refuse it, else a
 // name it does not: name with "_" after it (int_, free_) or, where that is

@@ -19,7 +19,8 @@
 // overlap. The result is a status: 0, or StatusDivByZero after an integer
 // division by zero (the interpreter's error; the kernel goes on with 0),
 // StatusIndexOutOfRange after a gather's index out of range (see below),
-// StatusOutOfMemory, or-ed. Module.Header writes the C declarations.
+// StatusOutOfMemory, or-ed. Module.Header writes the C declarations, the
+// status codes included (StatusCodesC, which graph libraries share).
 //
 // # From loop nest to IR
 //

@@ -50,10 +50,25 @@ func ExampleModule_Header() {
 	// #endif
 	// #endif
 	//
+	// #ifndef LOOM_STATUS_CODES_DEFINED
+	// #define LOOM_STATUS_CODES_DEFINED
+	// /* loom's status codes: LOOM_OK (0), or the sum of the faults met. A
+	//  * kernel returns the first three; a graph library adds LOOM_BAD_ARGUMENT.
+	//  * Any fault but LOOM_BAD_ARGUMENT may come after outputs were partly
+	//  * written: they are then not valid. */
+	// enum {
+	// 	LOOM_OK = 0,
+	// 	LOOM_DIVISION_BY_ZERO = 1,   /* an integer division or remainder by zero (it gave 0) */
+	// 	LOOM_NO_MEMORY = 2,          /* a temporary buffer could not be allocated */
+	// 	LOOM_INDEX_OUT_OF_RANGE = 4, /* an index read from a buffer (a gather's) was outside its dimension */
+	// 	LOOM_BAD_ARGUMENT = 8        /* a shape, a NULL pointer, a dtype: nothing ran */
+	// };
+	// #endif
+	//
 	// /*
-	//  * chain16: returns 0 on success, else the sum of 1 after an integer
-	//  * division by zero, 2 if a temporary buffer could not be allocated, 4 if
-	//  * an index read from a buffer (a gather's) was out of range.
+	//  * chain16: returns LOOM_OK (0) on success, else the sum of
+	//  * LOOM_DIVISION_BY_ZERO, LOOM_NO_MEMORY and LOOM_INDEX_OUT_OF_RANGE for the
+	//  * faults it met (the codes above).
 	//  *
 	//  *   S1       symbolic size (int32), >= 0
 	//  *   S2       symbolic size (int32), >= 0

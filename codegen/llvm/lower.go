@@ -71,7 +71,9 @@ func CheckSymbol(sym string) error {
 	return nil
 }
 
-// Status codes the kernels return.
+// Status codes: a kernel returns StatusOK or the sum of the faults it met
+// among the first three; a graph library (package module) returns the
+// same codes and adds StatusBadArgument. StatusCodesC declares them in C.
 const (
 	StatusOK          = 0 // the kernel ran to the end
 	StatusDivByZero   = 1 // an integer division or remainder by zero
@@ -79,7 +81,30 @@ const (
 	// StatusIndexOutOfRange: an index loaded from a buffer (a gather's)
 	// was outside its dimension; the access did not happen.
 	StatusIndexOutOfRange = 4
+	// StatusBadArgument: a caller's argument was wrong (a shape, a NULL
+	// pointer); nothing ran. Kernels do not return it.
+	StatusBadArgument = 8
 )
+
+// StatusCodesC is the C declaration of the status codes, shared by the
+// kernel headers (Module.Header) and the graph libraries' headers, each
+// guarded so that a program may include several.
+const StatusCodesC = `#ifndef LOOM_STATUS_CODES_DEFINED
+#define LOOM_STATUS_CODES_DEFINED
+/* loom's status codes: LOOM_OK (0), or the sum of the faults met. A
+ * kernel returns the first three; a graph library adds LOOM_BAD_ARGUMENT.
+ * Any fault but LOOM_BAD_ARGUMENT may come after outputs were partly
+ * written: they are then not valid. */
+enum {
+	LOOM_OK = 0,
+	LOOM_DIVISION_BY_ZERO = 1,   /* an integer division or remainder by zero (it gave 0) */
+	LOOM_NO_MEMORY = 2,          /* a temporary buffer could not be allocated */
+	LOOM_INDEX_OUT_OF_RANGE = 4, /* an index read from a buffer (a gather's) was outside its dimension */
+	LOOM_BAD_ARGUMENT = 8        /* a shape, a NULL pointer, a dtype: nothing ran */
+};
+#endif
+
+`
 
 // ErrUnsupported is wrapped by errors for functions the code generator
 // cannot lower.

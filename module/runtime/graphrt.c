@@ -167,15 +167,15 @@ static void lg_give(void *p, int64_t cap) {
 }
 
 /* lg_kernel_failed reports a kernel's non-zero return code, the faults it
- * met or-ed (codegen/llvm's statuses: 1 a division by zero, 2 no memory, 4
- * a gather's index out of range). gathers names the kernel's gather nodes,
- * as " (gather Y)", or is "". */
+ * met summed (LOOM_DIVISION_BY_ZERO, LOOM_NO_MEMORY,
+ * LOOM_INDEX_OUT_OF_RANGE): the graph's status is the same code. gathers
+ * names the kernel's gather nodes, as " (gather Y)", or is "". */
 static int32_t lg_kernel_failed(loom_status *st, const char *kernel, const char *gathers, int32_t rc) {
-	if (rc & 2)
-		return lg_fail(st, LOOM_NO_MEMORY, "module: kernel %s: a temporary buffer could not be allocated", kernel);
-	if (rc & 4)
-		return lg_fail(st, LOOM_INDEX_OUT_OF_RANGE, "module: kernel %s%s: a gather's index is out of range", kernel, gathers);
-	if (rc == 1)
-		return lg_fail(st, LOOM_KERNEL_FAILED, "module: kernel %s: integer division by zero", kernel);
-	return lg_fail(st, LOOM_KERNEL_FAILED, "module: kernel %s failed with code %d", kernel, (int)rc);
+	if (rc & ~(LOOM_DIVISION_BY_ZERO | LOOM_NO_MEMORY | LOOM_INDEX_OUT_OF_RANGE))
+		return lg_fail(st, rc, "module: kernel %s failed with code %d", kernel, (int)rc);
+	if (rc & LOOM_NO_MEMORY)
+		return lg_fail(st, rc, "module: kernel %s: a temporary buffer could not be allocated", kernel);
+	if (rc & LOOM_INDEX_OUT_OF_RANGE)
+		return lg_fail(st, rc, "module: kernel %s%s: a gather's index is out of range", kernel, gathers);
+	return lg_fail(st, rc, "module: kernel %s: integer division by zero", kernel);
 }
