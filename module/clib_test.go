@@ -206,6 +206,14 @@ func TestCLibraryMatchesInterpreter(t *testing.T) {
 				!strings.Contains(gg.name, "resnet") && !strings.Contains(gg.name, "layernorm") && !strings.Contains(gg.name, "softmax")
 		})
 	}
+	if !*long {
+		// A third of the package's time, for a library whose kernels,
+		// driver and descriptors the other graphs cover (attention,
+		// layernorm and softmax among them); the same layer runs natively
+		// from Go in TestGoldensMatchInterpreter and, imported from ONNX,
+		// in package onnx's TestCompiledMatchesOnnxRuntime.
+		gs = slices.DeleteFunc(gs, func(gg goldenGraph) bool { return gg.name == "bert_layer.txtar" })
+	}
 	runs := 0
 	defer func() { t.Logf("%d runs compared", runs) }()
 	for gi, gg := range gs {
@@ -299,8 +307,8 @@ func TestCLibraryBadInputs(t *testing.T) {
 		switch {
 		case c.want == "" && (code != "0" || msg != ""):
 			t.Errorf("%s: got %s %q, want success", c.name, code, msg)
-		case c.want != "" && (code != "1" || msg != c.want):
-			t.Errorf("%s:\n got %s %q\nwant 1 %q", c.name, code, msg, c.want)
+		case c.want != "" && (code != "8" || msg != c.want):
+			t.Errorf("%s:\n got %s %q\nwant 8 (LOOM_BAD_ARGUMENT) %q", c.name, code, msg, c.want)
 		}
 	}
 }

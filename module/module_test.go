@@ -213,6 +213,8 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 // interpretLimit is the most loop iterations a reference runs in the
 // interpreter (10 million: seconds); -interpret-limit=1e12 runs every
 // graph's there (the ResNet block takes minutes).
+var long = flag.Bool("long", false, "build the C library of every golden graph, the BERT layer's too")
+
 var interpretLimit = flag.Int64("interpret-limit", 10_000_000, "the most loop iterations a graph's reference runs in the interpreter; beyond, the unfused, unscheduled kernels run natively")
 
 // reference computes g's outputs at sizes: the interpreter on the fused

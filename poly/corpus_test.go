@@ -1,8 +1,10 @@
 package poly
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -30,6 +32,54 @@ func TestCorpusModels(t *testing.T) {
 				if deps := p.CarriedBy(l); len(deps) > 0 {
 					t.Errorf("%s: loop %s of element-wise block %s carries %v", c.Name, l.Var.Name, b.Block.Name, deps[0])
 				}
+			}
+		}
+	}
+}
+
+// TestDependencesByPairs: CarriedBy on a fresh model (which computes the
+// pairs of blocks inside the loop only) and DepsAmong give what filtering
+// every dependence (Deps) gives, in the same order, on every workload.
+func TestDependencesByPairs(t *testing.T) {
+	for _, c := range workload.All() {
+		whole, err := Extract(c.Func)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := whole.Deps()
+		key := func(ds []*Dependence) []string {
+			var out []string
+			for _, d := range ds {
+				out = append(out, d.Kind.String()+" "+d.Buffer.Name+" "+d.Source.Block.Name+"->"+d.Sink.Block.Name+" "+d.Rel.String())
+			}
+			return out
+		}
+		seen := map[*ast.For]bool{}
+		for _, b := range whole.Blocks {
+			for _, l := range b.Loops {
+				if seen[l] {
+					continue
+				}
+				seen[l] = true
+				fresh, _ := Extract(c.Func)
+				got, want := key(fresh.CarriedBy(l)), key(whole.CarriedBy(l))
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: loop %s carries %v fresh, %v from all dependences", c.Name, l.Var.Name, got, want)
+				}
+			}
+		}
+		for i := range whole.Blocks {
+			fresh, _ := Extract(c.Func)
+			some := []*Instances{fresh.Blocks[i], fresh.Blocks[len(fresh.Blocks)-1]}
+			var want []*Dependence
+			for _, d := range all {
+				if (d.Source.Block.Name == some[0].Block.Name || d.Source.Block.Name == some[1].Block.Name) &&
+					(d.Sink.Block.Name == some[0].Block.Name || d.Sink.Block.Name == some[1].Block.Name) {
+					want = append(want, d)
+				}
+			}
+			if got := key(fresh.DepsAmong(some)); !slices.Equal(got, key(want)) {
+				t.Errorf("%s: DepsAmong(%s, %s) = %v, want %v", c.Name, some[0].Block.Name, some[1].Block.Name, got, key(want))
 			}
 		}
 	}

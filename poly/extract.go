@@ -17,7 +17,8 @@ type Program struct {
 	Params []string // the function's symbolic sizes
 	Blocks []*Instances
 
-	deps []*Dependence // computed on first use
+	deps     []*Dependence            // all of them, computed on first use
+	pairDeps map[[2]int][]*Dependence // by source and sink index, computed on first use
 }
 
 // Instances are the executions of one leaf block.

@@ -11,9 +11,49 @@ import (
 // Deps returns the dependences of p (see Dependences), computed once.
 func (p *Program) Deps() []*Dependence {
 	if p.deps == nil {
-		p.deps = p.Dependences()
+		p.deps = []*Dependence{}
+		for i := range p.Blocks {
+			for j := range p.Blocks {
+				p.deps = append(p.deps, p.pairDependences(i, j)...)
+			}
+		}
 	}
 	return p.deps
+}
+
+// DepsAmong returns the dependences between blocks (instances of p), in
+// the order Deps gives them: those a question about these blocks alone
+// needs, without computing the others.
+func (p *Program) DepsAmong(blocks []*Instances) []*Dependence {
+	var idx []int
+	for i, in := range p.Blocks {
+		if slices.Contains(blocks, in) {
+			idx = append(idx, i)
+		}
+	}
+	var out []*Dependence
+	for _, i := range idx {
+		for _, j := range idx {
+			out = append(out, p.pairDependences(i, j)...)
+		}
+	}
+	return out
+}
+
+// pairDependences returns the dependences from p.Blocks[i] to p.Blocks[j],
+// computed once: a question about one loop (CarriedBy) needs only the
+// pairs of blocks inside it.
+func (p *Program) pairDependences(i, j int) []*Dependence {
+	key := [2]int{i, j}
+	if d, ok := p.pairDeps[key]; ok {
+		return d
+	}
+	if p.pairDeps == nil {
+		p.pairDeps = map[[2]int][]*Dependence{}
+	}
+	d := p.dependences(p.Blocks[i], p.Blocks[j])
+	p.pairDeps[key] = d
+	return d
 }
 
 // level returns the depth of loop among the loops around in, or -1.
@@ -31,8 +71,24 @@ func level(in *Instances, loop *ast.For) int { return slices.Index(in.Loops, loo
 // symbolic coefficient (a split of a split of a symbolic loop), and would
 // otherwise find a dependence there.
 func (p *Program) CarriedBy(loop *ast.For) []*Dependence {
+	deps := p.deps
+	if deps == nil {
+		// Only pairs of blocks both inside the loop can have it in
+		// common (k < d.Common below).
+		var inside []int
+		for i, in := range p.Blocks {
+			if level(in, loop) >= 0 {
+				inside = append(inside, i)
+			}
+		}
+		for _, i := range inside {
+			for _, j := range inside {
+				deps = append(deps, p.pairDependences(i, j)...)
+			}
+		}
+	}
 	var out []*Dependence
-	for _, d := range p.Deps() {
+	for _, d := range deps {
 		if k := level(d.Source, loop); k >= 0 && k < d.Common && d.CarriedAt(k) {
 			if d.Source == d.Sink && !d.Source.Block.IsReduction() && ast.DisjointAcross(d.Source.Block, d.Source.Loops, loop, d.Buffer) {
 				continue

@@ -458,7 +458,7 @@ int main(void) {
 		t.Fatalf("linking a C program: %v\n%s", err, msg)
 	}
 	got, err := exec.Command(filepath.Join(dir, "prog")).CombinedOutput()
-	want := "1 module: input B1: dimension 0 is 255; the graph's is 256"
+	want := "8 module: input B1: dimension 0 is 255; the graph's is 256"
 	if err != nil || strings.TrimSpace(string(got)) != want {
 		t.Fatalf("the program printed %q (%v), want %q", got, err, want)
 	}

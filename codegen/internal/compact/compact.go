@@ -72,10 +72,9 @@ func Plan(f *ast.Func, allowed Allowed) map[*ast.Buffer]*Compaction {
 	if err != nil {
 		return nil
 	}
-	deps := p.Deps()
 	plans := map[*ast.Buffer]*Compaction{}
 	for buf, outer := range allocLoops {
-		if c := planCompaction(f, p, deps, buf, len(outer), allowed); c != nil {
+		if c := planCompaction(f, p, buf, len(outer), allowed); c != nil {
 			plans[buf] = c
 		}
 	}
@@ -84,7 +83,7 @@ func Plan(f *ast.Func, allowed Allowed) map[*ast.Buffer]*Compaction {
 
 // planCompaction tries the loops around every use of buf, deepest first,
 // below the depth of its declaration.
-func planCompaction(f *ast.Func, p *poly.Program, deps []*poly.Dependence, buf *ast.Buffer, declDepth int, allowed Allowed) *Compaction {
+func planCompaction(f *ast.Func, p *poly.Program, buf *ast.Buffer, declDepth int, allowed Allowed) *Compaction {
 	var users []*poly.Instances
 	for _, in := range p.Blocks {
 		if accesses(in, buf) {
@@ -94,6 +93,7 @@ func planCompaction(f *ast.Func, p *poly.Program, deps []*poly.Dependence, buf *
 	if len(users) == 0 {
 		return nil
 	}
+	deps := p.DepsAmong(users) // buf's are among them
 	common := users[0].Loops
 	for _, u := range users[1:] {
 		n := 0
