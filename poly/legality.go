@@ -438,8 +438,32 @@ func (p *Program) Violations(g *Program) ([]*Violation, error) {
 // reported as a violation without a witness pair: the order of its
 // executions cannot be checked.
 func (p *Program) ViolationsKeeping(g *Program, keep map[string][]string) ([]*Violation, error) {
+	return p.violationsOf(p.Deps(), g, keep)
+}
+
+// ViolationsOfBlock is ViolationsKeeping over the dependences of p whose
+// source or sink is block in only: when a rescheduling moves that block
+// alone, the others keep their order, and their dependences are neither
+// computed nor checked.
+func (p *Program) ViolationsOfBlock(in *Instances, g *Program, keep map[string][]string) ([]*Violation, error) {
+	b := slices.Index(p.Blocks, in)
+	if b < 0 {
+		return nil, fmt.Errorf("poly: violations: block %s is not one of the model's", in.Block.Name)
+	}
+	var deps []*Dependence
+	for i := range p.Blocks {
+		for j := range p.Blocks {
+			if i == b || j == b {
+				deps = append(deps, p.pairDependences(i, j)...)
+			}
+		}
+	}
+	return p.violationsOf(deps, g, keep)
+}
+
+func (p *Program) violationsOf(deps []*Dependence, g *Program, keep map[string][]string) ([]*Violation, error) {
 	var out []*Violation
-	for _, d := range p.Deps() {
+	for _, d := range deps {
 		s, t := g.Block(d.Source.Block.Name), g.Block(d.Sink.Block.Name)
 		if s == nil || t == nil {
 			return nil, fmt.Errorf("poly: violations: the new function has no leaf block %s or %s", d.Source.Block.Name, d.Sink.Block.Name)

@@ -144,7 +144,7 @@ func (s *Schedule) ComputeAt(b Block, l Loop) error {
 		}
 		return outputs[d.Buffer] && otherWriter == nil
 	}
-	if err := s.checkOrder(prim, g, here, skip); err != nil {
+	if err := s.checkOrderOf(prim, g, here, blk, skip); err != nil {
 		return err
 	}
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {

@@ -37,11 +37,23 @@ func (s *Schedule) models(prim string, g *ast.Func, at []ast.Node) (before, afte
 // other order. skip, if not nil, exempts dependences the primitive
 // satisfies by construction.
 func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func(*poly.Dependence) bool) error {
+	return s.checkOrderOf(prim, g, at, nil, skip)
+}
+
+// checkOrderOf is checkOrder where, when moved is not nil, only moved's
+// dependences are checked (and computed): the primitive moved that block
+// alone, so every other pair of blocks keeps its order.
+func (s *Schedule) checkOrderOf(prim string, g *ast.Func, at []ast.Node, moved *ast.ScheduleBlock, skip func(*poly.Dependence) bool) error {
 	before, after, err := s.models(prim, g, at)
 	if err != nil {
 		return err
 	}
-	vs, err := before.ViolationsKeeping(after, unchangedLoops(s.f, g))
+	var vs []*poly.Violation
+	if in := before.Block(blockName(moved)); moved != nil && in != nil {
+		vs, err = before.ViolationsOfBlock(in, after, unchangedLoops(s.f, g))
+	} else {
+		vs, err = before.ViolationsKeeping(after, unchangedLoops(s.f, g))
+	}
 	if err != nil {
 		return illegal(prim, s.f, at, "%v", err)
 	}
@@ -52,6 +64,13 @@ func (s *Schedule) checkOrder(prim string, g *ast.Func, at []ast.Node, skip func
 		return illegal(prim, s.f, at, "%s", explainViolation(v))
 	}
 	return nil
+}
+
+func blockName(b *ast.ScheduleBlock) string {
+	if b == nil {
+		return ""
+	}
+	return b.Name
 }
 
 // unchangedLoops returns, for each block of g, the loops around it that

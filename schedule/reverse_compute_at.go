@@ -118,7 +118,7 @@ func (s *Schedule) ReverseComputeAt(b Block, l Loop) error {
 	g = ast.SimplifyFunc(g)
 	// Only b moves, so only its dependences can change order.
 	onlyB := func(d *poly.Dependence) bool { return d.Source.Block != blk && d.Sink.Block != blk }
-	if err := s.checkOrder(prim, g, here, onlyB); err != nil {
+	if err := s.checkOrderOf(prim, g, here, blk, onlyB); err != nil {
 		return err
 	}
 	if err := s.checkInstancesKept(prim, g, blk.Name, here); err != nil {
