@@ -27,7 +27,12 @@
 //     worked out once per binding (call.go).
 //
 // Build writes the same module as a C library (clib.go): the kernels, the
-// shape function, the planner and the runtime behind one entry point.
+// shape function, the planner and the runtime behind one entry point, and
+// entry points on DLPack-style tensor descriptors that also describe the
+// inputs and outputs (clib_tensors.go). Every call returns a status in the
+// kernels' convention (llvm.StatusCodesC): LOOM_OK, or the sum of the
+// faults met, LOOM_BAD_ARGUMENT for what the caller passed, the kernels'
+// own for what happened while they ran.
 //
 // A Module is safe for concurrent use: each call takes its own arena.
 package module
