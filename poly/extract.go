@@ -12,6 +12,8 @@ import (
 // its leaf blocks (blocks with no block inside), in the order they appear.
 // Outer blocks, such as the root block, only give context: their
 // iteration variables and predicates constrain the blocks inside them.
+// A Program computes its dependences on first use and keeps them: it is
+// not safe for concurrent use.
 type Program struct {
 	Func   *ast.Func
 	Params []string // the function's symbolic sizes

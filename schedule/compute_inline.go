@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -91,42 +92,50 @@ func (s *Schedule) ComputeInline(b Block) error {
 
 // checkIndexBounds refuses g, the function with block producer inlined,
 // when producer's buffer buf is an index of another access (a gather's
-// positions) and inlining makes that access one whose index poly sees and
-// cannot keep inside the buffer's shape. Before, the index was data, which
-// the kernel checks as it runs (an out-of-range index is a status, not a
-// read outside the buffer); after, it is arithmetic that nothing checks,
-// so it must be in range for every size: iota(S) inlined into a lookup of
-// a table of 32 rows is refused, since S may be 33.
+// positions) and inlining makes that access one with no load left in its
+// index, which the kernel then no longer checks as it runs (an index read
+// from a buffer is checked: out of range, it is a status, not a read
+// outside the buffer). Such an access must be proven inside its buffer's
+// shape for every size: iota(S) inlined into a lookup of a table of 32
+// rows is refused, since S may be 33, and so is an access poly cannot
+// model exactly (a remainder by a size, a product of variables), whose
+// range it cannot bound.
 func (s *Schedule) checkIndexBounds(prim string, g *ast.Func, at []ast.Node, producer *ast.ScheduleBlock, buf *ast.Buffer) error {
-	indexed := map[string]bool{} // blocks that index with buf's values
-	ast.Inspect(s.f.Body, func(n ast.Node) bool {
-		if c, ok := n.(*ast.ScheduleBlock); ok && !c.HoldsBlock() && usedAsIndex(c, buf) {
-			indexed[c.Name] = true
-		}
-		return true
-	})
-	if len(indexed) == 0 {
-		return nil
-	}
-	before, after, err := s.models(prim, g, at)
-	if err != nil {
-		return err
-	}
-	outBefore := map[string]bool{}
-	for _, in := range before.Blocks {
-		for _, a := range before.Touches(in) {
-			if _, _, out := a.OutOfBounds(in.Domain); out {
-				outBefore[a.Buffer.Name] = true
+	indexed := map[string]map[string]bool{} // block -> the buffers it indexes with buf's values
+	for _, c := range s.f.Blocks() {
+		if !c.HoldsBlock() {
+			if bs := indexedWith(c, func(x ast.Expr) bool { return len(loadsOf(x, buf)) > 0 }); len(bs) > 0 {
+				indexed[c.Name] = bs
 			}
 		}
 	}
-	for _, in := range after.Blocks {
-		if !indexed[in.Block.Name] {
-			continue
+	direct := map[string]map[string]bool{} // of those, the accesses g leaves with no load in an index
+	for _, c := range g.Blocks() {
+		if bs := indexed[c.Name]; bs != nil {
+			for name := range indexedWith(c, func(x ast.Expr) bool { return !ast.ContainsLoad(x) }) {
+				if bs[name] {
+					if direct[c.Name] == nil {
+						direct[c.Name] = map[string]bool{}
+					}
+					direct[c.Name][name] = true
+				}
+			}
 		}
+	}
+	if len(direct) == 0 {
+		return nil
+	}
+	_, after, err := s.models(prim, g, at)
+	if err != nil {
+		return err
+	}
+	for _, in := range after.Blocks {
 		for _, a := range after.Touches(in) {
-			if outBefore[a.Buffer.Name] {
+			if !direct[in.Block.Name][a.Buffer.Name] {
 				continue
+			}
+			if !in.Exact || !a.Exact || !affineShape(a.Buffer) {
+				return illegal(prim, s.f, at, "block %s's values index %s in block %s; inlined, the index is arithmetic the model cannot bound, so it cannot be proven inside %s's shape, and the kernel would no longer check it as it runs", producer.Name, a.Buffer.Name, in.Block.Name, a.Buffer.Name)
 			}
 			ps, x, out := a.OutOfBounds(in.Domain)
 			if !out {
@@ -142,27 +151,61 @@ func (s *Schedule) checkIndexBounds(prim string, g *ast.Func, at []ast.Node, pro
 	return nil
 }
 
-// usedAsIndex reports whether a load of buf is part of an index of some
-// access in block b's body.
-func usedAsIndex(b *ast.ScheduleBlock, buf *ast.Buffer) bool {
-	found := false
-	inIndices := func(xs []ast.Expr) {
-		for _, x := range xs {
-			if len(loadsOf(x, buf)) > 0 {
-				found = true
-			}
+// indexedWith returns the buffers that block b (its init and body) loads
+// or stores at an index for which pick holds.
+func indexedWith(b *ast.ScheduleBlock, pick func(ast.Expr) bool) map[string]bool {
+	out := map[string]bool{}
+	visit := func(buf *ast.Buffer, xs []ast.Expr) {
+		if slices.ContainsFunc(xs, pick) {
+			out[buf.Name] = true
 		}
 	}
-	ast.Inspect(b.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.Load:
-			inIndices(n.Indices)
-		case *ast.Store:
-			inIndices(n.Indices)
+	for _, st := range []ast.Stmt{b.Init, b.Body} {
+		if st == nil {
+			continue
 		}
-		return !found
-	})
-	return found
+		ast.Inspect(st, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Load:
+				visit(n.Buffer, n.Indices)
+			case *ast.Store:
+				visit(n.Buffer, n.Indices)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// affineShape reports whether every dimension of buf is affine in the
+// sizes (sums, differences and constant multiples of sizes and
+// constants): the shapes poly's bounds check covers.
+func affineShape(buf *ast.Buffer) bool {
+	var affine func(e ast.Expr) bool
+	affine = func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.Var, *ast.Const:
+			return true
+		case *ast.Cast:
+			return affine(e.X)
+		case *ast.Binary:
+			switch e.Op {
+			case ast.OpAdd, ast.OpSub:
+				return affine(e.A) && affine(e.B)
+			case ast.OpMul:
+				_, ca := ast.ConstIntValue(e.A)
+				_, cb := ast.ConstIntValue(e.B)
+				return (ca || cb) && affine(e.A) && affine(e.B)
+			}
+		}
+		return false
+	}
+	for _, d := range buf.Shape {
+		if !affine(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // paramValues formats the sizes of a witness: " at N=33".

@@ -442,7 +442,8 @@ func TestLongRunCreatedRaceInexactBinding(t *testing.T) {
 // arithmetic, which no run-time check covers, and reads past the table
 // when S > 32 (GPT-2's position embedding with a dynamic sequence, found
 // by compiling testdata/onnx); compute_inline refuses it on its own, and
-// still inlines when the table has a row for every position.
+// an index the model cannot bound, and still inlines when the table has a
+// row for every position.
 func TestComputeInlineIndexBounds(t *testing.T) {
 	src := `func positions[S: int32](W: float32[@ROWS@, 8], Y: float32[S, 8]) {
   ScheduleBlock(root) {
@@ -452,7 +453,7 @@ func TestComputeInlineIndexBounds(t *testing.T) {
         vi = axis.bind(i)
         axis.domain(vi = spatial(0, S))
         writes(P[vi])
-        P[vi] = int64(vi)
+        P[vi] = @VALUE@
       }
     }
     serial for (i, 0, S) {
@@ -468,15 +469,21 @@ func TestComputeInlineIndexBounds(t *testing.T) {
     }
   }
 }`
-	for _, rows := range []string{"32", "S"} {
-		text := strings.ReplaceAll(src, "@ROWS@", rows)
+	for _, c := range []struct{ rows, value, refusal string }{
+		{"32", "int64(vi)", "may fall outside W's shape"},
+		{"S", "int64(vi)", ""},
+		// vi * vi < S only at S <= 2; the model cannot bound a product of
+		// variables, and before inlining it saw the index as any row.
+		{"S", "int64(vi * vi)", "cannot be proven inside W's shape"},
+	} {
+		text := strings.ReplaceAll(strings.ReplaceAll(src, "@ROWS@", c.rows), "@VALUE@", c.value)
 		for _, validate := range []bool{false, true} {
 			_, err := applyOps(t, text, `compute_inline(P)`, schedule.WithValidation(validate))
 			switch {
-			case rows == "32" && (err == nil || !strings.Contains(err.Error(), "may fall outside W's shape") || !errors.Is(err, schedule.ErrIllegal)):
-				t.Errorf("rows %s, validation %v: got %v, want a refusal naming W's shape", rows, validate, err)
-			case rows != "32" && err != nil:
-				t.Errorf("rows %s, validation %v: refused: %v", rows, validate, err)
+			case c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal) || !errors.Is(err, schedule.ErrIllegal)):
+				t.Errorf("rows %s, P = %s, validation %v: got %v, want a refusal: %s", c.rows, c.value, validate, err, c.refusal)
+			case c.refusal == "" && err != nil:
+				t.Errorf("rows %s, P = %s, validation %v: refused: %v", c.rows, c.value, validate, err)
 			}
 		}
 	}
