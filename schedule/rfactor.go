@@ -216,6 +216,20 @@ func (s *Schedule) RFactor(l Loop) (Block, error) {
 			}
 		}
 	}
+	if local && blk.Predicate != nil {
+		// A conjunct over loops on both sides of the reduction's start (the
+		// tail of a split of a loop fused from spatial and reduce parts)
+		// has no part over the outer loops alone that the write-back could
+		// keep: under them it would run for spatial values outside their
+		// domain. It gets loops of its own over the spatial domains.
+		for _, c := range conjuncts(blk.Predicate) {
+			inner := slices.ContainsFunc(rfLoops[first:], func(lp *ast.For) bool { return usesLoop(c, lp) })
+			outer := slices.ContainsFunc(rfLoops[:first], func(lp *ast.For) bool { return usesLoop(c, lp) })
+			if inner && outer {
+				local = false
+			}
+		}
+	}
 	if local {
 		for _, it := range blk.Iters {
 			if it.Kind == ast.Spatial {

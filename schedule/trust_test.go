@@ -488,3 +488,14 @@ func TestComputeInlineIndexBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRunRFactorWriteBackTail: the long run's fault in rmsnorm, seed 9
+// (at 3f59e53). fuse(i, k) and two splits put the row i and a part of the
+// reduction k into one loop's tail predicate; rfactor's write-back, under
+// the loops outside the reduction, dropped that conjunct (it uses a
+// reduce loop) and ran for rows past the domain (the interpreter: "vi = 2
+// is outside its domain [0, 2)"). Such a write-back now gets loops of its
+// own over the spatial domain.
+func TestLongRunRFactorWriteBackTail(t *testing.T) {
+	replayClean(t, "rmsnorm", 9, `fuse(i, k); split(i_k_fused, [4, 8]); split(i_k_fused_0, [8, 4, 2]); rfactor(i_k_fused_1)`)
+}
