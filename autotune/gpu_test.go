@@ -14,6 +14,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -69,7 +70,7 @@ func TestGPUSpaceLowers(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err = cudaemu.Run(ctx, m, c.Sizes, got)
+			err = gputest.Run(ctx, m, c.Sizes, got)
 			cancel()
 			if err != nil {
 				t.Errorf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())
@@ -150,7 +151,7 @@ func emulationMatches(t *testing.T, name string, c defaultCase, m *cuda.Module, 
 		runs = append(runs, cudaemu.Binding{Sizes: at, Args: c.args(at, uint64(i))})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	err := cudaemu.RunEach(ctx, m, runs)
+	err := gputest.RunEach(ctx, m, runs)
 	cancel()
 	if err != nil {
 		t.Errorf("%s: %v\n%s", name, err, s.Trace())
@@ -329,7 +330,7 @@ func defaultOnGPU(t *testing.T, name string, f *ast.Func, sizes map[string]int64
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	err = cudaemu.Run(ctx, m, sizes, got)
+	err = gputest.Run(ctx, m, sizes, got)
 	cancel()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, s.Trace())
@@ -459,7 +460,7 @@ func TestTensorCoreShapes(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := cudaemu.Run(ctx, m, nil, got); err != nil {
+			if err := gputest.Run(ctx, m, nil, got); err != nil {
 				t.Fatal(err)
 			}
 			if e := workload.MaxRelErr(got["C"], wantArgs["C"]); e > 1e-4 {
@@ -552,7 +553,7 @@ func TestTensorCoreAccumulate(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := cudaemu.Run(ctx, m, nil, got); err != nil {
+			if err := gputest.Run(ctx, m, nil, got); err != nil {
 				t.Fatal(err)
 			}
 			value := ast.Float16Value

@@ -76,8 +76,8 @@ type ProcessRunner struct {
 	Repeats    int           // timed samples; 0 means 5
 	MinSeconds float64       // each sample repeats the kernel until it takes this long; 0 means 0.01
 	// Target is where candidates run: "" on this CPU, "cuda" on the first
-	// GPU (see CUDABuilder). The reference outputs are always computed
-	// on the CPU.
+	// GPU (see CUDABuilder). The reference outputs are computed there too
+	// (on a GPU by the function's plainest kernel, see serveCUDA).
 	Target string
 
 	mu   sync.Mutex
@@ -211,8 +211,9 @@ func (r *ProcessRunner) measured(task *Task, seconds []float64) {
 }
 
 // reference computes the task's expected outputs once: the unscheduled
-// function, built and run in a worker; when the function is small enough
-// those outputs are first checked against the interpreter.
+// function (on a GPU, its plainest kernel), built and run in a worker;
+// when the function is small enough those outputs are first checked
+// against the interpreter.
 func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -228,7 +229,7 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 		r.dir, r.refs = d, map[string]string{}
 	}
 	path := filepath.Join(r.dir, fmt.Sprintf("%s-%d.gob", key[:16], len(r.refs)))
-	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true, Poison: poisoned(task.Func)}
+	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true, Poison: poisoned(task.Func), Target: r.Target}
 	if _, err := r.work(ctx, req); err != nil {
 		return "", err
 	}

@@ -2,22 +2,32 @@ package autotune
 
 import (
 	"context"
+	"encoding/gob"
 	"fmt"
+	"maps"
+	"os"
 	"time"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/errbound"
+	"github.com/loom-go/loom/internal/workload"
 )
 
 // Measuring on a GPU. The builder lowers each candidate to CUDA C here,
 // so that a schedule the CUDA writer refuses fails at once with its
 // reason; the runner (a ProcessRunner with Target "cuda") sends the
 // function to a worker process, which compiles it with NVRTC, runs it
-// once on the first GPU, checks the outputs against the reference (made
-// on the CPU), and times it between device events, with the data kept on
-// the device: no copies in the measured time. A kernel that faults
-// leaves the GPU's context unusable, one more reason it runs in a
-// process of its own.
+// once on the first GPU, checks the outputs against the reference, and
+// times it between device events, with the data kept on the device: no
+// copies in the measured time. A kernel that faults leaves the GPU's
+// context unusable, one more reason it runs in a process of its own.
+//
+// The reference is made on the same GPU, by the simplest kernel of the
+// function (referenceKernel), and checked against the interpreter where
+// the interpreter can afford it (the runner's interpretLimit): a CPU
+// reference would need LLVM's tools on the GPU's machine, and the
+// unscheduled function of a 4096³ gemm takes minutes on one core.
 
 // targetCUDA is the worker's target name for the GPU.
 const targetCUDA = "cuda"
@@ -50,6 +60,12 @@ func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
 	dev, err := cuda.Open()
 	if err != nil {
 		return fail(err)
+	}
+	if req.Write {
+		if err := writeCUDAReference(dev, req, f); err != nil {
+			return fail(fmt.Errorf("the reference kernel: %w", err))
+		}
+		return &workResponse{}
 	}
 	m, err := cuda.Lower(f, cuda.Options{Arch: dev.Arch()})
 	if err != nil {
@@ -100,4 +116,70 @@ func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
 		resp.Seconds = append(resp.Seconds, s)
 	}
 	return resp
+}
+
+// referenceKernel is f with each block's loops bound to blocks and
+// threads by AutoBind alone: one thread per element of the spatial loops,
+// each reduction run in its thread in the order written. It uses none of
+// what the candidates' schedules add (tiles, shared-memory stages, Tensor
+// Cores, cross-thread reductions, vector accesses), so it is wrong only
+// where the CUDA writer's plainest path is, which the tests check against
+// the interpreter.
+func referenceKernel(f *ast.Func) (*ast.Func, error) {
+	sp := Space{Rules: []Rule{AutoBind{ThreadCounts: []int64{256}}}, Target: CUDATarget()}
+	s, err := sp.Decide(f)
+	if err != nil {
+		return nil, err
+	}
+	return s.Func(), nil
+}
+
+// runPlain runs f's reference kernel once on dev at sizes on args.
+func runPlain(dev *cuda.Device, f *ast.Func, sizes map[string]int64, args map[string]any) error {
+	g, err := referenceKernel(f)
+	if err != nil {
+		return err
+	}
+	m, err := cuda.Lower(g, cuda.Options{Arch: dev.Arch()})
+	if err != nil {
+		return err
+	}
+	prog, err := dev.Compile(m)
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	return prog.Run(sizes, args)
+}
+
+// writeCUDAReference writes req's reference file from f's reference
+// kernel run on dev: the outputs, and the variances of their rounding
+// error from f's error twin, run the same way (none when the twin cannot
+// be made or run there: the outputs are then checked against the fixed
+// tolerance alone).
+func writeCUDAReference(dev *cuda.Device, req *workRequest, f *ast.Func) error {
+	ref := req.args(f)
+	if err := runPlain(dev, f, req.Sizes, ref); err != nil {
+		return err
+	}
+	if g, shadows, err := errbound.Twin(f); err == nil {
+		args := workload.Case{Func: g, Sizes: req.Sizes}.Args(req.Seed)
+		maps.Copy(args, workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed))
+		if runPlain(dev, g, req.Sizes, args) == nil {
+			for name, sh := range shadows {
+				if v, ok := args[sh[1]].([]float64); ok {
+					ref[varianceKey(name)] = v
+				}
+			}
+		}
+	}
+	file, err := os.Create(req.Reference)
+	if err != nil {
+		return err
+	}
+	if err := gob.NewEncoder(file).Encode(ref); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
 }

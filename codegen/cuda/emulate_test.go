@@ -9,6 +9,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -28,7 +29,7 @@ func TestEmulate(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := cudaemu.Run(ctx, m, gc.c.Sizes, got); err != nil {
+			if err := gputest.Run(ctx, m, gc.c.Sizes, got); err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range gc.c.Func.Params {
@@ -201,7 +202,7 @@ func emulateEach(t *testing.T, m *cuda.Module, runs []cudaemu.Binding) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := cudaemu.RunEach(ctx, m, runs); err != nil {
+	if err := gputest.RunEach(ctx, m, runs); err != nil {
 		t.Fatal(err)
 	}
 }

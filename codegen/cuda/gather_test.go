@@ -9,7 +9,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
-	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -65,7 +65,7 @@ func TestGatherIndexClamped(t *testing.T) {
 	got := map[string]any{"E": table, "I": ids, "Y": make([]float32, 24)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := cudaemu.Run(ctx, m, nil, got); err != nil {
+	if err := gputest.Run(ctx, m, nil, got); err != nil {
 		t.Fatal(err)
 	}
 	var want []float32

@@ -12,7 +12,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
-	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -110,7 +110,7 @@ func runHalf(t *testing.T, f *ast.Func, s *schedule.Schedule, sizes map[string]i
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.Run(ctx, m, sizes, got)
+		err = gputest.Run(ctx, m, sizes, got)
 		cancel()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, m.Source)

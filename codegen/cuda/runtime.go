@@ -78,7 +78,7 @@ func loadDriver() (*driver, error) {
 			loadErr = err
 			return
 		}
-		nv, err := dlopenAny(libraryNames(NVRTCEnv, "libnvrtc.so", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0")...)
+		nv, err := dlopenAny(libraryNames(NVRTCEnv, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0")...)
 		if err != nil {
 			loadErr = err
 			return

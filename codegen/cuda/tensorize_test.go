@@ -11,7 +11,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
-	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -286,7 +286,7 @@ func runTensorCore(t *testing.T, s *schedule.Schedule, bits func(float64) uint16
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err = cudaemu.Run(ctx, m, nil, got)
+		err = gputest.Run(ctx, m, nil, got)
 		cancel()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, m.Source)
