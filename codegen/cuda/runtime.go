@@ -513,6 +513,8 @@ func dataPointer(data any) uintptr {
 		return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 	case []bool:
 		return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	case []uint16: // float16 and bfloat16 encodings
+		return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 	}
 	return 0
 }

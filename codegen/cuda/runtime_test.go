@@ -77,6 +77,32 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+	// 16-bit floats cross the launcher as their encodings ([]uint16):
+	// a Tensor Core gemm of float16 factors (the launcher once copied
+	// them from a nil pointer).
+	t.Run("float16", func(t *testing.T) {
+		s := tensorCoreGemm(t, "float16", 32, 16, 32)
+		m, err := cuda.Lower(s.Func(), cuda.Options{Arch: dev.Arch()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := dev.Compile(m)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, m.Source)
+		}
+		defer p.Close()
+		c := workload.Case{Func: s.Func()}
+		got, want := c.ArgsPoisoning(1, map[string]bool{"C": true}), c.Args(1)
+		if err := p.Run(nil, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := ast.Interpret(s.Func(), nil, want); err != nil {
+			t.Fatal(err)
+		}
+		if e := workload.MaxRelErr(got["C"], want["C"]); e > 1e-4 {
+			t.Errorf("C differs from the interpreter's by %g", e)
+		}
+	})
 	t.Run("errors", func(t *testing.T) {
 		gc := gpuCases()[0]
 		m := lowered(t, gc)
