@@ -2,6 +2,7 @@ package cuda
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,11 +38,16 @@ func clangFor(arch string) (clang, ptx string) {
 
 // CompilePTX compiles m's source to PTX with clang (the checks without a
 // GPU): the source must compile for m.Arch, its kernels must be there. It
-// returns the PTX.
+// returns the PTX. Where clang is missing and CUDA is there (a GPU's
+// machine), NVRTC compiles it instead.
 func CompilePTX(m *Module) (string, error) {
 	name, ptxVersion := clangFor(m.Arch)
 	clang, err := exec.LookPath(name)
 	if err != nil {
+		// A GPU's machine has CUDA's own compiler instead.
+		if ptx, nerr := NVRTCPTX(m); !errors.Is(nerr, ErrNoCUDA) {
+			return ptx, nerr
+		}
 		return "", fmt.Errorf("cuda: %s not found (make tools installs it): %v", name, err)
 	}
 	dir, err := os.MkdirTemp("", "loom-ptx")

@@ -428,9 +428,14 @@ func (k *kernelWriter) kernel(s ast.Stmt) (string, *Kernel, error) {
 		return "", nil, k.err
 	}
 	var params []string
+	shared := communicates(body)
 	for _, b := range k.globals {
 		t, _ := memType(b.DType)
-		params = append(params, fmt.Sprintf("%s* __restrict__ %s", t, b.Name))
+		restrict := " __restrict__"
+		if shared[b] {
+			restrict = ""
+		}
+		params = append(params, fmt.Sprintf("%s*%s %s", t, restrict, b.Name))
 		kern.Buffers = append(kern.Buffers, b)
 	}
 	for _, v := range k.f.Sizes {
@@ -592,4 +597,38 @@ func (k *kernelWriter) access(buf *ast.Buffer, indices []ast.Expr) string {
 		flat = "(" + flat + ") * " + bi.shape[d] + " + " + x
 	}
 	return bi.name + "[" + flat + "]"
+}
+
+// communicates returns the buffers a kernel's body both writes and reads.
+// Those get no __restrict__: a thread may read what another wrote before
+// a barrier (a reduction's result, written by one thread, read by all
+// after __syncthreads), and with __restrict__ NVCC's optimizer takes the
+// barrier for one that cannot change the buffer and moves the read above
+// it (seen on an H200: softmax and rmsnorm read their sums before thread
+// 0 wrote them). The emulation, compiled by g++, never showed it.
+func communicates(body ast.Stmt) map[*ast.Buffer]bool {
+	read, written := map[*ast.Buffer]bool{}, map[*ast.Buffer]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Load:
+			read[n.Buffer] = true
+		case *ast.Store:
+			written[n.Buffer] = true
+		case *ast.ScheduleBlock:
+			for _, r := range n.Reads {
+				read[r.Buffer] = true
+			}
+			for _, r := range n.Writes {
+				written[r.Buffer] = true
+			}
+		}
+		return true
+	})
+	both := map[*ast.Buffer]bool{}
+	for b := range written {
+		if read[b] {
+			both[b] = true
+		}
+	}
+	return both
 }

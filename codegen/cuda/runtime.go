@@ -212,30 +212,12 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 	if err := dev.current(); err != nil {
 		return nil, err
 	}
-	var prog uintptr
-	src, name := cString(m.Source), cString(m.Func.Name+".cu")
-	if r := call(d.nvrtcCreateProgram, uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); r != 0 {
-		return nil, fmt.Errorf("cuda: nvrtcCreateProgram: error %d", r)
+	text, err := d.compile(m, dev.Arch())
+	if err != nil {
+		return nil, err
 	}
-	defer call(d.nvrtcDestroyProgram, uintptr(unsafe.Pointer(&prog)))
-	opts := [][]byte{cString("--gpu-architecture=compute_" + strings.TrimPrefix(dev.Arch(), "sm_")), cString("-default-device"), cString("--std=c++14")}
-	ptrs := make([]uintptr, len(opts))
-	for i, o := range opts {
-		ptrs[i] = uintptr(unsafe.Pointer(&o[0]))
-	}
-	if r := call(d.nvrtcCompileProgram, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0]))); r != 0 {
-		var n uintptr
-		call(d.nvrtcGetProgramLogSize, prog, uintptr(unsafe.Pointer(&n)))
-		log := make([]byte, n+1)
-		call(d.nvrtcGetProgramLog, prog, uintptr(unsafe.Pointer(&log[0])))
-		return nil, fmt.Errorf("cuda: NVRTC rejects the source of %s (error %d):\n%s", m.Func.Name, r, strings.TrimRight(string(log), "\x00"))
-	}
-	runtime.KeepAlive(opts)
-	var n uintptr
-	call(d.nvrtcGetPTXSize, prog, uintptr(unsafe.Pointer(&n)))
-	ptx := make([]byte, n+1)
-	call(d.nvrtcGetPTX, prog, uintptr(unsafe.Pointer(&ptx[0])))
-	p := &Program{dev: dev, m: m, PTX: strings.TrimRight(string(ptx), "\x00")}
+	ptx := cString(text)
+	p := &Program{dev: dev, m: m, PTX: text}
 	if err := d.check("cuModuleLoadData", call(d.cuModuleLoadData, uintptr(unsafe.Pointer(&p.mod)), uintptr(unsafe.Pointer(&ptx[0])))); err != nil {
 		return nil, err
 	}
@@ -249,6 +231,45 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 		p.funcs = append(p.funcs, fn)
 	}
 	return p, nil
+}
+
+// compile compiles m's source with NVRTC to PTX for arch ("sm_90").
+func (d *driver) compile(m *Module, arch string) (string, error) {
+	var prog uintptr
+	src, name := cString(m.Source), cString(m.Func.Name+".cu")
+	if r := call(d.nvrtcCreateProgram, uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); r != 0 {
+		return "", fmt.Errorf("cuda: nvrtcCreateProgram: error %d", r)
+	}
+	defer call(d.nvrtcDestroyProgram, uintptr(unsafe.Pointer(&prog)))
+	opts := [][]byte{cString("--gpu-architecture=compute_" + strings.TrimPrefix(arch, "sm_")), cString("-default-device"), cString("--std=c++14")}
+	ptrs := make([]uintptr, len(opts))
+	for i, o := range opts {
+		ptrs[i] = uintptr(unsafe.Pointer(&o[0]))
+	}
+	if r := call(d.nvrtcCompileProgram, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0]))); r != 0 {
+		var n uintptr
+		call(d.nvrtcGetProgramLogSize, prog, uintptr(unsafe.Pointer(&n)))
+		log := make([]byte, n+1)
+		call(d.nvrtcGetProgramLog, prog, uintptr(unsafe.Pointer(&log[0])))
+		return "", fmt.Errorf("cuda: NVRTC rejects the source of %s (error %d):\n%s", m.Func.Name, r, strings.TrimRight(string(log), "\x00"))
+	}
+	runtime.KeepAlive(opts)
+	var n uintptr
+	call(d.nvrtcGetPTXSize, prog, uintptr(unsafe.Pointer(&n)))
+	ptx := make([]byte, n+1)
+	call(d.nvrtcGetPTX, prog, uintptr(unsafe.Pointer(&ptx[0])))
+	return strings.TrimRight(string(ptx), "\x00"), nil
+}
+
+// NVRTCPTX compiles m's source to PTX for m.Arch with NVRTC, without a
+// device: CompilePTX's check where clang is missing and CUDA is there.
+// Without CUDA it returns an error wrapping ErrNoCUDA.
+func NVRTCPTX(m *Module) (string, error) {
+	d, err := loadDriver()
+	if err != nil {
+		return "", err
+	}
+	return d.compile(m, m.Arch)
 }
 
 // Close unloads the program's module from the device.

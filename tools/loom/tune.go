@@ -141,7 +141,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			return fail(fmt.Errorf("-out: %v", err))
 		}
 	}
-	t, err := newCPUTuner(*threads, *trials, *seed, dbPath, *confirm, *timeout, stderr)
+	t, err := newTuner(dev, *threads, *trials, *seed, dbPath, *confirm, *timeout, stderr)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,13 +151,6 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	// files are removed on every return, an interrupt's included, while
 	// a second interrupt is still caught.
 	defer t.close()
-	if dev != nil {
-		runner := t.runner.(*autotune.ProcessRunner)
-		runner.Target = "cuda"
-		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
-		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATargetFor(dev.Arch()), autotune.CUDATargetKey(dev.Arch())
-		t.arch = dev.Arch()
-	}
 	status := 0
 	names := outNames(jobs, *symbol)
 	if *bucketsFlag != "" || *sizesFlag != "" || *specialize != "" {
@@ -322,16 +315,28 @@ func checkDispatches(jobs []*job, t *tuner, seed uint64, stderr io.Writer) bool 
 // and the per-candidate timeout; damage a read of the database skipped is
 // said on warn.
 func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, timeout time.Duration, warn io.Writer) (*tuner, error) {
+	return newTuner(nil, threads, trials, seed, dbPath, confirm, timeout, warn)
+}
+
+// newTuner is newCPUTuner, or with dev the tuner for that GPU: the GPU
+// rules, candidates lowered to CUDA C here and run there by the workers,
+// and no LLVM needed (a GPU's machine often has none).
+func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string, confirm int, timeout time.Duration, warn io.Writer) (*tuner, error) {
 	nt := threads
 	if nt <= 0 {
 		nt = runtime.NumCPU()
 	}
-	cache, err := native.DefaultCache()
-	if err != nil {
-		return nil, err
+	var cache *native.Cache
+	cacheDir := native.DefaultCacheDir()
+	if dev == nil {
+		var err error
+		if cache, err = native.DefaultCache(); err != nil {
+			return nil, err
+		}
+		cacheDir = cache.Dir
 	}
 	if *dbPath == "" {
-		*dbPath = defaultDB(cache)
+		*dbPath = filepath.Join(cacheDir, "tuning.jsonl")
 	}
 	db, err := openDatabase(*dbPath, "tune", warn)
 	if err != nil {
@@ -341,15 +346,22 @@ func newCPUTuner(threads, trials int, seed uint64, dbPath *string, confirm int, 
 	if err != nil {
 		return nil, err
 	}
-	return &tuner{
-		threads:   nt,
-		builder:   &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()},
-		runner:    &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cache.Dir, Threads: nt, Timeout: timeout},
-		opts:      autotune.Options{Trials: trials, Seed: seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: confirm},
-		rules:     autotune.DefaultRules(),
-		target:    autotune.HostTarget(nt),
-		targetKey: autotune.TargetKey(llvm.Host(), nt),
-	}, nil
+	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cacheDir, Threads: nt, Timeout: timeout}
+	t := &tuner{
+		threads: nt,
+		runner:  runner,
+		opts:    autotune.Options{Trials: trials, Seed: seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: confirm},
+	}
+	if dev != nil {
+		runner.Target = "cuda"
+		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
+		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATargetFor(dev.Arch()), autotune.CUDATargetKey(dev.Arch())
+		t.arch = dev.Arch()
+		return t, nil
+	}
+	t.builder = &autotune.LocalBuilder{Cache: cache, Parallel: runtime.NumCPU()}
+	t.rules, t.target, t.targetKey = autotune.DefaultRules(), autotune.HostTarget(nt), autotune.TargetKey(llvm.Host(), nt)
+	return t, nil
 }
 
 // close removes the runner's temporary files (the reference outputs).

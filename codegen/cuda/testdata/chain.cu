@@ -11,7 +11,7 @@ __device__ __forceinline__ float loom_warp_add_f32(float v, int width) {
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__(32) chain_kernel0(float* __restrict__ X, float* __restrict__ C, float* __restrict__ F, const long long S1_, const long long S2_) {
+extern "C" __global__ void __launch_bounds__(32) chain_kernel0(float* __restrict__ X, float* C, float* __restrict__ F, const long long S1_, const long long S2_) {
   const int S1 = (int)S1_;
   const int S2 = (int)S2_;
   const int i_F = 0 + (int)blockIdx.y;

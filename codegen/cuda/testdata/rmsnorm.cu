@@ -11,7 +11,7 @@ __device__ __forceinline__ float loom_warp_add_f32(float v, int width) {
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__(32) rmsnorm_kernel0(float* __restrict__ X, float* __restrict__ MS_sum, float* __restrict__ MS, float* __restrict__ R, float* __restrict__ Y, float* __restrict__ W) {
+extern "C" __global__ void __launch_bounds__(32) rmsnorm_kernel0(float* __restrict__ X, float* MS_sum, float* MS, float* R, float* __restrict__ Y, float* __restrict__ W) {
   const int i_Y = 0 + (int)blockIdx.x;
   {
     float red1 = 0.0f;

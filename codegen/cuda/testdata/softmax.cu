@@ -26,7 +26,7 @@ __device__ __forceinline__ float loom_warp_max_f32(float v, int width) {
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__(32) softmax_kernel0(float* __restrict__ X, float* __restrict__ M, float* __restrict__ E, float* __restrict__ S, float* __restrict__ Y) {
+extern "C" __global__ void __launch_bounds__(32) softmax_kernel0(float* __restrict__ X, float* M, float* E, float* S, float* __restrict__ Y) {
   const int i_Y = 0 + (int)blockIdx.x;
   {
     float red1 = __int_as_float(0xff800000);

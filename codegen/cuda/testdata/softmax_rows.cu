@@ -52,7 +52,7 @@ __device__ float loom_block_max_f32(float v, float* scratch) {
   return loom_warp_max_f32(v, 32);
 }
 
-extern "C" __global__ void __launch_bounds__(128) softmax_kernel0(float* __restrict__ X, float* __restrict__ M, float* __restrict__ E, float* __restrict__ S, float* __restrict__ Y) {
+extern "C" __global__ void __launch_bounds__(128) softmax_kernel0(float* __restrict__ X, float* M, float* E, float* S, float* __restrict__ Y) {
   __shared__ float loom_scratch_f32[64];
   const int i_Y_0 = 0 + (int)blockIdx.x;
   {

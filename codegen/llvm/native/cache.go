@@ -37,19 +37,25 @@ var (
 	defaultErr   error
 )
 
+// DefaultCacheDir is the directory of DefaultCache: $LOOM_CACHE_DIR, or
+// loom in the user's cache directory. Programs that keep files beside
+// the kernels (the tuning database) without building any use it.
+func DefaultCacheDir() string {
+	if dir := os.Getenv("LOOM_CACHE_DIR"); dir != "" {
+		return dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "loom")
+}
+
 // DefaultCache returns the process's cache, in $LOOM_CACHE_DIR or else
 // loom/ under the user's cache directory.
 func DefaultCache() (*Cache, error) {
 	defaultOnce.Do(func() {
-		dir := os.Getenv("LOOM_CACHE_DIR")
-		if dir == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				base = os.TempDir()
-			}
-			dir = filepath.Join(base, "loom")
-		}
-		defaultCache, defaultErr = NewCache(dir)
+		defaultCache, defaultErr = NewCache(DefaultCacheDir())
 	})
 	return defaultCache, defaultErr
 }
