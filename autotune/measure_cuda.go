@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
-	"maps"
 	"os"
 	"time"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
-	"github.com/loom-go/loom/internal/errbound"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // Measuring on a GPU. The builder lowers each candidate to CUDA C here,
@@ -153,26 +150,16 @@ func runPlain(dev *cuda.Device, f *ast.Func, sizes map[string]int64, args map[st
 }
 
 // writeCUDAReference writes req's reference file from f's reference
-// kernel run on dev: the outputs, and the variances of their rounding
-// error from f's error twin, run the same way (none when the twin cannot
-// be made or run there: the outputs are then checked against the fixed
-// tolerance alone).
+// kernel run on dev. It has no variances of the rounding error: f's error
+// twin keeps its terms in scratch cells that every iteration shares, so
+// its plain kernel runs on one thread (hours for a 4096³ gemm); the
+// outputs are checked in the 2-norm instead (normKey).
 func writeCUDAReference(dev *cuda.Device, req *workRequest, f *ast.Func) error {
 	ref := req.args(f)
 	if err := runPlain(dev, f, req.Sizes, ref); err != nil {
 		return err
 	}
-	if g, shadows, err := errbound.Twin(f); err == nil {
-		args := workload.Case{Func: g, Sizes: req.Sizes}.Args(req.Seed)
-		maps.Copy(args, workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed))
-		if runPlain(dev, g, req.Sizes, args) == nil {
-			for name, sh := range shadows {
-				if v, ok := args[sh[1]].([]float64); ok {
-					ref[varianceKey(name)] = v
-				}
-			}
-		}
-	}
+	ref[normKey] = []bool{true}
 	file, err := os.Create(req.Reference)
 	if err != nil {
 		return err

@@ -62,6 +62,58 @@ func MaxRelErr(got, want any) float64 {
 	return worst
 }
 
+// NormRelErr is the error of got against want over the whole data, in
+// the 2-norm: ‖got − want‖ / max(‖want‖, 1). NaN anywhere in got where
+// want has none, or data of another type or length, is +Inf; integer and
+// boolean data compare exactly (0 or +Inf). Float16 data is its encodings.
+func NormRelErr(got, want any) float64 {
+	var diff, norm float64
+	add := func(g, w float64) bool {
+		if g == w || math.IsNaN(g) && math.IsNaN(w) {
+			if !math.IsInf(w, 0) && !math.IsNaN(w) {
+				norm += w * w
+			}
+			return true
+		}
+		d := g - w
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return false
+		}
+		diff += d * d
+		norm += w * w
+		return true
+	}
+	each := func(n int, at func(i int) (float64, float64)) float64 {
+		for i := range n {
+			if !add(at(i)) {
+				return math.Inf(1)
+			}
+		}
+		return math.Sqrt(diff) / math.Max(math.Sqrt(norm), 1)
+	}
+	switch w := want.(type) {
+	case []float32:
+		g, ok := got.([]float32)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		return each(len(w), func(i int) (float64, float64) { return float64(g[i]), float64(w[i]) })
+	case []float64:
+		g, ok := got.([]float64)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		return each(len(w), func(i int) (float64, float64) { return g[i], w[i] })
+	case []uint16:
+		g, ok := got.([]uint16)
+		if !ok || len(g) != len(w) {
+			return math.Inf(1)
+		}
+		return each(len(w), func(i int) (float64, float64) { return ast.Float16Value(g[i]), ast.Float16Value(w[i]) })
+	}
+	return MaxRelErr(got, want)
+}
+
 func exact[T comparable](got any, want []T) float64 {
 	g, ok := got.([]T)
 	if !ok || len(g) != len(want) {

@@ -1,0 +1,29 @@
+package workload
+
+import (
+	"math"
+	"testing"
+)
+
+func TestNormRelErr(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		got, want any
+		ok        bool
+	}{
+		{[]float32{1, 2, 3}, []float32{1, 2, 3}, true},
+		{[]float32{1, 2, 3.00001}, []float32{1, 2, 3}, true},
+		{[]float32{1, 2, 4}, []float32{1, 2, 3}, false},
+		{[]float32{nan, 2, 3}, []float32{1, 2, 3}, false},
+		{[]float32{nan}, []float32{nan}, true},
+		{[]float32{float32(math.Inf(1)), 1}, []float32{float32(math.Inf(1)), 1}, true},
+		{[]float32{float32(math.Inf(1)), 1}, []float32{1, 1}, false},
+		{[]float32{1, 2}, []float32{1, 2, 3}, false},
+		{[]float64{1e-12, 0}, []float64{0, 0}, true},
+		{[]int32{1}, []int32{2}, false},
+	} {
+		if got := NormRelErr(c.got, c.want) <= 1e-5; got != c.ok {
+			t.Errorf("NormRelErr(%v, %v) = %g", c.got, c.want, NormRelErr(c.got, c.want))
+		}
+	}
+}
