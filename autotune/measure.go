@@ -335,14 +335,6 @@ func (r *ProcessRunner) work(ctx context.Context, req workRequest) (*workRespons
 	}
 	cmd := exec.CommandContext(ctx, r.Command[0], r.Command[1:]...)
 	cmd.Env = append(os.Environ(), r.Env...)
-	if req.Target == targetCUDA {
-		// The CUDA driver installs signal handlers without
-		// SA_ONSTACK; a preemption signal that reaches Go through one
-		// kills the worker ("non-Go code set up signal handler without
-		// SA_ONSTACK flag", seen on an H200). A worker runs one
-		// goroutine of note: it needs no asynchronous preemption.
-		cmd.Env = append(cmd.Env, "GODEBUG=asyncpreemptoff=1")
-	}
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

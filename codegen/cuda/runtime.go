@@ -158,6 +158,7 @@ func Open() (*Device, error) {
 	if err := d.check("cuInit", call(d.cuInit, 0)); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoCUDA, err)
 	}
+	onStackSignals() // see signals.go
 	dev := &Device{d: d}
 	if err := d.check("cuDeviceGet", call(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev.deviceNum)), 0)); err != nil {
 		return nil, err

@@ -1,0 +1,66 @@
+package cuda
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// The CUDA driver installs signal handlers of its own, without
+// SA_ONSTACK, and hands the signals it does not want on to Go's. Go runs
+// its handlers on an alternate signal stack and kills the process when
+// one arrives without it ("non-Go code set up signal handler without
+// SA_ONSTACK flag": autotune's workers on an H200, one candidate in a few
+// dozen). After the driver is initialized, Open adds SA_ONSTACK to every
+// handler that lacks it: the handlers stay the driver's, and each runs on
+// the alternate stack of the thread it interrupts (Go gives every thread
+// it makes one).
+
+// sigaction is glibc's struct sigaction on Linux (x86-64 and arm64).
+type sigaction struct {
+	handler  uintptr
+	mask     [16]uint64
+	flags    int32
+	_        int32
+	restorer uintptr
+}
+
+const (
+	saOnStack = 0x08000000
+	sigDfl    = 0
+	sigIgn    = 1
+	maxSignal = 64
+)
+
+// onStackSignals adds SA_ONSTACK to each installed handler that lacks
+// it, through the C library's sigaction, and returns the signals it
+// changed. Where the C library cannot be opened it does nothing.
+func onStackSignals() []int {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil
+	}
+	fn, err := purego.Dlsym(libc, "sigaction")
+	if err != nil {
+		return nil
+	}
+	var changed []int
+	for sig := 1; sig <= maxSignal; sig++ {
+		var act sigaction
+		if r, _, _ := purego.SyscallN(fn, uintptr(sig), 0, uintptr(unsafe.Pointer(&act))); r != 0 {
+			continue
+		}
+		if act.handler == sigDfl || act.handler == sigIgn || act.flags&saOnStack != 0 {
+			continue
+		}
+		act.flags |= saOnStack
+		if r, _, _ := purego.SyscallN(fn, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0); r == 0 {
+			changed = append(changed, sig)
+		}
+	}
+	return changed
+}
