@@ -139,8 +139,10 @@ func TestLongReductionInAnotherOrder(t *testing.T) {
 // package cudaemu, they compile, run, check and time it, as they do on a
 // GPU where there is one.
 func TestCUDAMeasure(t *testing.T) {
-	_, r := testRunner(t)
-	r.Target = "cuda"
+	// No LLVM: a GPU's machine may have none, and the GPU runner needs
+	// none (its reference is made on the GPU too).
+	r := &ProcessRunner{Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{"LOOM_AUTOTUNE_WORKER=1"}, CacheDir: t.TempDir(),
+		Timeout: 20 * time.Second, Repeats: 3, MinSeconds: 0.001, Target: "cuda"}
 	const src = `func double(A: float32[64], B: float32[64]) {
   ScheduleBlock(root) {
     %s for (i0, 0, 2) {
@@ -175,7 +177,15 @@ func TestCUDAMeasure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Env = append(r.Env, cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib)
+		// The first runner keeps its failed reference (a runner's
+		// workers do not gain CUDA later); a new one with the stand-in.
+		if again := r.Run(context.Background(), task, cands[:1], builds[:1])[0]; again.Err == nil || again.Err.Error() != run.Err.Error() {
+			t.Errorf("a candidate after the reference failed: %+v, want the same failure", again)
+		}
+		r.Close()
+		r = &ProcessRunner{Command: r.Command, Env: append(r.Env, cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib), CacheDir: r.CacheDir,
+			Timeout: r.Timeout, Repeats: r.Repeats, MinSeconds: r.MinSeconds, Target: r.Target}
+		defer r.Close()
 		run = r.Run(context.Background(), task, cands[:1], builds[:1])[0]
 		if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
 			t.Errorf("on the stand-in driver: %+v", run)

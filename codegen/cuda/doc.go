@@ -96,4 +96,11 @@
 // Without a GPU the tests point those at a stand-in built from
 // internal/cudaemu, which answers the same calls on the CPU, so that the
 // launcher and loom tune -target cuda run end to end on any machine.
+//
+// What only a GPU showed (tools/gpucheck on an H200): a kernel's buffers
+// are __restrict__ only where the kernel reads or writes them, not both,
+// since a value one thread writes and the others read after a barrier
+// is otherwise read before it (NVCC's optimizer, never g++'s); and Open
+// adds SA_ONSTACK to the signal handlers the driver installs, without
+// which a signal that reaches Go through one of them kills the process.
 package cuda
