@@ -88,6 +88,16 @@ func choose(s *schedule.Schedule, t Target, choices []int64, preferred int) (sch
 // search then mutates like any categorical decision.
 func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermost int, r tileRole) ([]schedule.Value, error) {
 	ext, ok := s.Extent(l)
+	if ok && n >= 2 && poorlyDivisible(ext, maxInnermost, r, t) {
+		// A constant extent whose divisors make no register tile (197
+		// rows, a prime: 1 x 32 where 196 gets 7 x 32) is tiled as a
+		// symbolic one is: factors that need not divide it, the
+		// outermost inferred and the tail guarded.
+		if t.decide {
+			return guardedTile(s, n, decideTile(paddedExtent(ext, maxInnermost, r, t), n, maxInnermost, r, t))
+		}
+		return sampleSymbolicTile(s, n, maxInnermost, r, ext)
+	}
 	switch {
 	case !ok && n >= 1 && t.decide:
 		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
@@ -110,6 +120,13 @@ func fixedTile(s *schedule.Schedule, l schedule.Loop, n, maxInnermost int, facto
 	if _, ok := s.Extent(l); ok {
 		return s.SamplePerfectTileWith(l, n, maxInnermost, factors)
 	}
+	return guardedTile(s, n, factors)
+}
+
+// guardedTile returns factors[1:] as one-choice sample_categorical
+// instructions and the outermost inferred (a zero Value): split by them,
+// a loop of any extent runs its tail guarded.
+func guardedTile(s *schedule.Schedule, n int, factors []int64) ([]schedule.Value, error) {
 	out := make([]schedule.Value, n)
 	for i := 1; i < n; i++ {
 		v, err := s.SampleCategoricalWith([]int64{factors[i]}, []float64{1}, 0)
@@ -307,14 +324,7 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	for i := range out {
 		out[i] = 1
 	}
-	limit := ext
-	if maxInnermost > 0 {
-		limit = min(limit, int64(maxInnermost))
-	}
-	if r == tileBlock {
-		limit = min(limit, int64(2*max(t.VectorLanes, 1)))
-	}
-	inner := largestDivisor(ext, limit)
+	inner := largestDivisor(ext, innermostLimit(ext, maxInnermost, r, t))
 	out[n-1] = inner
 	rest := ext / inner
 	if n == 1 {
@@ -342,6 +352,46 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	}
 	out[0] = rest
 	return out
+}
+
+// innermostLimit is the largest innermost factor decideTile allows a
+// loop of extent ext and role r.
+func innermostLimit(ext int64, maxInnermost int, r tileRole, t Target) int64 {
+	limit := ext
+	if maxInnermost > 0 {
+		limit = min(limit, int64(maxInnermost))
+	}
+	if r == tileBlock {
+		limit = min(limit, int64(2*max(t.VectorLanes, 1)))
+	}
+	return limit
+}
+
+// poorlyDivisible reports whether a constant extent's divisors leave its
+// innermost factor at most half what the role allows (a prime number of
+// rows, 197 tokens: one row a register tile), while the extent is larger
+// than that: a factor that does not divide it does better, its tail
+// guarded. Spatial and block tiles only: a reduction's chunk is as long
+// as it may be either way.
+func poorlyDivisible(ext int64, maxInnermost int, r tileRole, t Target) bool {
+	if r != tileSpatial && r != tileBlock {
+		return false
+	}
+	limit := innermostLimit(ext, maxInnermost, r, t)
+	return ext > limit && 2*largestDivisor(ext, limit) <= limit
+}
+
+// paddedExtent returns the smallest extent above ext, by at most an
+// eighth, that is not poorlyDivisible (197 rows: 198, six rows a
+// register tile with up to 8 allowed), or ext when there is none: the
+// guarded tiling decideTile makes for it wastes the least.
+func paddedExtent(ext int64, maxInnermost int, r tileRole, t Target) int64 {
+	for p := ext + 1; p <= ext+max(ext/8, 1); p++ {
+		if !poorlyDivisible(p, maxInnermost, r, t) {
+			return p
+		}
+	}
+	return ext
 }
 
 // largestDivisor returns the largest divisor of n that is at most limit
