@@ -790,8 +790,9 @@ func TestBenchSuiteOneDNN(t *testing.T) {
 	if code != 1 || len(lines) != 2 {
 		t.Fatalf("exit %d (want 1: one case is wrong), %d lines: %s\n%s", code, len(lines), out, errs)
 	}
-	if !strings.Contains(lines[0], `"onednn_ms":0.`) || !strings.Contains(lines[0], `"ratio":`) {
-		t.Errorf("the matmul case: %s", lines[0])
+	if !strings.Contains(lines[0], `"onednn_ms":0.`) || !strings.Contains(lines[0], `"ratio":`) ||
+		!strings.Contains(lines[0], `"onednn_plain_ms":`) || !strings.Contains(lines[0], `"onednn_any_ms":`) || !strings.Contains(lines[0], `"ratio_plain":`) {
+		t.Errorf("the matmul case (oneDNN at its plain and its best layout): %s", lines[0])
 	}
 	if !strings.Contains(lines[1], "oneDNN's result differs from loom's") {
 		t.Errorf("the wrong case: %s", lines[1])
