@@ -44,6 +44,16 @@ func TestPoorlyDivisible(t *testing.T) {
 	}
 }
 
+// TestGPUPoorlyDivisible: on a GPU, rows whose divisors make a block's
+// tile of fewer than 16 outputs are tiled past their end.
+func TestGPUPoorlyDivisible(t *testing.T) {
+	for ext, want := range map[int64]bool{197: true, 77: true, 196: false, 1500: false, 64: false, 61: false, 128: false, 67: true} {
+		if got := gpuPoorlyDivisible(ext); got != want {
+			t.Errorf("gpuPoorlyDivisible(%d) = %v", ext, got)
+		}
+	}
+}
+
 // TestOddExtentsMatchInterpreter: gemms of a prime number of rows (and
 // 77) get register tiles that do not divide them, decided and sampled,
 // and compute what the interpreter does, their outputs poisoned (NaN)

@@ -101,8 +101,12 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	}
 	// The tiles Default decides.
 	exts := make([]int64, len(bi.loops))
+	guarded := make([]bool, len(bi.loops)) // constant extents tiled as symbolic ones are
 	for i, l := range bi.loops {
 		exts[i], _ = s.Extent(l)
+		if bi.roles[i] == roleSpatial && gpuPoorlyDivisible(exts[i]) {
+			exts[i], guarded[i] = 0, true
+		}
 	}
 	decided := gpuTiles(exts, bi.roles, len(sLevels), len(rLevels), t.shrink)
 	levels := make([][]schedule.Loop, len(m.Structure))
@@ -128,9 +132,11 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 		var vals []schedule.Value
 		_, known := s.Extent(l)
 		switch {
+		case t.decide && guarded[i]:
+			vals, err = guardedTile(s, len(at), decided[i])
 		case t.decide:
 			vals, err = fixedTile(s, l, len(at), m.MaxInnermost, decided[i])
-		case known:
+		case known && !guarded[i]:
 			vals, err = s.SamplePerfectTile(l, len(at), m.MaxInnermost)
 		default:
 			vals, err = sampleGPUSymbolicTile(s, len(at), m.MaxInnermost, bi.roles[i] == roleReduce)
@@ -412,4 +418,13 @@ func soleStmt(l *ast.For) ast.Stmt {
 		return seq.Stmts[0]
 	}
 	return l.Body
+}
+
+// gpuPoorlyDivisible reports whether a spatial loop's constant extent is
+// larger than a block's tile of it (4 registers by 16 threads) while its
+// divisors make a tile of fewer than 16 outputs (197 rows, a prime: one
+// thread of one register where 196 gets 4 by 7): such a loop is tiled as
+// a symbolic one is, its tail guarded.
+func gpuPoorlyDivisible(ext int64) bool {
+	return ext > 64 && largestDivisor(ext, 64) < 16
 }
