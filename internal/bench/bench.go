@@ -294,12 +294,17 @@ type Options struct {
 // Result is one benchmark's line of output, in the field names and units
 // of the comparison with reference libraries (see the README).
 type Result struct {
-	Workload  string   `json:"workload"`
-	Size      int      `json:"size"`
-	Shape     string   `json:"shape"`
-	Threads   int      `json:"threads"`
-	Schedule  string   `json:"schedule"`
-	Ms        float64  `json:"ms"`
+	Workload string  `json:"workload"`
+	Size     int     `json:"size"`
+	Shape    string  `json:"shape"`
+	Threads  int     `json:"threads"`
+	Schedule string  `json:"schedule"`
+	Ms       float64 `json:"ms"` // the fastest sample's per-call time
+	// MedianMs and WorstMs are the median and slowest samples' (Samples
+	// of them): the spread a busy machine widens.
+	MedianMs  float64  `json:"median_ms"`
+	WorstMs   float64  `json:"worst_ms"`
+	Samples   int      `json:"samples"`
 	GFlops    *float64 `json:"gflops"`
 	GBps      float64  `json:"gbps"`
 	CompileMs float64  `json:"compile_ms"`
@@ -417,14 +422,16 @@ func Run(o Options) (*Result, error) {
 	for _, p := range c.Func.Params {
 		maxErr = math.Max(maxErr, workload.MaxRelErr(args[p.Name], want[p.Name]))
 	}
-	best, err := Time(call.Run)
+	timing, err := Measure(call.Run)
 	if err != nil {
 		return nil, err
 	}
+	best := timing.Best
 	ms := best.Seconds() * 1e3
 	r := &Result{
 		Workload: w.Name, Size: size, Shape: w.Shape(d), Threads: threads, Schedule: o.Schedule,
-		Ms: ms, GBps: float64(Traffic(c)) / best.Seconds() / 1e9,
+		Ms: ms, MedianMs: timing.Median.Seconds() * 1e3, WorstMs: timing.Worst.Seconds() * 1e3, Samples: timing.Samples,
+		GBps:      float64(Traffic(c)) / best.Seconds() / 1e9,
 		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr, ScheduleMs: scheduleMs,
 	}
 	if w.flops != nil {
@@ -459,31 +466,45 @@ func runtimeThreads() int {
 	return n
 }
 
-// Time returns the best per-call time of run: samples of enough calls to
-// last at least 20 ms, at least 5 samples, more (up to 30) while they
-// total under 0.3 s. The caller has already made a warm-up call.
-func Time(run func() error) (time.Duration, error) {
+// Timing is what Measure measured: the per-call time of each sample's
+// calls, as the fastest, median and slowest sample give it.
+type Timing struct {
+	Best, Median, Worst time.Duration
+	Samples             int
+}
+
+// Measure times run: samples of enough calls to last at least 20 ms, at
+// least 5 samples, more (up to 30) while they total under 0.3 s. The
+// caller has already made a warm-up call.
+func Measure(run func() error) (Timing, error) {
 	start := time.Now()
 	if err := run(); err != nil {
-		return 0, err
+		return Timing{}, err
 	}
 	one := time.Since(start)
 	reps := 1
 	if one < 20*time.Millisecond {
 		reps = int(20*time.Millisecond/max(one, time.Microsecond)) + 1
 	}
-	best := time.Duration(math.MaxInt64)
+	var per []time.Duration
 	var total time.Duration
 	for s := 0; s < 30 && (s < 5 || total < 300*time.Millisecond); s++ {
 		start := time.Now()
 		for r := 0; r < reps; r++ {
 			if err := run(); err != nil {
-				return 0, err
+				return Timing{}, err
 			}
 		}
 		d := time.Since(start)
 		total += d
-		best = min(best, d/time.Duration(reps))
+		per = append(per, d/time.Duration(reps))
 	}
-	return best, nil
+	slices.Sort(per)
+	return Timing{Best: per[0], Median: per[len(per)/2], Worst: per[len(per)-1], Samples: len(per)}, nil
+}
+
+// Time returns the best per-call time Measure measures.
+func Time(run func() error) (time.Duration, error) {
+	t, err := Measure(run)
+	return t.Best, err
 }

@@ -200,8 +200,8 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		if r.GFlops != nil {
 			gflops = fmt.Sprintf("%.1f GFLOP/s", *r.GFlops)
 		}
-		fmt.Fprintf(stdout, "%-15s %-22s %2d threads  %9.3f ms  %14s  %6.1f GB/s  compile %6.1f ms  max rel err %.2g\n",
-			r.Workload, r.Shape, r.Threads, r.Ms, gflops, r.GBps, r.CompileMs, r.MaxRelErr)
+		fmt.Fprintf(stdout, "%-15s %-22s %2d threads  %9.3f ms (median %.3f, slowest %.3f of %d)  %14s  %6.1f GB/s  compile %6.1f ms  max rel err %.2g\n",
+			r.Workload, r.Shape, r.Threads, r.Ms, r.MedianMs, r.WorstMs, r.Samples, gflops, r.GBps, r.CompileMs, r.MaxRelErr)
 	}
 	return status
 }
