@@ -179,9 +179,12 @@ func sampleSymbolicTile(s *schedule.Schedule, n, maxInnermost int, r tileRole, b
 // threads among the powers of two up to 32, its levels below (registers)
 // among 1, 2 and 4; a reduction's chunk (the innermost level) among the
 // powers of two up to 32 (and maxInnermost), the levels between among 1,
-// 2 and 4.
-func sampleGPUSymbolicTile(s *schedule.Schedule, n, maxInnermost int, reduce bool) ([]schedule.Value, error) {
+// 2 and 4; none making a tile (its factor times those drawn before it)
+// beyond bound, where bound is not 0: the extent of a constant loop tiled
+// this way.
+func sampleGPUSymbolicTile(s *schedule.Schedule, n, maxInnermost int, reduce bool, bound int64) ([]schedule.Value, error) {
 	out := make([]schedule.Value, n)
+	tile := int64(1) // the product of the factors drawn
 	for i := 1; i < n; i++ {
 		limit := int64(4)
 		switch {
@@ -193,6 +196,9 @@ func sampleGPUSymbolicTile(s *schedule.Schedule, n, maxInnermost int, reduce boo
 		if i == n-1 && maxInnermost > 0 {
 			limit = min(limit, int64(maxInnermost))
 		}
+		if bound > 0 {
+			limit = max(min(limit, bound/tile), 1)
+		}
 		var choices []int64
 		for c := int64(1); c <= limit; c *= 2 {
 			choices = append(choices, c)
@@ -202,6 +208,7 @@ func sampleGPUSymbolicTile(s *schedule.Schedule, n, maxInnermost int, reduce boo
 			return nil, err
 		}
 		out[i] = v
+		tile *= v.Int()
 	}
 	return out, nil
 }

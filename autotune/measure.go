@@ -82,8 +82,9 @@ type ProcessRunner struct {
 
 	mu   sync.Mutex
 	refs map[string]string // task hash → reference file
-	// refErrs: the tasks whose reference failed, with why; each candidate
-	// of theirs fails with it, not after another run of the reference.
+	// refErrs: the tasks whose reference the worker could not make, with
+	// why; each candidate of theirs fails with it, not after another run
+	// of the reference.
 	refErrs map[string]error
 	best    map[string]float64 // task hash → fastest median measured
 	dir     string
@@ -182,7 +183,7 @@ func (r *ProcessRunner) Close() error {
 		return nil
 	}
 	err := os.RemoveAll(r.dir)
-	r.dir, r.refs = "", nil
+	r.dir, r.refs, r.refErrs = "", nil, nil
 	return err
 }
 
@@ -237,7 +238,11 @@ func (r *ProcessRunner) reference(ctx context.Context, task *Task) (string, erro
 	path := filepath.Join(r.dir, fmt.Sprintf("%s-%d.gob", key[:16], len(r.refs)))
 	req := workRequest{Func: ast.Print(task.Func), Sizes: task.Sizes, Reference: path, Write: true, Poison: poisoned(task.Func), Target: r.Target}
 	if _, err := r.work(ctx, req); err != nil {
-		if ctx.Err() == nil {
+		// Kept only when the worker reported it: a crash or a timeout
+		// (a busy GPU, a signal) may not recur, and the next candidate
+		// tries the reference again.
+		var we *workerError
+		if errors.As(err, &we) {
 			if r.refErrs == nil {
 				r.refErrs = map[string]error{}
 			}
@@ -350,10 +355,17 @@ func (r *ProcessRunner) work(ctx context.Context, req workRequest) (*workRespons
 		return nil, fmt.Errorf("worker answered %q: %v%s", tail(stdout.String()), err, tail(stderr.String()))
 	}
 	if resp.Err != "" {
-		return nil, errors.New(resp.Err)
+		return nil, &workerError{resp.Err}
 	}
 	return &resp, nil
 }
+
+// workerError is a failure the worker reported itself (it could not build,
+// run or check the function), as opposed to one that ended it (a crash, a
+// timeout): the same request fails the same way again.
+type workerError struct{ msg string }
+
+func (e *workerError) Error() string { return e.msg }
 
 // exitReason says how a worker ended: the signal that killed it, by
 // name, or its exit status.
@@ -440,7 +452,7 @@ func checkOutputs(req *workRequest, f *ast.Func, args map[string]any) (float64, 
 		if !ok && want[normKey] != nil {
 			// A reference without the rounding's variances (made on a
 			// GPU): the error over the whole output, in the 2-norm.
-			if n := workload.NormRelErr(args[p.Name], w); n > tol {
+			if n := workload.NormRelErr(p.DType, args[p.Name], w); n > tol {
 				return worst, fmt.Errorf("wrong result: %s differs from the reference by %g in the 2-norm (tolerance %g; by %g at worst)", p.Name, n, tol, e)
 			}
 			continue

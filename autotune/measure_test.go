@@ -179,6 +179,9 @@ func TestCUDAMeasure(t *testing.T) {
 		}
 		// The first runner keeps its failed reference (a runner's
 		// workers do not gain CUDA later); a new one with the stand-in.
+		if len(r.refErrs) != 1 {
+			t.Errorf("the reference's failure, reported by its worker, is not kept: %v", r.refErrs)
+		}
 		if again := r.Run(context.Background(), task, cands[:1], builds[:1])[0]; again.Err == nil || again.Err.Error() != run.Err.Error() {
 			t.Errorf("a candidate after the reference failed: %+v, want the same failure", again)
 		}

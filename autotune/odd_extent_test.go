@@ -47,7 +47,7 @@ func TestPoorlyDivisible(t *testing.T) {
 // TestGPUPoorlyDivisible: on a GPU, rows whose divisors make a block's
 // tile of fewer than 16 outputs are tiled past their end.
 func TestGPUPoorlyDivisible(t *testing.T) {
-	for ext, want := range map[int64]bool{197: true, 77: true, 196: false, 1500: false, 64: false, 61: false, 128: false, 67: true} {
+	for ext, want := range map[int64]bool{197: true, 77: true, 196: false, 1500: false, 64: false, 61: false, 128: false, 67: true, 68: true, 74: true, 111: true, 80: false} {
 		if got := gpuPoorlyDivisible(ext); got != want {
 			t.Errorf("gpuPoorlyDivisible(%d) = %v", ext, got)
 		}

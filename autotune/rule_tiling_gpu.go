@@ -104,7 +104,7 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 	guarded := make([]bool, len(bi.loops)) // constant extents tiled as symbolic ones are
 	for i, l := range bi.loops {
 		exts[i], _ = s.Extent(l)
-		if bi.roles[i] == roleSpatial && gpuPoorlyDivisible(exts[i]) {
+		if bi.roles[i] == roleSpatial && !t.fixedGPUTiles && gpuPoorlyDivisible(exts[i]) {
 			exts[i], guarded[i] = 0, true
 		}
 	}
@@ -139,7 +139,11 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 		case known && !guarded[i]:
 			vals, err = s.SamplePerfectTile(l, len(at), m.MaxInnermost)
 		default:
-			vals, err = sampleGPUSymbolicTile(s, len(at), m.MaxInnermost, bi.roles[i] == roleReduce)
+			var bound int64 // a guarded constant extent: no tile beyond it
+			if guarded[i] {
+				bound, _ = s.Extent(l)
+			}
+			vals, err = sampleGPUSymbolicTile(s, len(at), m.MaxInnermost, bi.roles[i] == roleReduce, bound)
 		}
 		if err != nil {
 			return err
@@ -421,10 +425,12 @@ func soleStmt(l *ast.For) ast.Stmt {
 }
 
 // gpuPoorlyDivisible reports whether a spatial loop's constant extent is
-// larger than a block's tile of it (4 registers by 16 threads) while its
-// divisors make a tile of fewer than 16 outputs (197 rows, a prime: one
-// thread of one register where 196 gets 4 by 7): such a loop is tiled as
-// a symbolic one is, its tail guarded.
+// larger than a block's tile of it (4 registers by 16 threads) while the
+// tile gpuTiles makes of its divisors has fewer than 16 outputs (197
+// rows, a prime: one thread of one register where 196 gets 4 by 7; 68: 4
+// registers by one thread): such a loop is tiled as a symbolic one is,
+// its tail guarded.
 func gpuPoorlyDivisible(ext int64) bool {
-	return ext > 64 && largestDivisor(ext, 64) < 16
+	reg := largestDivisor(ext, 4)
+	return ext > 64 && reg*largestDivisor(ext/reg, 16) < 16
 }

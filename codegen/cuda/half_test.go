@@ -99,7 +99,7 @@ func runHalf(t *testing.T, f *ast.Func, s *schedule.Schedule, sizes map[string]i
 		}
 		for _, ins := range wantPTX {
 			if !strings.Contains(ptx, ins) {
-				ptxMissing(t, "%s: the PTX lacks %s:\n%s", arch, ins, m.Source)
+				ptxMissing(t, arch, "%s: the PTX lacks %s:\n%s", arch, ins, m.Source)
 			}
 		}
 		if arch != "sm_80" {

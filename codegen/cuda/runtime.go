@@ -158,7 +158,7 @@ func Open() (*Device, error) {
 	if err := d.check("cuInit", call(d.cuInit, 0)); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoCUDA, err)
 	}
-	onStackSignals() // see signals.go
+	defer onStackSignals() // see signals.go: after the context too
 	dev := &Device{d: d}
 	if err := d.check("cuDeviceGet", call(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev.deviceNum)), 0)); err != nil {
 		return nil, err
@@ -222,6 +222,7 @@ func (dev *Device) Compile(m *Module) (*Program, error) {
 	if err := d.check("cuModuleLoadData", call(d.cuModuleLoadData, uintptr(unsafe.Pointer(&p.mod)), uintptr(unsafe.Pointer(&ptx[0])))); err != nil {
 		return nil, err
 	}
+	defer onStackSignals() // see signals.go
 	for _, k := range m.Kernels {
 		var fn uintptr
 		kn := cString(k.Name)

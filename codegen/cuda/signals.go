@@ -12,10 +12,11 @@ import (
 // its handlers on an alternate signal stack and kills the process when
 // one arrives without it ("non-Go code set up signal handler without
 // SA_ONSTACK flag": autotune's workers on an H200, one candidate in a few
-// dozen). After the driver is initialized, Open adds SA_ONSTACK to every
-// handler that lacks it: the handlers stay the driver's, and each runs on
-// the alternate stack of the thread it interrupts (Go gives every thread
-// it makes one).
+// dozen). After the driver is initialized, and again after each program
+// is loaded (the driver may install more on first use), SA_ONSTACK is
+// added to every handler that lacks it: the handlers stay the driver's,
+// and on the threads Go makes (each has an alternate stack) they run
+// there; on the driver's own threads the flag changes nothing.
 
 // sigaction is glibc's struct sigaction on Linux (x86-64 and arm64).
 type sigaction struct {
@@ -51,14 +52,14 @@ func onStackSignals() []int {
 	var changed []int
 	for sig := 1; sig <= maxSignal; sig++ {
 		var act sigaction
-		if r, _, _ := purego.SyscallN(fn, uintptr(sig), 0, uintptr(unsafe.Pointer(&act))); r != 0 {
+		if r, _, _ := purego.SyscallN(fn, uintptr(sig), 0, uintptr(unsafe.Pointer(&act))); int32(r) != 0 {
 			continue
 		}
 		if act.handler == sigDfl || act.handler == sigIgn || act.flags&saOnStack != 0 {
 			continue
 		}
 		act.flags |= saOnStack
-		if r, _, _ := purego.SyscallN(fn, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0); r == 0 {
+		if r, _, _ := purego.SyscallN(fn, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0); int32(r) == 0 {
 			changed = append(changed, sig)
 		}
 	}

@@ -26,7 +26,7 @@ func TestOnStackSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const sig = 31 // SIGSYS on x86-64 and arm64: Go installs no handler of its own to keep
+	const sig = 31 // SIGSYS on x86-64 and arm64; Go's own handler is put back after
 	get := func() sigaction {
 		var a sigaction
 		if r, _, _ := purego.SyscallN(fn, sig, 0, uintptr(unsafe.Pointer(&a))); r != 0 {

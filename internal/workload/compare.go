@@ -62,11 +62,12 @@ func MaxRelErr(got, want any) float64 {
 	return worst
 }
 
-// NormRelErr is the error of got against want over the whole data, in
-// the 2-norm: ‖got − want‖ / max(‖want‖, 1). NaN anywhere in got where
-// want has none, or data of another type or length, is +Inf; integer and
-// boolean data compare exactly (0 or +Inf). Float16 data is its encodings.
-func NormRelErr(got, want any) float64 {
+// NormRelErr is the error of got against want, data of type t, over the
+// whole data, in the 2-norm: ‖got − want‖ / max(‖want‖, 1). NaN anywhere
+// in got where want has none, or data of another type or length, is
+// +Inf; integer and boolean data compare exactly (0 or +Inf). 16-bit
+// float data is its encodings, float16 or bfloat16 as t says.
+func NormRelErr(t ast.DType, got, want any) float64 {
 	var diff, norm float64
 	add := func(g, w float64) bool {
 		if g == w || math.IsNaN(g) && math.IsNaN(w) {
@@ -109,7 +110,11 @@ func NormRelErr(got, want any) float64 {
 		if !ok || len(g) != len(w) {
 			return math.Inf(1)
 		}
-		return each(len(w), func(i int) (float64, float64) { return ast.Float16Value(g[i]), ast.Float16Value(w[i]) })
+		value := ast.Float16Value
+		if t == ast.BFloat16 {
+			value = ast.BFloat16Value
+		}
+		return each(len(w), func(i int) (float64, float64) { return value(g[i]), value(w[i]) })
 	}
 	return MaxRelErr(got, want)
 }

@@ -3,6 +3,8 @@ package workload
 import (
 	"math"
 	"testing"
+
+	"github.com/loom-go/loom/ast"
 )
 
 func TestNormRelErr(t *testing.T) {
@@ -22,8 +24,17 @@ func TestNormRelErr(t *testing.T) {
 		{[]float64{1e-12, 0}, []float64{0, 0}, true},
 		{[]int32{1}, []int32{2}, false},
 	} {
-		if got := NormRelErr(c.got, c.want) <= 1e-5; got != c.ok {
-			t.Errorf("NormRelErr(%v, %v) = %g", c.got, c.want, NormRelErr(c.got, c.want))
+		if got := NormRelErr(ast.Float32, c.got, c.want) <= 1e-5; got != c.ok {
+			t.Errorf("NormRelErr(%v, %v) = %g", c.got, c.want, NormRelErr(ast.Float32, c.got, c.want))
 		}
+	}
+}
+
+// TestNormRelErrBFloat16: bfloat16 encodings are read as bfloat16, not as
+// float16 (whose reading of the same bits hides most of the error).
+func TestNormRelErrBFloat16(t *testing.T) {
+	one, two := ast.BFloat16Bits(1), ast.BFloat16Bits(2)
+	if e := NormRelErr(ast.BFloat16, []uint16{two}, []uint16{one}); math.Abs(e-1) > 1e-9 {
+		t.Errorf("bfloat16 2 against 1: %g, want 1", e)
 	}
 }

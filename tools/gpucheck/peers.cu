@@ -7,7 +7,7 @@
 //	copy BYTES      a device-to-device copy of BYTES (cudaMemcpyAsync),
 //	                its bandwidth counting bytes read and written
 //
-// Build: nvcc -O3 -arch=sm_90 -o peers peers.cu -lcublas. Every figure is
+// Build: nvcc -O3 -arch=native -o peers peers.cu -lcublas. Every figure is
 // the median of 21 samples, each a batch of launches between two CUDA
 // events after three warm-up batches, with the fastest and slowest
 // sample beside it; the inputs are random (never zeros), and each gemm's

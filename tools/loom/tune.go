@@ -328,6 +328,9 @@ func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string
 	}
 	var cache *native.Cache
 	cacheDir := native.DefaultCacheDir()
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("loom's cache directory: %w", err)
+	}
 	if dev == nil {
 		var err error
 		if cache, err = native.DefaultCache(); err != nil {
