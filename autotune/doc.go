@@ -50,6 +50,9 @@
 // ProcessRunner times them in worker processes; on a GPU, CUDABuilder
 // lowers to CUDA C and a ProcessRunner with Target "cuda" compiles (NVRTC),
 // checks and times each candidate in a worker, between device events with
-// the data left on the device. The reference outputs always come from the
-// CPU.
+// the data left on the device. The reference outputs come from where the
+// candidates run: on the CPU the unscheduled function, on a GPU its
+// plainest kernel (one thread per output, see referenceKernel), each
+// checked against the interpreter where that is small; a GPU's are
+// compared in the 2-norm, without the error twin's bounds.
 package autotune
