@@ -46,7 +46,7 @@ func snippets(t *testing.T) []string {
 // variable fails the build; vet catches the rest).
 func TestSnippetsCompile(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds programs")
+		t.Skip("-short: it builds a program per README snippet")
 	}
 	go_, err := exec.LookPath("go")
 	if err != nil {
