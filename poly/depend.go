@@ -161,16 +161,55 @@ func (p *Program) dependences(s, t *Instances) []*Dependence {
 	return out
 }
 
+// dependenceWork bounds the solver's work on one dependence (a pair of
+// accesses): the emptiness of its conflict at each loop level and of the
+// whole. Past it, the questions left count as non-empty, so the
+// dependence keeps every level it may be carried at: a cautious answer
+// (a primitive refuses, a buffer is not compacted), where an exact one
+// may take the Omega test hours (a binding through floordiv and floormod
+// of a symbolic extent, split and fused: reduce_elementwise in the long
+// run, whose compile never ended).
+const dependenceWork = 4 * maxSolveWork
+
+// programDependenceWork bounds it for all the dependences of a program
+// together: a function whose every pair of accesses is hard (the one
+// above has 42 statements) gets its cautious answers in seconds, not one
+// dependence at a time. Ordinary programs spend a few thousandths of it.
+const programDependenceWork = 16 * maxSolveWork
+
+// maxConflictParts bounds the pieces a dependence's conflict is composed
+// from (the pieces of one access times the other's): accesses through
+// nested floordiv and floormod of a symbolic extent come in 128 pieces
+// each (the long run's hangs: conflicts of 16,384 pieces, each composed
+// and tested). Past it the dependence is the cautious one.
+const maxConflictParts = 1024
+
 func (p *Program) dependence(kind DepKind, s, t *Instances, a, b Access, common int, sFirst bool) *Dependence {
-	conflict := ApplyRange(a.Map, b.Map.Reverse())
 	d := &Dependence{Kind: kind, Buffer: a.Buffer, Source: s, Sink: t, Common: common}
+	if p.depWork == nil {
+		p.depWork = &effort{left: programDependenceWork}
+	}
+	if len(a.Map.parts)*len(b.Map.parts) > maxConflictParts || p.depWork.spent() {
+		// Too many pieces to compose, or nothing left to decide with:
+		// every pair of instances may conflict, at every level the two
+		// share (a superset of the truth, the cautious answer).
+		for k := 0; k < common; k++ {
+			d.Carried = append(d.Carried, k)
+		}
+		d.Independent = sFirst
+		d.Rel = UniverseMap(a.Map.Params, s.Block.Name, s.Domain.Dims, t.Block.Name, t.Domain.Dims)
+		return d
+	}
+	conflict := ApplyRange(a.Map, b.Map.Reverse())
 	rel := Map{Params: conflict.Params, InName: s.Block.Name, In: s.Domain.Dims, OutName: t.Block.Name, Out: t.Domain.Dims}
+	e := &effort{left: min(dependenceWork, p.depWork.left)}
+	defer func(left int64) { p.depWork.left -= left - max(e.left, 0) }(e.left)
 	for k := 0; k <= common; k++ {
 		if k == common && !sFirst {
 			break
 		}
 		part := IntersectMap(conflict, beforeAt(s, t, k, common))
-		if part.IsEmpty() {
+		if empty, _ := (Set{parts: part.parts}).decideIn(e); empty {
 			continue
 		}
 		rel = UnionMap(rel, part)
@@ -180,7 +219,7 @@ func (p *Program) dependence(kind DepKind, s, t *Instances, a, b Access, common 
 			d.Independent = true
 		}
 	}
-	if rel.IsEmpty() {
+	if empty, _ := (Set{parts: rel.parts}).decideIn(e); empty {
 		return nil
 	}
 	d.Rel = rel

@@ -21,6 +21,9 @@ type Program struct {
 
 	deps     []*Dependence            // all of them, computed on first use
 	pairDeps map[[2]int][]*Dependence // by source and sink index, computed on first use
+	// depWork is the solver's work the program's dependences have left
+	// (see programDependenceWork), made on first use.
+	depWork *effort
 }
 
 // Instances are the executions of one leaf block.
