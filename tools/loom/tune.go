@@ -38,7 +38,13 @@ type tuneSummary struct {
 	Distinct int     `json:"distinct"`           // distinct schedules among the trials
 	Internal int     `json:"internal,omitempty"` // failed trials loom's own checks rejected (bugs of loom; see -validate)
 	BestMs   float64 `json:"best_ms"`
-	Best     string  `json:"best"`
+	// BestSpread is the interquartile range of the best's samples over
+	// their median (BestSamples of them), and BestConfirmed the rounds
+	// that confirmed it (-confirm): how far its time can be trusted.
+	BestSpread    float64 `json:"best_spread,omitempty"`
+	BestSamples   int     `json:"best_samples,omitempty"`
+	BestConfirmed int     `json:"best_confirmed,omitempty"`
+	Best          string  `json:"best"`
 	// DefaultMs is the time of the schedule loom decides without tuning
 	// (autotune.Default): measured in the search's first round, and
 	// again beside the leaders when they are confirmed (-confirm), so
@@ -57,6 +63,17 @@ type tuneSummary struct {
 
 	internal     []*autotune.Record // the Internal trials' records
 	searchBestMs float64            // the search's best, even when the start is kept
+}
+
+// spread says how the best time was measured: the median of how many
+// samples, their interquartile range over it, and the rounds that
+// confirmed it.
+func (sum *tuneSummary) spread() string {
+	out := fmt.Sprintf("median of %d samples, IQR %.1f%%", sum.BestSamples, 100*sum.BestSpread)
+	if sum.BestConfirmed > 0 {
+		out += fmt.Sprintf(", confirmed in %d rounds", sum.BestConfirmed)
+	}
+	return out
 }
 
 // runTune searches schedules of a built-in workload or of every fused
@@ -253,7 +270,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.Trials, sum.Failed, internal, sum.Seconds)
+		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s; %s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.spread(), sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {
 			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
 		}
@@ -459,6 +476,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		Kernel: j.Name, Shape: j.Shape, Threads: t.threads, GPU: t.arch, Trials: len(res.Records), Failed: failed, Distinct: len(distinct),
 		Internal: len(res.Internal), internal: res.Internal,
 		BestMs: res.Best.Median * 1e3, Best: j.speed(res.Best.Median),
+		BestSpread: res.Best.Spread, BestSamples: len(res.Best.Seconds), BestConfirmed: res.Best.Confirmed,
 		Seconds: time.Since(begin).Seconds(), Trace: res.Best.Trace.String(),
 	}
 	if t.arch != "" {
@@ -474,6 +492,7 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 	if keptStart {
 		sum.KeptStart = true
 		sum.BestMs, sum.Best, sum.Speedup = sum.StartMs, sum.Start, 1
+		sum.BestSpread, sum.BestSamples, sum.BestConfirmed = 0, 0, 0
 		sum.Trace = ""
 	}
 	return sum, best, nil
