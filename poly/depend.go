@@ -54,6 +54,12 @@ type Dependence struct {
 	// Independent is true when some pair runs in the same iteration of
 	// every common loop, ordered by the position of the blocks.
 	Independent bool
+	// Cautious is true when the dependence is a superset of the truth:
+	// Rel relates every pair of instances and every common level is
+	// carried, because the exact one would be composed from too many
+	// pieces or its program's solver budget was spent. An order it
+	// forbids may be one the function does not need.
+	Cautious bool
 
 	distOnce sync.Once
 	distance []Range
@@ -193,6 +199,7 @@ func (p *Program) dependence(kind DepKind, s, t *Instances, a, b Access, common 
 		// Too many pieces to compose, or nothing left to decide with:
 		// every pair of instances may conflict, at every level the two
 		// share (a superset of the truth, the cautious answer).
+		d.Cautious = true
 		for k := 0; k < common; k++ {
 			d.Carried = append(d.Carried, k)
 		}

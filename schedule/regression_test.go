@@ -572,3 +572,15 @@ func TestLongRunInitBeforeFill(t *testing.T) {
 func TestLongRunSplitUnderVectorizedRow(t *testing.T) {
 	replayClean(t, "triangular_matvec", 80, `split(i, [3, -1]); split(i_1, [4, 5, -1]); split(i_0, [-1, 4, 4]); vectorize(i_0_1); split(j, [2, -1])`)
 }
+
+// TestLongRunCautiousDependence: the long run's validator disagreement in
+// chain_sym, seed 110 (M=4, N=4), at 7a35e46. Splits that do not divide,
+// fused, bind P's instances through nested floordiv and floormod; the old
+// program's dependences spent its solver budget, and the rest came back as
+// the cautious superset (every pair of instances). The validator read a
+// pair of that superset, Out(vi=0) and Out(vi=1), which write different
+// cells, as a write-after-write the step broke. A cautious dependence's
+// pairs are no witness: the validator notes it and gives no verdict.
+func TestLongRunCautiousDependence(t *testing.T) {
+	replayClean(t, "chain_sym", 110, `reverse_compute_at(Q, i); split(i, [-1, 8, 8]); split(i_2, [3, -1, 2]); split(i_2_2, [5, 8, 5]); fuse(i_1, i_2_0, i_2_1); split(j_Out, [-1, 4])`)
+}

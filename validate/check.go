@@ -264,6 +264,12 @@ func (v *validator) order() error {
 				}
 				continue
 			}
+			if d.Cautious {
+				// The pair may be one of the superset's: the exact
+				// dependence has too many pieces to compose.
+				v.stats.note("order: cautious dependence")
+				continue
+			}
 			return &Error{Question: "order", Block: snk, Reason: describe(d, in, out)}
 		}
 	}
