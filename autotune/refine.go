@@ -206,7 +206,7 @@ type ridgeJSON struct {
 // features version): enough to predict, not to refit with more records.
 func (m *RidgeModel) MarshalJSON() ([]byte, error) {
 	return json.Marshal(ridgeJSON{
-		Features: featureNames[:], Version: FeaturesVersion, Trained: max(len(m.xs), m.trained),
+		Features: featureNames[:], Version: FeaturesVersion, Trained: m.trainedOn(),
 		Lambda: m.Lambda, Mean: m.mean, Scale: m.scale, Weights: m.w, Bias: m.bias,
 	})
 }

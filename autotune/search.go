@@ -274,174 +274,262 @@ type Result struct {
 // are kept (and in opts.DB). With opts.Confirm the leaders are then
 // measured again (confirm).
 func Tune(ctx context.Context, task *Task, b Builder, r Runner, opts Options) (*Result, error) {
+	s, err := newSearcher(task, b, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	for len(s.res.Records) < s.opts.Trials && !s.exhausted && ctx.Err() == nil {
+		if err := s.round(ctx, s.opts.Trials); err != nil {
+			return s.res, err
+		}
+	}
+	if err := s.confirmLeaders(ctx); err != nil {
+		return s.res, err
+	}
+	return s.res, ctx.Err()
+}
+
+// searcher is one task's search, run a round at a time: Tune runs one to
+// its end, TuneModel many, giving each round to the task it expects to
+// pay most.
+type searcher struct {
+	task *Task
+	b    Builder
+	r    Runner
+	opts Options
+	rng  *rand.Rand
+	// start is when the search began, run the name its records carry.
+	start time.Time
+	run   string
+	res   *Result
+	// seen holds the hashes of the candidates measured (and the keys of
+	// the rejections recorded), parents the measured ones that ran, to
+	// mutate, and trialOf their records by hash.
+	seen    map[string]bool
+	parents []parent
+	trialOf map[string]*Record
+	// decidedCand is the default schedule's candidate, once measured.
+	decidedCand *Candidate
+	best        float64
+	failed      int
+	// exhausted: the space yields no candidate not measured before.
+	exhausted bool
+	// score is what the model learns of a measured median (higher is
+	// faster); nil: -log(median).
+	score func(median float64) float64
+	// triedDefault: a round has made the default schedule's candidate.
+	triedDefault bool
+	// extra are candidates the next round measures first (records of
+	// other sizes, see resume); resumed counts the records of earlier
+	// runs the search started from.
+	extra   []*Candidate
+	resumed int
+}
+
+type parent struct {
+	c       *Candidate
+	seconds float64
+}
+
+func newSearcher(task *Task, b Builder, r Runner, opts Options) (*searcher, error) {
 	if err := task.Check(); err != nil {
 		return nil, err
 	}
 	opts.defaults()
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x6c6f6f6d))
 	start := time.Now()
-	res := &Result{}
-	seen := map[string]bool{}
-	type parent struct {
-		c       *Candidate
-		seconds float64
+	return &searcher{
+		task: task, b: b, r: r, opts: opts,
+		rng:   rand.New(rand.NewPCG(opts.Seed, 0x6c6f6f6d)),
+		start: start,
+		// Two tunes started in the same second with the same seed are
+		// two runs: the process id and the nanoseconds tell them apart.
+		run:     fmt.Sprintf("%s seed=%d pid=%d", start.UTC().Format(time.RFC3339Nano), opts.Seed, os.Getpid()),
+		res:     &Result{},
+		seen:    map[string]bool{},
+		trialOf: map[string]*Record{},
+		best:    math.Inf(1),
+	}, nil
+}
+
+// round makes candidates (fresh samples, and mutants of the best
+// parents), measures a batch of them, records them and teaches the model,
+// never taking the search past upto trials. It sets exhausted when the
+// space has nothing new.
+func (s *searcher) round(ctx context.Context, upto int) error {
+	task, opts, rng, res := s.task, s.opts, s.rng, s.res
+	var pool []*Candidate
+	var rejected []*InternalError
+	add := func(m made) {
+		switch c := m.c; {
+		case m.rejected != nil:
+			// Keyed by its trace, so that the same rejection made
+			// twice is recorded once.
+			if key := "internal:" + m.rejected.Trace.String(); !s.seen[key] {
+				s.seen[key] = true
+				rejected = append(rejected, m.rejected)
+			}
+		case c != nil && !s.seen[c.Hash] && !slices.ContainsFunc(pool, func(x *Candidate) bool { return x.Hash == c.Hash }):
+			pool = append(pool, c)
+		}
 	}
-	var parents []parent
-	trialOf := map[string]*Record{} // a measured candidate's record, by hash
-	var decidedCand *Candidate      // the default schedule's candidate, once measured
-	best := math.Inf(1)
-	failed := 0
-	// Two tunes started in the same second with the same seed are two
-	// runs: the process id and the nanoseconds tell them apart.
-	run := fmt.Sprintf("%s seed=%d pid=%d", start.UTC().Format(time.RFC3339Nano), opts.Seed, os.Getpid())
-	for len(res.Records) < opts.Trials {
-		if ctx.Err() != nil {
+	// Each candidate is made from a seed drawn here, in order, so that
+	// making them in parallel keeps the search reproducible.
+	var makers []func() made
+	fresh := opts.Population
+	if len(s.parents) > 0 {
+		fresh = opts.Batch / 2
+		sort.SliceStable(s.parents, func(i, j int) bool { return s.parents[i].seconds < s.parents[j].seconds })
+		top := s.parents[:min(len(s.parents), 8)]
+		for range opts.Mutants {
+			p, seed := top[rankedPick(rng, len(top))], rng.Uint64()
+			makers = append(makers, func() made { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
+		}
+	}
+	for range fresh {
+		seed := rng.Uint64()
+		makers = append(makers, func() made { return sample(task, seed) })
+	}
+	firstRound := !s.triedDefault
+	s.triedDefault = true
+	if firstRound {
+		// The schedule decided without measurement (Space.Decide) is
+		// measured in the first round: tuning never ends below it.
+		makers = append(makers, func() made { return decided(task) })
+	}
+	var decidedHash string
+	for i, m := range parallelMap(makers) {
+		if firstRound && i == len(makers)-1 && m.c != nil {
+			decidedHash = m.c.Hash
+		}
+		add(m)
+	}
+	// A candidate loom's own checks rejected is a failed trial, in the
+	// records and the database like any other, and counted apart.
+	for _, ie := range rejected {
+		if len(res.Records) >= upto {
 			break
 		}
-		// Candidates: fresh samples, and mutants of the best parents.
-		var pool []*Candidate
-		var rejected []*InternalError
-		add := func(m made) {
-			switch c := m.c; {
-			case m.rejected != nil:
-				// Keyed by its trace, so that the same rejection made
-				// twice is recorded once.
-				if key := "internal:" + m.rejected.Trace.String(); !seen[key] {
-					seen[key] = true
-					rejected = append(rejected, m.rejected)
-				}
-			case c != nil && !seen[c.Hash] && !slices.ContainsFunc(pool, func(x *Candidate) bool { return x.Hash == c.Hash }):
-				pool = append(pool, c)
+		rec := task.record(ie.Trace, opts, s.run, len(res.Records)+1)
+		rec.Error = "internal: " + firstLine(ie.Err.Error())
+		s.failed++
+		if opts.DB != nil {
+			if err := opts.DB.Append(rec); err != nil {
+				return err
 			}
 		}
-		// Each candidate is made from a seed drawn here, in order, so
-		// that making them in parallel keeps the search reproducible.
-		var makers []func() made
-		fresh := opts.Population
-		if len(parents) > 0 {
-			fresh = opts.Batch / 2
-			sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
-			top := parents[:min(len(parents), 8)]
-			for range opts.Mutants {
-				p, seed := top[rankedPick(rng, len(top))], rng.Uint64()
-				makers = append(makers, func() made { return mutate(task, p.c, rand.New(rand.NewPCG(seed, 0))) })
-			}
+		res.Records = append(res.Records, rec)
+		res.Internal = append(res.Internal, rec)
+		res.Curve = append(res.Curve, s.best)
+	}
+	if len(res.Records) >= upto {
+		return nil
+	}
+	extra := s.extra
+	s.extra = nil
+	for _, c := range extra {
+		add(made{c: c})
+	}
+	if len(pool) == 0 {
+		switch {
+		case len(rejected) > 0:
+			return nil // the next round makes new ones
+		case len(s.parents) == 0:
+			return errors.New("autotune: the space yields no candidate for " + task.Name)
 		}
-		for range fresh {
-			seed := rng.Uint64()
-			makers = append(makers, func() made { return sample(task, seed) })
-		}
-		firstRound := len(res.Records) == 0 && len(parents) == 0
-		if firstRound {
-			// The schedule decided without measurement (Space.Decide) is
-			// measured in the first round: tuning never ends below it.
-			makers = append(makers, func() made { return decided(task) })
-		}
-		var decidedHash string
-		for i, m := range parallelMap(makers) {
-			if firstRound && i == len(makers)-1 && m.c != nil {
-				decidedHash = m.c.Hash
-			}
-			add(m)
-		}
-		// A candidate loom's own checks rejected is a failed trial, in
-		// the records and the database like any other, and counted apart.
-		for _, ie := range rejected {
-			if len(res.Records) >= opts.Trials {
-				break
-			}
-			rec := task.record(ie.Trace, opts, run, len(res.Records)+1)
-			rec.Error = "internal: " + firstLine(ie.Err.Error())
-			failed++
-			if opts.DB != nil {
-				if err := opts.DB.Append(rec); err != nil {
-					return res, err
-				}
-			}
-			res.Records = append(res.Records, rec)
-			res.Internal = append(res.Internal, rec)
-			res.Curve = append(res.Curve, best)
-		}
-		if len(res.Records) >= opts.Trials {
+		s.exhausted = true
+		return nil
+	}
+	batch := pick(pool, opts, rng, min(opts.Batch, upto-len(res.Records)))
+	// The extra candidates take the end of the batch (up to half of it),
+	// the default schedule's its last place.
+	at := len(batch) - 1
+	for _, c := range extra {
+		if at < len(batch)/2 {
 			break
 		}
-		if len(pool) == 0 {
-			if len(rejected) > 0 {
-				continue // the next round makes new ones
-			}
-			if len(parents) == 0 {
-				return res, errors.New("autotune: the space yields no candidate for " + task.Name)
-			}
-			break // the space is exhausted
-		}
-		batch := pick(pool, opts, rng, min(opts.Batch, opts.Trials-len(res.Records)))
-		if i := slices.IndexFunc(pool, func(c *Candidate) bool { return c.Hash == decidedHash }); i >= 0 && !slices.Contains(batch, pool[i]) {
-			batch[len(batch)-1] = pool[i]
-		}
-		builds := b.Build(ctx, task, batch)
-		runs := RunAtSizes(ctx, r, task, batch, builds)
-		var xs [][]float64
-		var ys []float64
-		for i, c := range batch {
-			seen[c.Hash] = true
-			rec := task.record(c.Sched.Trace(), opts, run, len(res.Records)+1)
-			rec.Features, rec.FeaturesVersion = c.Features, FeaturesVersion
-			switch {
-			case builds[i].Err != nil:
-				rec.Error = "build: " + builds[i].Err.Error()
-			case runs[i].Err != nil:
-				rec.Error = runs[i].Err.Error()
-			default:
-				rec.Seconds = runs[i].Seconds
-				rec.Median, rec.Spread = Summarize(runs[i].Seconds)
-			}
-			if rec.OK() {
-				parents = append(parents, parent{c, rec.Median})
-				trialOf[c.Hash] = rec
-				best = math.Min(best, rec.Median)
-				xs = append(xs, c.Features)
-				ys = append(ys, -math.Log(rec.Median))
-			} else {
-				failed++
-			}
-			if opts.DB != nil {
-				if err := opts.DB.Append(rec); err != nil {
-					return res, err
-				}
-			}
-			res.Records = append(res.Records, rec)
-			res.Curve = append(res.Curve, best)
-			if c.Hash == decidedHash && res.Default == nil {
-				res.Default, decidedCand = rec, c
-			}
-			if rec.OK() && (res.Best == nil || rec.Median < res.Best.Median) {
-				res.Best = rec
-			}
-		}
-		if len(xs) > 0 {
-			opts.Model.Update(xs, ys)
-		}
-		if opts.Progress != nil {
-			opts.Progress(Progress{Trials: len(res.Records), Total: opts.Trials, Failed: failed, Best: best, Elapsed: time.Since(start)})
+		if slices.Contains(pool, c) && !slices.Contains(batch, c) {
+			batch[at] = c
+			at--
 		}
 	}
-	if opts.Confirm > 0 && ctx.Err() == nil {
-		n := min(len(parents), opts.Confirm) // Confirm may be far more than were measured
-		leaders := make([]*Candidate, 0, n+1)
-		sort.SliceStable(parents, func(i, j int) bool { return parents[i].seconds < parents[j].seconds })
-		for _, p := range parents[:n] {
-			leaders = append(leaders, p.c)
+	if i := slices.IndexFunc(pool, func(c *Candidate) bool { return c.Hash == decidedHash }); i >= 0 && !slices.Contains(batch, pool[i]) {
+		batch[len(batch)-1] = pool[i]
+	}
+	builds := s.b.Build(ctx, task, batch)
+	runs := RunAtSizes(ctx, s.r, task, batch, builds)
+	var xs [][]float64
+	var ys []float64
+	for i, c := range batch {
+		s.seen[c.Hash] = true
+		rec := task.record(c.Sched.Trace(), opts, s.run, len(res.Records)+1)
+		rec.Features, rec.FeaturesVersion = c.Features, FeaturesVersion
+		switch {
+		case builds[i].Err != nil:
+			rec.Error = "build: " + builds[i].Err.Error()
+		case runs[i].Err != nil:
+			rec.Error = runs[i].Err.Error()
+		default:
+			rec.Seconds = runs[i].Seconds
+			rec.Median, rec.Spread = Summarize(runs[i].Seconds)
 		}
-		// The default schedule is measured again beside them, so that
-		// Result.Default compares with Best in the same moments.
-		if decidedCand != nil && res.Default.OK() && !slices.Contains(leaders, decidedCand) {
-			leaders = append(leaders, decidedCand)
+		if rec.OK() {
+			s.parents = append(s.parents, parent{c, rec.Median})
+			s.trialOf[c.Hash] = rec
+			s.best = math.Min(s.best, rec.Median)
+			xs = append(xs, c.Features)
+			ys = append(ys, s.scoreOf(rec.Median))
+		} else {
+			s.failed++
 		}
-		if err := confirm(ctx, task, b, r, opts, leaders, trialOf, res, start); err != nil {
-			return res, err
+		if opts.DB != nil {
+			if err := opts.DB.Append(rec); err != nil {
+				return err
+			}
+		}
+		res.Records = append(res.Records, rec)
+		res.Curve = append(res.Curve, s.best)
+		if c.Hash == decidedHash && res.Default == nil {
+			res.Default, s.decidedCand = rec, c
+		}
+		if rec.OK() && (res.Best == nil || rec.Median < res.Best.Median) {
+			res.Best = rec
 		}
 	}
-	return res, ctx.Err()
+	if len(xs) > 0 {
+		opts.Model.Update(xs, ys)
+	}
+	if opts.Progress != nil {
+		opts.Progress(Progress{Trials: len(res.Records), Total: opts.Trials, Failed: s.failed, Best: s.best, Elapsed: time.Since(s.start)})
+	}
+	return nil
+}
+
+func (s *searcher) scoreOf(median float64) float64 {
+	if s.score != nil {
+		return s.score(median)
+	}
+	return -math.Log(median)
+}
+
+// confirmLeaders measures the opts.Confirm fastest candidates again, with
+// the default schedule beside them (confirm); nothing when Confirm is 0
+// or ctx is done.
+func (s *searcher) confirmLeaders(ctx context.Context) error {
+	if s.opts.Confirm <= 0 || ctx.Err() != nil {
+		return nil
+	}
+	n := min(len(s.parents), s.opts.Confirm) // Confirm may be far more than were measured
+	leaders := make([]*Candidate, 0, n+1)
+	sort.SliceStable(s.parents, func(i, j int) bool { return s.parents[i].seconds < s.parents[j].seconds })
+	for _, p := range s.parents[:n] {
+		leaders = append(leaders, p.c)
+	}
+	// The default schedule is measured again beside them, so that
+	// Result.Default compares with Best in the same moments.
+	if s.decidedCand != nil && s.res.Default.OK() && !slices.Contains(leaders, s.decidedCand) {
+		leaders = append(leaders, s.decidedCand)
+	}
+	return confirm(ctx, s.task, s.b, s.r, s.opts, leaders, s.trialOf, s.res, s.start)
 }
 
 // confirm measures the leaders again, in opts.ConfirmRounds rounds, each
