@@ -63,8 +63,9 @@ type Record struct {
 	Bucket map[string][2]int64 `json:"bucket,omitempty"`
 }
 
-// OK reports whether the record measured a correct kernel.
-func (r *Record) OK() bool { return r.Error == "" && r.Median > 0 && !math.IsInf(r.Median, 0) }
+// OK reports whether the record measured a correct kernel (false for
+// none).
+func (r *Record) OK() bool { return r != nil && r.Error == "" && r.Median > 0 && !math.IsInf(r.Median, 0) }
 
 // Database is an append-only file of records, one JSON object per line.
 // Each record is written with a single write to a file opened for

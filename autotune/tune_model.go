@@ -62,6 +62,9 @@ func DistinctTasks(tasks []*Task) []ModelTask {
 	return out
 }
 
+// SameKernel reports whether DistinctTasks makes a and b one task.
+func SameKernel(a, b *Task) bool { return distinctKey(a) == distinctKey(b) }
+
 // distinctKey tells tasks apart: function and sizes (taskKey), bucket
 // and target.
 func distinctKey(t *Task) string {
@@ -439,29 +442,45 @@ func variation(xs []float64) (float64, bool) {
 	return math.Sqrt(v/float64(len(xs)-1)) / mean, mean > 0
 }
 
-// resume starts the search from the records of earlier runs: those of the
-// task at its sizes are measured candidates (parents to mutate, never
-// measured again), and the fastest of the same function or task name at
-// other sizes, their tilings fitted to these, are tried in the first
-// round. It returns the fastest record at these sizes (nil: none).
+// resume starts the search from the records of earlier runs: every
+// schedule measured for the task at its sizes is known (never measured
+// again), those that ran are parents to mutate, and the fastest of the
+// same function at other sizes, their tilings fitted to these, are tried
+// in the first round. It returns the fastest record at these sizes, as
+// the database ranks them (a run's confirmed figures stand for its
+// trials), nil when there is none.
 func (s *searcher) resume(recs []*Record) *Record {
 	if len(recs) == 0 {
 		return nil
 	}
 	task := s.task
 	hash := ast.Hash(task.Func).String()
+	mine := func(r *Record) bool {
+		return r.Workload == hash && r.Target == task.Target && bucketKey(r.Bucket) == bucketKey(task.Bucket) && sameSizes(r.Sizes, task.Sizes) && r.Trace != nil
+	}
 	var fastest *Record
-	var others []*Record
+	median := map[string]*Record{} // a trace's eligible record, the fastest
 	for _, r := range eligible(recs, hash, task.Target) {
-		if bucketKey(r.Bucket) != bucketKey(task.Bucket) {
+		if !mine(r) {
 			continue
 		}
-		if !sameSizes(r.Sizes, task.Sizes) {
-			if r.Bucket == nil && task.Bucket == nil {
-				others = append(others, r)
-			}
+		if k := r.Trace.String(); median[k] == nil || r.Median < median[k].Median {
+			median[k] = r
+		}
+		if fastest == nil || r.Median < fastest.Median {
+			fastest = r
+		}
+	}
+	replayed := map[string]bool{}
+	for _, r := range recs {
+		if !mine(r) {
 			continue
 		}
+		k := r.Trace.String()
+		if replayed[k] {
+			continue
+		}
+		replayed[k] = true
 		sch, err := Replay(task.Func, r.Trace)
 		if err != nil {
 			continue // a record of another loom: measured again if sampled
@@ -471,11 +490,11 @@ func (s *searcher) resume(recs []*Record) *Record {
 			continue
 		}
 		s.seen[c.Hash] = true
-		s.parents = append(s.parents, parent{c, r.Median})
-		s.trialOf[c.Hash] = r
 		s.resumed++
-		if fastest == nil || r.Median < fastest.Median {
-			fastest = r
+		if e := median[k]; e != nil {
+			s.parents = append(s.parents, parent{c, e.Median})
+			s.trialOf[c.Hash] = e
+			s.best = math.Min(s.best, e.Median)
 		}
 	}
 	if fastest != nil && s.res.Best == nil {
@@ -488,6 +507,12 @@ func (s *searcher) resume(recs []*Record) *Record {
 			if r := s.trialOf[d.c.Hash]; r != nil {
 				s.res.Default, s.decidedCand, s.triedDefault = r, d.c, true
 			}
+		}
+	}
+	var others []*Record
+	for _, r := range eligible(recs, hash, task.Target) {
+		if r.Bucket == nil && task.Bucket == nil && !sameSizes(r.Sizes, task.Sizes) && r.Trace != nil {
+			others = append(others, r)
 		}
 	}
 	slices.SortStableFunc(others, func(a, b *Record) int { return cmpFloat(a.Median, b.Median) })

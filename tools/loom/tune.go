@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -111,6 +112,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	bucketsFlag := fs.String("buckets", "", "tune a symbolic size by buckets: `NAME=B0,B1,...,Bk` makes the buckets B0..B1-1, B1..B2-1, ..., up to Bk inclusive; each bucket is tuned on its own, every candidate measured at its bounds and their geometric middle (the geometric mean of the times counts), and its records keep the bucket (loom bench -sweep, and the dispatch of the built kernels, pick a bucket by the sizes at run time)")
 	specialize := fs.String("specialize", "", "tune a schedule for one value of a symbolic size, `NAME=VALUE` (S=1 for decoding steps, say): a bucket of that one size, which a dispatch takes before any wider bucket; with -buckets or -sizes, besides them")
 	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds double up to 16, then grow 4 times (1..4096: as -buckets NAME=1,2,4,8,16,64,256,1024,4096); neighbours whose best schedules agree are merged. A dimension of -workload named here, by -buckets or by -specialize (gemm's and gemm_bias_relu's M, N or K; rmsnorm's R or D; softmax's R or D, not both) is made a symbolic size of its function, the others constants at -size; its records are for that function: loom bench -sweep and loom build -symbolic find them when they name the same dimensions")
+	budget := fs.Duration("budget", 0, "tune a graph's kernels as one model within this time (30m, 2h), confirmations included: the task scheduler gives each round to the kernel expected to cut the model's time most; the run's state and cost model are kept beside -db, so the same command run again continues the budget (-trials then caps the trials of all kernels together)")
+	asModel := fs.Bool("model", false, "tune a graph's kernels as one model with the task scheduler (implied by -budget): its distinct kernels are tuned together, weighted by how often the graph runs each, and -trials counts the trials of all of them (default 64 per distinct kernel)")
 	profile := profileFlag(fs)
 	src.symbolicDims = func() []string { return specNames(*bucketsFlag, *sizesFlag, *specialize) }
 	jobs, code, ok := src.parse(fs, args, stderr)
@@ -125,9 +128,12 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	defer stopProfile()
 	if !threadsOK(fs, stderr, *threads) || !inRange(fs, stderr, "trials", *trials, 1, maxTrials) ||
 		!inRange(fs, stderr, "confirm", *confirm, 0, maxConfirm) || !inRange(fs, stderr, "timeout", *timeout, time.Millisecond, 24*time.Hour) ||
-		!dbOK(fs, stderr, *dbPath) || !onlyWith(fs, stderr, *out != "", "with -out (it names the files written)", "name") {
+		!dbOK(fs, stderr, *dbPath) || !onlyWith(fs, stderr, *out != "", "with -out (it names the files written)", "name") ||
+		!inRange(fs, stderr, "budget", *budget, 0, 30*24*time.Hour) {
 		return 2
 	}
+	trialsSet := false
+	fs.Visit(func(f *flag.Flag) { trialsSet = trialsSet || f.Name == "trials" })
 	if *validate {
 		// Every schedule of this process: the candidates, their mutants,
 		// the records replayed. The workers only build and run the
@@ -212,6 +218,19 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			jobs = append(jobs, bj...)
 		}
 		names = outNames(jobs, *symbol)
+	}
+	if *budget > 0 || *asModel {
+		if *bucketsFlag != "" || *sizesFlag != "" || *specialize != "" {
+			return fail(fmt.Errorf("-budget and -model tune a model at one size; tune buckets without them"))
+		}
+		total := *trials
+		switch {
+		case !trialsSet && *budget > 0:
+			total = 0 // the budget alone
+		case !trialsSet:
+			total = *trials * len(autotune.DistinctTasks(tasksOf(t, jobs)))
+		}
+		return t.tuneModel(ctx, jobs, names, *budget, total, *dbPath, *out, *asJSON, *quiet, stdout, stderr)
 	}
 	for ji, j := range jobs {
 		if ctx.Err() != nil {
@@ -406,9 +425,8 @@ type tuner struct {
 	arch      string // the GPU's, when tuning for one
 }
 
-// tune searches schedules of j and returns the summary and the best
-// function.
-func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, error) {
+// task is j's tuning task on t's target.
+func (t *tuner) task(j *job) *autotune.Task {
 	task := &autotune.Task{
 		Name: j.Name, Func: j.Case.Func, Sizes: j.Case.Sizes, Shape: j.Shape,
 		Target: t.targetKey,
@@ -425,6 +443,13 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		}
 		task.Space.Target.Bounds = &autotune.SizeBounds{Max: most, Min: least}
 	}
+	return task
+}
+
+// tune searches schedules of j and returns the summary and the best
+// function.
+func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, error) {
+	task := t.task(j)
 	// The starting schedule: the function as written (on a GPU, with no
 	// loop bound to threads, it does not run).
 	start, err := schedule.New(j.Case.Func)
