@@ -65,7 +65,9 @@ type Record struct {
 
 // OK reports whether the record measured a correct kernel (false for
 // none).
-func (r *Record) OK() bool { return r != nil && r.Error == "" && r.Median > 0 && !math.IsInf(r.Median, 0) }
+func (r *Record) OK() bool {
+	return r != nil && r.Error == "" && r.Median > 0 && !math.IsInf(r.Median, 0)
+}
 
 // Database is an append-only file of records, one JSON object per line.
 // Each record is written with a single write to a file opened for
