@@ -324,6 +324,10 @@ type searcher struct {
 	// runs the search started from.
 	extra   []*Candidate
 	resumed int
+	// probed: the last round measured the default schedule alone (see
+	// probe), so the next samples a whole population as a first round
+	// does.
+	probed bool
 }
 
 type parent struct {
@@ -377,7 +381,10 @@ func (s *searcher) round(ctx context.Context, upto int) error {
 	var makers []func() made
 	fresh := opts.Population
 	if len(s.parents) > 0 {
-		fresh = opts.Batch / 2
+		if !s.probed {
+			fresh = opts.Batch / 2
+		}
+		s.probed = false
 		sort.SliceStable(s.parents, func(i, j int) bool { return s.parents[i].seconds < s.parents[j].seconds })
 		top := s.parents[:min(len(s.parents), 8)]
 		for range opts.Mutants {
@@ -455,6 +462,14 @@ func (s *searcher) round(ctx context.Context, upto int) error {
 	if i := slices.IndexFunc(pool, func(c *Candidate) bool { return c.Hash == decidedHash }); i >= 0 && !slices.Contains(batch, pool[i]) {
 		batch[len(batch)-1] = pool[i]
 	}
+	return s.measure(ctx, batch, decidedHash)
+}
+
+// measure builds and runs batch, records every candidate (in the results
+// and the database), teaches the model, and reports progress; the
+// candidate of hash decidedHash is the default schedule's.
+func (s *searcher) measure(ctx context.Context, batch []*Candidate, decidedHash string) error {
+	task, opts, res := s.task, s.opts, s.res
 	builds := s.b.Build(ctx, task, batch)
 	runs := RunAtSizes(ctx, s.r, task, batch, builds)
 	var xs [][]float64
@@ -500,6 +515,33 @@ func (s *searcher) round(ctx context.Context, upto int) error {
 	}
 	if opts.Progress != nil {
 		opts.Progress(Progress{Trials: len(res.Records), Total: opts.Trials, Failed: s.failed, Best: s.best, Elapsed: time.Since(s.start)})
+	}
+	return nil
+}
+
+// probe measures the default schedule alone (the space's decision), as
+// the task's first trial: what the task costs untuned, for a model's
+// estimate and its scheduler, for one trial. It does nothing when the
+// search has measured the default already.
+func (s *searcher) probe(ctx context.Context) error {
+	if s.triedDefault {
+		return nil
+	}
+	s.probed = true
+	s.triedDefault = true
+	d := decided(s.task)
+	if d.c == nil {
+		// No default (or loom's checks rejected it): a round of the
+		// search instead.
+		s.triedDefault, s.probed = false, false
+		return s.round(ctx, len(s.res.Records)+s.opts.Batch)
+	}
+	n0 := len(s.res.Records)
+	if err := s.measure(ctx, []*Candidate{d.c}, d.c.Hash); err != nil {
+		return err
+	}
+	if len(s.res.Records) == n0 || s.res.Default == nil || !s.res.Default.OK() {
+		s.probed = false
 	}
 	return nil
 }

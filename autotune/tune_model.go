@@ -92,6 +92,11 @@ type ModelOptions struct {
 	ModelFile string
 	// OnRound is called after every round.
 	OnRound func(ModelProgress)
+	// Sequential tunes the tasks one after the other instead, each with
+	// an equal share of the budget (or of the trials): the way a model
+	// was tuned before the scheduler, kept to measure the scheduler
+	// against.
+	Sequential bool
 }
 
 // alpha weighs the backward-looking gain against the forward-looking one
@@ -102,10 +107,6 @@ const (
 	alpha   = 0.2
 	explore = 0.05
 )
-
-// confirmShare is the part of a budget kept for the confirmation of the
-// leaders at the end.
-const confirmShare = 0.1
 
 // ModelProgress reports a model's tuning after a round.
 type ModelProgress struct {
@@ -289,9 +290,13 @@ func TuneModel(ctx context.Context, tasks []ModelTask, b Builder, r Runner, opts
 			Estimate: est, Default: def, Measured: measured, Tasks: len(es), Confirming: confirming,
 		})
 	}
+	// The confirmation at the end is part of the budget: the search
+	// stops at 90% of it, and the tasks are confirmed in the order of
+	// their share of the model's time while the budget lasts (a task
+	// left unconfirmed keeps its search's figure, Record.Confirmed 0).
 	searchBudget := opts.Budget
 	if opts.Confirm > 0 {
-		searchBudget = time.Duration(float64(opts.Budget) * (1 - confirmShare))
+		searchBudget = opts.Budget * 9 / 10
 	}
 	for ctx.Err() == nil {
 		if opts.Budget > 0 && spent() >= searchBudget {
@@ -300,17 +305,30 @@ func TuneModel(ctx context.Context, tasks []ModelTask, b Builder, r Runner, opts
 		if total > 0 && state.Trials >= total {
 			break
 		}
-		e := pickTask(es, rng, func(e *entry) (untried bool, gain float64, done bool) {
-			b := bestOf(e)
-			if e.s.exhausted {
-				return false, 0, true
-			}
-			if math.IsInf(b, 1) {
-				return e.rounds == 0, 0, e.rounds > 0 && len(e.s.res.Records) >= 4*e.s.opts.Batch
-			}
-			n := max(len(e.s.res.Records)+countOf(e.resumed), 1)
-			return false, float64(e.Weight) * (alpha*e.lastGain + (1-alpha)*b/float64(n)), false
-		})
+		var e *entry
+		if opts.Sequential {
+			e = sequentialTask(es, func(i int, e *entry) bool {
+				if e.s.exhausted {
+					return true
+				}
+				if opts.Budget > 0 {
+					return spent() >= searchBudget*time.Duration(i+1)/time.Duration(len(es))
+				}
+				return len(e.s.res.Records) >= total*(i+1)/len(es)-total*i/len(es)
+			})
+		} else {
+			e = pickTask(es, rng, func(e *entry) (untried bool, gain float64, done bool) {
+				b := bestOf(e)
+				if e.s.exhausted {
+					return false, 0, true
+				}
+				if math.IsInf(b, 1) {
+					return e.rounds == 0, 0, e.rounds > 0 && len(e.s.res.Records) >= 4*e.s.opts.Batch
+				}
+				n := max(len(e.s.res.Records)+countOf(e.resumed), 1)
+				return false, float64(e.Weight) * (alpha*e.lastGain + (1-alpha)*b/float64(n)), false
+			})
+		}
 		if e == nil {
 			break // every task's space is exhausted
 		}
@@ -318,8 +336,18 @@ func TuneModel(ctx context.Context, tasks []ModelTask, b Builder, r Runner, opts
 		upto := math.MaxInt
 		if total > 0 {
 			upto = n0 + min(e.s.opts.Batch, total-state.Trials)
+			if opts.Sequential {
+				i := slices.Index(es, e)
+				upto = min(upto, total*(i+1)/len(es)-total*i/len(es))
+			}
 		}
-		if err := e.s.round(ctx, upto); err != nil {
+		// A task's first round measures its default schedule alone: what
+		// it costs untuned, for every task before any is searched.
+		step := func() error { return e.s.round(ctx, upto) }
+		if e.rounds == 0 {
+			step = func() error { return e.s.probe(ctx) }
+		}
+		if err := step(); err != nil {
 			return nil, fmt.Errorf("task %s: %w", e.Task.Name, err)
 		}
 		n := len(e.s.res.Records) - n0
@@ -345,8 +373,12 @@ func TuneModel(ctx context.Context, tasks []ModelTask, b Builder, r Runner, opts
 	}
 	if opts.Confirm > 0 && ctx.Err() == nil {
 		progress(nil, true)
-		for _, e := range es {
-			if ctx.Err() != nil {
+		byShare := slices.Clone(es)
+		sort.SliceStable(byShare, func(i, j int) bool {
+			return float64(byShare[i].Weight)*bestOf(byShare[i]) > float64(byShare[j].Weight)*bestOf(byShare[j])
+		})
+		for _, e := range byShare {
+			if ctx.Err() != nil || opts.Budget > 0 && spent() >= opts.Budget {
 				break
 			}
 			if err := e.s.confirmLeaders(ctx); err != nil {
@@ -422,6 +454,18 @@ func pickTask[E any](es []E, rng *rand.Rand, judge func(E) (untried bool, gain f
 		return open[rng.IntN(len(open))]
 	}
 	return open[best]
+}
+
+// sequentialTask is the first task whose share is not used up (done
+// says whether task i's is), nil when none is left.
+func sequentialTask[E any](es []E, done func(int, E) bool) E {
+	for i, e := range es {
+		if !done(i, e) {
+			return e
+		}
+	}
+	var zero E
+	return zero
 }
 
 // variation is the coefficient of variation of xs (false for fewer than

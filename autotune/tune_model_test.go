@@ -247,3 +247,34 @@ func TestTuneModelBadInput(t *testing.T) {
 		t.Error("a damaged state file: no error")
 	}
 }
+
+// TestTuneModelSequential: the baseline policy gives the tasks equal
+// shares of the trials, one task after the other.
+func TestTuneModelSequential(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDatabase(filepath.Join(dir, "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := matmulTask(64), matmulTask(32)
+	runner := scaledRunner{scale: map[string]float64{a.Name: 10, b.Name: 1}}
+	res, err := TuneModel(context.Background(), []ModelTask{{b, 1}, {a, 4}}, fakeBuilder{}, runner, ModelOptions{
+		Options:    Options{Trials: 32, Seed: 2, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test"},
+		Sequential: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks[0].Trials != 16 || res.Tasks[1].Trials != 16 {
+		t.Errorf("trials %d and %d, want 16 each", res.Tasks[0].Trials, res.Tasks[1].Trials)
+	}
+	recs, _, err := db.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if want := map[bool]string{true: b.Name, false: a.Name}[i < 16]; r.Name != want {
+			t.Fatalf("record %d is of %s, want %s: the tasks one after the other", i, r.Name, want)
+		}
+	}
+}

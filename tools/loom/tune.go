@@ -113,7 +113,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	specialize := fs.String("specialize", "", "tune a schedule for one value of a symbolic size, `NAME=VALUE` (S=1 for decoding steps, say): a bucket of that one size, which a dispatch takes before any wider bucket; with -buckets or -sizes, besides them")
 	sizesFlag := fs.String("sizes", "", "tune a symbolic size over a range by buckets: `NAME=LO..HI` makes buckets whose bounds double up to 16, then grow 4 times (1..4096: as -buckets NAME=1,2,4,8,16,64,256,1024,4096); neighbours whose best schedules agree are merged. A dimension of -workload named here, by -buckets or by -specialize (gemm's and gemm_bias_relu's M, N or K; rmsnorm's R or D; softmax's R or D, not both) is made a symbolic size of its function, the others constants at -size; its records are for that function: loom bench -sweep and loom build -symbolic find them when they name the same dimensions")
 	budget := fs.Duration("budget", 0, "tune a graph's kernels as one model within this time (30m, 2h), confirmations included: the task scheduler gives each round to the kernel expected to cut the model's time most; the run's state and cost model are kept beside -db, so the same command run again continues the budget (-trials then caps the trials of all kernels together)")
-	asModel := fs.Bool("model", false, "tune a graph's kernels as one model with the task scheduler (implied by -budget): its distinct kernels are tuned together, weighted by how often the graph runs each, and -trials counts the trials of all of them (default 64 per distinct kernel)")
+	asModel := fs.Bool("model", false, "tune a graph's kernels as one model with the task scheduler (implied by -budget): its distinct kernels are tuned together, weighted by how often the graph runs each, and -trials counts the trials of all of them (default 64 per distinct kernel); each kernel's first trial is its default schedule, and at the end its two fastest are confirmed (-confirm 0 or 1: fewer)")
+	sequential := fs.Bool("sequential", false, "with -model or -budget, tune the kernels one after the other with an equal share each of the budget or trials, instead of the task scheduler's choice (the baseline it is measured against)")
 	profile := profileFlag(fs)
 	src.symbolicDims = func() []string { return specNames(*bucketsFlag, *sizesFlag, *specialize) }
 	jobs, code, ok := src.parse(fs, args, stderr)
@@ -129,7 +130,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	if !threadsOK(fs, stderr, *threads) || !inRange(fs, stderr, "trials", *trials, 1, maxTrials) ||
 		!inRange(fs, stderr, "confirm", *confirm, 0, maxConfirm) || !inRange(fs, stderr, "timeout", *timeout, time.Millisecond, 24*time.Hour) ||
 		!dbOK(fs, stderr, *dbPath) || !onlyWith(fs, stderr, *out != "", "with -out (it names the files written)", "name") ||
-		!inRange(fs, stderr, "budget", *budget, 0, 30*24*time.Hour) {
+		!inRange(fs, stderr, "budget", *budget, 0, 30*24*time.Hour) ||
+		!onlyWith(fs, stderr, *budget > 0 || *asModel, "with -model or -budget", "sequential") {
 		return 2
 	}
 	trialsSet := false
@@ -230,7 +232,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		case !trialsSet:
 			total = *trials * len(autotune.DistinctTasks(tasksOf(t, jobs)))
 		}
-		return t.tuneModel(ctx, jobs, names, *budget, total, *dbPath, *out, *asJSON, *quiet, stdout, stderr)
+		return t.tuneModel(ctx, jobs, names, modelRun{budget: *budget, trials: total, sequential: *sequential}, *dbPath, *out, *asJSON, *quiet, stdout, stderr)
 	}
 	for ji, j := range jobs {
 		if ctx.Err() != nil {

@@ -13,6 +13,18 @@ import (
 	"github.com/loom-go/loom/autotune"
 )
 
+// modelRun says how a model is tuned: within a budget, a number of
+// trials in all (0: none), by the scheduler or one kernel after another.
+type modelRun struct {
+	budget     time.Duration
+	trials     int
+	sequential bool
+}
+
+// modelConfirm is how many leaders of each kernel of a model are
+// measured again at the end (at most; -confirm lowers it).
+const modelConfirm = 2
+
 // modelRound is what -json prints after every round of a model's tuning.
 type modelRound struct {
 	Round       int            `json:"round"`
@@ -58,7 +70,8 @@ type kernelResult struct {
 // model are kept beside the database, so that the same command run again
 // continues. It writes the best kernels with -out and returns the exit
 // status.
-func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, budget time.Duration, trials int, dbPath, out string, asJSON, quiet bool, stdout, stderr io.Writer) int {
+func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run modelRun, dbPath, out string, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	budget, trials := run.budget, run.trials
 	tasks := tasksOf(t, jobs)
 	distinct := autotune.DistinctTasks(tasks)
 	// Which graph kernels (by index) each distinct task stands for.
@@ -72,12 +85,17 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, budg
 		}
 	}
 	opts := autotune.ModelOptions{
-		Options:   t.opts,
-		Budget:    budget,
-		State:     dbPath + ".state.json",
-		ModelFile: dbPath + ".model.json",
+		Options:    t.opts,
+		Budget:     budget,
+		State:      dbPath + ".state.json",
+		ModelFile:  dbPath + ".model.json",
+		Sequential: run.sequential,
 	}
 	opts.Trials = trials
+	// Two leaders a kernel, beside its default schedule: a model has
+	// tens of kernels, and confirming six of each would take much of a
+	// short budget.
+	opts.Confirm = min(opts.Confirm, modelConfirm)
 	tty := isTerminal(stderr)
 	opts.OnRound = func(p autotune.ModelProgress) {
 		if asJSON {

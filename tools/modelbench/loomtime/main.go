@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/rawdata"
@@ -73,17 +74,18 @@ func main() {
 	dir := flag.String("dir", "", "write inputs, outputs and meta.json here")
 	label := flag.String("label", "", "a label copied into the output line")
 	compileOnly := flag.Bool("compile-only", false, "read and compile the graph, print the line (no calls), and stop")
+	dbPath := flag.String("db", "", "a tuning database: each kernel runs its fastest record there (loom tune -model), the default schedule where it has none")
 	flag.Parse()
 	if *compileOnly {
 		*minCalls = 0
 	}
-	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label); err != nil {
+	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label, *dbPath); err != nil {
 		fmt.Fprintln(os.Stderr, "loomtime:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir, label string) error {
+func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir, label, dbPath string) error {
 	if threads < 1 {
 		return fmt.Errorf("-threads %d: want at least 1", threads)
 	}
@@ -109,7 +111,13 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		return err
 	}
 	t1 := time.Now()
-	m, err := module.Compile(g, module.Options{Threads: threads})
+	opts := module.Options{Threads: threads}
+	if dbPath != "" {
+		if opts.Database, err = autotune.OpenDatabase(dbPath); err != nil {
+			return err
+		}
+	}
+	m, err := module.Compile(g, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
