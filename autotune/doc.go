@@ -41,6 +41,17 @@
 // records carry their features) or the one loom ships (DefaultModel,
 // fitted by tools/trainmodel).
 //
+// TuneModel tunes the kernels of a model together (DistinctTasks makes
+// them tasks, weighted by how often the model runs each): every task's
+// default schedule is measured first, then each round of Tune's search
+// goes to the task whose next round is expected to cut the model's time
+// most (Ansor's task scheduler: the weight times a mix of the gain its
+// last round paid and its best time over its trials), with one Model for
+// every task, within a time budget or a number of trials. Its state and
+// model are saved after every round, and a search starts from the
+// database's records of its task, so that a run stopped at any moment is
+// continued, not restarted, by the next.
+//
 // DefaultRules are the CPU rules. GPURules bind loops to CUDA blocks and
 // threads (multi-level tiling SSSRRSRS with shared-memory tiles fetched
 // by the whole block and a local write cache, cross-thread reductions,
