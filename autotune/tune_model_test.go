@@ -71,20 +71,20 @@ func TestTuneModelSpendsWhereItPays(t *testing.T) {
 	runner := scaledRunner{scale: map[string]float64{heavy.Name: 10, light.Name: 1}}
 	var rounds []ModelProgress
 	res, err := TuneModel(context.Background(), tasks, fakeBuilder{}, runner, ModelOptions{
-		Options: Options{Trials: 64, Seed: 5, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test"},
+		Options: Options{Trials: 40, Seed: 5, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"},
 		OnRound: func(p ModelProgress) { rounds = append(rounds, p) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Trials != 64 {
-		t.Errorf("%d trials, want 64", res.Trials)
+	if res.Trials != 40 {
+		t.Errorf("%d trials, want 40", res.Trials)
 	}
 	if len(rounds) != res.Rounds || res.Rounds < 3 {
 		t.Fatalf("%d progress reports for %d rounds", len(rounds), res.Rounds)
 	}
 	hv, lt := res.Tasks[1], res.Tasks[0]
-	if hv.Trials <= lt.Trials || hv.Trials < 40 {
+	if hv.Trials <= lt.Trials || hv.Trials < 24 {
 		t.Errorf("the heavy task had %d trials, the light one %d: want most for the heavy one", hv.Trials, lt.Trials)
 	}
 	last := math.Inf(1)
@@ -108,14 +108,14 @@ func TestTuneModelSpendsWhereItPays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 64 {
-		t.Errorf("the database holds %d records, want 64", len(recs))
+	if len(recs) != 40 {
+		t.Errorf("the database holds %d records, want 40", len(recs))
 	}
 }
 
-// TestTuneModelResumes: a run of 24 trials, stopped, then the same tasks
-// with a limit of 56: the second run takes up the state (24 spent), runs
-// 32 more, and measures no schedule the first one measured; its model
+// TestTuneModelResumes: a run of 16 trials, stopped, then the same tasks
+// with a limit of 32: the second run takes up the state (16 spent), runs
+// 16 more, and measures no schedule the first one measured; its model
 // starts from the saved one.
 func TestTuneModelResumes(t *testing.T) {
 	dir := t.TempDir()
@@ -127,10 +127,10 @@ func TestTuneModelResumes(t *testing.T) {
 	tasks := []ModelTask{{a, 2}, {b, 1}}
 	runner := scaledRunner{scale: map[string]float64{a.Name: 3, b.Name: 1}}
 	opts := ModelOptions{
-		Options: Options{Seed: 9, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test"},
+		Options: Options{Seed: 9, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"},
 		State:   filepath.Join(dir, "state.json"), ModelFile: filepath.Join(dir, "model.json"),
 	}
-	opts.Trials = 24
+	opts.Trials = 16
 	first, err := TuneModel(context.Background(), tasks, fakeBuilder{}, runner, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +143,13 @@ func TestTuneModelResumes(t *testing.T) {
 	if err := json.Unmarshal(data, &saved); err != nil || saved.Trained == 0 {
 		t.Fatalf("the saved model: %s (%v)", data, err)
 	}
-	opts.Trials = 56
+	opts.Trials = 32
 	second, err := TuneModel(context.Background(), tasks, fakeBuilder{}, runner, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Trials != 32 {
-		t.Errorf("the resumed run measured %d trials, want 32 (56 less the 24 of the first)", second.Trials)
+	if second.Trials != 16 {
+		t.Errorf("the resumed run measured %d trials, want 16 (32 less the 16 of the first)", second.Trials)
 	}
 	resumed := 0
 	for _, tr := range second.Tasks {
@@ -259,7 +259,7 @@ func TestTuneModelSequential(t *testing.T) {
 	a, b := matmulTask(64), matmulTask(32)
 	runner := scaledRunner{scale: map[string]float64{a.Name: 10, b.Name: 1}}
 	res, err := TuneModel(context.Background(), []ModelTask{{b, 1}, {a, 4}}, fakeBuilder{}, runner, ModelOptions{
-		Options:    Options{Trials: 32, Seed: 2, Population: 16, Batch: 8, Mutants: 16, DB: db, Version: "test"},
+		Options:    Options{Trials: 32, Seed: 2, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"},
 		Sequential: true,
 	})
 	if err != nil {

@@ -15,14 +15,15 @@ import (
 )
 
 // TestTuneModelKilled: loom tune -model on the MLP, killed with SIGKILL
-// after its first round, then run again with the same command: the
+// after its first round (the default schedule of its first kernel), then
+// run again with the same command: the
 // second run continues the first (its trials count toward the same
 // limit), the database holds every record of both, and no schedule is
 // measured twice.
 func TestTuneModelKilled(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "db.jsonl")
-	args := []string{"tune", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-model", "-trials", "12", "-threads", "1", "-confirm", "0", "-db", db, "-q", "-json"}
+	args := []string{"tune", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-model", "-trials", "6", "-threads", "1", "-confirm", "0", "-db", db, "-q", "-json"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	child := exec.CommandContext(ctx, os.Args[0], args...)
@@ -49,16 +50,16 @@ func TestTuneModelKilled(t *testing.T) {
 		t.Fatal("the first run reported no round before it was killed")
 	}
 	first := loadRecords(t, db)
-	if len(first) < 8 {
-		t.Fatalf("after a round of 8 trials the database holds %d records", len(first))
+	if len(first) < 1 {
+		t.Fatalf("after a round the database holds %d records", len(first))
 	}
 	code, stdout, stderr := runLoom(t, args...)
 	if code != 0 {
 		t.Fatalf("the second run: exit %d: %s\n%s", code, stderr, stdout)
 	}
 	all := loadRecords(t, db)
-	if len(all) != 12 {
-		t.Errorf("the database holds %d records after both runs, want the limit, 12 (%d from the first)", len(all), len(first))
+	if len(all) != 6 {
+		t.Errorf("the database holds %d records after both runs, want the limit, 6 (%d from the first)", len(all), len(first))
 	}
 	measured := map[string]int{}
 	for _, r := range all {
