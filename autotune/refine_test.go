@@ -180,3 +180,64 @@ func FuzzModelJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestModelWarmStart: a model read from JSON learns on from its fit: two
+// new records (too few for a fit of their own) leave its ranking of other
+// points as it was, and many records of another law move it to theirs.
+func TestModelWarmStart(t *testing.T) {
+	point := func(i int) []float64 {
+		x := make([]float64, numFeatures)
+		for k := range x {
+			x[k] = math.Sin(float64(i*numFeatures + k))
+		}
+		return x
+	}
+	fit := func(law func([]float64) float64, from, n int) ([][]float64, []float64) {
+		var xs [][]float64
+		var ys []float64
+		for i := from; i < from+n; i++ {
+			xs = append(xs, point(i))
+			ys = append(ys, law(point(i)))
+		}
+		return xs, ys
+	}
+	old := func(x []float64) float64 { return 2*x[1] - x[5] }
+	m := NewRidgeModel()
+	m.Update(fit(old, 0, 40))
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ranks: the share of pairs of test points a model orders as law does.
+	agree := func(m *RidgeModel, law func([]float64) float64) float64 {
+		same, all := 0, 0
+		for i := 100; i < 130; i++ {
+			for j := i + 1; j < 130; j++ {
+				all++
+				if (m.Predict(point(i)) < m.Predict(point(j))) == (law(point(i)) < law(point(j))) {
+					same++
+				}
+			}
+		}
+		return float64(same) / float64(all)
+	}
+	warm := NewRidgeModel()
+	if err := json.Unmarshal(data, warm); err != nil {
+		t.Fatal(err)
+	}
+	warm.Update(fit(old, 40, 6))
+	if a := agree(warm, old); a < 0.9 {
+		t.Errorf("after six records the warm model orders %.0f%% of pairs as its fit did, want 90%%", 100*a)
+	}
+	newLaw := func(x []float64) float64 { return -3*x[2] + x[7] }
+	warm.Update(fit(newLaw, 200, 400))
+	if a := agree(warm, newLaw); a < 0.9 {
+		t.Errorf("after 400 records of another law the warm model orders %.0f%% of pairs as they do, want 90%%", 100*a)
+	}
+	var back struct{ Trained int }
+	data, _ = json.Marshal(warm)
+	json.Unmarshal(data, &back)
+	if back.Trained != 40+6+400 {
+		t.Errorf("the warm model says it was trained on %d records, want 446", back.Trained)
+	}
+}
