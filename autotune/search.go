@@ -454,8 +454,9 @@ func (s *searcher) round(ctx context.Context, upto int) error {
 		if at < len(batch)/2 {
 			break
 		}
-		if slices.Contains(pool, c) && !slices.Contains(batch, c) {
-			batch[at] = c
+		same := func(x *Candidate) bool { return x.Hash == c.Hash }
+		if i := slices.IndexFunc(pool, same); i >= 0 && !slices.ContainsFunc(batch, same) {
+			batch[at] = pool[i]
 			at--
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -276,5 +277,79 @@ func TestTuneModelSequential(t *testing.T) {
 		if want := map[bool]string{true: b.Name, false: a.Name}[i < 16]; r.Name != want {
 			t.Fatalf("record %d is of %s, want %s: the tasks one after the other", i, r.Name, want)
 		}
+	}
+}
+
+// TestResumeOtherSizes: a search of a function at new sizes starts from
+// the fastest records of the same function at other sizes, their tilings
+// fitted to these, and measures them in its first round of search.
+func TestResumeOtherSizes(t *testing.T) {
+	f, err := ast.Parse(`func mm[M: int32](A: float32[M, 64], B: float32[64, 64], C: float32[M, 64]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, M) {
+      serial for (j, 0, 64) {
+        serial for (k, 0, 64) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, M), vj = spatial(0, 64), vk = reduce(0, 64))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := func(m int64) *Task {
+		rules := []Rule{MultiLevelTiling{Structure: "SSRSRS", MaxInnermost: 64}}
+		return &Task{Name: "mm", Func: f, Sizes: map[string]int64{"M": m}, Target: "fake", Space: &Space{Rules: rules, Target: Target{VectorLanes: 8, Threads: 2}}}
+	}
+	db, err := OpenDatabase(filepath.Join(t.TempDir(), "db.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := ModelOptions{Options: Options{Trials: 12, Seed: 4, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"}}
+	if _, err := TuneModel(context.Background(), []ModelTask{{task(64), 1}}, fakeBuilder{}, fakeRunner{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := db.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSearcher(task(96), fakeBuilder{}, fakeRunner{}, opts.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best := s.resume(recs); best != nil || s.resumed != 0 {
+		t.Errorf("records at M=64 taken as records at M=96 (%d)", s.resumed)
+	}
+	if len(s.extra) == 0 {
+		t.Fatal("no schedule of M=64 to try at M=96")
+	}
+	extra := map[string]bool{}
+	for _, c := range s.extra {
+		extra[c.Hash] = true
+	}
+	if err := s.probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.round(context.Background(), 1000); err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for h := range extra {
+		if s.seen[h] {
+			tried++
+		}
+	}
+	if tried != len(extra) {
+		t.Errorf("the first round measured %d of the %d schedules of other sizes", tried, len(extra))
 	}
 }
