@@ -1,6 +1,8 @@
 module github.com/loom-go/loom
 
-go 1.26.8
+// go 1.26.0, the first release of 1.26, not a later patch: a module
+// that adds loom keeps any go line of 1.26.
+go 1.26.0
 
 require (
 	github.com/ebitengine/purego v0.11.3

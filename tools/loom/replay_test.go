@@ -235,7 +235,7 @@ func TestTuneKeepsAFasterStart(t *testing.T) {
 	j, tu := smallTune(startFastest{}, 4, 2)
 	c := j.Case
 	var bar strings.Builder
-	tu.opts.Progress = func(p autotune.Progress) { progressBar(&bar, p, j) }
+	tu.opts.Progress = func(p autotune.Progress) { progressBar(&bar, p, j, false) }
 	sum, best, err := tu.tune(context.Background(), j)
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +245,9 @@ func TestTuneKeepsAFasterStart(t *testing.T) {
 	}
 	if !strings.Contains(bar.String(), "confirming the leaders: round 2/2") {
 		t.Errorf("the progress bar does not show the confirmation rounds:\n%s", bar.String())
+	}
+	if strings.Contains(bar.String(), "\r") || !strings.HasSuffix(bar.String(), "\n") {
+		t.Errorf("the progress, not on a terminal, is not plain lines: %q", bar.String())
 	}
 }
 

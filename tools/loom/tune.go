@@ -238,11 +238,12 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if ctx.Err() != nil {
 			break
 		}
+		tty := isTerminal(stderr)
 		if !*quiet {
-			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j) }
+			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j, tty) }
 		}
 		sum, best, err := t.tune(ctx, j)
-		if !*quiet {
+		if !*quiet && tty {
 			fmt.Fprintln(stderr)
 		}
 		if err != nil {
@@ -565,9 +566,14 @@ func workloadNames() string {
 	return strings.Join(names, ", ")
 }
 
-// progressBar redraws one line on stderr: trials, best so far, elapsed
-// time and the estimated time left.
-func progressBar(w io.Writer, p autotune.Progress, j *job) {
+// progressBar shows a round on stderr: trials, best so far, elapsed time
+// and the estimated time left; on a terminal one line redrawn, else (a
+// log) a plain line per round.
+func progressBar(w io.Writer, p autotune.Progress, j *job, tty bool) {
+	start, end := "\r", "   "
+	if !tty {
+		start, end = "", "\n"
+	}
 	const width = 24
 	done := width * p.Trials / max(p.Total, 1)
 	bar := strings.Repeat("#", done) + strings.Repeat(".", width-done)
@@ -582,10 +588,10 @@ func progressBar(w io.Writer, p autotune.Progress, j *job) {
 	if p.Round > 0 {
 		// After the search: the leaders measured again; the best is
 		// theirs, and after the last round the one tune reports.
-		fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, confirming the leaders: round %d/%d, best %s, elapsed %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, p.Round, p.Rounds, best, p.Elapsed.Round(time.Second))
+		fmt.Fprintf(w, "%s%s [%s] %d/%d trials, %d failed, confirming the leaders: round %d/%d, best %s, elapsed %s%s", start, j.Name, bar, p.Trials, p.Total, p.Failed, p.Round, p.Rounds, best, p.Elapsed.Round(time.Second), end)
 		return
 	}
-	fmt.Fprintf(w, "\r%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s   ", j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
+	fmt.Fprintf(w, "%s%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s%s", start, j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second), end)
 }
 
 // writeKernel writes a function's kernel into dir as a self-contained
