@@ -1,7 +1,7 @@
 module github.com/loom-go/loom
 
 // go 1.26.0, the first release of 1.26, not a later patch: a module
-// that adds loom keeps any go line of 1.26.
+// that adds loom keeps its go line (1.26.0 or later).
 go 1.26.0
 
 require (
