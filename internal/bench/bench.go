@@ -7,6 +7,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/loom-go/loom/internal/suggest"
 	"math"
 	"os"
 	"slices"
@@ -168,7 +169,7 @@ func Lookup(name string) (*Workload, error) {
 		names = append(names, w.Name)
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown workload %q%s (have %s)", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
 // Defaults returns the workload's benchmark sizes.

@@ -30,6 +30,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/loom-go/loom/internal/suggest"
 	"io"
 	"os"
 	"runtime/debug"
@@ -83,7 +84,7 @@ func loom(args []string, stdout, stderr io.Writer) int {
 		if _, ok := commands[args[1]]; ok {
 			return loom([]string{args[1], "-h"}, stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "loom help: unknown command %q\n", args[1])
+		fmt.Fprintf(stderr, "loom help: unknown command %q%s\n", args[1], suggest.DidYouMean(args[1], commandNames()))
 		usage(stderr)
 		return 2
 	}
@@ -96,11 +97,23 @@ func loom(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "loom: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "loom: unknown command %q%s\n", args[0], suggest.DidYouMean(args[0], commandNames()))
 		usage(stderr)
 		return 2
 	}
 	return cmd.run(args[1:], stdout, stderr)
+}
+
+// commandNames are the commands, the internal worker aside.
+func commandNames() []string {
+	var names []string
+	for name := range commands {
+		if name != "worker" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 func usage(w io.Writer) {
