@@ -476,6 +476,11 @@ func (s *searcher) measure(ctx context.Context, batch []*Candidate, decidedHash 
 	var xs [][]float64
 	var ys []float64
 	for i, c := range batch {
+		if ctx.Err() != nil && (builds[i].Err != nil || runs[i].Err != nil) {
+			// Interrupted, not failed: an unfinished candidate is not
+			// recorded (a later run may measure it).
+			continue
+		}
 		s.seen[c.Hash] = true
 		rec := task.record(c.Sched.Trace(), opts, s.run, len(res.Records)+1)
 		rec.Features, rec.FeaturesVersion = c.Features, FeaturesVersion

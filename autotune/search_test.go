@@ -268,3 +268,42 @@ func TestTuneConfirmMoreThanMeasured(t *testing.T) {
 		t.Errorf("allocated %d bytes to confirm %d candidates", n, len(res.Confirmed))
 	}
 }
+
+// cancelRunner is fakeRunner interrupted (Ctrl-C) in its second batch,
+// after its first candidate: the others come back with the context's
+// error, as a ProcessRunner's killed workers do.
+type cancelRunner struct {
+	cancel  context.CancelFunc
+	batches *int
+}
+
+func (r cancelRunner) Run(ctx context.Context, task *Task, cands []*Candidate, builds []BuildResult) []RunResult {
+	out := fakeRunner{}.Run(ctx, task, cands, builds)
+	if *r.batches++; *r.batches == 2 {
+		r.cancel()
+		for i := 1; i < len(out); i++ {
+			out[i] = RunResult{Err: ctx.Err()}
+		}
+	}
+	return out
+}
+
+// TestTuneInterruptRecordsNothingUnfinished: the candidates an interrupt
+// cut short are not recorded as failed trials; those measured before it
+// are.
+func TestTuneInterruptRecordsNothingUnfinished(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	batches := 0
+	res, err := Tune(ctx, newTask(), fakeBuilder{}, cancelRunner{cancel, &batches}, Options{Trials: 100, Seed: 1, Population: 8, Batch: 4, Version: "test"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	for _, r := range res.Records {
+		if strings.Contains(r.Error, "canceled") {
+			t.Errorf("trial %d recorded as failed by the interrupt: %s", r.Trial, r.Error)
+		}
+	}
+	if len(res.Records) != 4+1 {
+		t.Errorf("%d records, want the first batch's 4 and the one finished before the interrupt", len(res.Records))
+	}
+}
