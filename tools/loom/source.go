@@ -35,14 +35,15 @@ func newFlags(name, usageLine, about string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; when it returns false the command returns
-// code: 0 after -h (the help printed), 2 for a bad flag (one line saying
-// which, not the whole help).
+// parseFlags parses args, flags before or after the positional
+// arguments (loom fuse g.json -size T=4; "--" ends the flags); when it
+// returns false the command returns code: 0 after -h (the help printed),
+// 2 for a bad flag (one line saying which, not the whole help).
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	help, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.Usage = help
 	fs.SetOutput(out)
 	switch {
@@ -56,14 +57,35 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return 0, true
 }
 
+// parseInterspersed is fs.Parse with the positional arguments allowed
+// between and before flags: it parses up to each positional argument,
+// sets it aside and goes on; fs.Args() are then the positional arguments
+// in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		ended := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+		if len(rest) == 0 || ended {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
 // noArgs reports whether the command was given no positional arguments,
-// and says so on stderr when it was: flags after a positional argument
-// are not parsed, so an extra word is an error, never ignored.
+// and says so on stderr when it was: an extra word is an error, never
+// ignored.
 func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 	if fs.NArg() == 0 {
 		return true
 	}
-	fmt.Fprintf(stderr, "loom %s: unexpected argument %q (flags go before arguments; see loom %s -h)\n", fs.Name(), fs.Arg(0), fs.Name())
+	fmt.Fprintf(stderr, "loom %s: unexpected argument %q (see loom %s -h)\n", fs.Name(), fs.Arg(0), fs.Name())
 	return false
 }
 
