@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,5 +40,30 @@ func TestFlagsAfterArguments(t *testing.T) {
 	}
 	if code, _, errs := runLoom(t, "fuse", graph, "-size", "T=4", "extra"); code != 2 || !strings.Contains(errs, "got 2") {
 		t.Errorf("an extra argument after the flags: exit %d, %s", code, errs)
+	}
+}
+
+// TestTuneSaysWhenTheSpaceRunsOut: a function with three schedules, asked
+// for 16 trials, says why it measured three.
+func TestTuneSaysWhenTheSpaceRunsOut(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "tiny.loom")
+	os.WriteFile(src, []byte(`func tiny(X: float32[4], Y: float32[4]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+  }
+}
+`), 0o644)
+	code, out, errs := runLoom(t, "tune", "-func", src, "-trials", "16", "-threads", "1", "-confirm", "0", "-q", "-db", filepath.Join(dir, "db.jsonl"))
+	if code != 0 || !strings.Contains(out, "the search space holds no other schedule") {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
 	}
 }

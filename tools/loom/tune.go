@@ -292,6 +292,10 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			}
 			continue
 		}
+		if sum.Trials < *trials && ctx.Err() == nil {
+			// Fewer than asked, and not interrupted: the space ran out.
+			internal += fmt.Sprintf("; the search space holds no other schedule, so %d of the %d trials asked", sum.Trials, *trials)
+		}
 		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s; %s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.spread(), sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {
 			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
