@@ -12,29 +12,17 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 )
 
-// Tune a function of your own from Go: a Task (the function, its sizes,
-// the target and the search space), a LocalBuilder that compiles the
-// candidates, and a ProcessRunner that runs each one in a worker process
-// of its own, so that a crashing or hanging candidate is only recorded as
-// failed.
+// Tune a function of your own from Go, each piece set up by hand: a Task
+// (the function, its sizes, the target and the search space), a
+// LocalBuilder that compiles the candidates, and a ProcessRunner that
+// runs each one in a worker process of its own, so that a crashing or
+// hanging candidate is only recorded as failed. (NewLocal sets all of
+// them up as loom tune does; see ExampleLocal.)
 //
-// The worker is your own program started again: its main serves one
-// measurement when asked, before anything else:
-//
-//	func main() {
-//		if len(os.Args) > 1 && os.Args[1] == "worker" {
-//			if err := autotune.ServeWorker(os.Stdin, os.Stdout); err != nil {
-//				fmt.Fprintln(os.Stderr, err)
-//				os.Exit(1)
-//			}
-//			return
-//		}
-//		...
-//	}
-//
-// with ProcessRunner.Command set to []string{exe, "worker"} (exe from
-// os.Executable). Here the test binary serves it (see TestMain) when
-// LOOM_AUTOTUNE_WORKER is set.
+// The worker is your own program started again with
+// LOOM_AUTOTUNE_WORKER=1 (WorkerEnv) in its environment: this package's
+// initialization serves the measurement and exits before main runs, so
+// the program needs no code for it. Here the test binary is the worker.
 func ExampleTune() {
 	f, err := ast.Parse(`func rowsum(X: float32[64, 256], Y: float32[64]) {
   ScheduleBlock(root) {
@@ -367,4 +355,44 @@ func ExampleTuneModel() {
 	// trials: 6
 	// kernels with a time: 2
 	// tuned no slower than the defaults: true
+}
+
+// Tune a function in one call: NewLocal sets up the builder, the worker
+// processes (this program started again, served before main by this
+// package's initialization), the database and loom tune's defaults.
+func ExampleLocal() {
+	f, err := ast.Parse(`func double(X: float32[4096], Y: float32[4096]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4096) {
+      ScheduleBlock(Y) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 4096))
+        reads(X[vi])
+        writes(Y[vi])
+        Y[vi] = X[vi] * 2.0f
+      }
+    }
+  }
+}`)
+	if err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "local-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	// DB and CacheDir default to loom's cache directory, as loom tune's.
+	l, err := autotune.NewLocal(autotune.LocalOptions{Threads: 1, Trials: 4, DB: dir + "/tuning.jsonl", CacheDir: dir})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	res, err := l.Tune(context.Background(), "double", f, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("found a correct kernel:", res.Best != nil)
+	// Output:
+	// found a correct kernel: true
 }

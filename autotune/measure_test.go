@@ -17,16 +17,11 @@ import (
 	"github.com/loom-go/loom/schedule"
 )
 
-// TestMain lets the test binary serve as the runner's worker process.
-// Otherwise it runs the tests with the translation validator on.
+// TestMain runs the tests with the translation validator on (with
+// -long). The test binary started with LOOM_AUTOTUNE_WORKER=1 is the
+// runner's worker process: the package's initialization serves it
+// before TestMain (see WorkerEnv).
 func TestMain(m *testing.M) {
-	if os.Getenv("LOOM_AUTOTUNE_WORKER") == "1" {
-		if err := ServeWorker(os.Stdin, os.Stdout); err != nil {
-			os.Stderr.WriteString(err.Error())
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
 	// With -long the autotuner's tests run with the translation validator
 	// on for every step of every candidate the rules build; otherwise it
 	// checks the steps it costs little on (schedule's default), and the

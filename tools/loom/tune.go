@@ -238,7 +238,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if ctx.Err() != nil {
 			break
 		}
-		tty := isTerminal(stderr)
+		tty := autotune.IsTerminal(stderr)
 		if !*quiet {
 			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j, tty) }
 		}

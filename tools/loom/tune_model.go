@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/loom-go/loom/autotune"
@@ -96,13 +94,14 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 	// tens of kernels, and confirming six of each would take much of a
 	// short budget.
 	opts.Confirm = min(opts.Confirm, modelConfirm)
-	tty := isTerminal(stderr)
+	tty := autotune.IsTerminal(stderr)
+	show := autotune.PrintModelProgress(stderr)
 	opts.OnRound = func(p autotune.ModelProgress) {
 		if asJSON {
 			json.NewEncoder(stdout).Encode(roundLine(p))
 		}
 		if !quiet {
-			modelProgressLine(stderr, p, tty)
+			show(p)
 		}
 	}
 	if !quiet {
@@ -198,33 +197,6 @@ func roundLine(p autotune.ModelProgress) modelRound {
 	return r
 }
 
-// modelProgressLine shows a round: on a terminal one line redrawn, else a
-// plain line per round.
-func modelProgressLine(w io.Writer, p autotune.ModelProgress, tty bool) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "round %d, %d trials (%d failed), elapsed %s", p.Round, p.Trials, p.Failed, p.Elapsed.Round(time.Second))
-	if p.Budget > 0 {
-		fmt.Fprintf(&b, ", budget left %s", max(p.Budget-p.Spent, 0).Round(time.Second))
-	}
-	if p.Measured > 0 {
-		fmt.Fprintf(&b, ", model %.3f ms (default %.3f ms, %.2fx; %d of %d kernels measured)", p.Estimate*1e3, p.Default*1e3, p.Default/p.Estimate, p.Measured, p.Tasks)
-	}
-	switch {
-	case p.Confirming:
-		b.WriteString(", confirming the leaders")
-	case p.Task != "":
-		fmt.Fprintf(&b, ", tuned %s", p.Task)
-		if !math.IsInf(p.TaskBest, 0) {
-			fmt.Fprintf(&b, " (best %.3f ms)", p.TaskBest*1e3)
-		}
-	}
-	if tty {
-		fmt.Fprintf(w, "\r%s   ", b.String())
-		return
-	}
-	fmt.Fprintln(w, b.String())
-}
-
 // printModel prints the model's result: a line per distinct kernel and
 // the model's time.
 func printModel(w io.Writer, res *autotune.ModelResult, kernels []kernelResult, dbPath string) {
@@ -249,16 +221,6 @@ func printModel(w io.Writer, res *autotune.ModelResult, kernels []kernelResult, 
 		fmt.Fprintf(w, "  %s x%d %s: %d trials%s, %s\n", k.Kernel, k.Weight, k.Shape, k.Trials, resumed, times)
 	}
 	fmt.Fprintf(w, "records appended to %s\n", dbPath)
-}
-
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // tasksOf is the tuning task of every job.

@@ -1,0 +1,87 @@
+package module_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/module"
+)
+
+// TestTune: one call tunes a graph's kernels (the workers are this test
+// binary, served by autotune's initialization), and Compile with the
+// database runs the records; the tuned module computes what the default
+// one does.
+func TestTune(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fusion/mlp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fusion.ParseJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := module.Tune(context.Background(), g, nil, autotune.LocalOptions{Trials: 3}); err == nil || !strings.Contains(err.Error(), "give a size to T") {
+		t.Errorf("no sizes: %v", err)
+	}
+	db := filepath.Join(dir, "tuning.jsonl")
+	res, err := module.Tune(context.Background(), g, map[string]int64{"T": 8}, autotune.LocalOptions{Trials: 3, Confirm: -1, DB: db, CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trials != 3 || len(res.Tasks) != 3 {
+		t.Fatalf("%d trials over %d tasks, want 3 over the MLP's 3 kernels", res.Trials, len(res.Tasks))
+	}
+	cache, err := native.NewCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := autotune.OpenDatabase(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := module.Compile(g, module.Options{Cache: cache, Database: opened})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := 0
+	for _, k := range tuned.Kernels() {
+		if strings.HasPrefix(k[1], "record") {
+			records++
+		}
+	}
+	if records != 3 {
+		t.Errorf("the tuned module runs %d records: %v", records, tuned.Kernels())
+	}
+	plain, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := inputsAt(t, g, map[string]int64{"T": 8}, 3)
+	want, err := plain.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Run(ins, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tuned.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tuned.Run(ins, got); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if e := workload.MaxRelErr(got[name].Data, w.Data); e > 1e-5 {
+			t.Errorf("output %s: the tuned module differs from the default by %g", name, e)
+		}
+	}
+}
