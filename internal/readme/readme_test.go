@@ -23,6 +23,8 @@ var packages = map[string]string{
 	"fusion":   "github.com/loom-go/loom/fusion",
 	"module":   "github.com/loom-go/loom/module",
 	"onnx":     "github.com/loom-go/loom/onnx",
+	"context":  "context",
+	"time":     "time",
 	"fmt":      "fmt",
 	"log":      "log",
 	"os":       "os",
