@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -49,6 +50,7 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 	fs.StringVar(out, "o", "", "the same as -out")
 	weights := fs.String("weights", "embed", "with -graph or -onnx, where the library keeps the graph's weights: embed (read-only data of the library) or file (NAME.weights beside it, loaded with NAME_load_weights)")
 	symbol := fs.String("name", "", "the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
+	asJSON := fs.Bool("json", false, "print one JSON object per kernel written (kernel, shape, schedule, buckets, files), or for -graph one for the library (graph, header, static, shared, weights, kernels with their schedules, link)")
 	symbolic := fs.String("symbolic", "", "`NAMES`, comma-separated: dimensions of -workload that stay symbolic sizes, parameters of the kernel (gemm's M, say, after loom tune -workload gemm -sizes M=1..4096: the kernel dispatches on M to the buckets' schedules)")
 	src.symbolicDims = func() []string {
 		var names []string
@@ -99,7 +101,7 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 			fmt.Fprintf(stderr, "loom build: unknown -weights %q (have embed, file)\n", *weights)
 			return 2
 		}
-		return buildGraph(src.graph, *out, *symbol, *sched, *weights == "file", &rf, stdout, stderr)
+		return buildGraph(src.graph, *out, *symbol, *sched, *weights == "file", *asJSON, &rf, stdout, stderr)
 	}
 	var trace *schedule.Trace
 	if *tracePath != "" {
@@ -130,12 +132,20 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 		if err == nil && len(choices) > 0 {
 			var files []string
 			if files, err = writeDispatchKernel(*out, names[i], f, choices); err == nil {
+				if *asJSON {
+					json.NewEncoder(stdout).Encode(builtKernel{Kernel: j.Name, Shape: j.Shape, Schedule: used, Buckets: len(choices), Files: files})
+					continue
+				}
 				fmt.Fprintf(stdout, "%s %s (schedule: %d bucket(s) of its sizes, else %s): %s\n", j.Name, j.Shape, len(choices), used, strings.Join(files, ", "))
 				continue
 			}
 		} else if err == nil {
 			var files []string
 			if files, err = writeKernel(*out, names[i], f); err == nil {
+				if *asJSON {
+					json.NewEncoder(stdout).Encode(builtKernel{Kernel: j.Name, Shape: j.Shape, Schedule: used, Files: files})
+					continue
+				}
 				fmt.Fprintf(stdout, "%s %s (schedule: %s): %s\n", j.Name, j.Shape, used, strings.Join(files, ", "))
 				continue
 			}
@@ -159,7 +169,7 @@ func bucketChoices(j *job, rf *recordFlags) ([]autotune.BucketChoice, error) {
 // buildGraph compiles a graph into one C library (module.Build): every
 // kernel, the shape function, the memory plan and the runtime, behind one
 // entry point.
-func buildGraph(path, dir, name, sched string, weightsFile bool, rf *recordFlags, stdout, stderr io.Writer) int {
+func buildGraph(path, dir, name, sched string, weightsFile, asJSON bool, rf *recordFlags, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %v\n", err)
@@ -188,6 +198,15 @@ func buildGraph(path, dir, name, sched string, weightsFile bool, rf *recordFlags
 		fmt.Fprintf(stderr, "loom build: %s: %v\n", path, err)
 		return 1
 	}
+	link := fmt.Sprintf("cc -O2 -I %s your_program.c %s -lm -pthread", dir, lib.Static)
+	if asJSON {
+		b := builtGraph{Graph: g.Name, Header: lib.Header, Static: lib.Static, Shared: lib.Shared, Weights: lib.Weights, Link: link}
+		for _, k := range m.Kernels() {
+			b.Kernels = append(b.Kernels, builtKernel{Kernel: k[0], Schedule: k[1]})
+		}
+		json.NewEncoder(stdout).Encode(b)
+		return 0
+	}
 	for _, k := range m.Kernels() {
 		fmt.Fprintf(stdout, "kernel %s: schedule %s\n", k[0], k[1])
 	}
@@ -195,8 +214,28 @@ func buildGraph(path, dir, name, sched string, weightsFile bool, rf *recordFlags
 	if lib.Weights != "" {
 		fmt.Fprintf(stdout, "weights: %s (load it with %s_load_weights before the first call)\n", lib.Weights, name)
 	}
-	fmt.Fprintf(stdout, "link: cc -O2 -I %s your_program.c %s -lm -pthread\n", dir, lib.Static)
+	fmt.Fprintf(stdout, "link: %s\n", link)
 	return 0
+}
+
+// builtKernel is what build -json prints of a kernel written.
+type builtKernel struct {
+	Kernel   string   `json:"kernel"`
+	Shape    string   `json:"shape,omitempty"`
+	Schedule string   `json:"schedule"`          // where it came from
+	Buckets  int      `json:"buckets,omitempty"` // schedules for buckets of its sizes, dispatched on them
+	Files    []string `json:"files,omitempty"`
+}
+
+// builtGraph is what build -json prints of a graph's library.
+type builtGraph struct {
+	Graph   string        `json:"graph"`
+	Header  string        `json:"header"`
+	Static  string        `json:"static"`
+	Shared  string        `json:"shared"`
+	Weights string        `json:"weights,omitempty"`
+	Kernels []builtKernel `json:"kernels"`
+	Link    string        `json:"link"` // the cc line that links a program with it
 }
 
 // buildSchedule returns the job's function scheduled as asked, and what

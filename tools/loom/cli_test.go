@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +66,29 @@ func TestTuneSaysWhenTheSpaceRunsOut(t *testing.T) {
 	code, out, errs := runLoom(t, "tune", "-func", src, "-trials", "16", "-threads", "1", "-confirm", "0", "-q", "-db", filepath.Join(dir, "db.jsonl"))
 	if code != 0 || !strings.Contains(out, "the search space holds no other schedule") {
 		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}
+
+// TestEveryCommandHasJSON: every command takes -json (the README says
+// so), and fmt's and import's print what they say.
+func TestEveryCommandHasJSON(t *testing.T) {
+	for _, name := range commandNames() {
+		_, _, errs := runLoom(t, name, "-h")
+		if !strings.Contains(errs, "  -json") {
+			t.Errorf("loom %s has no -json", name)
+		}
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f.loom")
+	os.WriteFile(src, []byte("func f(X: float32[4], Y: float32[4]) { ScheduleBlock(root) { serial for (i, 0, 4) { ScheduleBlock(Y) { vi = axis.bind(i) axis.domain(vi = spatial(0, 4)) reads(X[vi]) writes(Y[vi]) Y[vi] = X[vi] } } } }\n"), 0o644)
+	code, out, errs := runLoom(t, "fmt", "-json", src)
+	var f formatted
+	if code != 0 || json.Unmarshal([]byte(out), &f) != nil || !f.Changed || !strings.Contains(f.Text, "ScheduleBlock(Y)") {
+		t.Errorf("fmt -json: exit %d, %s\n%s", code, errs, out)
+	}
+	code, out, errs = runLoom(t, "import", "-json", "-o", dir, "../../testdata/onnx/abs/model.onnx")
+	var g importedGraph
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Nodes == 0 || len(g.Inputs) == 0 {
+		t.Errorf("import -json: exit %d, %s\n%s", code, errs, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -25,8 +26,15 @@ schedules it, compiles it with LLVM, runs the kernel and checks it against
 the interpreter.`, stderr)
 	s1 := fs.Int("S1", 2, "value of the symbolic size S1")
 	s2 := fs.Int("S2", 3, "value of the symbolic size S2")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the text: the function, the interpreter's results and error against Go, the schedule's trace and function, the compile time and the kernel's difference from the interpreter")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	rep := &exampleReport{S1: *s1, S2: *s2}
+	if *asJSON {
+		out := stdout
+		defer func() { json.NewEncoder(out).Encode(rep) }()
+		stdout = io.Discard
 	}
 	if *s1 < 0 || *s2 < 0 || *s1 > 1<<12 || *s2 > 1<<12 || *s1**s2 > 1<<12 {
 		fmt.Fprintln(stderr, "loom example: S1 and S2 must be non-negative with S1*S2 <= 4096")
@@ -37,6 +45,7 @@ the interpreter.`, stderr)
 	fmt.Fprintln(stdout, "// lowered by the ast builder to one loop nest and block per tensor:")
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, ast.Print(c.Func))
+	rep.Function = ast.Print(c.Func)
 
 	args2 := c.Args(1)
 	want := workload.Clone(args2)
@@ -58,16 +67,40 @@ the interpreter.`, stderr)
 	}
 	fmt.Fprintf(stdout, "//   sum of F     = %.6g over %d elements\n", sum, len(got))
 	fmt.Fprintf(stdout, "//   max |F - Go reference| = %g\n", maxErr)
+	rep.Sum, rep.Elements, rep.MaxErrGo = sum, len(got), maxErr
+	if len(got) >= 4 {
+		rep.First = got[:4]
+	}
 	if maxErr != 0 {
 		fmt.Fprintln(stderr, "loom example: the interpreter disagrees with the Go reference")
 		return 1
 	}
-	return compileExample(c, args2, stdout, stderr)
+	return compileExample(c, args2, rep, stdout, stderr)
+}
+
+// exampleReport is what example -json prints.
+type exampleReport struct {
+	S1       int       `json:"S1"`
+	S2       int       `json:"S2"`
+	Function string    `json:"function"`
+	First    []float32 `json:"first,omitempty"` // F[0, 0, 0:4], interpreted
+	Sum      float64   `json:"sum"`             // of F, interpreted
+	Elements int       `json:"elements"`
+	MaxErrGo float64   `json:"max_err_go"` // interpreter against plain Go
+	// The hand schedule, the kernel LLVM compiled of it, and its largest
+	// relative difference from the interpreter.
+	Trace      string  `json:"trace,omitempty"`
+	Scheduled  string  `json:"scheduled,omitempty"`
+	Arch       string  `json:"arch,omitempty"`
+	VectorBits int     `json:"vector_bits,omitempty"`
+	CompileMS  float64 `json:"compile_ms,omitempty"`
+	Cached     bool    `json:"cached,omitempty"`
+	MaxRelErr  float64 `json:"max_rel_err"`
 }
 
 // compileExample schedules the chain by hand, compiles it for this CPU,
 // runs it on the same inputs and compares it with the interpreter.
-func compileExample(c workload.Case, interpreted map[string]any, stdout, stderr io.Writer) int {
+func compileExample(c workload.Case, interpreted map[string]any, rep *exampleReport, stdout, stderr io.Writer) int {
 	target := llvm.Host()
 	s, err := schedule.New(c.Func)
 	if err != nil {
@@ -87,6 +120,7 @@ func compileExample(c workload.Case, interpreted map[string]any, stdout, stderr 
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, ast.Print(s.Func()))
+	rep.Trace, rep.Scheduled = s.Trace().String(), ast.Print(s.Func())
 	k, err := native.Compile(s.Func(), llvm.Options{Target: target})
 	if err != nil {
 		fmt.Fprintf(stderr, "loom example: %v\n", err)
@@ -101,6 +135,7 @@ func compileExample(c workload.Case, interpreted map[string]any, stdout, stderr 
 	fmt.Fprintf(stdout, "\n// Compiled by LLVM for this CPU (%s, %d-bit vectors) in %.0f ms%s;\n",
 		target.Arch(), target.VectorBits(), k.Stats.Total().Seconds()*1e3, cachedNote(k.Stats.Cached))
 	fmt.Fprintf(stdout, "// run on the same X: max relative difference from the interpreter = %.2g\n", diff)
+	rep.Arch, rep.VectorBits, rep.CompileMS, rep.Cached, rep.MaxRelErr = target.Arch(), target.VectorBits(), k.Stats.Total().Seconds()*1e3, k.Stats.Cached, diff
 	if diff > workload.Tolerance(ast.Float32) {
 		fmt.Fprintln(stderr, "loom example: the compiled kernel disagrees with the interpreter")
 		return 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 func runFmt(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("fmt", "[-w] FILE...", "Checks .loom files (parse errors with line:column) and prints each in canonical\nform; -w rewrites the files instead.", stderr)
 	write := fs.Bool("w", false, "write the canonical form back to each file")
+	asJSON := fs.Bool("json", false, "print a JSON object per file: file, changed (its text differs from the canonical form), error (a parse error, with line:column), and the canonical text (without -w)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -21,23 +23,51 @@ func runFmt(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		report := formatted{File: path}
 		f, err := parseFile(path)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
 			code = 1
+			if *asJSON {
+				report.Error = err.Error()
+				json.NewEncoder(stdout).Encode(report)
+				continue
+			}
+			fmt.Fprintln(stderr, err)
 			continue
 		}
 		text := ast.Print(f)
+		if *asJSON {
+			if old, err := readInput(path); err == nil {
+				report.Changed = string(old) != text
+			}
+		}
 		if *write {
 			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 				fmt.Fprintln(stderr, err)
 				code = 1
+				continue
 			}
+			if *asJSON {
+				json.NewEncoder(stdout).Encode(report)
+			}
+			continue
+		}
+		if *asJSON {
+			report.Text = text
+			json.NewEncoder(stdout).Encode(report)
 			continue
 		}
 		fmt.Fprint(stdout, text)
 	}
 	return code
+}
+
+// formatted is what fmt -json prints of a file.
+type formatted struct {
+	File    string `json:"file"`
+	Changed bool   `json:"changed"`
+	Error   string `json:"error,omitempty"`
+	Text    string `json:"text,omitempty"`
 }
 
 // parseFile reads and parses a .loom file; errors carry the file name.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ An operator loom cannot import is an error naming the node.`, stderr)
 	name := fs.String("name", "", "the graph's name (default: the model file's name)")
 	dims := sizeFlags{}
 	fs.Var(dims, "dim", "fix a named dimension of the model's inputs, `NAME=VALUE` (repeatable, or comma-separated)")
+	asJSON := fs.Bool("json", false, "print a JSON object: graph (the file written), name, nodes, constants, inputs and outputs (name, dtype, shape), producer, opset")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -54,6 +56,13 @@ An operator loom cannot import is an error naming the node.`, stderr)
 		fmt.Fprintf(stderr, "loom import: %v\n", err)
 		return 1
 	}
+	if *asJSON {
+		json.NewEncoder(stdout).Encode(importedGraph{
+			Graph: jsonPath, Name: g.Name, Nodes: len(g.Nodes), Constants: len(g.Constants),
+			Inputs: tensorsOf(g.Inputs), Outputs: tensorsOf(g.Outputs), Producer: m.Producer, Opset: m.Opset,
+		})
+		return 0
+	}
 	fmt.Fprintf(stdout, "%s: %d nodes, %d constants, inputs %s, outputs %s (from %s, opset %d)\n",
 		jsonPath, len(g.Nodes), len(g.Constants), tensorList(g.Inputs), tensorList(g.Outputs), m.Producer, m.Opset)
 	return 0
@@ -67,6 +76,32 @@ func importONNX(path string, dims map[string]int64, name string) (*fusion.Graph,
 		return nil, nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return m.Graph, m, nil
+}
+
+// importedGraph is what import -json prints.
+type importedGraph struct {
+	Graph     string           `json:"graph"` // the JSON file written
+	Name      string           `json:"name"`
+	Nodes     int              `json:"nodes"`
+	Constants int              `json:"constants"`
+	Inputs    []importedTensor `json:"inputs"`
+	Outputs   []importedTensor `json:"outputs"`
+	Producer  string           `json:"producer"`
+	Opset     int64            `json:"opset"`
+}
+
+type importedTensor struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Shape string `json:"shape"`
+}
+
+func tensorsOf(ts []*fusion.Tensor) []importedTensor {
+	var out []importedTensor
+	for _, t := range ts {
+		out = append(out, importedTensor{t.Name, t.DType.String(), t.Shape.String()})
+	}
+	return out
 }
 
 func tensorList(ts []*fusion.Tensor) string {
