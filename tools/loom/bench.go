@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/loom-go/loom/internal/suggest"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
@@ -86,6 +88,11 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	}
 	if err := checkTarget(*cpu, *attrs); err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
+		return 2
+	}
+	if have := []string{"hand", "default", "refined", "tuned", "none"}; !slices.Contains(have, *sched) {
+		// A usage error, said before anything is built.
+		fmt.Fprintf(stderr, "loom bench: unknown -schedule %q%s (have %s)\n", *sched, suggest.DidYouMean(*sched, have), strings.Join(have, ", "))
 		return 2
 	}
 	if *suiteDir != "" {

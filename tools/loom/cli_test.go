@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestDidYouMean: a mistyped command or workload gets the name it was
-// probably meant to be.
+// TestDidYouMean: a mistyped command, workload or schedule is a usage
+// error (exit 2) that names what it was probably meant to be.
 func TestDidYouMean(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -18,8 +18,9 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"tuen"}, `unknown command "tuen" (did you mean "tune"?)`},
 		{[]string{"help", "bulid"}, `(did you mean "build"?)`},
 		{[]string{"bench", "-workload", "softmx"}, `(did you mean "softmax"?)`},
+		{[]string{"bench", "-workload", "gemm", "-size", "8", "-schedule", "defualt"}, `unknown -schedule "defualt" (did you mean "default"?)`},
 	} {
-		if code, _, errs := runLoom(t, c.args...); code == 0 || !strings.Contains(errs, c.want) {
+		if code, _, errs := runLoom(t, c.args...); code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("loom %s: exit %d, %s (want %s)", strings.Join(c.args, " "), code, errs, c.want)
 		}
 	}
