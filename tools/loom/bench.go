@@ -6,6 +6,7 @@ import (
 	"github.com/loom-go/loom/internal/suggest"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
@@ -100,7 +101,8 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	}
 	if *sweep != "" {
 		src := source{workload: *name, graph: *graphPath, size: size,
-			symbolicDims: func() []string { return specNames(*sweep) }}
+			symbolicDims: func() []string { return specNames(*sweep) },
+			impliedSizes: func() map[string]int64 { return sweepImplied(*sweep, *oneSize) }}
 		jobs, err := src.jobs()
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %v\n", err)
@@ -211,4 +213,20 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 			r.Workload, r.Shape, r.Threads, r.Ms, r.MedianMs, r.WorstMs, r.Samples, gflops, r.GBps, r.CompileMs, r.MaxRelErr)
 	}
 	return status
+}
+
+// sweepImplied is the value a sweep gives its symbol where -size gives
+// none (the kernels' functions are made at it): -one-size's when it names
+// the symbol, else the sweep's first size.
+func sweepImplied(sweep, oneSize string) map[string]int64 {
+	name, lo, _, err := parseSweep(sweep)
+	if err != nil {
+		return nil
+	}
+	if n, v, ok := strings.Cut(oneSize, "="); ok && n == name {
+		if x, err := strconv.ParseInt(v, 10, 64); err == nil && x > 0 {
+			return map[string]int64{name: x}
+		}
+	}
+	return map[string]int64{name: lo}
 }

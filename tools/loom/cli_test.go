@@ -93,3 +93,14 @@ func TestEveryCommandHasJSON(t *testing.T) {
 		t.Errorf("import -json: exit %d, %s\n%s", code, errs, out)
 	}
 }
+
+// TestSweepWithoutSize: the README's loom bench -graph G -sweep T=LO..HI
+// -one-size T=V runs as written: the sweep gives T its values.
+func TestSweepWithoutSize(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db.jsonl")
+	os.WriteFile(db, nil, 0o644) // nothing tuned: the defaults everywhere
+	code, out, errs := runLoom(t, "bench", "-graph", "../../testdata/fusion/mlp.json", "-sweep", "T=1..2", "-one-size", "T=2", "-threads", "1", "-db", db)
+	if code != 0 || strings.Count(out, `"kernel":"mlp_`) != 3*2 {
+		t.Errorf("exit %d: %s\n%s", code, errs, out)
+	}
+}

@@ -157,6 +157,10 @@ type source struct {
 	// parsed: the workload's function has them symbolic, at -size's
 	// values.
 	symbolicDims func() []string
+	// impliedSizes, when set, are values of a graph's symbols that other
+	// flags give (loom bench -sweep T=1..4096 -one-size T=64: T), used
+	// where -size gives none.
+	impliedSizes func() map[string]int64
 }
 
 func (src *source) register(fs *flag.FlagSet) {
@@ -307,9 +311,20 @@ func (src *source) jobs() ([]*job, error) {
 	}
 	var missing []string
 	symbols := map[string]bool{}
+	var implied map[string]int64
+	if src.impliedSizes != nil {
+		implied = src.impliedSizes()
+	}
 	for _, s := range g.Symbols() {
 		symbols[s] = true
 		if _, ok := src.size.symbols[s]; !ok {
+			if v, ok := implied[s]; ok {
+				if src.size.symbols == nil {
+					src.size.symbols = map[string]int64{}
+				}
+				src.size.symbols[s] = v
+				continue
+			}
 			missing = append(missing, s)
 		}
 	}
