@@ -2,8 +2,7 @@ package autotune
 
 import (
 	"math"
-
-	"gonum.org/v1/gonum/mat"
+	"slices"
 )
 
 // Model predicts a candidate's score (higher is faster) from its
@@ -92,32 +91,22 @@ func (m *RidgeModel) Update(xs [][]float64, ys []float64) {
 		ymean += y
 	}
 	ymean /= float64(n)
-	X := mat.NewDense(n, d+1, nil)
-	Y := mat.NewVecDense(n, nil)
+	rows := make([][]float64, n)
+	centered := make([]float64, n)
 	for i, x := range m.xs {
+		r := make([]float64, d+1)
 		for k := 0; k < d; k++ {
-			X.Set(i, k, (x[k]-m.mean[k])/m.scale[k])
+			r[k] = (x[k] - m.mean[k]) / m.scale[k]
 		}
-		X.Set(i, d, 1)
-		Y.SetVec(i, m.ys[i]-ymean)
+		r[d] = 1
+		rows[i], centered[i] = r, m.ys[i]-ymean
 	}
-	// (XᵀX + λI) w = Xᵀy
-	var xtx mat.Dense
-	xtx.Mul(X.T(), X)
-	for k := 0; k < d+1; k++ {
-		xtx.Set(k, k, xtx.At(k, k)+m.Lambda)
-	}
-	var xty mat.VecDense
-	xty.MulVec(X.T(), Y)
-	var w mat.VecDense
-	if err := w.SolveVec(&xtx, &xty); err != nil {
+	w, ok := ridgeSolve(rows, centered, m.Lambda, nil)
+	if !ok {
 		return
 	}
-	m.w = make([]float64, d)
-	for k := 0; k < d; k++ {
-		m.w[k] = w.AtVec(k)
-	}
-	m.bias = w.AtVec(d) + ymean
+	m.w = w[:d]
+	m.bias = w[d] + ymean
 }
 
 // refitFromPrior solves (XᵀX + pI) w = Xᵀy + p w0 over the prior's
@@ -126,34 +115,92 @@ func (m *RidgeModel) Update(xs [][]float64, ys []float64) {
 // toward zero.
 func (m *RidgeModel) refitFromPrior() {
 	p := m.prior
-	n, d := len(m.xs), len(p.w)
-	X := mat.NewDense(n, d+1, nil)
-	Y := mat.NewVecDense(n, m.ys)
+	d := len(p.w)
+	rows := make([][]float64, len(m.xs))
 	for i, x := range m.xs {
+		r := make([]float64, d+1)
 		for k := 0; k < d && k < len(x); k++ {
-			X.Set(i, k, (x[k]-p.mean[k])/p.scale[k])
+			r[k] = (x[k] - p.mean[k]) / p.scale[k]
 		}
-		X.Set(i, d, 1)
+		r[d] = 1
+		rows[i] = r
 	}
-	var xtx mat.Dense
-	xtx.Mul(X.T(), X)
-	for k := 0; k < d+1; k++ {
-		xtx.Set(k, k, xtx.At(k, k)+p.weight)
-	}
-	w0 := mat.NewVecDense(d+1, append(append([]float64(nil), p.w...), p.bias))
-	var rhs mat.VecDense
-	rhs.MulVec(X.T(), Y)
-	rhs.AddScaledVec(&rhs, p.weight, w0)
-	var w mat.VecDense
-	if err := w.SolveVec(&xtx, &rhs); err != nil {
+	w, ok := ridgeSolve(rows, m.ys, p.weight, append(slices.Clone(p.w), p.bias))
+	if !ok {
 		return
 	}
 	m.mean, m.scale = p.mean, p.scale
-	m.w = make([]float64, d)
-	for k := 0; k < d; k++ {
-		m.w[k] = w.AtVec(k)
+	m.w, m.bias = w[:d], w[d]
+}
+
+// ridgeSolve returns the w minimizing |Xw - y|² + λ|w - w0|² (w0 nil:
+// zero), X's rows given: the solution of (XᵀX + λI) w = Xᵀy + λw0, by a
+// Cholesky factorization of the left side (symmetric, and positive
+// definite for λ > 0). It reports false when the factorization fails
+// (λ = 0 with dependent columns, or values that are not finite).
+//
+// Forty-odd unknowns, solved once a round: a few lines here rather than a
+// linear algebra library (gonum's 16 packages were loom's only use of it).
+func ridgeSolve(rows [][]float64, y []float64, lambda float64, w0 []float64) ([]float64, bool) {
+	if len(rows) == 0 {
+		return nil, false
 	}
-	m.bias = w.AtVec(d)
+	m := len(rows[0])
+	a := make([][]float64, m)
+	b := make([]float64, m)
+	for k := range a {
+		a[k] = make([]float64, m)
+		a[k][k] = lambda
+		if w0 != nil {
+			b[k] = lambda * w0[k]
+		}
+	}
+	for i, r := range rows {
+		for k, rk := range r {
+			if rk == 0 {
+				continue
+			}
+			b[k] += rk * y[i]
+			for l := 0; l <= k; l++ {
+				a[k][l] += rk * r[l]
+			}
+		}
+	}
+	// a = L Lᵀ, L in a's lower triangle.
+	for k := 0; k < m; k++ {
+		for l := 0; l <= k; l++ {
+			s := a[k][l]
+			for j := 0; j < l; j++ {
+				s -= a[k][j] * a[l][j]
+			}
+			if l == k {
+				if !(s > 0) || math.IsInf(s, 0) {
+					return nil, false
+				}
+				a[k][k] = math.Sqrt(s)
+			} else {
+				a[k][l] = s / a[l][l]
+			}
+		}
+	}
+	// L z = b, then Lᵀ w = z.
+	z := make([]float64, m)
+	for k := 0; k < m; k++ {
+		s := b[k]
+		for j := 0; j < k; j++ {
+			s -= a[k][j] * z[j]
+		}
+		z[k] = s / a[k][k]
+	}
+	w := make([]float64, m)
+	for k := m - 1; k >= 0; k-- {
+		s := z[k]
+		for j := k + 1; j < m; j++ {
+			s -= a[j][k] * w[j]
+		}
+		w[k] = s / a[k][k]
+	}
+	return w, true
 }
 
 // trainedOn is how many records the model's fit stands for.

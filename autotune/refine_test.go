@@ -241,3 +241,46 @@ func TestModelWarmStart(t *testing.T) {
 		t.Errorf("the warm model says it was trained on %d records, want 446", back.Trained)
 	}
 }
+
+// TestRidgeSolve: the solution satisfies its normal equations, toward
+// zero and toward a prior; a singular system without λ is refused.
+func TestRidgeSolve(t *testing.T) {
+	var rows [][]float64
+	var y []float64
+	for i := range 50 {
+		r := make([]float64, 6)
+		for k := range r {
+			r[k] = math.Sin(float64(7*i + 3*k + 1))
+		}
+		rows = append(rows, r)
+		y = append(y, math.Cos(float64(i)))
+	}
+	for _, w0 := range [][]float64{nil, {1, -2, 3, 0.5, 0, 4}} {
+		const lambda = 0.7
+		w, ok := ridgeSolve(rows, y, lambda, w0)
+		if !ok {
+			t.Fatal("no solution")
+		}
+		for k := range w {
+			// Row k of (XᵀX + λI) w - Xᵀy - λ w0.
+			g := lambda * w[k]
+			if w0 != nil {
+				g -= lambda * w0[k]
+			}
+			for i, r := range rows {
+				dot := 0.0
+				for l := range r {
+					dot += r[l] * w[l]
+				}
+				g += r[k] * (dot - y[i])
+			}
+			if math.Abs(g) > 1e-9 {
+				t.Errorf("prior %v: residual %g in row %d", w0, g, k)
+			}
+		}
+	}
+	same := [][]float64{{1, 1}, {2, 2}, {3, 3}}
+	if _, ok := ridgeSolve(same, []float64{1, 2, 3}, 0, nil); ok {
+		t.Error("dependent columns without λ: solved")
+	}
+}
