@@ -218,7 +218,7 @@ func printModel(w io.Writer, res *autotune.ModelResult, kernels []kernelResult, 
 		if k.Resumed > 0 {
 			resumed = fmt.Sprintf(", %d from earlier runs", k.Resumed)
 		}
-		fmt.Fprintf(w, "  %s x%d %s: %d trials%s, %s\n", k.Kernel, k.Weight, k.Shape, k.Trials, resumed, times)
+		fmt.Fprintf(w, "  %s x%d %s: %s%s, %s\n", k.Kernel, k.Weight, k.Shape, plural(k.Trials, "trial"), resumed, times)
 	}
 	fmt.Fprintf(w, "records appended to %s\n", dbPath)
 }
@@ -230,4 +230,12 @@ func tasksOf(t *tuner, jobs []*job) []*autotune.Task {
 		out = append(out, t.task(j))
 	}
 	return out
+}
+
+// plural is "1 trial", "2 trials".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
