@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -41,12 +42,8 @@ func onStackSignals() []int {
 	if runtime.GOOS != "linux" {
 		return nil
 	}
-	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return nil
-	}
-	fn, err := purego.Dlsym(libc, "sigaction")
-	if err != nil {
+	fn := sigactionFunc()
+	if fn == 0 {
 		return nil
 	}
 	var changed []int
@@ -65,3 +62,17 @@ func onStackSignals() []int {
 	}
 	return changed
 }
+
+// sigactionFunc is the C library's sigaction, looked up once (0 where it
+// cannot be).
+var sigactionFunc = sync.OnceValue(func() uintptr {
+	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return 0
+	}
+	fn, err := purego.Dlsym(libc, "sigaction")
+	if err != nil {
+		return 0
+	}
+	return fn
+})
