@@ -25,8 +25,8 @@ func TestPoorlyDivisible(t *testing.T) {
 	}{
 		{197, 8, tileSpatial, true, 198}, // ViT's tokens: 6 rows a tile, where 1 divides
 		{196, 8, tileSpatial, false, 196},
-		{196, 6, tileSpatial, true, 198}, // 4 divides, 6 allowed: 6 over 198 rows
-		{200, 6, tileSpatial, false, 200}, // 5 divides: close enough
+		{196, 6, tileSpatial, true, 198},   // 4 divides, 6 allowed: 6 over 198 rows
+		{200, 6, tileSpatial, false, 200},  // 5 divides: close enough
 		{1504, 6, tileSpatial, true, 1505}, // 5 divides 1505
 		{76, 6, tileSpatial, true, 78},
 		{77, 8, tileSpatial, false, 77}, // 7 divides
