@@ -284,7 +284,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			internal = fmt.Sprintf(", %d of them rejected by loom's own checks", sum.Internal)
 		}
 		if sum.KeptStart {
-			fmt.Fprintf(stdout, "%s %s, %s: no candidate of %d trials (%d failed%s) beat the starting schedule, %.3f ms (%s); keeping it (the fastest candidate took %.3f ms)\n",
+			fmt.Fprintf(stdout, "%s %s, %s: no candidate of %d trials (%d failed%s) beat the starting schedule, %.4g ms (%s); keeping it (the fastest candidate took %.4g ms)\n",
 				sum.Kernel, sum.Shape, on, sum.Trials, sum.Failed, internal, sum.StartMs, sum.Start, sum.searchBestMs)
 			fmt.Fprintf(stdout, "records appended to %s\n", sum.Database)
 			if len(sum.Files) > 0 {
@@ -296,9 +296,9 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 			// Fewer than asked, and not interrupted: the space ran out.
 			internal += fmt.Sprintf("; the search space holds no other schedule, so %d of the %d trials asked", sum.Trials, *trials)
 		}
-		fmt.Fprintf(stdout, "%s %s, %s: best %.3f ms (%s; %s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.spread(), sum.Trials, sum.Failed, internal, sum.Seconds)
+		fmt.Fprintf(stdout, "%s %s, %s: best %.4g ms (%s; %s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.spread(), sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {
-			fmt.Fprintf(stdout, "; the starting schedule took %.3f ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
+			fmt.Fprintf(stdout, "; the starting schedule took %.4g ms (%s): %.1fx", sum.StartMs, sum.Start, sum.Speedup)
 		}
 		fmt.Fprintln(stdout)
 		fmt.Fprintf(stdout, "records appended to %s\n", sum.Database)
@@ -583,7 +583,7 @@ func progressBar(w io.Writer, p autotune.Progress, j *job, tty bool) {
 	bar := strings.Repeat("#", done) + strings.Repeat(".", width-done)
 	best := "-"
 	if !math.IsInf(p.Best, 0) {
-		best = fmt.Sprintf("%.3f ms (%s)", p.Best*1e3, j.speed(p.Best))
+		best = fmt.Sprintf("%.4g ms (%s)", p.Best*1e3, j.speed(p.Best))
 	}
 	eta := time.Duration(0)
 	if p.Trials > 0 {
