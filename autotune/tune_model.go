@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -559,7 +560,7 @@ func (s *searcher) resume(recs []*Record) *Record {
 			others = append(others, r)
 		}
 	}
-	slices.SortStableFunc(others, func(a, b *Record) int { return cmpFloat(a.Median, b.Median) })
+	slices.SortStableFunc(others, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
 	for _, r := range others {
 		if len(s.extra) == resumeOthers {
 			break
@@ -578,16 +579,6 @@ func (s *searcher) resume(recs []*Record) *Record {
 // resumeOthers is how many schedules of other sizes a resumed search
 // tries in its first round.
 const resumeOthers = 4
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // modelKey names a set of tasks in State.
 func modelKey(tasks []ModelTask) string {
