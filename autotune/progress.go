@@ -13,23 +13,41 @@ import (
 // writes to w: on a terminal one line redrawn after every round, else
 // (a log, a pipe) a plain line per round. name heads the line.
 func PrintProgress(w io.Writer, name string) func(Progress) {
+	return PrintProgressWith(w, name, nil)
+}
+
+// PrintProgressWith is PrintProgress with the best time's speed shown
+// beside it, as speed says it ("161.8 GFLOP/s"; nil: none).
+func PrintProgressWith(w io.Writer, name string, speed func(seconds float64) string) func(Progress) {
 	tty := IsTerminal(w)
-	return func(p Progress) {
-		const width = 24
-		done := width * min(p.Trials, max(p.Total, 1)) / max(p.Total, 1)
-		var b strings.Builder
-		if name != "" {
-			b.WriteString(name + " ")
-		}
-		fmt.Fprintf(&b, "[%s%s] %d/%d trials, %d failed, best %s, elapsed %s", strings.Repeat("#", done), strings.Repeat(".", width-done), p.Trials, p.Total, p.Failed, msOrNone(p.Best), p.Elapsed.Round(time.Second))
-		if p.Round > 0 {
-			fmt.Fprintf(&b, ", confirming the leaders: round %d/%d", p.Round, p.Rounds)
-		} else if p.Trials > 0 && p.Total > p.Trials {
-			eta := time.Duration(float64(p.Elapsed) * float64(p.Total-p.Trials) / float64(p.Trials))
-			fmt.Fprintf(&b, ", ETA %s", eta.Round(time.Second))
-		}
-		writeProgress(w, b.String(), tty)
+	return func(p Progress) { writeProgress(w, progressLine(p, name, speed), tty) }
+}
+
+// progressLine is the line PrintProgressWith writes for p.
+func progressLine(p Progress, name string, speed func(float64) string) string {
+	const width = 24
+	done := width * min(max(p.Trials, 0), max(p.Total, 1)) / max(p.Total, 1)
+	var b strings.Builder
+	if name != "" {
+		b.WriteString(name + " ")
 	}
+	best := msOrNone(p.Best)
+	if speed != nil && best != "-" {
+		best += " (" + speed(p.Best) + ")"
+	}
+	fmt.Fprintf(&b, "[%s%s] %d/%d trials, %d failed", strings.Repeat("#", done), strings.Repeat(".", width-done), p.Trials, p.Total, p.Failed)
+	if p.Round > 0 {
+		// After the search: the leaders measured again; the best is
+		// theirs, and after the last round the one the search reports.
+		fmt.Fprintf(&b, ", confirming the leaders: round %d/%d, best %s, elapsed %s", p.Round, p.Rounds, best, p.Elapsed.Round(time.Second))
+		return b.String()
+	}
+	eta := time.Duration(0)
+	if p.Trials > 0 && p.Total > p.Trials {
+		eta = time.Duration(float64(p.Elapsed) * float64(p.Total-p.Trials) / float64(p.Trials))
+	}
+	fmt.Fprintf(&b, ", best %s, elapsed %s, ETA %s", best, p.Elapsed.Round(time.Second), eta.Round(time.Second))
+	return b.String()
 }
 
 // PrintModelProgress returns a reporter for ModelOptions.OnRound that

@@ -235,7 +235,7 @@ func TestTuneKeepsAFasterStart(t *testing.T) {
 	j, tu := smallTune(startFastest{}, 4, 2)
 	c := j.Case
 	var bar strings.Builder
-	tu.opts.Progress = func(p autotune.Progress) { progressBar(&bar, p, j, false) }
+	tu.opts.Progress = autotune.PrintProgressWith(&bar, j.Name, j.speed)
 	sum, best, err := tu.tune(context.Background(), j)
 	if err != nil {
 		t.Fatal(err)

@@ -240,7 +240,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		}
 		tty := autotune.IsTerminal(stderr)
 		if !*quiet {
-			t.opts.Progress = func(p autotune.Progress) { progressBar(stderr, p, j, tty) }
+			t.opts.Progress = autotune.PrintProgressWith(stderr, j.Name, j.speed)
 		}
 		sum, best, err := t.tune(ctx, j)
 		if !*quiet && tty {
@@ -568,34 +568,6 @@ func workloadNames() string {
 		names = append(names, w.Name)
 	}
 	return strings.Join(names, ", ")
-}
-
-// progressBar shows a round on stderr: trials, best so far, elapsed time
-// and the estimated time left; on a terminal one line redrawn, else (a
-// log) a plain line per round.
-func progressBar(w io.Writer, p autotune.Progress, j *job, tty bool) {
-	start, end := "\r", "   "
-	if !tty {
-		start, end = "", "\n"
-	}
-	const width = 24
-	done := width * p.Trials / max(p.Total, 1)
-	bar := strings.Repeat("#", done) + strings.Repeat(".", width-done)
-	best := "-"
-	if !math.IsInf(p.Best, 0) {
-		best = fmt.Sprintf("%.4g ms (%s)", p.Best*1e3, j.speed(p.Best))
-	}
-	eta := time.Duration(0)
-	if p.Trials > 0 {
-		eta = time.Duration(float64(p.Elapsed) * float64(p.Total-p.Trials) / float64(p.Trials))
-	}
-	if p.Round > 0 {
-		// After the search: the leaders measured again; the best is
-		// theirs, and after the last round the one tune reports.
-		fmt.Fprintf(w, "%s%s [%s] %d/%d trials, %d failed, confirming the leaders: round %d/%d, best %s, elapsed %s%s", start, j.Name, bar, p.Trials, p.Total, p.Failed, p.Round, p.Rounds, best, p.Elapsed.Round(time.Second), end)
-		return
-	}
-	fmt.Fprintf(w, "%s%s [%s] %d/%d trials, %d failed, best %s, elapsed %s, ETA %s%s", start, j.Name, bar, p.Trials, p.Total, p.Failed, best, p.Elapsed.Round(time.Second), eta.Round(time.Second), end)
 }
 
 // writeKernel writes a function's kernel into dir as a self-contained
