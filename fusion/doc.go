@@ -14,7 +14,10 @@
 // slice of its input (unstride), fold constants (a reshape or transpose of
 // weights whatever their size), fold a per-channel scale and shift after a
 // convolution (a batch normalization) into its weights (foldaffine: exact
-// to rounding, unlike the other passes), simplify algebra (rules.go),
+// to rounding, unlike the other passes), run 2-d convolutions and
+// poolings with their channels last where Options.Layout says (layout:
+// transposes at the ends of each chain only, weights moved once),
+// simplify algebra (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). The result is a
@@ -87,9 +90,12 @@
 //	conv1d conv2d conv3d (x, w)     N C spatial... × F C/groups kernel...; strides,
 //	                                pads [begins..., ends...], dilations (one per
 //	                                spatial axis), groups (1; depthwise: the
-//	                                channels); strides > 1 need constant spatial sizes
-//	max_pool2d           (x)        NCHW; kernel_shape [2], strides, pads, dilations
-//	avg_pool2d           (x)        NCHW; kernel_shape [2], strides, pads,
+//	                                channels); strides > 1 need constant spatial sizes;
+//	                                layout NHWC (NWC, NDHWC): N spatial... C ×
+//	                                kernel... C/groups F, the result N out... F
+//	max_pool2d           (x)        NCHW (layout NHWC: N H W C); kernel_shape [2],
+//	                                strides, pads, dilations
+//	avg_pool2d           (x)        NCHW (or NHWC); kernel_shape [2], strides, pads,
 //	                                count_include_pad (divide by the whole window)
 //	softmax              (x)        axis (default -1)
 //	layernorm            (x[, scale[, shift]])  axis (normalizes axis..end), epsilon (1e-5)

@@ -91,6 +91,10 @@ type Attrs struct {
 	DType           string   `json:"dtype,omitempty"`             // cast
 	Epsilon         *float64 `json:"epsilon,omitempty"`           // layernorm, rms_norm, batch_norm
 	Approximate     string   `json:"approximate,omitempty"`       // gelu: "tanh" for the tanh form
+	// Layout is where a convolution's or a pooling's channels are:
+	// first (NCHW, NCW, NCDHW: the default) or last (NHWC, NWC, NDHWC,
+	// whose weights are [kernel..., C/groups, F]).
+	Layout string `json:"layout,omitempty"`
 }
 
 // clone returns a deep copy of a.
@@ -181,6 +185,9 @@ func (a Attrs) String() string {
 	}
 	if a.Approximate != "" {
 		add("approximate", strconv.Quote(a.Approximate))
+	}
+	if a.Layout != "" {
+		add("layout", strconv.Quote(a.Layout))
 	}
 	if len(parts) == 0 {
 		return ""

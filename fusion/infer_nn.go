@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,81 @@ func spatialRank(op string) int {
 		return 3
 	}
 	return 2
+}
+
+// layout says where a convolution's or a pooling's channels are, over s
+// spatial axes: first (NCHW: input [N, C, spatial...], weights [F,
+// C/groups, kernel...]) or last (NHWC: input [N, spatial..., C], weights
+// [kernel..., C/groups, F]).
+type layout struct {
+	last bool
+	s    int
+}
+
+// layoutNames are the layouts' names by spatial rank, channels first and
+// last.
+var layoutNames = [4][2]string{1: {"NCW", "NWC"}, 2: {"NCHW", "NHWC"}, 3: {"NCDHW", "NDHWC"}}
+
+// layoutOf is node n's layout (its attribute checked by Infer).
+func layoutOf(n *Node) layout {
+	s := spatialRank(n.Op)
+	return layout{last: n.Attrs.Layout != "" && n.Attrs.Layout == layoutNames[s][1], s: s}
+}
+
+// channel is the axis of the channels in the input and the output.
+func (y layout) channel() int {
+	if y.last {
+		return y.s + 1
+	}
+	return 1
+}
+
+// spatial is the axis of spatial axis d in the input and the output.
+func (y layout) spatial(d int) int {
+	if y.last {
+		return 1 + d
+	}
+	return 2 + d
+}
+
+// filters, inChannels and tap are the axes of the weights: filters,
+// channels of a group, and the window along spatial axis d.
+func (y layout) filters() int {
+	if y.last {
+		return y.s + 1
+	}
+	return 0
+}
+
+func (y layout) inChannels() int {
+	if y.last {
+		return y.s
+	}
+	return 1
+}
+
+func (y layout) tap(d int) int {
+	if y.last {
+		return d
+	}
+	return 2 + d
+}
+
+// name is the layout's name.
+func (y layout) name() string {
+	if y.last {
+		return layoutNames[y.s][1]
+	}
+	return layoutNames[y.s][0]
+}
+
+// layoutAttr checks the layout attribute of a node over s spatial axes.
+func (c *inferCtx) layoutAttr(s int) (layout, error) {
+	a := c.n.Attrs.Layout
+	if a != "" && a != layoutNames[s][0] && a != layoutNames[s][1] {
+		return layout{}, c.errf("attrs.layout", "%s's layout is %q or %q, got %q", c.n.Op, layoutNames[s][0], layoutNames[s][1], a)
+	}
+	return layoutOf(c.n), nil
 }
 
 // window is the geometry of a convolution's or a pooling's window along
@@ -96,28 +172,34 @@ func (c *inferCtx) windowOut(in Dim, k int64, g window, d int, what string) (Dim
 }
 
 // conv infers conv1d, conv2d and conv3d: input [N, C, spatial...], weight
-// [F, C/groups, kernel...], output [N, F, out...]. A grouped convolution
-// splits the channels into groups convolved apart (depthwise: groups =
-// C); F must be a multiple of groups.
+// [F, C/groups, kernel...], output [N, F, out...] (channels last: input
+// [N, spatial..., C], weight [kernel..., C/groups, F], output [N, out...,
+// F]). A grouped convolution splits the channels into groups convolved
+// apart (depthwise: groups = C); F must be a multiple of groups.
 func (c *inferCtx) conv() (Shape, error) {
 	op, s := c.n.Op, spatialRank(c.n.Op)
 	x, w := c.ins[0], c.ins[1]
+	y, err := c.layoutAttr(s)
+	if err != nil {
+		return nil, err
+	}
 	if len(x) != s+2 || len(w) != s+2 {
-		return nil, c.errf("inputs", "%s needs an input of rank %d (N, C and %d spatial axes) and weights of rank %d, got %s and %s", op, s+2, s, s+2, c.label(x), c.label(w))
+		return nil, c.errf("inputs", "%s (%s) needs an input of rank %d (N, C and %d spatial axes) and weights of rank %d, got %s and %s", op, y.name(), s+2, s, s+2, c.label(x), c.label(w))
 	}
 	g, err := c.windowAttrs(s)
 	if err != nil {
 		return nil, err
 	}
-	cin, err := w[1].Scale(g.groups)
+	cin, err := w[y.inChannels()].Scale(g.groups)
 	if err != nil {
 		return nil, c.errf("inputs[1]", "%v", err)
 	}
-	if err := c.unifyDims(x[1], cin, x, w, "inputs[1]"); err != nil {
-		return nil, c.errf("inputs[1]", "%s with groups = %d needs input channels = weight channels * groups: %s and %s", op, g.groups, c.label(x), c.label(w))
+	if err := c.unifyDims(x[y.channel()], cin, x, w, "inputs[1]"); err != nil {
+		return nil, c.errf("inputs[1]", "%s (%s) with groups = %d needs input channels = weight channels * groups: %s and %s", op, y.name(), g.groups, c.label(x), c.label(w))
 	}
+	filters := w[y.filters()]
 	if g.groups > 1 {
-		f, ok := w[0].IsConst()
+		f, ok := filters.IsConst()
 		if !ok {
 			return nil, c.errf("inputs[1]", "a grouped %s needs a constant number of filters, got %s", op, c.label(w))
 		}
@@ -125,30 +207,35 @@ func (c *inferCtx) conv() (Shape, error) {
 			return nil, c.errf("inputs[1]", "%d filters do not split into %d groups (%s)", f, g.groups, c.label(w))
 		}
 	}
-	out := Shape{x[0], w[0]}
+	out := make(Shape, s+2)
+	out[0], out[y.channel()] = x[0], filters
 	for d := 0; d < s; d++ {
-		k, ok := w[2+d].IsConst()
+		k, ok := w[y.tap(d)].IsConst()
 		if !ok {
 			return nil, c.errf("inputs[1]", "%s needs a constant kernel size, got %s", op, c.label(w))
 		}
 		if k < 1 {
 			return nil, c.errf("inputs[1]", "%s needs kernel sizes of at least 1, got %s", op, c.label(w))
 		}
-		o, err := c.windowOut(x[2+d], k, g, d, "kernel")
+		o, err := c.windowOut(x[y.spatial(d)], k, g, d, "kernel")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, o)
+		out[y.spatial(d)] = o
 	}
 	return c.u.canonShape(out)
 }
 
-// pool infers max_pool2d and avg_pool2d: input [N, C, H, W], a window of
-// kernel_shape taps.
+// pool infers max_pool2d and avg_pool2d: input [N, C, H, W] (or [N, H, W,
+// C] in layout NHWC), a window of kernel_shape taps.
 func (c *inferCtx) pool() (Shape, error) {
 	x, a := c.ins[0], c.n.Attrs
+	y, err := c.layoutAttr(2)
+	if err != nil {
+		return nil, err
+	}
 	if len(x) != 4 {
-		return nil, c.errf("inputs[0]", "%s needs an NCHW input, got %s", c.n.Op, c.label(x))
+		return nil, c.errf("inputs[0]", "%s needs an %s input, got %s", c.n.Op, y.name(), c.label(x))
 	}
 	if len(a.KernelShape) != 2 {
 		return nil, c.errf("attrs.kernel_shape", "%s needs kernel_shape with 2 entries, got %v", c.n.Op, a.KernelShape)
@@ -160,7 +247,7 @@ func (c *inferCtx) pool() (Shape, error) {
 	if a.Groups != nil {
 		return nil, c.errf("attrs.groups", "%s takes no groups", c.n.Op)
 	}
-	out := Shape{x[0], x[1]}
+	out := slices.Clone(x)
 	for d := 0; d < 2; d++ {
 		k := a.KernelShape[d]
 		if k < 1 || k > 1<<20 {
@@ -169,11 +256,11 @@ func (c *inferCtx) pool() (Shape, error) {
 		if g.pads[d] >= k*g.dilations[d] || g.pads[2+d] >= k*g.dilations[d] {
 			return nil, c.errf("attrs.pads", "pads %v leave windows of only padding (kernel %v)", g.pads, a.KernelShape)
 		}
-		o, err := c.windowOut(x[2+d], k, g, d, "pooling")
+		o, err := c.windowOut(x[y.spatial(d)], k, g, d, "pooling")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, o)
+		out[y.spatial(d)] = o
 	}
 	return c.u.canonShape(out)
 }

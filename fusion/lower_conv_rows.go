@@ -49,7 +49,7 @@ type rowGrid struct {
 func convRows(n *Node, geo window) (rowGrid, bool) {
 	var g rowGrid
 	x, w, t := n.Inputs[0], n.Inputs[1], n.Output
-	if n.Op != "conv2d" || geo.groups != 1 || len(x.Shape) != 4 || len(w.Shape) != 4 || len(t.Shape) != 4 {
+	if n.Op != "conv2d" || layoutOf(n).last || geo.groups != 1 || len(x.Shape) != 4 || len(w.Shape) != 4 || len(t.Shape) != 4 {
 		return g, false
 	}
 	var dims [6]int64 // H, W, KH, KW, Ho, Wo

@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"math"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -40,15 +41,16 @@ func (l *lowerer) padGen(x gen, shape Shape, begins, ends []int64, value ast.Exp
 
 // padded returns a generator of t padded by pads (the begins of its
 // spatial axes, then the ends) with value: a buffer of its own, computed
-// in the same kernel, or t itself when nothing is padded.
-func (l *lowerer) padded(t *Tensor, pads []int64, value ast.Expr, name string) gen {
+// in the same kernel, or t itself when nothing is padded. The spatial
+// axes are where layout y puts them.
+func (l *lowerer) padded(t *Tensor, y layout, pads []int64, value ast.Expr, name string) gen {
 	s := len(pads) / 2
 	begins, ends := make([]int64, len(t.Shape)), make([]int64, len(t.Shape))
 	shape := make(Shape, len(t.Shape))
 	copy(shape, t.Shape)
 	any := false
 	for d := 0; d < s; d++ {
-		k := len(t.Shape) - s + d
+		k := y.spatial(d)
 		begins[k], ends[k] = pads[d], pads[s+d]
 		shape[k], _ = shape[k].Add(Const(pads[d] + pads[s+d]))
 		any = any || pads[d] != 0 || pads[s+d] != 0
@@ -57,6 +59,9 @@ func (l *lowerer) padded(t *Tensor, pads []int64, value ast.Expr, name string) g
 		return l.val[t]
 	}
 	g := l.padGen(l.val[t], t.Shape, begins, ends, value)
+	if y.last {
+		return g
+	}
 	p := l.b.Compute(l.fresh(name+"_pad"), l.shape(shape), g)
 	var names []string
 	for d := range shape {
@@ -89,7 +94,7 @@ func windowAxes(s int) []string { return []string{"rd", "rh", "rw"}[3-s:] }
 // the channels of its group, f / (F/groups).
 func (l *lowerer) conv(n *Node) error {
 	xin, w, t := n.Inputs[0], n.Inputs[1], n.Output
-	s := spatialRank(n.Op)
+	s, y := spatialRank(n.Op), layoutOf(n)
 	geo, err := (&inferCtx{n: n}).windowAttrs(s)
 	if err != nil {
 		return err
@@ -98,31 +103,34 @@ func (l *lowerer) conv(n *Node) error {
 		l.convOnRows(n, geo, g)
 		return nil
 	}
-	gx := l.padded(xin, geo.pads, ast.Zero(t.DType), t.Name)
+	gx := l.padded(xin, y, geo.pads, ast.Zero(t.DType), t.Name)
 	gw := l.val[w]
-	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(w.Shape[1]))
+	cg := w.Shape[y.inChannels()] // channels of a group
+	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(cg))
 	axes := []*ast.Var{rc}
 	var rk []*ast.Var
 	for d, name := range windowAxes(s) {
-		r := l.b.ReduceAxis(l.fresh(name+"_"+t.Name), l.dim(w.Shape[2+d]))
+		r := l.b.ReduceAxis(l.fresh(name+"_"+t.Name), l.dim(w.Shape[y.tap(d)]))
 		rk = append(rk, r)
 		axes = append(axes, r)
 	}
 	var perGroup int64 // filters per group
 	if geo.groups > 1 {
-		f, _ := w.Shape[0].IsConst()
+		f, _ := w.Shape[y.filters()].IsConst()
 		perGroup = f / geo.groups
 	}
 	x := l.b.Sum(t.Name, l.shape(t.Shape), axes, func(i []ast.Expr) ast.Expr {
+		f := i[y.channel()]
 		var ch ast.Expr = rc
 		if geo.groups > 1 {
-			ch = ast.Add(ast.Mul(ast.FloorDiv(i[1], ast.I32(int32(perGroup))), l.dim(w.Shape[1])), rc)
+			ch = ast.Add(ast.Mul(ast.FloorDiv(f, ast.I32(int32(perGroup))), l.dim(cg)), rc)
 		}
-		xi := []ast.Expr{i[0], ch}
-		wi := []ast.Expr{i[1], rc}
+		xi, wi := make([]ast.Expr, s+2), make([]ast.Expr, s+2)
+		xi[0], xi[y.channel()] = i[0], ch
+		wi[y.filters()], wi[y.inChannels()] = f, rc
 		for d, r := range rk {
-			xi = append(xi, tap(i[2+d], r, geo.strides[d], geo.dilations[d]))
-			wi = append(wi, r)
+			xi[y.spatial(d)] = tap(i[y.spatial(d)], r, geo.strides[d], geo.dilations[d])
+			wi[y.tap(d)] = r
 		}
 		return ast.Mul(gx(xi), gw(wi))
 	})
@@ -135,6 +143,7 @@ func (l *lowerer) conv(n *Node) error {
 // window with count_include_pad).
 func (l *lowerer) pool(n *Node) error {
 	xin, t := n.Inputs[0], n.Output
+	y := layoutOf(n)
 	geo, err := (&inferCtx{n: n}).windowAttrs(2)
 	if err != nil {
 		return err
@@ -146,13 +155,17 @@ func (l *lowerer) pool(n *Node) error {
 	if isMax {
 		fill = lowestValue(dt)
 	}
-	gx := l.padded(xin, geo.pads, fill, t.Name)
+	gx := l.padded(xin, y, geo.pads, fill, t.Name)
 	var rk []*ast.Var
 	for d, name := range windowAxes(2) {
 		rk = append(rk, l.b.ReduceAxis(l.fresh(name+"_"+t.Name), ast.I32(int32(k[d]))))
 	}
 	fn := func(i []ast.Expr) ast.Expr {
-		return gx([]ast.Expr{i[0], i[1], tap(i[2], rk[0], geo.strides[0], geo.dilations[0]), tap(i[3], rk[1], geo.strides[1], geo.dilations[1])})
+		xi := slices.Clone(i)
+		for d := range 2 {
+			xi[y.spatial(d)] = tap(i[y.spatial(d)], rk[d], geo.strides[d], geo.dilations[d])
+		}
+		return gx(xi)
 	}
 	shape := l.shape(t.Shape)
 	if isMax {
@@ -171,8 +184,8 @@ func (l *lowerer) pool(n *Node) error {
 			count = nil
 			for d := 0; d < 2; d++ {
 				// The taps of [o*s - pb, o*s - pb + k) inside [0, in).
-				lo := ast.Sub(ast.Mul(i[2+d], ast.I32(int32(geo.strides[d]))), ast.I32(int32(geo.pads[d])))
-				in := l.dim(xin.Shape[2+d])
+				lo := ast.Sub(ast.Mul(i[y.spatial(d)], ast.I32(int32(geo.strides[d]))), ast.I32(int32(geo.pads[d])))
+				in := l.dim(xin.Shape[y.spatial(d)])
 				c := ast.Sub(ast.Min(ast.Add(lo, ast.I32(int32(k[d]))), in), ast.Max(lo, ast.I32(0)))
 				if count == nil {
 					count = c

@@ -91,13 +91,13 @@ var ops = map[string]opInfo{
 	"reduce_min":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	// Anchors.
 	"matmul": {kind: Anchor, min: 2, max: 2},
-	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
-	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
-	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups"}},
+	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
+	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
+	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
 	// Pooling: a window reduction per output element, an anchor like
 	// the convolutions it follows.
-	"max_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "dilations"}},
-	"avg_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "count_include_pad"}, float: true},
+	"max_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "dilations", "layout"}},
+	"avg_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "count_include_pad", "layout"}, float: true},
 	// Composites, decomposed by the decompose pass.
 	"softmax":    {kind: Composite, min: 1, max: 1, attrs: []string{"axis"}, float: true},
 	"layernorm":  {kind: Composite, min: 1, max: 3, attrs: []string{"axis", "epsilon"}, float: true},

@@ -397,6 +397,25 @@ func refConv(x, w tensor, groups int, strides, pads, dil []int) tensor {
 	})
 }
 
+// permute returns t with its axes permuted: out.shape[k] = t.shape[perm[k]].
+func permute(t tensor, perm []int) tensor {
+	shape := make([]int, len(perm))
+	for k, p := range perm {
+		shape[k] = t.shape[p]
+	}
+	return build(shape, func(i []int) float64 {
+		src := make([]int, len(i))
+		for k, p := range perm {
+			src[p] = i[k]
+		}
+		return t.at(src)
+	})
+}
+
+// toLast and weightsLast move a 2-d window's channels last: NCHW to NHWC,
+// FCHW weights to HWCF.
+var toLast, weightsLast = []int{0, 2, 3, 1}, []int{2, 3, 1, 0}
+
 // refPool is a 2-d max or average pooling, directly.
 func refPool(x tensor, max bool, k, strides, pads, dil []int, includePad bool) tensor {
 	out := []int{x.shape[0], x.shape[1]}
@@ -516,7 +535,8 @@ var (
 // TestRandomWindows: random 2-d convolutions (groups, depthwise, strides
 // 1-3, dilations, uneven padding, windows up to the padded image, channels
 // enough for tiles) and poolings, interpreted and compiled on their
-// default schedules, against refConv and refPool in float64.
+// default schedules, against refConv and refPool in float64; each in
+// layout NCHW and again in NHWC (input, weights and result transposed).
 func TestRandomWindows(t *testing.T) {
 	r := rand.New(rand.NewPCG(*randomSeed, 8))
 	cache, err := native.NewCache(t.TempDir())
@@ -562,7 +582,10 @@ func TestRandomWindows(t *testing.T) {
 		x, w := rnd(batch, groups*cg, in[0], in[1]), rnd(groups*fg, cg, k[0], k[1])
 		t.Run(fmt.Sprintf("conv%d", n), func(t *testing.T) {
 			attrs := map[string]any{"groups": groups, "strides": strides, "pads": pads, "dilations": dil}
-			check(t, "conv2d", "conv2d", attrs, []tensor{x, w}, refConv(x, w, groups, strides, pads, dil))
+			want := refConv(x, w, groups, strides, pads, dil)
+			check(t, "conv2d", "conv2d", attrs, []tensor{x, w}, want)
+			attrs["layout"] = "NHWC"
+			check(t, "conv2d", "conv2d", attrs, []tensor{permute(x, toLast), permute(w, weightsLast)}, permute(want, toLast))
 		})
 		isMax, includePad := r.IntN(2) == 0, r.IntN(2) == 0
 		op := "avg_pool2d"
@@ -588,7 +611,10 @@ func TestRandomWindows(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("pool%d", n), func(t *testing.T) {
-			check(t, op, op, attrs, []tensor{x}, refPool(x, isMax, k, strides, pads, dil, includePad && !isMax))
+			want := refPool(x, isMax, k, strides, pads, dil, includePad && !isMax)
+			check(t, op, op, attrs, []tensor{x}, want)
+			attrs["layout"] = "NHWC"
+			check(t, op, op, attrs, []tensor{permute(x, toLast)}, permute(want, toLast))
 		})
 	}
 }

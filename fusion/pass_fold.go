@@ -56,42 +56,48 @@ func moveConst(g *Graph, n *Node) ([]float64, bool) {
 	case "reshape", "identity":
 		return in.Data, true // shared: constants' data is never written
 	case "transpose":
-		shape := make([]int64, len(in.Shape))
-		for a, d := range in.Shape {
-			v, ok := d.IsConst()
-			if !ok {
-				return nil, false
-			}
-			shape[a] = v
-		}
-		p := perm(n)
-		if len(p) != len(shape) {
-			return nil, false
-		}
-		src := make([]int64, len(shape)) // input strides
-		stride := int64(1)
-		for a := len(shape) - 1; a >= 0; a-- {
-			src[a] = stride
-			stride *= shape[a]
-		}
-		out := make([]float64, len(in.Data))
-		idx := make([]int64, len(p)) // the output index, last fastest
-		for e := range out {
-			off := int64(0)
-			for a, q := range p {
-				off += idx[a] * src[q]
-			}
-			out[e] = in.Data[off]
-			for a := len(p) - 1; a >= 0; a-- {
-				if idx[a]++; idx[a] < shape[p[a]] {
-					break
-				}
-				idx[a] = 0
-			}
-		}
-		return out, true
+		return transposeData(in.Data, in.Shape, perm(n))
 	}
 	return nil, false
+}
+
+// transposeData permutes the elements of a tensor of shape shape, in
+// row-major order, as transpose with perm p does; ok is false when the
+// shape is not constant or p is not of its rank.
+func transposeData(data []float64, shape Shape, p []int) (out []float64, ok bool) {
+	dims := make([]int64, len(shape))
+	for a, d := range shape {
+		v, ok := d.IsConst()
+		if !ok {
+			return nil, false
+		}
+		dims[a] = v
+	}
+	if len(p) != len(dims) {
+		return nil, false
+	}
+	src := make([]int64, len(dims)) // input strides
+	stride := int64(1)
+	for a := len(dims) - 1; a >= 0; a-- {
+		src[a] = stride
+		stride *= dims[a]
+	}
+	out = make([]float64, len(data))
+	idx := make([]int64, len(p)) // the output index, last fastest
+	for e := range out {
+		off := int64(0)
+		for a, q := range p {
+			off += idx[a] * src[q]
+		}
+		out[e] = data[off]
+		for a := len(p) - 1; a >= 0; a-- {
+			if idx[a]++; idx[a] < dims[p[a]] {
+				break
+			}
+			idx[a] = 0
+		}
+	}
+	return out, true
 }
 
 func foldable(g *Graph, n *Node) bool {

@@ -20,7 +20,7 @@ func foldAffine(g *Graph) (bool, error) {
 	consumers := g.Consumers()
 	changed := false
 	for _, conv := range slices.Clone(g.Nodes) {
-		if !isConv(conv.Op) || !conv.Inputs[1].IsConst() || !conv.Output.DType.IsFloat() || len(conv.Output.Shape) < 3 {
+		if !isConv(conv.Op) || layoutOf(conv).last || !conv.Inputs[1].IsConst() || !conv.Output.DType.IsFloat() || len(conv.Output.Shape) < 3 {
 			continue
 		}
 		f, ok := conv.Output.Shape[1].IsConst()

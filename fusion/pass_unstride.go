@@ -52,17 +52,18 @@ func stridedPointwise(g *Graph, n *Node) *Node {
 	if !slices.ContainsFunc(a.Strides, func(s int64) bool { return s > 1 }) || slices.ContainsFunc(a.Pads, func(p int64) bool { return p != 0 }) {
 		return nil
 	}
+	y := layoutOf(n)
 	var axes []int
 	var starts, ends []int64
 	for k := 0; k < rank; k++ {
-		if taps, ok := w.Shape[2+k].IsConst(); !ok || taps != 1 {
+		if taps, ok := w.Shape[y.tap(k)].IsConst(); !ok || taps != 1 {
 			return nil
 		}
-		ext, ok := x.Shape[2+k].IsConst()
+		ext, ok := x.Shape[y.spatial(k)].IsConst()
 		if !ok {
 			return nil
 		}
-		axes, starts, ends = append(axes, 2+k), append(starts, 0), append(ends, ext)
+		axes, starts, ends = append(axes, y.spatial(k)), append(starts, 0), append(ends, ext)
 	}
 	s := g.newNode(n.Output.Name+"_pixels", "slice", Attrs{Axes: axes, Starts: starts, Ends: ends, Steps: slices.Clone(a.Strides)}, x)
 	s.Output.DType = x.DType

@@ -13,6 +13,8 @@ import (
 type pass struct {
 	name string
 	run  func(g *Graph) (bool, error)
+	// runWith, where set, is run instead: a pass the options steer.
+	runWith func(g *Graph, o Options) (bool, error)
 }
 
 // pipeline is the list of graph passes Compile runs, in order, before
@@ -22,6 +24,7 @@ var pipeline = [...]pass{
 	{name: "unstride", run: unstride},     // strided 1x1 convolutions into a slice and a convolution of stride 1
 	{name: "fold", run: fold},             // constant subgraphs into constants
 	{name: "foldaffine", run: foldAffine}, // per-channel scales and shifts after a convolution into its weights
+	{name: "layout", runWith: layoutPass}, // convolutions and poolings in NHWC where Options.Layout says
 	{name: "simplify", run: simplify},     // exact algebraic identities (rules.go)
 	{name: "cse", run: cse},               // redirects uses of duplicates; dce removes them
 	{name: "dce", run: dce},               // nodes and constants no output needs
@@ -29,7 +32,7 @@ var pipeline = [...]pass{
 
 // mustPrecede lists pass orderings the pipeline relies on (checked by a
 // test).
-var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"simplify", "dce"}, {"cse", "dce"}}
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
 
 // Options control Compile.
 type Options struct {
@@ -40,6 +43,12 @@ type Options struct {
 	// ("all" for every pass, "fuse" for the groups).
 	Dump   []string
 	DumpTo io.Writer
+	// Layout is where the channels of 2-d convolutions and poolings go:
+	// LayoutChannelsLast runs them in NHWC (the layout pass),
+	// LayoutChannelsFirst as the graph says, and LayoutAuto (the zero
+	// value) lets loom choose (NHWC for a graph with a grouped or
+	// depthwise convolution).
+	Layout string
 }
 
 // DumpNames lists what Options.Dump may name: the passes in order, then
@@ -70,8 +79,19 @@ func Compile(g *Graph, opts Options) (*Plan, error) {
 	if err := Infer(g); err != nil {
 		return nil, err
 	}
+	switch opts.Layout {
+	case LayoutAuto, LayoutChannelsFirst, LayoutChannelsLast:
+	default:
+		return nil, fmt.Errorf("fusion: layout %q is none of %q, %q and %q (loom's choice)", opts.Layout, LayoutChannelsFirst, LayoutChannelsLast, LayoutAuto)
+	}
 	for _, p := range pipeline {
-		changed, err := p.run(g)
+		var changed bool
+		var err error
+		if p.runWith != nil {
+			changed, err = p.runWith(g, opts)
+		} else {
+			changed, err = p.run(g)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fusion: pass %s: %w", p.name, err)
 		}

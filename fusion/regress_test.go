@@ -28,6 +28,12 @@ func TestBadGraphsRefused(t *testing.T) {
 			"nodes": [{"op": "reduce_sum", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`, "no axis to reduce"},
 		{"scalar softmax", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": []}],
 			"nodes": [{"op": "softmax", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`, "rank 1 or more"},
+		{"unknown layout", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5, 5]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "CHWN"}}], "outputs": ["Y"]}`, `layout is "NCHW" or "NHWC", got "CHWN"`},
+		{"layout of another rank", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3]}],
+			"nodes": [{"op": "conv1d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "NHWC"}}], "outputs": ["Y"]}`, `layout is "NCW" or "NWC"`},
+		{"NHWC weights", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 5, 5, 4]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "NHWC"}}], "outputs": ["Y"]}`, "conv2d (NHWC) with groups = 1 needs input channels = weight channels * groups"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseJSON([]byte(c.src))

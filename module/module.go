@@ -68,6 +68,10 @@ type Options struct {
 	// NoCache compiles afresh: no module is looked up or kept (the
 	// kernels' shared objects still come from Cache).
 	NoCache bool
+	// Layout is where the channels of the graph's 2-d convolutions and
+	// poolings go (fusion.Options.Layout; the zero value lets loom
+	// choose).
+	Layout string
 }
 
 // Module is a compiled graph.
@@ -144,13 +148,13 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if opts.Database != nil {
 		dbPath = opts.Database.Path
 	}
-	key := graphKey(g, threads, tkey, cache.Dir, databaseState(dbPath))
+	key := graphKey(g, threads, tkey, opts.Layout, cache.Dir, databaseState(dbPath))
 	if !opts.NoCache {
 		if m := cachedModule(key); m != nil {
 			return m, nil
 		}
 	}
-	plan, err := fusion.Compile(g, fusion.Options{})
+	plan, err := fusion.Compile(g, fusion.Options{Layout: opts.Layout})
 	if err != nil {
 		return nil, err
 	}

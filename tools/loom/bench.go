@@ -42,8 +42,8 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (with -onednn), tune_s")
-	graphPath := new(string)
-	graphFlags(fs, graphPath, "compile it as one module (package module) and time it at -size S=V...: one JSON line with ms (a whole call), kernel_ms (the sum of its kernels' best calls) and each_kernel (each one's), the overhead (ms minus kernel_ms) and runtime_us (the least time a call spends outside its kernels), peak_bytes and naive_bytes of the arena, and compile_cold_ms, compile_ms, compile_cached_ms")
+	graphPath, layout := new(string), new(string)
+	graphFlags(fs, graphPath, layout, "compile it as one module (package module) and time it at -size S=V...: one JSON line with ms (a whole call), kernel_ms (the sum of its kernels' best calls) and each_kernel (each one's), the overhead (ms minus kernel_ms) and runtime_us (the least time a call spends outside its kernels), peak_bytes and naive_bytes of the arena, and compile_cold_ms, compile_ms, compile_cached_ms")
 	inputFiles := fileFlags{}
 	fs.Var(inputFiles, "input", "with -graph, an input from a .npy file, `NAME=FILE.npy` (the graph's or the model's name of the input; repeatable: every input, or none for random ones); the sizes come from their shapes")
 	outDir := fs.String("outputs", "", "with -graph, write each output to `DIR`/NAME.npy")
@@ -100,7 +100,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		return runSuite(*suiteDir, *cases, *onednn, *threads, *trials, *dbPath, *results, stdout, stderr)
 	}
 	if *sweep != "" {
-		src := source{workload: *name, graph: *graphPath, size: size,
+		src := source{workload: *name, graph: *graphPath, layout: *layout, size: size,
 			symbolicDims: func() []string { return specNames(*sweep) },
 			impliedSizes: func() map[string]int64 { return sweepImplied(*sweep, *oneSize) }}
 		jobs, err := src.jobs()
@@ -111,7 +111,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		return runSweep(jobs, *sweep, *oneSize, *threads, &recordFlags{db: *dbPath, warn: stderr, cmd: "bench"}, stdout, stderr)
 	}
 	if *graphPath != "" {
-		return benchGraph(*graphPath, size.symbols, *threads, *dbPath, inputFiles, *outDir, stdout, stderr)
+		return benchGraph(*graphPath, *layout, size.symbols, *threads, *dbPath, inputFiles, *outDir, stdout, stderr)
 	}
 	rf := recordFlags{db: *dbPath, threads: *threads, anySize: *anySize, warn: stderr, cmd: "bench"}
 	tuned := func(name, shape string, c workload.Case) (*ast.Func, error) {

@@ -101,7 +101,7 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 			fmt.Fprintf(stderr, "loom build: unknown -weights %q (have embed, file)\n", *weights)
 			return 2
 		}
-		return buildGraph(src.graph, *out, *symbol, *sched, *weights == "file", *asJSON, &rf, stdout, stderr)
+		return buildGraph(src.graph, src.layout, *out, *symbol, *sched, *weights == "file", *asJSON, &rf, stdout, stderr)
 	}
 	var trace *schedule.Trace
 	if *tracePath != "" {
@@ -169,7 +169,7 @@ func bucketChoices(j *job, rf *recordFlags) ([]autotune.BucketChoice, error) {
 // buildGraph compiles a graph into one C library (module.Build): every
 // kernel, the shape function, the memory plan and the runtime, behind one
 // entry point.
-func buildGraph(path, dir, name, sched string, weightsFile, asJSON bool, rf *recordFlags, stdout, stderr io.Writer) int {
+func buildGraph(path, layout, dir, name, sched string, weightsFile, asJSON bool, rf *recordFlags, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %v\n", err)
@@ -179,7 +179,7 @@ func buildGraph(path, dir, name, sched string, weightsFile, asJSON bool, rf *rec
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	opts := module.Options{Threads: threads}
+	opts := module.Options{Threads: threads, Layout: layout}
 	if sched == "auto" {
 		if db, err := rf.open(); err == nil {
 			opts.Database = db

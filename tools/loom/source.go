@@ -143,6 +143,7 @@ func (s *sizeValue) Set(v string) error {
 type source struct {
 	workload string
 	graph    string
+	layout   string // fusion.Options.Layout
 	fn       string
 	size     sizeValue
 	// wholeGraph: the command takes -graph as a whole (its symbols stay
@@ -165,7 +166,7 @@ type source struct {
 
 func (src *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&src.workload, "workload", "gemm", "a built-in workload: "+workloadNames())
-	graphFlags(fs, &src.graph, "act on each of its fused kernels instead of -workload")
+	graphFlags(fs, &src.graph, &src.layout, "act on each of its fused kernels instead of -workload")
 	fs.StringVar(&src.fn, "func", "", "a function of your own in loom's text form (a .loom file, see loom fmt): act on it instead of -workload, with -size NAME=VALUE for each of its symbolic sizes")
 	fs.Var(&src.size, "size", "the sizes: `NAME=VALUE` for a dimension of the workload or a symbol of -graph or -func (repeatable, or comma-separated), or N for M = N = K of gemm and gemm_bias_relu; the workloads' dimensions and defaults:\n"+workloadDims())
 }
@@ -340,7 +341,7 @@ func (src *source) jobs() ([]*job, error) {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("%s: give every symbol a value: -size %s=N", src.graph, strings.Join(missing, "=N -size "))
 	}
-	p, err := fusion.Compile(g, fusion.Options{})
+	p, err := fusion.Compile(g, fusion.Options{Layout: src.layout})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", src.graph, err)
 	}
@@ -477,8 +478,9 @@ func startsAsJSON(path string) bool {
 }
 
 // graphFlags registers -graph and -onnx, which both name the graph a
-// command acts on (what: what the command does with it).
-func graphFlags(fs *flag.FlagSet, graph *string, what string) {
+// command acts on (what: what the command does with it), and -layout,
+// where its convolutions' channels go.
+func graphFlags(fs *flag.FlagSet, graph, layout *string, what string) {
 	set := func(name string) func(string) error {
 		return func(v string) error {
 			if *graph != "" {
@@ -493,6 +495,17 @@ func graphFlags(fs *flag.FlagSet, graph *string, what string) {
 	}
 	fs.Func("graph", "an operator graph `G.json` (see fusion/doc.go; its weights file beside it), or an ONNX model: "+what, set("graph"))
 	fs.Func("onnx", "an ONNX model `M.onnx` (see loom import), as -graph takes it", set("onnx"))
+	fs.Func("layout", "with -graph or -onnx, where the channels of 2-d convolutions and poolings go: NCHW (as the graph says), NHWC (channels last, converted at the graph's ends) or auto (loom's choice, the default)", func(v string) error {
+		switch v {
+		case "auto":
+			*layout = fusion.LayoutAuto
+		case fusion.LayoutChannelsFirst, fusion.LayoutChannelsLast:
+			*layout = v
+		default:
+			return fmt.Errorf("-layout %q: want NCHW, NHWC or auto", v)
+		}
+		return nil
+	})
 }
 
 // readGraph reads an operator graph: loom's JSON (a file, with the

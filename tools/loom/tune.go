@@ -283,6 +283,10 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if sum.Internal > 0 {
 			internal = fmt.Sprintf(", %d of them rejected by loom's own checks", sum.Internal)
 		}
+		if sum.Trials < *trials && ctx.Err() == nil {
+			// Fewer than asked, and not interrupted: the space ran out.
+			internal += fmt.Sprintf("; the search space holds no other schedule, so %d of the %d trials asked", sum.Trials, *trials)
+		}
 		if sum.KeptStart {
 			fmt.Fprintf(stdout, "%s %s, %s: no candidate of %d trials (%d failed%s) beat the starting schedule, %.4g ms (%s); keeping it (the fastest candidate took %.4g ms)\n",
 				sum.Kernel, sum.Shape, on, sum.Trials, sum.Failed, internal, sum.StartMs, sum.Start, sum.searchBestMs)
@@ -291,10 +295,6 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 				fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(sum.Files, ", "))
 			}
 			continue
-		}
-		if sum.Trials < *trials && ctx.Err() == nil {
-			// Fewer than asked, and not interrupted: the space ran out.
-			internal += fmt.Sprintf("; the search space holds no other schedule, so %d of the %d trials asked", sum.Trials, *trials)
 		}
 		fmt.Fprintf(stdout, "%s %s, %s: best %.4g ms (%s; %s) after %d trials (%d failed%s) in %.0f s", sum.Kernel, sum.Shape, on, sum.BestMs, sum.Best, sum.spread(), sum.Trials, sum.Failed, internal, sum.Seconds)
 		if sum.StartMs > 0 {

@@ -1,0 +1,136 @@
+package fusion_test
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/golden"
+)
+
+// TestLayoutChannelsLast compiles every golden graph with a convolution
+// or a pooling in layout NHWC and checks it against the graph as written,
+// one kernel per operator, at the sizes the file gives.
+func TestLayoutChannelsLast(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"../testdata/fusion/*.txtar"} {
+		f, _ := filepath.Glob(pattern)
+		files = append(files, f...)
+	}
+	checked := 0
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := golden.Section(ar, "graph.json")
+		sizes, ok := golden.Section(ar, "sizes")
+		if !ok || !strings.Contains(src, "conv2d") && !strings.Contains(src, "pool2d") {
+			continue
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+			g, err := fusion.ParseJSON([]byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(last.String(), "_nhwc") {
+				t.Errorf("no node runs in NHWC:\n%s", last)
+			}
+			ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(sizes), "\n") {
+				compare(t, g, last, ref, parseSizes(t, line))
+			}
+		})
+		checked++
+	}
+	if checked < 3 {
+		t.Fatalf("only %d graphs with a convolution or pooling", checked)
+	}
+}
+
+// TestLayoutConvertsAtTheEnds: a chain of convolutions, a bias, ReLU6, a
+// residual addition and a pooling converts to NHWC once, at its input,
+// and back once, before the reshape that needs NCHW; the weights are
+// constants moved at compile time.
+func TestLayoutConvertsAtTheEnds(t *testing.T) {
+	g := parseGraph(t, `{"name": "chain",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": [1, 8, 10, 10]}],
+		"constants": [
+			{"name": "W1", "dtype": "float32", "shape": [8, 1, 3, 3], "data": `+ramp(72)+`},
+			{"name": "B1", "dtype": "float32", "shape": [8, 1, 1], "data": `+ramp(8)+`},
+			{"name": "W2", "dtype": "float32", "shape": [8, 8, 1, 1], "data": `+ramp(64)+`},
+			{"name": "zero", "dtype": "float32", "shape": [], "data": [0]},
+			{"name": "six", "dtype": "float32", "shape": [], "data": [6]}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "a", "attrs": {"groups": 8, "pads": [1, 1, 1, 1]}},
+			{"op": "add", "inputs": ["a", "B1"], "output": "b"},
+			{"op": "max", "inputs": ["b", "zero"], "output": "c"},
+			{"op": "min", "inputs": ["c", "six"], "output": "d"},
+			{"op": "conv2d", "inputs": ["d", "W2"], "output": "e"},
+			{"op": "add", "inputs": ["e", "X"], "output": "f"},
+			{"op": "max_pool2d", "inputs": ["f"], "output": "p", "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}},
+			{"op": "reduce_mean", "inputs": ["p"], "output": "m", "attrs": {"axes": [2, 3], "keepdims": true}},
+			{"op": "reshape", "inputs": ["m"], "output": "Y", "attrs": {"shape": [1, 8]}}],
+		"outputs": ["Y"]}`)
+	var dump strings.Builder
+	p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast, Dump: []string{"dce"}, DumpTo: &dump})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transposes []string
+	for _, line := range strings.Split(dump.String(), "\n") {
+		if strings.Contains(line, "transpose(") {
+			transposes = append(transposes, strings.TrimSpace(line))
+		}
+	}
+	// X is moved once, for the first convolution and the residual
+	// addition; the mean, [1, 1, 1, 8], goes back to NCHW for the reshape.
+	if len(transposes) != 2 {
+		t.Errorf("%d transposes, want 2 (X in, the mean out):\n%s", len(transposes), dump.String())
+	}
+	if n := strings.Count(dump.String(), `layout: "NHWC"`); n != 3 {
+		t.Errorf("%d nodes in layout NHWC, want 3 (the convolutions and the pooling):\n%s", n, dump.String())
+	}
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, g, p, ref, nil)
+	if slices.ContainsFunc(g.Nodes, func(n *fusion.Node) bool { return n.Attrs.Layout != "" }) {
+		t.Error("Compile changed the caller's graph")
+	}
+}
+
+func parseGraph(t *testing.T, src string) *fusion.Graph {
+	t.Helper()
+	g, err := fusion.ParseJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// ramp is a JSON list of n small distinct values.
+func ramp(n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for k := range n {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString([]string{"0.5", "-0.25", "0.125", "1", "-1", "0.75", "-0.5"}[k%7])
+	}
+	b.WriteString("]")
+	return b.String()
+}

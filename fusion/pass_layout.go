@@ -1,0 +1,256 @@
+package fusion
+
+import (
+	"slices"
+)
+
+// layout runs 2-d convolutions and poolings with their channels last
+// (NHWC) when Options.Layout asks for it, as TVM's ConvertLayout and ONNX
+// Runtime's NCHWc transformer do: a depthwise convolution then reads a
+// vector of channels per tap where in NCHW it read a strided row of
+// pixels, and a 1x1 convolution is a plain matrix product of pixels by
+// channels.
+//
+// Each such node n becomes
+//
+//	transpose(n'(transpose(x, NCHW→NHWC), w'), NHWC→NCHW)
+//
+// with n' the same operator in layout NHWC and w' its weights as [KH, KW,
+// C/groups, F] (a constant moved here once, never per call). Then the
+// transposes back to NCHW sink through what does not care about layout:
+// an element-wise node whose operands are all transposes back (or
+// constants and tensors broadcast against them, transposed to match) runs
+// in NHWC and is followed by the transpose instead, and so is a reduction.
+// A transpose back that meets the transpose forward of the next
+// convolution cancels with it, so that a chain of convolutions,
+// activations and residual additions converts only at its ends: the
+// graph's inputs and outputs, and operators that need NCHW (a reshape, a
+// concat).
+func layoutPass(g *Graph, o Options) (bool, error) {
+	if !wantsChannelsLast(g, o) {
+		return false, nil
+	}
+	r := layoutRewriter{g: g}
+	for _, n := range g.Nodes {
+		switch {
+		case channelsFirstWindow(n):
+			r.toChannelsLast(n)
+		case r.sinkable(n):
+			r.sinkElementwise(n)
+		case r.sinkableReduce(n):
+			r.sinkReduce(n)
+		default:
+			r.out = append(r.out, n)
+		}
+	}
+	g.Nodes = r.out
+	return r.changed, nil
+}
+
+// The permutations between the layouts (transpose's perm: the result's
+// axis k is the operand's axis perm[k]).
+var (
+	nchwToNHWC = []int{0, 2, 3, 1}
+	nhwcToNCHW = []int{0, 3, 1, 2}
+	fchwToHWCF = []int{2, 3, 1, 0} // a convolution's weights
+)
+
+// Layouts Options.Layout may name.
+const (
+	LayoutAuto          = ""
+	LayoutChannelsFirst = "NCHW"
+	LayoutChannelsLast  = "NHWC"
+)
+
+// wantsChannelsLast says whether the pass runs on g: when Options.Layout
+// is NHWC, or left to loom (LayoutAuto) on a model with a depthwise or
+// grouped 2-d convolution of constant weights, where NCHW costs most
+// (MobileNetV2 on default schedules, one thread: 12.5 ms in NCHW, 11.5
+// in NHWC; its strided depthwise convolutions take half the time or
+// less). Weights given per call would be transposed per call, and
+// ResNet-50's dense convolutions run twice as long in NHWC on default
+// schedules, so both stay NCHW.
+func wantsChannelsLast(g *Graph, o Options) bool {
+	switch o.Layout {
+	case LayoutChannelsLast:
+		return true
+	case LayoutAuto:
+		return slices.ContainsFunc(g.Nodes, func(n *Node) bool {
+			return channelsFirstWindow(n) && n.Op == "conv2d" && n.Inputs[1].IsConst() && n.Attrs.Groups != nil && *n.Attrs.Groups > 1
+		})
+	}
+	return false
+}
+
+// channelsFirstWindow says whether n is a 2-d convolution or pooling in
+// layout NCHW over constant spatial sizes.
+func channelsFirstWindow(n *Node) bool {
+	switch n.Op {
+	case "conv2d", "max_pool2d", "avg_pool2d":
+	default:
+		return false
+	}
+	if layoutOf(n).last || len(n.Inputs[0].Shape) != 4 || len(n.Output.Shape) != 4 {
+		return false
+	}
+	return n.Op != "conv2d" || len(n.Inputs[1].Shape) == 4
+}
+
+// layoutRewriter builds the pass's new node list.
+type layoutRewriter struct {
+	g       *Graph
+	out     []*Node
+	changed bool
+}
+
+// toChannelsLast rewrites window node n (conv2d or a pooling, NCHW) as
+// its NHWC twin between transposes; n itself becomes the transpose back,
+// so that its output keeps its name and readers.
+func (r *layoutRewriter) toChannelsLast(n *Node) {
+	attrs := n.Attrs.clone()
+	attrs.Layout = LayoutChannelsLast
+	inputs := []*Tensor{r.transposed(n.Inputs[0], nchwToNHWC)}
+	if n.Op == "conv2d" {
+		inputs = append(inputs, r.transposed(n.Inputs[1], fchwToHWCF))
+	}
+	r.replaceByTwin(n, n.Op, attrs, inputs)
+}
+
+// replaceByTwin appends a node computing n's result in NHWC (op, attrs,
+// inputs) and turns n into the transpose of it back to NCHW.
+func (r *layoutRewriter) replaceByTwin(n *Node, op string, attrs Attrs, inputs []*Tensor) {
+	twin := r.g.newNode(n.Output.Name+"_nhwc", op, attrs, inputs...)
+	twin.Output.DType = n.Output.DType
+	r.out = append(r.out, twin)
+	n.Op, n.Inputs, n.Attrs = "transpose", []*Tensor{twin.Output}, Attrs{Perm: slices.Clone(nhwcToNCHW)}
+	r.out = append(r.out, n)
+	r.changed = true
+}
+
+// backFromNHWC returns the NHWC tensor t is the transpose of, or nil.
+func backFromNHWC(t *Tensor) *Tensor {
+	p := t.Producer
+	if p == nil || p.Op != "transpose" || !slices.Equal(perm(p), nhwcToNCHW) {
+		return nil
+	}
+	return p.Inputs[0]
+}
+
+// transposed returns t (rank 4, or of lower rank and broadcast as rank
+// 4) permuted by p: the tensor t was transposed from when p undoes that,
+// a constant moved now, or a new node.
+func (r *layoutRewriter) transposed(t *Tensor, p []int) *Tensor {
+	if src := backFromNHWC(t); src != nil && slices.Equal(p, nchwToNHWC) {
+		return src
+	}
+	if len(t.Shape) == 0 {
+		return t
+	}
+	shape := slices.Clone(t.Shape)
+	for len(shape) < 4 {
+		shape = slices.Insert(shape, 0, Const(1))
+	}
+	if t.IsConst() {
+		if data, ok := transposeData(t.Data, shape, p); ok {
+			c := &Tensor{Name: r.g.freshName(t.Name + "_nhwc"), DType: t.DType, Data: data}
+			for _, a := range p {
+				c.Shape = append(c.Shape, shape[a])
+			}
+			r.g.Constants = append(r.g.Constants, c)
+			return c
+		}
+	}
+	if len(t.Shape) < 4 {
+		dims := make([]JSONDim, len(shape))
+		for k, d := range shape {
+			dims[k] = JSONDim{Dim: d}
+		}
+		re := r.g.newNode(t.Name+"_4d", "reshape", Attrs{Shape: dims}, t)
+		re.Output.DType = t.DType
+		r.out = append(r.out, re)
+		t = re.Output
+	}
+	n := r.g.newNode(t.Name+"_nhwc", "transpose", Attrs{Perm: slices.Clone(p)}, t)
+	n.Output.DType = t.DType
+	r.out = append(r.out, n)
+	return n.Output
+}
+
+// sinkable says whether element-wise node n can run in NHWC: some operand
+// is a transpose back from NHWC and the result is of rank 4 (every other
+// operand is transposed to match: a constant now, a tensor per call).
+func (r *layoutRewriter) sinkable(n *Node) bool {
+	if ops[n.Op].kind != Elementwise || len(n.Output.Shape) != 4 {
+		return false
+	}
+	back := false
+	for _, in := range n.Inputs {
+		switch {
+		case backFromNHWC(in) != nil:
+			back = true
+		case len(in.Shape) > 4:
+			return false
+		}
+	}
+	return back
+}
+
+// sinkElementwise runs element-wise node n in NHWC.
+func (r *layoutRewriter) sinkElementwise(n *Node) {
+	inputs := make([]*Tensor, len(n.Inputs))
+	for k, in := range n.Inputs {
+		inputs[k] = r.transposed(in, nchwToNHWC)
+	}
+	r.replaceByTwin(n, n.Op, n.Attrs.clone(), inputs)
+}
+
+// sinkableReduce says whether n is a reduction of a transpose back from
+// NHWC.
+func (r *layoutRewriter) sinkableReduce(n *Node) bool {
+	return ops[n.Op].kind == Reduce && len(n.Inputs) == 1 && len(n.Inputs[0].Shape) == 4 && backFromNHWC(n.Inputs[0]) != nil
+}
+
+// sinkReduce reduces the NHWC tensor over the same axes instead; the
+// axes kept come out in NHWC's order, transposed back when that differs
+// from NCHW's.
+func (r *layoutRewriter) sinkReduce(n *Node) {
+	src := backFromNHWC(n.Inputs[0])
+	axes := n.Attrs.Axes
+	if axes == nil {
+		axes = []int{0, 1, 2, 3}
+	}
+	reduced := make([]bool, 4) // by NCHW axis
+	var srcAxes []int
+	for _, a := range axes {
+		a = (a + 4) % 4
+		reduced[a] = true
+		srcAxes = append(srcAxes, nhwcToNCHW[a])
+	}
+	slices.Sort(srcAxes)
+	attrs := n.Attrs.clone()
+	attrs.Axes = srcAxes
+	twin := r.g.newNode(n.Output.Name+"_nhwc", n.Op, attrs, src)
+	twin.Output.DType = n.Output.DType
+	r.out = append(r.out, twin)
+	// The NCHW axes the result keeps, and where NHWC puts each.
+	var kept, at []int
+	for a := range 4 {
+		if n.Attrs.KeepDims || !reduced[a] {
+			kept = append(kept, a)
+			at = append(at, nhwcToNCHW[a])
+		}
+	}
+	q := make([]int, len(kept)) // the result's perm: NCHW-kept axis k is NHWC-kept axis q[k]
+	sorted := slices.Sorted(slices.Values(at))
+	for k, a := range at {
+		q[k] = slices.Index(sorted, a)
+	}
+	n.Inputs, n.Attrs = []*Tensor{twin.Output}, Attrs{}
+	if isIdentityPerm(q) {
+		n.Op = "identity"
+	} else {
+		n.Op, n.Attrs.Perm = "transpose", q
+	}
+	r.out = append(r.out, n)
+	r.changed = true
+}
