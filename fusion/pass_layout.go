@@ -30,7 +30,7 @@ func layoutPass(g *Graph, o Options) (bool, error) {
 	if !wantsChannelsLast(g, o) {
 		return false, nil
 	}
-	r := layoutRewriter{g: g}
+	r := layoutRewriter{g: g, pixels: map[*Tensor]*Tensor{}}
 	for _, n := range g.Nodes {
 		switch {
 		case channelsFirstWindow(n):
@@ -101,30 +101,141 @@ type layoutRewriter struct {
 	g       *Graph
 	out     []*Node
 	changed bool
+	// pixels maps an NHWC tensor [N, H, W, F] that reshapes a matrix
+	// [N*H*W, F] (a 1x1 convolution's product, or an element-wise
+	// epilogue of one) to that matrix.
+	pixels map[*Tensor]*Tensor
 }
 
 // toChannelsLast rewrites window node n (conv2d or a pooling, NCHW) as
 // its NHWC twin between transposes; n itself becomes the transpose back,
 // so that its output keeps its name and readers.
 func (r *layoutRewriter) toChannelsLast(n *Node) {
+	x := r.transposed(n.Inputs[0], nchwToNHWC)
+	if r.pointwiseAsMatmul(n, x) {
+		return
+	}
 	attrs := n.Attrs.clone()
 	attrs.Layout = LayoutChannelsLast
-	inputs := []*Tensor{r.transposed(n.Inputs[0], nchwToNHWC)}
+	inputs := []*Tensor{x}
 	if n.Op == "conv2d" {
 		inputs = append(inputs, r.transposed(n.Inputs[1], fchwToHWCF))
 	}
 	r.replaceByTwin(n, n.Op, attrs, inputs)
 }
 
+// pointwiseAsMatmul rewrites a 1x1 convolution of stride 1 without
+// padding or groups, whose input in NHWC is x, as the matrix product it
+// is: the pixels [N*H*W, C] (a view of x) times the weights [C, F], seen
+// as [N, H, W, F]; so it gets matmul's schedules, whose register tiles
+// run over pixels and filters where the convolution's ran over rows of
+// an image. It reports whether n was such a convolution.
+func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
+	if n.Op != "conv2d" {
+		return false
+	}
+	w := n.Inputs[1]
+	xs := nhwcShape(n.Inputs[0].Shape) // x's shape, which the pass infers later
+	if !isOne(w.Shape[2]) || !isOne(w.Shape[3]) {
+		return false
+	}
+	flat := r.flatten(x, xs)
+	if flat == nil {
+		return false
+	}
+	dt := n.Output.DType
+	// The weights [F, C, 1, 1] as [C, F]: a transpose of the same
+	// elements seen as [F, C, 1, 1] -> [1, 1, C, F].
+	wt := r.transposed(w, fchwToHWCF)
+	var wm *Tensor
+	if wt.IsConst() {
+		wm = &Tensor{Name: r.g.freshName(w.Name + "_matrix"), DType: w.DType, Shape: Shape{w.Shape[1], w.Shape[0]}, Data: wt.Data}
+		r.g.Constants = append(r.g.Constants, wm)
+	} else {
+		re := r.g.newNode(w.Name+"_matrix", "reshape", Attrs{Shape: []JSONDim{{Dim: w.Shape[1]}, {Dim: w.Shape[0]}}}, wt)
+		re.Output.DType = w.DType
+		r.out = append(r.out, re)
+		wm = re.Output
+	}
+	mm := r.g.newNode(n.Output.Name+"_mm", "matmul", Attrs{}, flat, wm)
+	mm.Output.DType = dt
+	r.out = append(r.out, mm)
+	r.toImage(n, mm.Output)
+	return true
+}
+
+// toImage makes NCHW node n the transpose of matrix m [N*H*W, F] seen as
+// NHWC, and records that view.
+func (r *layoutRewriter) toImage(n *Node, m *Tensor) {
+	s := nhwcShape(n.Output.Shape)
+	dims := []JSONDim{{Dim: s[0]}, {Dim: s[1]}, {Dim: s[2]}, {Dim: s[3]}}
+	r.pixels[r.replaceByTwin(n, "reshape", Attrs{Shape: dims}, []*Tensor{m})] = m
+}
+
 // replaceByTwin appends a node computing n's result in NHWC (op, attrs,
-// inputs) and turns n into the transpose of it back to NCHW.
-func (r *layoutRewriter) replaceByTwin(n *Node, op string, attrs Attrs, inputs []*Tensor) {
+// inputs), turns n into the transpose of it back to NCHW and returns the
+// NHWC result.
+func (r *layoutRewriter) replaceByTwin(n *Node, op string, attrs Attrs, inputs []*Tensor) *Tensor {
 	twin := r.g.newNode(n.Output.Name+"_nhwc", op, attrs, inputs...)
 	twin.Output.DType = n.Output.DType
 	r.out = append(r.out, twin)
 	n.Op, n.Inputs, n.Attrs = "transpose", []*Tensor{twin.Output}, Attrs{Perm: slices.Clone(nhwcToNCHW)}
 	r.out = append(r.out, n)
 	r.changed = true
+	return twin.Output
+}
+
+// nhwcShape is NCHW shape s with its channels last.
+func nhwcShape(s Shape) Shape {
+	out := make(Shape, 4)
+	for k, a := range nchwToNHWC {
+		out[k] = s[a]
+	}
+	return out
+}
+
+// asPixels returns the NHWC tensor t (of operand orig) as a matrix [N*H*W, F]
+// for an element-wise node of that result shape: the matrix it reshapes,
+// a scalar as it is, a constant broadcast along the channels only as
+// [F] or [1], or a tensor of the whole shape (whole) through a reshape
+// (a view). ok is false for anything else.
+func (r *layoutRewriter) asPixels(t, orig *Tensor, nhwc Shape, whole bool) (*Tensor, bool) {
+	if m, ok := r.pixels[t]; ok {
+		return m, true
+	}
+	switch {
+	case len(orig.Shape) == 0:
+		return t, true
+	case t.IsConst():
+		if len(t.Shape) != 4 || !isOne(t.Shape[0]) || !isOne(t.Shape[1]) || !isOne(t.Shape[2]) {
+			return nil, false
+		}
+		c := &Tensor{Name: r.g.freshName(t.Name + "_row"), DType: t.DType, Shape: Shape{t.Shape[3]}, Data: t.Data}
+		r.g.Constants = append(r.g.Constants, c)
+		return c, true
+	case whole:
+		return r.flatten(t, nhwc), true
+	}
+	return nil, false
+}
+
+// flatten appends a reshape of NHWC tensor t, of shape nhwc, to [N*H*W,
+// C]; nil when the pixels cannot be counted.
+func (r *layoutRewriter) flatten(t *Tensor, nhwc Shape) *Tensor {
+	if m, ok := r.pixels[t]; ok {
+		return m
+	}
+	pixels, err := nhwc[0].Mul(nhwc[1])
+	if err == nil {
+		pixels, err = pixels.Mul(nhwc[2])
+	}
+	if err != nil {
+		return nil
+	}
+	flat := r.g.newNode(t.Name+"_pixels", "reshape", Attrs{Shape: []JSONDim{{Dim: pixels}, {Dim: nhwc[3]}}}, t)
+	flat.Output.DType = t.DType
+	r.out = append(r.out, flat)
+	return flat.Output
 }
 
 // backFromNHWC returns the NHWC tensor t is the transpose of, or nil.
@@ -195,13 +306,41 @@ func (r *layoutRewriter) sinkable(n *Node) bool {
 	return back
 }
 
-// sinkElementwise runs element-wise node n in NHWC.
+// sinkElementwise runs element-wise node n in NHWC, or on the pixel
+// matrix when an operand is one (a 1x1 convolution's epilogue, which then
+// fuses with its product: an anchor takes consumers of its own shape).
 func (r *layoutRewriter) sinkElementwise(n *Node) {
 	inputs := make([]*Tensor, len(n.Inputs))
 	for k, in := range n.Inputs {
 		inputs[k] = r.transposed(in, nchwToNHWC)
 	}
+	if m := r.onPixels(n, inputs); m != nil {
+		r.toImage(n, m)
+		return
+	}
 	r.replaceByTwin(n, n.Op, n.Attrs.clone(), inputs)
+}
+
+// onPixels appends element-wise node n on pixel matrices, its NHWC
+// operands being inputs, and returns its result; nil where no operand is
+// a pixel matrix or some other operand cannot be seen as one.
+func (r *layoutRewriter) onPixels(n *Node, inputs []*Tensor) *Tensor {
+	if !slices.ContainsFunc(inputs, func(t *Tensor) bool { _, ok := r.pixels[t]; return ok }) {
+		return nil
+	}
+	nhwc := nhwcShape(n.Output.Shape)
+	flat := make([]*Tensor, len(inputs))
+	for k, t := range inputs {
+		m, ok := r.asPixels(t, n.Inputs[k], nhwc, n.Inputs[k].Shape.Equal(n.Output.Shape))
+		if !ok || m == nil {
+			return nil
+		}
+		flat[k] = m
+	}
+	e := r.g.newNode(n.Output.Name+"_px", n.Op, n.Attrs.clone(), flat...)
+	e.Output.DType = n.Output.DType
+	r.out = append(r.out, e)
+	return e.Output
 }
 
 // sinkableReduce says whether n is a reduction of a transpose back from
