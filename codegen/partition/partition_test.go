@@ -138,6 +138,67 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
 	}
 }
 
+// TestParallelLoopOfConstantExtentStaysWhole: a matrix product of 49
+// rows on two threads, whose default schedule runs its rows in two
+// parallel tiles of 25, the second guarded: the parallel loop is not
+// partitioned (its parts, one iteration each, would each run serially),
+// the loops inside it are, and the result is the same.
+func TestParallelLoopOfConstantExtentStaysWhole(t *testing.T) {
+	f, err := ast.Parse(`func mm(A: float32[49, 160], B: float32[160, 96], C: float32[49, 96]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 49) {
+      serial for (j, 0, 96) {
+        serial for (k, 0, 160) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, 49), vj = spatial(0, 96), vk = reduce(0, 160))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Func()
+	after := partition.Func(before)
+	if err := ast.Verify(after); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(after))
+	}
+	parallel := func(f *ast.Func) (n int) {
+		ast.Inspect(f.Body, func(x ast.Node) bool {
+			if l, ok := x.(*ast.For); ok && l.Kind == ast.Parallel {
+				if e, ok := ast.ConstIntValue(ast.Simplify(l.Extent)); ok && e >= 2 {
+					n++
+				}
+			}
+			return true
+		})
+		return n
+	}
+	if predicates(before) == 0 || parallel(before) != 1 {
+		t.Fatalf("want a parallel loop over a guarded tile in the default schedule:\n%s", ast.Print(before))
+	}
+	if parallel(after) != 1 {
+		t.Errorf("the parallel loop was split:\n%s", ast.Print(after))
+	}
+	if !strings.Contains(ast.Print(after), "_tail") {
+		t.Errorf("no loop inside the parallel one was partitioned:\n%s", ast.Print(after))
+	}
+	same(t, "mm49", before, after, nil)
+}
+
 // TestTailNarrowed: 49 pixels in tiles of 32 (a 1x1 convolution over a
 // 7x7 image): the main part runs one whole tile, the tail is not split
 // again, and its loop of 32 lanes becomes one of the 17 its predicate

@@ -495,7 +495,13 @@ func graphFlags(fs *flag.FlagSet, graph, layout *string, what string) {
 	}
 	fs.Func("graph", "an operator graph `G.json` (see fusion/doc.go; its weights file beside it), or an ONNX model: "+what, set("graph"))
 	fs.Func("onnx", "an ONNX model `M.onnx` (see loom import), as -graph takes it", set("onnx"))
-	fs.Func("layout", "with -graph or -onnx, where the channels of 2-d convolutions and poolings go: NCHW (as the graph says), NHWC (channels last, converted at the graph's ends) or auto (loom's choice, the default)", func(v string) error {
+	layoutFlag(fs, layout)
+}
+
+// layoutFlag registers -layout: where the channels of a graph's 2-d
+// convolutions and poolings go (fusion.Options.Layout).
+func layoutFlag(fs *flag.FlagSet, layout *string) {
+	fs.Func("layout", "where the channels of the graph's 2-d convolutions and poolings go: NCHW (as the graph says), NHWC (channels last, converted at the graph's ends) or auto (loom's choice, the default)", func(v string) error {
 		switch v {
 		case "auto":
 			*layout = fusion.LayoutAuto
