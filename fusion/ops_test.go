@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/ast"
@@ -249,9 +250,19 @@ func TestOperatorSemantics(t *testing.T) {
 		{"conv2d rows stride past the window", "conv2d", rnd(1, 2, 11, 9), rnd(2, 2, 2, 2), 1, []int{4, 3}, []int{1, 1, 0, 2}, []int{1, 1}},
 		{"conv2d rows 1x1 padded", "conv2d", rnd(2, 3, 5, 4), rnd(2, 3, 1, 1), 1, []int{1, 1}, []int{1, 2, 0, 1}, []int{1, 1}},
 	} {
+		want := refConv(c.x, c.w, c.groups, c.strides, c.pads, c.dilat)
 		cases = append(cases, testCase{name: c.name, op: c.op, ins: []tensor{c.x, c.w},
 			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat},
-			want:  refConv(c.x, c.w, c.groups, c.strides, c.pads, c.dilat)})
+			want:  want})
+		if strings.Contains(c.name, "rows") {
+			continue // convOnRows is of NCHW only
+		}
+		// The same with the channels last: NWC, NHWC, NDHWC.
+		r := len(c.x.shape)
+		last, wlast := channelsLastPerm(r)
+		cases = append(cases, testCase{name: c.name + " channels last", op: c.op, ins: []tensor{permute(c.x, last), permute(c.w, wlast)},
+			attrs: map[string]any{"groups": c.groups, "strides": c.strides, "pads": c.pads, "dilations": c.dilat, "layout": []string{3: "NWC", 4: "NHWC", 5: "NDHWC"}[r]},
+			want:  permute(want, last)})
 	}
 	// Pooling.
 	px := rnd(2, 3, 7, 6)
@@ -414,7 +425,19 @@ func permute(t tensor, perm []int) tensor {
 
 // toLast and weightsLast move a 2-d window's channels last: NCHW to NHWC,
 // FCHW weights to HWCF.
-var toLast, weightsLast = []int{0, 2, 3, 1}, []int{2, 3, 1, 0}
+var toLast, weightsLast = channelsLastPerm(4)
+
+// channelsLastPerm returns the permutations that move the channels of an
+// input of rank r last ([N, C, spatial...] to [N, spatial..., C]) and
+// those of its weights ([F, C, kernel...] to [kernel..., C, F]).
+func channelsLastPerm(r int) (input, weights []int) {
+	input = []int{0}
+	for d := 2; d < r; d++ {
+		input = append(input, d)
+		weights = append(weights, d)
+	}
+	return append(input, 1), append(weights, 1, 0)
+}
 
 // refPool is a 2-d max or average pooling, directly.
 func refPool(x tensor, max bool, k, strides, pads, dil []int, includePad bool) tensor {
