@@ -23,11 +23,11 @@
 // and in the variables of the loops between it and the block (constant
 // ranges), written d(x, y) <= k, it holds for every inner iteration when
 // c*x + max_y(rest) <= k, that is for x <= floordiv(k - max_y(rest), c).
-// A conjunct that is not of that form stays, in both parts. Serial loops
-// and parallel loops of symbolic extent are partitioned (each part keeps
-// the loop's kind and annotations); unrolled, vectorized and GPU-bound
-// loops, and parallel loops of constant extent, are left alone (the loops
-// inside them are partitioned).
+// A conjunct that is not of that form stays, in both parts. Serial and
+// parallel loops are partitioned (each part keeps the loop's kind and
+// annotations), but not a parallel loop whose main part would run fewer
+// than two iterations (the loops inside it are); unrolled, vectorized and
+// GPU-bound loops are left alone.
 package partition
 
 import (
@@ -76,8 +76,8 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 	if p.fallbacks[s] {
 		return s
 	}
-	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel && !constExtent(l)) {
-		if main, tail, ok := p.split(l); ok {
+	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
+		if main, tail, ok := p.split(l); ok && !(l.Kind == ast.Parallel && fewerThanTwo(main)) {
 			p.parts++
 			// The tail keeps the conjuncts that made the split: split
 			// again, its main part would be empty. Only the loops
@@ -88,15 +88,14 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
 }
 
-// constExtent reports whether loop l runs a constant number of
-// iterations. A parallel loop of constant extent is not partitioned (the
-// loops inside it are): its tail would run after the main part's join,
-// alone, and a main part of one iteration would run serially (a matrix
-// product of 49 rows in two parallel tiles of 25 ran on one thread, both
-// parts one iteration each).
-func constExtent(l *ast.For) bool {
-	_, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
-	return ok
+// fewerThanTwo reports whether loop l runs a constant number of
+// iterations below two. A parallel loop whose main part would run so few
+// is not partitioned (the loops inside it are): the part runs serially,
+// then the tail after it, alone (a matrix product of 49 rows in two
+// parallel tiles of 25 ran on one thread, each part one iteration).
+func fewerThanTwo(l *ast.For) bool {
+	n, ok := ast.ConstIntValue(ast.Simplify(l.Extent))
+	return ok && n < 2
 }
 
 // split partitions loop l when some block under it has a conjunct of
