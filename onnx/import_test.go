@@ -142,7 +142,8 @@ func cases(t *testing.T) []string {
 }
 
 // TestImportMatchesOnnxRuntime imports each model of testdata/onnx, runs
-// it with loom's interpreter and compares with ONNX Runtime's outputs.
+// it with loom's interpreter and compares with ONNX Runtime's outputs; a
+// model with 2-d convolutions or poolings again in layout NHWC.
 func TestImportMatchesOnnxRuntime(t *testing.T) {
 	for _, dir := range cases(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -153,6 +154,20 @@ func TestImportMatchesOnnxRuntime(t *testing.T) {
 			}
 			outs, err := p.Interpret(c.sizes, c.inputs)
 			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, outs)
+			// The same with every 2-d convolution and pooling in NHWC.
+			if !slices.ContainsFunc(c.model.Graph.Nodes, func(n *fusion.Node) bool {
+				return n.Op == "conv2d" || n.Op == "max_pool2d" || n.Op == "avg_pool2d"
+			}) {
+				return
+			}
+			p, err = fusion.Compile(c.model.Graph, fusion.Options{Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs, err = p.Interpret(c.sizes, c.inputs); err != nil {
 				t.Fatal(err)
 			}
 			c.check(t, outs)
