@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,15 +86,25 @@ func predicates(f *ast.Func) int {
 // matmulOfSymbolicRows is C[S, n] = A[S, k] B[k, n], its rows S a
 // symbolic size, unscheduled.
 func matmulOfSymbolicRows(t *testing.T, k, n int) *ast.Func {
+	return matmulOfRows(t, "S", k, n)
+}
+
+// matmulOfRows is C[m, n] = A[m, k] B[k, n], unscheduled; rows m is a
+// number or the name of a symbolic size.
+func matmulOfRows(t *testing.T, m string, k, n int) *ast.Func {
 	t.Helper()
-	f, err := ast.Parse(fmt.Sprintf(`func mm[S: int32](A: float32[S, %[1]d], B: float32[%[1]d, %[2]d], C: float32[S, %[2]d]) {
+	sizes := ""
+	if _, err := strconv.Atoi(m); err != nil {
+		sizes = "[" + m + ": int32]"
+	}
+	f, err := ast.Parse(fmt.Sprintf(`func mm%[4]s(A: float32[%[3]s, %[1]d], B: float32[%[1]d, %[2]d], C: float32[%[3]s, %[2]d]) {
   ScheduleBlock(root) {
-    serial for (i, 0, S) {
+    serial for (i, 0, %[3]s) {
       serial for (j, 0, %[2]d) {
         serial for (k, 0, %[1]d) {
           ScheduleBlock(C) {
             vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, S), vj = spatial(0, %[2]d), vk = reduce(0, %[1]d))
+            axis.domain(vi = spatial(0, %[3]s), vj = spatial(0, %[2]d), vk = reduce(0, %[1]d))
             reads(C[vi, vj], A[vi, vk], B[vk, vj])
             writes(C[vi, vj])
             init {
@@ -105,7 +116,7 @@ func matmulOfSymbolicRows(t *testing.T, k, n int) *ast.Func {
       }
     }
   }
-}`, k, n))
+}`, k, n, m, sizes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,29 +155,7 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
 // partitioned (its parts, one iteration each, would each run serially),
 // the loops inside it are, and the result is the same.
 func TestParallelLoopOfConstantExtentStaysWhole(t *testing.T) {
-	f, err := ast.Parse(`func mm(A: float32[49, 160], B: float32[160, 96], C: float32[49, 96]) {
-  ScheduleBlock(root) {
-    serial for (i, 0, 49) {
-      serial for (j, 0, 96) {
-        serial for (k, 0, 160) {
-          ScheduleBlock(C) {
-            vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, 49), vj = spatial(0, 96), vk = reduce(0, 160))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            writes(C[vi, vj])
-            init {
-              C[vi, vj] = 0.0f
-            }
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-          }
-        }
-      }
-    }
-  }
-}`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := matmulOfRows(t, "49", 160, 96)
 	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
