@@ -83,7 +83,7 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 }
 
 // channelsFirstWindow says whether n is a 2-d convolution or pooling in
-// layout NCHW over constant spatial sizes.
+// layout NCHW (of rank 4; its sizes may be symbolic).
 func channelsFirstWindow(n *Node) bool {
 	switch n.Op {
 	case "conv2d", "max_pool2d", "avg_pool2d":
