@@ -3,6 +3,7 @@ package fusion_test
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,4 +136,65 @@ func ramp(n int) string {
 	}
 	b.WriteString("]")
 	return b.String()
+}
+
+// TestLayoutPassWindows takes convolutions and poolings of every kind
+// through the layout pass (1x1 ones padded, strided, grouped or not, which
+// only the plain one turns into a matrix product; dilated, grouped and
+// depthwise windows; poolings with padding), each with a bias and an
+// activation after it, at batch sizes 0, 1 and 2, against the graph as
+// written.
+func TestLayoutPassWindows(t *testing.T) {
+	for _, c := range []struct {
+		name, x, w, attrs string
+	}{
+		{"1x1", `[4, 5, 6]`, `[3, 4, 1, 1]`, `{}`},
+		{"1x1 padded", `[4, 5, 6]`, `[3, 4, 1, 1]`, `{"pads": [1, 0, 0, 2]}`},
+		{"1x1 strided padded", `[4, 5, 6]`, `[3, 4, 1, 1]`, `{"pads": [1, 1, 1, 1], "strides": [2, 3]}`},
+		{"1x1 strided", `[4, 7, 6]`, `[3, 4, 1, 1]`, `{"strides": [2, 2]}`},
+		{"1x1 grouped", `[4, 5, 6]`, `[6, 2, 1, 1]`, `{"groups": 2}`},
+		{"3x3 dilated", `[2, 7, 6]`, `[3, 2, 3, 3]`, `{"dilations": [2, 1], "pads": [2, 1, 2, 1]}`},
+		{"3x3 grouped", `[4, 6, 6]`, `[4, 2, 3, 3]`, `{"groups": 2, "pads": [1, 1, 1, 1]}`},
+		{"5x5 depthwise strided", `[3, 9, 8]`, `[3, 1, 5, 5]`, `{"groups": 3, "strides": [2, 2], "pads": [2, 2, 2, 2]}`},
+		{"2x2 stride 2", `[3, 8, 8]`, `[5, 3, 2, 2]`, `{"strides": [2, 2]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := strings.TrimSuffix(c.w[1:], "]")
+			filters := strings.Split(f, ",")[0]
+			g := parseGraph(t, `{"name": "w",
+				"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", `+c.x[1:]+`}],
+				"constants": [{"name": "W", "dtype": "float32", "shape": `+c.w+`, "data": `+ramp(elemsOf(c.w))+`},
+					{"name": "B", "dtype": "float32", "shape": [`+filters+`, 1, 1], "data": `+ramp(elemsOf("["+filters+"]"))+`}],
+				"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "C", "attrs": `+c.attrs+`},
+					{"op": "add", "inputs": ["C", "B"], "output": "D"},
+					{"op": "silu", "inputs": ["D"], "output": "E"},
+					{"op": "max_pool2d", "inputs": ["E"], "output": "P", "attrs": {"kernel_shape": [2, 2], "pads": [1, 0, 1, 0]}},
+					{"op": "avg_pool2d", "inputs": ["E"], "output": "Q", "attrs": {"kernel_shape": [3, 2], "pads": [1, 1, 1, 0], "count_include_pad": true}}],
+				"outputs": ["P", "Q", "E"]}`)
+			last, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{0, 1, 2} {
+				compare(t, g, last, ref, map[string]int64{"N": n})
+			}
+		})
+	}
+}
+
+// elemsOf is the number of elements of a JSON shape of constants.
+func elemsOf(shape string) int {
+	n := 1
+	for _, d := range strings.Split(strings.Trim(shape, "[]"), ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(d))
+		if err != nil {
+			panic(err)
+		}
+		n *= v
+	}
+	return n
 }

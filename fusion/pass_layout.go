@@ -136,7 +136,10 @@ func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
 	}
 	w := n.Inputs[1]
 	xs := nhwcShape(n.Inputs[0].Shape) // x's shape, which the pass infers later
-	if !isOne(w.Shape[2]) || !isOne(w.Shape[3]) {
+	geo, err := (&inferCtx{n: n}).windowAttrs(2)
+	if err != nil || geo.groups != 1 || !isOne(w.Shape[2]) || !isOne(w.Shape[3]) ||
+		slices.ContainsFunc(geo.strides, func(v int64) bool { return v != 1 }) ||
+		slices.ContainsFunc(geo.pads, func(v int64) bool { return v != 0 }) {
 		return false
 	}
 	flat := r.flatten(x, xs)
