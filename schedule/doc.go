@@ -56,7 +56,12 @@
 //   - Loop kinds: [Schedule.Vectorize], [Schedule.Unroll],
 //     [Schedule.Parallel], [Schedule.Bind] (GPU blocks and threads).
 //   - Memory: [Schedule.CacheRead], [Schedule.CacheWrite],
-//     [Schedule.SetScope].
+//     [Schedule.SetScope], and the layout of a temporary buffer:
+//     [Schedule.TransformLayout] and [Schedule.TransformLayoutPadded]
+//     store it through an index map ("n, c, h, w -> n, floordiv(c, 16),
+//     h, w, floormod(c, 16)"), padding filled; on a cache it makes the
+//     copy a packing stage (a matrix in panels, activations in channel
+//     blocks).
 //   - Precision: [Schedule.Accumulate] sums a reduction in a wider float
 //     type (float16 products in float32), rounding once at the end: the
 //     one primitive that changes what a function computes, its rounding

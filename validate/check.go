@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,6 +56,9 @@ func check(pf, pg *poly.Program, stats *Stats) error {
 		return err
 	}
 	if err := v.outputs(); err != nil {
+		return err
+	}
+	if err := v.layouts(); err != nil {
 		return err
 	}
 	return v.created()
@@ -578,18 +582,30 @@ func sameIters(a, b *ast.ScheduleBlock) bool {
 func pure(b *ast.ScheduleBlock) bool { return b.IsPure() }
 
 // soleWriter reports whether b is the only leaf block of p that writes
-// buf (a block around a nest, as blockize makes, declares what the blocks
-// inside it write: it writes nothing of its own).
+// the cells of buf it writes (a block around a nest, as blockize makes,
+// declares what the blocks inside it write: it writes nothing of its own).
+// Another writer counts unless the model shows its cells apart from b's
+// (the padding of a new layout, say).
 func soleWriter(p *poly.Program, b *ast.ScheduleBlock, buf *ast.Buffer) bool {
+	var mine *poly.Set
 	for _, in := range p.Blocks {
 		o := in.Block
-		if o.Name == b.Name {
+		if o.Name == b.Name || !slices.ContainsFunc(o.Writes, func(w ast.Region) bool { return w.Buffer == buf }) {
 			continue
 		}
-		for _, w := range o.Writes {
-			if w.Buffer == buf {
+		if mine == nil {
+			cells, exact := writtenCells([]*poly.Instances{p.Block(b.Name)}, buf.Name)
+			if cells == nil || !exact {
 				return false
 			}
+			mine = cells
+		}
+		theirs, exact := writtenCells([]*poly.Instances{in}, buf.Name)
+		if theirs == nil || !exact {
+			return false
+		}
+		if !poly.Intersect(*mine, *theirs).IsEmpty() {
+			return false
 		}
 	}
 	return true

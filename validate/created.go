@@ -8,7 +8,7 @@ import (
 	"github.com/loom-go/loom/poly"
 )
 
-// created asks the fifth question, of the blocks the step creates (an
+// created asks the sixth question, of the blocks the step creates (an
 // init, a cache's fill or copy back, partial results): they have no old
 // block to be compared with, so the first two questions leave them out,
 // but each must be ordered against every other access of the buffers it

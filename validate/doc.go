@@ -8,7 +8,7 @@
 // silently wrong kernel.
 //
 // [Check] compares the two functions block by block (blocks are matched by
-// name) and asks five questions:
+// name) and asks six questions:
 //
 //   - Instances: a block kept by the step runs the same instances
 //     (iteration vectors) as before, each exactly once. Only a pure block
@@ -31,6 +31,11 @@
 //     copy from the argument filled first (cache_write of a block that
 //     writes part of its box): it writes the other cells with their own
 //     values.
+//   - Layout: where the step gave a temporary buffer another shape (a
+//     new layout), every dependence through it between kept blocks relates
+//     the same pairs of instances as before, so that each value still goes
+//     from the same writer to the same reader and no two cells share a
+//     place (layout.go).
 //   - Created: a block the step creates is ordered against every other
 //     access of what it writes: it never runs at once with another block
 //     that touches the same cell (one of them writing), and an init the
@@ -40,7 +45,7 @@
 // Blocks the step adds (caches, the init of a decomposed reduction, the
 // partial sums of rfactor) or removes (inlined blocks), and blocks whose
 // iteration variables it changes, are outside the first two questions
-// (the fourth still sees what they write, the fifth how added blocks are
+// (the fourth still sees what they write, the sixth how added blocks are
 // ordered); the interpreter checks them in the tests. One exception: a removed block whose store lives on in a
 // kept block (reverse_compute_inline moves a consumer's store into its
 // producer) passes its dependences on the buffer it wrote to that host,

@@ -113,6 +113,15 @@ func TestCheck(t *testing.T) {
 			s = strings.Replace(s, "ScheduleBlock(T)", "ScheduleBlock(T_1)", 1)
 			return strings.Replace(s, "predicate(i + j < N)", "predicate(i + j < N - 1)", 1)
 		}, "outputs"},
+		{"new layout", producerConsumer, func(s string) string {
+			return relayout(s, "floordiv(N + 3, 4), 4", "floordiv(%s, 4), floormod(%s, 4)", "floordiv(%s, 4), floormod(%s, 4)")
+		}, ""},
+		{"new layout read through another map", producerConsumer, func(s string) string {
+			return relayout(s, "floordiv(N + 3, 4), 4", "floordiv(%s, 4), floormod(%s, 4)", "floordiv(%s, 4), 3 - floormod(%s, 4)")
+		}, "layout"},
+		{"new layout that puts cells together", producerConsumer, func(s string) string {
+			return relayout(s, "floordiv(N + 1, 2)", "floordiv(%s, 2)", "floordiv(%s, 2)")
+		}, "layout"},
 		{"copy back over the box from a filled cache", triangle, func(string) string {
 			return triangleCacheWrite(`T_shared[v0, v1] = T[v0, v1]`)
 		}, ""},
@@ -364,4 +373,14 @@ func TestMovedStore(t *testing.T) {
 	if err := validate.Check(before, read("inline_after_fill_right")); err != nil {
 		t.Fatalf("the store moved after the fill is rejected: %v", err)
 	}
+}
+
+// relayout gives producerConsumer's Y the shape shape, written at the
+// indices write and read at the indices read (formats of the iteration
+// variable).
+func relayout(s, shape, write, read string) string {
+	at := func(format, v string) string { return strings.ReplaceAll(format, "%s", v) }
+	s = strings.Replace(s, "alloc Y: float32[N]", "alloc Y: float32["+shape+"]", 1)
+	s = strings.ReplaceAll(s, "Y[vi]", "Y["+at(write, "vi")+"]")
+	return strings.ReplaceAll(s, "Y[vj]", "Y["+at(read, "vj")+"]")
 }

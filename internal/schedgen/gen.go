@@ -1,8 +1,11 @@
 package schedgen
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/loom-go/loom/ast"
 )
@@ -35,6 +38,9 @@ func (m Mode) String() string {
 type Gen struct {
 	r    *rand.Rand
 	mode Mode
+	// lr draws the layout steps (transform_layout), apart from r so that
+	// a sequence without one is what it was before the primitive existed.
+	lr *rand.Rand
 	// fresh are the loops recent steps made or touched, and moved the
 	// blocks they made or moved, newest last.
 	fresh, moved []string
@@ -48,7 +54,7 @@ type planned func(n *nest) (Op, bool)
 
 // NewGen returns a generator of ops, seeded.
 func NewGen(seed uint64, mode Mode) *Gen {
-	return &Gen{r: rand.New(rand.NewPCG(seed, 0xad5e)), mode: mode}
+	return &Gen{r: rand.New(rand.NewPCG(seed, 0xad5e)), lr: rand.New(rand.NewPCG(seed, 0x1a40)), mode: mode}
 }
 
 // Next returns the next op to try on f. It returns an op with an empty
@@ -64,6 +70,9 @@ func (g *Gen) Next(f *ast.Func) Op {
 		if op, ok := p(n); ok {
 			return op
 		}
+	}
+	if len(n.blocks) > 0 && g.lr.IntN(layoutEvery) == 0 {
+		return g.transformLayout(n, pick(g.lr, n.blocks))
 	}
 	if g.mode == Adversarial && g.r.IntN(100) < 55 {
 		g.plan = g.macro(n)
@@ -265,7 +274,7 @@ func (g *Gen) single(n *nest) Op {
 	weights := []int{10, 8, 8, 4, 4, 6, 6, 4, 3, 10, 8, 5, 5, 6, 5, 5, 5, 2, 3, 3}
 	if g.mode == Uniform {
 		weights = nil
-		for range Prims {
+		for range Prims[:drawn] {
 			weights = append(weights, 1)
 		}
 	}
@@ -576,6 +585,48 @@ func (g *Gen) cache(n *nest, prim string, b *blockInfo) Op {
 		scope = "local"
 	}
 	return Op{Prim: prim, Block: b.name, Str: buf, Scope: scope}
+}
+
+// layoutEvery is how rarely (one Next in so many) the generator proposes
+// a transform_layout: its floor divisions make every later step's
+// questions to the validator harder.
+const layoutEvery = 30
+
+// transformLayout returns a transform_layout of a buffer b accesses, an
+// allocated one mostly: its dimensions in a random order, some split by
+// 2, 3 or 4 (quotient and remainder anywhere), now and then a map that is
+// not one-to-one.
+func (g *Gen) transformLayout(n *nest, b *blockInfo) Op {
+	var bufs []*ast.Buffer
+	for _, r := range append(slices.Clone(b.b.Reads), b.b.Writes...) {
+		if n.allocated[r.Buffer.Name] || g.lr.IntN(20) == 0 {
+			bufs = append(bufs, r.Buffer)
+		}
+	}
+	if len(bufs) == 0 {
+		for _, r := range append(slices.Clone(b.b.Reads), b.b.Writes...) {
+			bufs = append(bufs, r.Buffer)
+		}
+	}
+	if len(bufs) == 0 {
+		return Op{Prim: "transform_layout", Block: b.name, Str: "X", Layout: "i -> i"}
+	}
+	buf := pick(g.lr, bufs)
+	var from, to []string
+	for d := range buf.Rank() {
+		x := "d" + strconv.Itoa(d)
+		from = append(from, x)
+		if c := pick(g.lr, []int{0, 0, 2, 3, 4}); c > 0 {
+			to = append(to, fmt.Sprintf("floordiv(%s, %d)", x, c), fmt.Sprintf("floormod(%s, %d)", x, c))
+		} else {
+			to = append(to, x)
+		}
+	}
+	g.lr.Shuffle(len(to), func(i, j int) { to[i], to[j] = to[j], to[i] })
+	if len(to) > 0 && g.lr.IntN(15) == 0 {
+		to = to[1:] // not one-to-one: refused
+	}
+	return Op{Prim: "transform_layout", Block: b.name, Str: buf.Name, Layout: strings.Join(from, ", ") + " -> " + strings.Join(to, ", ")}
 }
 
 // reshape changes the loops around b: a split, a fuse, a reorder or a

@@ -20,6 +20,9 @@ type Op struct {
 	Ints  []int    // split factors or tile sizes
 	Str   string   // the buffer (caches, set_scope) or the GPU axis (bind)
 	Scope string   // the storage scope (caches, set_scope)
+	// Layout is transform_layout's index map, applied with a fill of 0 for
+	// the padding (TransformLayoutPadded).
+	Layout string
 }
 
 // Prims lists the primitives an Op can name. Two are sampling steps:
@@ -34,7 +37,11 @@ var Prims = []string{
 	"compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
 	"rfactor", "decompose_reduction", "cache_read", "cache_write", "set_scope",
 	"sample_perfect_tile", "sample_compute_location",
+	"transform_layout", // drawn apart from the others (see layoutEvery)
 }
+
+// drawn is how many of Prims a generator draws by weight.
+const drawn = 20
 
 // String returns the op in the style of the trace text:
 // split(i, [-1, 4]), compute_at(Y, i_j_fused), cache_read(C, A, "local").
@@ -57,6 +64,9 @@ func (op Op) String() string {
 	}
 	if op.Scope != "" {
 		args = append(args, strconv.Quote(op.Scope))
+	}
+	if op.Layout != "" {
+		args = append(args, strconv.Quote(op.Layout))
 	}
 	return op.Prim + "(" + strings.Join(args, ", ") + ")"
 }
@@ -115,6 +125,8 @@ func (op Op) Go() string {
 		call, results = fmt.Sprintf("sch.CacheWrite(%s, %q, %q)", b, op.Str, op.Scope), "_, err"
 	case "set_scope":
 		call = fmt.Sprintf("sch.SetScope(%s, %q, %q)", b, op.Str, op.Scope)
+	case "transform_layout":
+		call = fmt.Sprintf("sch.TransformLayoutPadded(%s, %q, %q, 0)", b, op.Str, op.Layout)
 	case "sample_compute_location":
 		return fmt.Sprintf("if l, err := sch.SampleComputeLocation(%s); err != nil {\n\treturn err\n} else if err := sch.ComputeAt(%s, l); err != nil {\n\treturn err\n}", b, b)
 	case "sample_perfect_tile":
@@ -216,6 +228,8 @@ func (op Op) Apply(s *schedule.Schedule, snap func()) (Op, error) {
 		_, err = s.CacheWrite(b, op.Str, op.Scope)
 	case "set_scope":
 		err = s.SetScope(b, op.Str, op.Scope)
+	case "transform_layout":
+		err = s.TransformLayoutPadded(b, op.Str, op.Layout, 0)
 	case "sample_perfect_tile":
 		if len(op.Ints) != 2 {
 			panic("schedgen: sample_perfect_tile takes [n, maxInnermost]")
@@ -252,7 +266,7 @@ func (op Op) Apply(s *schedule.Schedule, snap func()) (Op, error) {
 var blockPrims = map[string]bool{
 	"compute_at": true, "reverse_compute_at": true, "compute_inline": true, "reverse_compute_inline": true,
 	"decompose_reduction": true, "cache_read": true, "cache_write": true, "set_scope": true,
-	"sample_compute_location": true,
+	"sample_compute_location": true, "transform_layout": true,
 }
 
 // ParseOps reads ops in the form Op.String prints, separated by
@@ -286,7 +300,20 @@ func parseOp(s string) (Op, error) {
 	var args []string
 	depth, start := 0, open+1
 	body := s[:len(s)-1]
+	quoted := false
 	for i := open + 1; i < len(body); i++ {
+		switch {
+		case quoted:
+			if body[i] == '\\' {
+				i++
+			} else if body[i] == '"' {
+				quoted = false
+			}
+			continue
+		case body[i] == '"':
+			quoted = true
+			continue
+		}
 		switch body[i] {
 		case '[':
 			depth++
@@ -334,6 +361,8 @@ func parseOp(s string) (Op, error) {
 		}
 	}
 	switch {
+	case len(strs) == 2 && op.Prim == "transform_layout":
+		op.Str, op.Layout = strs[0], strs[1]
 	case len(strs) == 2:
 		op.Str, op.Scope = strs[0], strs[1]
 	case len(strs) == 1 && op.Prim == "bind":
