@@ -16,8 +16,9 @@
 // convolution (a batch normalization) into its weights (foldaffine: exact
 // to rounding, unlike the other passes), run 2-d convolutions and
 // poolings with their channels last where Options.Layout says (layout:
-// transposes at the ends of each chain only, weights moved once),
-// simplify algebra (rules.go),
+// transposes at the ends of each chain only, weights moved once), store
+// large constant weight matrices in panels of 16 columns (pack, unless
+// Options.PlainWeights), simplify algebra (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). The result is a
@@ -86,7 +87,9 @@
 //	                                kernel's (a status of the compiled code)
 //	reduce_sum reduce_mean reduce_max reduce_min
 //	                     (x)        axes (default all, negative from the end), keepdims
-//	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast
+//	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast;
+//	                                panel p: b comes in panels of p columns,
+//	                                [..., N/p, K, p] (the pack pass's form)
 //	conv1d conv2d conv3d (x, w)     N C spatial... × F C/groups kernel...; strides,
 //	                                pads [begins..., ends...], dilations (one per
 //	                                spatial axis), groups (1; depthwise: the

@@ -95,6 +95,10 @@ type Attrs struct {
 	// first (NCHW, NCW, NCDHW: the default) or last (NHWC, NWC, NDHWC,
 	// whose weights are [kernel..., C/groups, F]).
 	Layout string `json:"layout,omitempty"`
+	// Panel is the width of the panels a matrix product's second operand
+	// comes in: [..., N/panel, K, panel] instead of [..., K, N] (0: as
+	// it is). The pack pass sets it on constant weights.
+	Panel int64 `json:"panel,omitempty"`
 }
 
 // clone returns a deep copy of a.
@@ -185,6 +189,9 @@ func (a Attrs) String() string {
 	}
 	if a.Approximate != "" {
 		add("approximate", strconv.Quote(a.Approximate))
+	}
+	if a.Panel != 0 {
+		add("panel", strconv.FormatInt(a.Panel, 10))
 	}
 	if a.Layout != "" {
 		add("layout", strconv.Quote(a.Layout))

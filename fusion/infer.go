@@ -740,6 +740,20 @@ func (c *inferCtx) concat() (Shape, error) {
 
 func (c *inferCtx) matmul() (Shape, error) {
 	a, b := c.ins[0], c.ins[1]
+	if p := c.n.Attrs.Panel; p != 0 {
+		// B in panels, [..., N/p, K, p]: the product sees [..., K, N].
+		if p < 0 || p > 1<<16 {
+			return nil, c.errf("attrs.panel", "panel %d: want a width from 1 to 65536", p)
+		}
+		if len(b) < 3 || !b[len(b)-1].Equal(Const(p)) {
+			return nil, c.errf("inputs[1]", "matmul with panel %d needs its second operand as [..., N/%d, K, %d], got %s", p, p, p, b)
+		}
+		n, err := b[len(b)-3].Mul(Const(p))
+		if err != nil {
+			return nil, c.errf("inputs[1]", "%v", err)
+		}
+		b = append(slices.Clone(b[:len(b)-3]), b[len(b)-2], n)
+	}
 	if len(a) < 2 || len(b) < 2 {
 		return nil, c.errf("inputs", "matmul needs operands of rank 2 or more, got %s and %s", a, b)
 	}

@@ -633,10 +633,18 @@ func (l *lowerer) matmul(n *Node) error {
 	K := a.Shape[len(a.Shape)-1]
 	k := l.b.ReduceAxis(l.fresh("rk_"+t.Name), l.dim(K))
 	batch := t.Shape[:len(t.Shape)-2]
+	p := n.Attrs.Panel
 	x := l.b.Sum(t.Name, l.shape(t.Shape), []*ast.Var{k}, func(i []ast.Expr) ast.Expr {
 		nb := len(batch)
 		ia := append(broadcastIdx(a.Shape[:len(a.Shape)-2], batch, i[:nb]), i[nb], k)
-		ib := append(broadcastIdx(b.Shape[:len(b.Shape)-2], batch, i[:nb]), k, i[nb+1])
+		var ib []ast.Expr
+		if p == 0 {
+			ib = append(broadcastIdx(b.Shape[:len(b.Shape)-2], batch, i[:nb]), k, i[nb+1])
+		} else {
+			// Column j of B is column j mod p of panel j / p.
+			j, w := i[nb+1], ast.IntConst(i[nb+1].Type(), p)
+			ib = append(broadcastIdx(b.Shape[:len(b.Shape)-3], batch, i[:nb]), ast.FloorDiv(j, w), k, ast.FloorMod(j, w))
+		}
 		return ast.Mul(ga(ia), gb(ib))
 	})
 	l.store(t, x)

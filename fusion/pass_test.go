@@ -258,6 +258,8 @@ func TestAttrsStringCoversEveryField(t *testing.T) {
 			f.SetBool(true)
 		case reflect.String:
 			f.SetString("tanh")
+		case reflect.Int64:
+			f.SetInt(16)
 		default:
 			t.Fatalf("field %s of kind %s: extend this test", v.Type().Field(i).Name, f.Kind())
 		}

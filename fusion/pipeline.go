@@ -25,6 +25,7 @@ var pipeline = [...]pass{
 	{name: "fold", run: fold},             // constant subgraphs into constants
 	{name: "foldaffine", run: foldAffine}, // per-channel scales and shifts after a convolution into its weights
 	{name: "layout", runWith: layoutPass}, // convolutions and poolings in NHWC where Options.Layout says
+	{name: "pack", runWith: packWeights},  // constant weight matrices in panels of columns
 	{name: "simplify", run: simplify},     // exact algebraic identities (rules.go)
 	{name: "cse", run: cse},               // redirects uses of duplicates; dce removes them
 	{name: "dce", run: dce},               // nodes and constants no output needs
@@ -32,7 +33,7 @@ var pipeline = [...]pass{
 
 // mustPrecede lists pass orderings the pipeline relies on (checked by a
 // test).
-var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "pack"}, {"pack", "simplify"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
 
 // Options control Compile.
 type Options struct {
@@ -49,6 +50,10 @@ type Options struct {
 	// value) lets loom choose (NHWC for a graph with a grouped or
 	// depthwise convolution).
 	Layout string
+	// PlainWeights keeps every weight matrix as the graph gives it; by
+	// default the pack pass stores a large constant one in panels of
+	// columns (pass_pack.go).
+	PlainWeights bool
 }
 
 // DumpNames lists what Options.Dump may name: the passes in order, then

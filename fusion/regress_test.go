@@ -34,6 +34,14 @@ func TestBadGraphsRefused(t *testing.T) {
 			"nodes": [{"op": "conv1d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "NHWC"}}], "outputs": ["Y"]}`, `layout is "NCW" or "NWC"`},
 		{"NHWC weights", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 5, 5, 4]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
 			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "NHWC"}}], "outputs": ["Y"]}`, "conv2d (NHWC) with groups = 1 needs input channels = weight channels * groups"},
+		{"panels of a matrix", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 4]}, {"name": "W", "dtype": "float32", "shape": [4, 16]}],
+			"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, "matmul with panel 16 needs its second operand as [..., N/16, K, 16], got [4, 16]"},
+		{"panels of another width", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 4]}, {"name": "W", "dtype": "float32", "shape": [2, 4, 8]}],
+			"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, "got [2, 4, 8]"},
+		{"negative panel", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 4]}, {"name": "W", "dtype": "float32", "shape": [2, 4, 8]}],
+			"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": -8}}], "outputs": ["Y"]}`, "panel -8: want a width from 1 to 65536"},
+		{"panel on a convolution", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5, 5]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, `conv2d takes no attribute "panel"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseJSON([]byte(c.src))

@@ -70,9 +70,9 @@ var memoryCache = struct {
 }{m: map[string]*Module{}}
 
 // graphKey is the memory cache's key for g compiled with these options.
-func graphKey(g *fusion.Graph, threads int, target, layout, cacheDir, db string) string {
+func graphKey(g *fusion.Graph, threads int, target, layout string, plainWeights bool, cacheDir, db string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s %s\n%s\nthreads %d\ntarget %s\nlayout %q\ncache %s\ndatabase %s\n", cacheVersion, loomVersion(), g, threads, target, layout, cacheDir, db)
+	fmt.Fprintf(h, "%s %s\n%s\nthreads %d\ntarget %s\nlayout %q\nplain weights %v\ncache %s\ndatabase %s\n", cacheVersion, loomVersion(), g, threads, target, layout, plainWeights, cacheDir, db)
 	for _, c := range g.Constants {
 		fmt.Fprintf(h, "constant %s %d:", c.Name, len(c.Data))
 		if len(c.Data) > 0 {

@@ -72,6 +72,10 @@ type Options struct {
 	// poolings go (fusion.Options.Layout; the zero value lets loom
 	// choose).
 	Layout string
+	// PlainWeights keeps every weight matrix as the graph gives it
+	// (fusion.Options.PlainWeights); by default a large constant one is
+	// packed in panels of columns when the module is built.
+	PlainWeights bool
 }
 
 // Module is a compiled graph.
@@ -148,13 +152,13 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	if opts.Database != nil {
 		dbPath = opts.Database.Path
 	}
-	key := graphKey(g, threads, tkey, opts.Layout, cache.Dir, databaseState(dbPath))
+	key := graphKey(g, threads, tkey, opts.Layout, opts.PlainWeights, cache.Dir, databaseState(dbPath))
 	if !opts.NoCache {
 		if m := cachedModule(key); m != nil {
 			return m, nil
 		}
 	}
-	plan, err := fusion.Compile(g, fusion.Options{Layout: opts.Layout})
+	plan, err := fusion.Compile(g, fusion.Options{Layout: opts.Layout, PlainWeights: opts.PlainWeights})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	tracePath := fs.String("trace", "", "a trace file to apply (instead of -schedule)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	suiteDir := fs.String("suite", "", "tune and time every graph (`DIR`/NAME.json) of a benchmark suite (testdata/suite: real models' kernels), printing one JSON line per case: case, kernels, threads, trials (per kernel), failed, distinct schedules, loom_ms (the sum of the kernels' best), kernel_ms, onednn_ms and ratio (with -onednn), tune_s")
-	graphPath, layout := new(string), new(string)
+	graphPath, layout := new(string), new(layoutChoice)
 	graphFlags(fs, graphPath, layout, "compile it as one module (package module) and time it at -size S=V...: one JSON line with ms (a whole call), kernel_ms (the sum of its kernels' best calls) and each_kernel (each one's), the overhead (ms minus kernel_ms) and runtime_us (the least time a call spends outside its kernels), peak_bytes and naive_bytes of the arena, and compile_cold_ms, compile_ms, compile_cached_ms")
 	inputFiles := fileFlags{}
 	fs.Var(inputFiles, "input", "with -graph, an input from a .npy file, `NAME=FILE.npy` (the graph's or the model's name of the input; repeatable: every input, or none for random ones); the sizes come from their shapes")

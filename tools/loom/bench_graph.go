@@ -69,7 +69,7 @@ type kernelTime struct {
 // benchGraph compiles a graph as a module and times it (loom bench
 // -graph), on random inputs or on the arrays of inputFiles (.npy files
 // by input name); with outDir it writes the outputs there as .npy files.
-func benchGraph(path, layout string, sizes map[string]int64, threads int, dbPath string, inputFiles map[string]string, outDir string, stdout, stderr io.Writer) int {
+func benchGraph(path string, layout layoutChoice, sizes map[string]int64, threads int, dbPath string, inputFiles map[string]string, outDir string, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
@@ -93,7 +93,7 @@ func benchGraph(path, layout string, sizes map[string]int64, threads int, dbPath
 		fmt.Fprintf(stderr, "loom bench: %v\n", err)
 		return 1
 	}
-	opts := module.Options{Threads: threads, Layout: layout}
+	opts := module.Options{Threads: threads, Layout: layout.channels, PlainWeights: layout.plainWeights}
 	if dbPath != "" {
 		db, err := openDatabase(dbPath, "bench", stderr)
 		if err != nil {

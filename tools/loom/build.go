@@ -169,7 +169,7 @@ func bucketChoices(j *job, rf *recordFlags) ([]autotune.BucketChoice, error) {
 // buildGraph compiles a graph into one C library (module.Build): every
 // kernel, the shape function, the memory plan and the runtime, behind one
 // entry point.
-func buildGraph(path, layout, dir, name, sched string, weightsFile, asJSON bool, rf *recordFlags, stdout, stderr io.Writer) int {
+func buildGraph(path string, layout layoutChoice, dir, name, sched string, weightsFile, asJSON bool, rf *recordFlags, stdout, stderr io.Writer) int {
 	g, err := readGraph(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loom build: %v\n", err)
@@ -179,7 +179,7 @@ func buildGraph(path, layout, dir, name, sched string, weightsFile, asJSON bool,
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	opts := module.Options{Threads: threads, Layout: layout}
+	opts := module.Options{Threads: threads, Layout: layout.channels, PlainWeights: layout.plainWeights}
 	if sched == "auto" {
 		if db, err := rf.open(); err == nil {
 			opts.Database = db

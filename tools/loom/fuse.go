@@ -80,7 +80,7 @@ each check.`, stderr)
 	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable, or comma-separated)")
 	check := fs.String("check", "auto", "the check against one kernel per operator: auto, full or off")
 	asJSON := fs.Bool("json", false, "print one JSON object per line instead of text")
-	var layout string
+	var layout layoutChoice
 	layoutFlag(fs, &layout)
 	onnxPath := fs.String("onnx", "", "an ONNX model `M.onnx` to fuse instead of a GRAPH.json argument (loom fuse M.onnx does the same)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -106,7 +106,8 @@ each check.`, stderr)
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	opts := fusion.Options{NoFuse: *noFuse, DumpTo: stdout, Layout: layout}
+	opts := layout.options()
+	opts.NoFuse, opts.DumpTo = *noFuse, stdout
 	if *dump != "" {
 		opts.Dump = strings.Split(*dump, ",")
 		for _, name := range opts.Dump {

@@ -143,7 +143,7 @@ func (s *sizeValue) Set(v string) error {
 type source struct {
 	workload string
 	graph    string
-	layout   string // fusion.Options.Layout
+	layout   layoutChoice
 	fn       string
 	size     sizeValue
 	// wholeGraph: the command takes -graph as a whole (its symbols stay
@@ -341,7 +341,7 @@ func (src *source) jobs() ([]*job, error) {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("%s: give every symbol a value: -size %s=N", src.graph, strings.Join(missing, "=N -size "))
 	}
-	p, err := fusion.Compile(g, fusion.Options{Layout: src.layout})
+	p, err := fusion.Compile(g, src.layout.options())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", src.graph, err)
 	}
@@ -478,9 +478,9 @@ func startsAsJSON(path string) bool {
 }
 
 // graphFlags registers -graph and -onnx, which both name the graph a
-// command acts on (what: what the command does with it), and -layout,
-// where its convolutions' channels go.
-func graphFlags(fs *flag.FlagSet, graph, layout *string, what string) {
+// command acts on (what: what the command does with it), and the layout
+// flags (layoutFlag).
+func graphFlags(fs *flag.FlagSet, graph *string, layout *layoutChoice, what string) {
 	set := func(name string) func(string) error {
 		return func(v string) error {
 			if *graph != "" {
@@ -498,18 +498,38 @@ func graphFlags(fs *flag.FlagSet, graph, layout *string, what string) {
 	layoutFlag(fs, layout)
 }
 
-// layoutFlag registers -layout: where the channels of a graph's 2-d
-// convolutions and poolings go (fusion.Options.Layout).
-func layoutFlag(fs *flag.FlagSet, layout *string) {
+// layoutChoice is how a graph's tensors are laid out: where the channels
+// of its convolutions go, and whether its weight matrices are packed.
+type layoutChoice struct {
+	channels     string // fusion.Options.Layout
+	plainWeights bool   // fusion.Options.PlainWeights
+}
+
+// options returns the fusion options of the choice.
+func (l layoutChoice) options() fusion.Options {
+	return fusion.Options{Layout: l.channels, PlainWeights: l.plainWeights}
+}
+
+// layoutFlag registers -layout, where the channels of a graph's 2-d
+// convolutions and poolings go, and -pack-weights.
+func layoutFlag(fs *flag.FlagSet, layout *layoutChoice) {
 	fs.Func("layout", "where the channels of the graph's 2-d convolutions and poolings go: NCHW (as the graph says), NHWC (channels last, converted at the graph's ends) or auto (loom's choice, the default)", func(v string) error {
 		switch v {
 		case "auto":
-			*layout = fusion.LayoutAuto
+			layout.channels = fusion.LayoutAuto
 		case fusion.LayoutChannelsFirst, fusion.LayoutChannelsLast:
-			*layout = v
+			layout.channels = v
 		default:
 			return fmt.Errorf("-layout %q: want NCHW, NHWC or auto", v)
 		}
+		return nil
+	})
+	fs.BoolFunc("pack-weights", "store large constant weight matrices in panels of 16 columns when the graph is compiled (the default; -pack-weights=false keeps them as the graph gives them)", func(v string) error {
+		pack, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("-pack-weights %q: want true or false", v)
+		}
+		layout.plainWeights = !pack
 		return nil
 	})
 }
