@@ -146,7 +146,7 @@ const shift2dSrc = `func shift2d(A: float32[8, 8], B: float32[8, 8]) {
 }
 `
 
-func mustParseFunc(t *testing.T, src string) *ast.Func {
+func mustParseFunc(t testing.TB, src string) *ast.Func {
 	t.Helper()
 	f, err := ast.Parse(src)
 	if err != nil {

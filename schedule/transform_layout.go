@@ -140,7 +140,7 @@ func parseLayout(src string, buf *ast.Buffer) (indexMap, error) {
 		}
 		d, ok := m.classify(e)
 		if !ok {
-			return indexMap{}, fmt.Errorf("new index %d (%s) is not an old index, nor floordiv or floormod of one by a positive constant", i+1, e)
+			return indexMap{}, fmt.Errorf("new index %d (%s) is not an old index, nor floordiv or floormod of one by a constant from 1 to %d", i+1, e, maxLayoutFactor)
 		}
 		m.to = append(m.to, e)
 		m.dims = append(m.dims, d)
@@ -168,6 +168,10 @@ func splitTop(s string) []string {
 	return append(parts, s[start:])
 }
 
+// maxLayoutFactor bounds a split's factor: a block of more cells than that
+// is no layout a kernel reads, and its padding could be most of memory.
+const maxLayoutFactor = 1 << 16
+
 // classify tells which kind of new index e is.
 func (m indexMap) classify(e ast.Expr) (layoutDim, bool) {
 	index := func(e ast.Expr) (int, bool) {
@@ -191,7 +195,7 @@ func (m indexMap) classify(e ast.Expr) (layoutDim, bool) {
 	}
 	i, ok := index(bin.A)
 	c, isConst := ast.ConstIntValue(bin.B)
-	if !ok || !isConst || c <= 0 {
+	if !ok || !isConst || c <= 0 || c > maxLayoutFactor {
 		return layoutDim{}, false
 	}
 	return layoutDim{src: i, factor: c, inner: bin.Op == ast.OpFloorMod}, true

@@ -305,3 +305,63 @@ func TestTransformLayoutPadsThePadding(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTransformLayout: any layout text, padded or not, on the cache of a
+// matrix multiply and on the intermediate of layoutChain, is taken (and
+// keeps the interpreter's results) or refused with a typed error that
+// names transform_layout and leaves the schedule as it was; never a
+// panic, never an internal error.
+func FuzzTransformLayout(f *testing.F) {
+	for _, s := range []string{
+		"k, j -> floordiv(j, 16), k, floormod(j, 16)",
+		"n, c, h, w -> n, floordiv(c, 4), h, w, floormod(c, 4)",
+		"n, c, h, w -> w, h, c, n",
+		"a, b -> floormod(a, 0), floordiv(a, 0), b",
+		"a, b -> floordiv(a, -2), floormod(a, -2), b",
+		"a, b -> floordiv(floordiv(a, 2), 2), floormod(a, 4), b",
+		"a, b -> a + b, b", "a, b -> ", "-> a", "a -> a -> a", "a, b -> (a, b",
+		"a, b -> floordiv(a, 9223372036854775807), floormod(a, 9223372036854775807), b",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	gemm := mustParseFunc(f, layoutGemm)
+	chain := mustParseFunc(f, layoutChain)
+	f.Fuzz(func(t *testing.T, layout string, padded bool) {
+		for _, c := range []struct {
+			f          *ast.Func
+			block, buf string
+			cache      bool
+			sizes      map[string]int64
+		}{
+			{gemm, "C", "B", true, map[string]int64{"M": 2, "N": 3, "K": 2}},
+			{chain, "Y", "T", false, map[string]int64{"N": 1, "C": 3}},
+		} {
+			s, err := New(c.f, WithValidation(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.GetBlock(c.block)
+			buf := c.buf
+			if c.cache {
+				if b, err = s.CacheRead(b, c.buf, "global"); err != nil {
+					t.Fatal(err)
+				}
+				buf = c.buf + "_global"
+			}
+			before := ast.Print(s.Func())
+			if padded {
+				err = s.TransformLayoutPadded(b, buf, layout, 0)
+			} else {
+				err = s.TransformLayout(b, buf, layout)
+			}
+			if err != nil {
+				if errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "transform_layout") || ast.Print(s.Func()) != before {
+					t.Fatalf("%q: %v", layout, err)
+				}
+				continue
+			}
+			checkSameResults(t, c.f, s.Func(), c.sizes)
+		}
+	})
+}
