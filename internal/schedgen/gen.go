@@ -39,7 +39,8 @@ type Gen struct {
 	r    *rand.Rand
 	mode Mode
 	// lr draws the layout steps (transform_layout), apart from r so that
-	// a sequence without one is what it was before the primitive existed.
+	// a sequence without one is what it was before the primitive existed
+	// (nil: none, as for Step).
 	lr *rand.Rand
 	// fresh are the loops recent steps made or touched, and moved the
 	// blocks they made or moved, newest last.
@@ -71,7 +72,7 @@ func (g *Gen) Next(f *ast.Func) Op {
 			return op
 		}
 	}
-	if len(n.blocks) > 0 && g.lr.IntN(layoutEvery) == 0 {
+	if g.lr != nil && len(n.blocks) > 0 && g.lr.IntN(layoutEvery) == 0 {
 		return g.transformLayout(n, pick(g.lr, n.blocks))
 	}
 	if g.mode == Adversarial && g.r.IntN(100) < 55 {

@@ -24,7 +24,9 @@ func Corpus() []workload.Case {
 }
 
 // Step applies one op to s, chosen by a uniform generator (Uniform) with
-// r's randomness, and returns its description and the primitive's error.
+// r's randomness (never a transform_layout, whose draws would need a
+// stream of their own), and returns its description and the primitive's
+// error.
 // It calls snap just before the primitive (after the getters, and again
 // after a sampling step). Run is the full runner; Step serves tests that
 // only need random schedules.
