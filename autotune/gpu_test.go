@@ -19,7 +19,7 @@ import (
 	"github.com/loom-go/loom/schedule"
 )
 
-// TestGPUSpaceLowers samples the GPU space of each workload (four seeds,
+// TestGPUSpaceLowers samples the GPU space of each workload (two seeds,
 // eight with -long) and lowers
 // every sample to CUDA C: a sample the rules keep must make a kernel (the
 // few a rule drops, for too many threads or too much shared memory, are
@@ -27,11 +27,11 @@ import (
 // the CPU's emulation of a GPU (package cudaemu: the first sample of
 // each workload, every one with -long). conv2d's shared-memory fetches
 // index by floor divisions of fused loops, which make every dependence
-// question slow (seconds a sample): it samples two unless -long.
+// question slow (seconds a sample).
 var long = flag.Bool("long", false, "emulate every sampled GPU kernel, validate every step of every schedule, sample every seed")
 
 func TestGPUSpaceLowers(t *testing.T) {
-	seeds := uint64(4)
+	seeds := uint64(2)
 	if *long {
 		seeds = 8
 	}
@@ -44,10 +44,6 @@ func TestGPUSpaceLowers(t *testing.T) {
 		workload.Chain(4, 8, 256),
 		workload.Conv2D(1, 8, 10, 10, 16),
 	} {
-		seeds := seeds
-		if c.Name == "conv2d" && !*long {
-			seeds = 2
-		}
 		lowered, dropped := 0, 0
 		for seed := uint64(1); seed <= seeds; seed++ {
 			s, err := sp.Sample(c.Func, seed)

@@ -192,15 +192,17 @@ func buildAndRun(t *testing.T, m *module.Module, dir, name string, cases []cCase
 	return results
 }
 
-// TestCLibraryMatchesInterpreter: every graph of testdata/fusion and
-// testdata/graphs (with -short, the shipped graphs and a few goldens),
-// built as a C library, called from a C program linked against nothing
-// else, computes what the interpreter computes at each of its sizes.
+// TestCLibraryMatchesInterpreter: the shipped graphs (testdata/graphs)
+// and a few goldens of testdata/fusion (every one with -long), built as
+// a C library, called from a C program linked against nothing else,
+// compute what the interpreter computes at each of their sizes. The
+// library's driver and descriptors are the same for every graph, whose
+// kernels TestGoldensMatchInterpreter runs natively from Go.
 func TestCLibraryMatchesInterpreter(t *testing.T) {
 	needCC(t)
 	cache := goldenCache(t)
 	gs := goldens(t)
-	if testing.Short() {
+	if !*long {
 		gs = slices.DeleteFunc(gs, func(gg goldenGraph) bool {
 			return filepath.Ext(gg.name) == ".txtar" && !strings.Contains(gg.name, "attention") && !strings.Contains(gg.name, "bert") &&
 				!strings.Contains(gg.name, "resnet") && !strings.Contains(gg.name, "layernorm") && !strings.Contains(gg.name, "softmax")
