@@ -1,6 +1,7 @@
 package fusion_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,14 +10,16 @@ import (
 
 // TestPackWeights: the constant weight matrices of matrix products large
 // enough (K x N at least 65536, N a multiple of 16) are stored in panels
-// of 16 columns, one shared by two products packed once; a batched
+// of 16 columns, one shared by three products (one of them batched)
+// packed once; a batched
 // weight, a small one, one of 520 columns, a weight that is an input and
 // Options.PlainWeights are left alone. The plan computes what the graph
 // does, at 0, 1 and 3 rows, and a panel given in the graph's JSON
 // reads as the pass writes it.
 func TestPackWeights(t *testing.T) {
 	g := parseGraph(t, `{"name": "mlp",
-		"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 256]}, {"name": "V", "dtype": "float32", "shape": [256, 256]}],
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 256]}, {"name": "V", "dtype": "float32", "shape": [256, 256]},
+			{"name": "Z", "dtype": "float32", "shape": [2, "M", 256]}],
 		"constants": [
 			{"name": "W", "dtype": "float32", "shape": [256, 256], "data": `+ramp(256*256)+`},
 			{"name": "Bias", "dtype": "float32", "shape": [256], "data": `+ramp(256)+`},
@@ -29,8 +32,9 @@ func TestPackWeights(t *testing.T) {
 			{"op": "matmul", "inputs": ["c", "W"], "output": "d"},
 			{"op": "matmul", "inputs": ["d", "Odd"], "output": "e"},
 			{"op": "matmul", "inputs": ["d", "Small"], "output": "f"},
-			{"op": "matmul", "inputs": ["d", "V"], "output": "h"}],
-		"outputs": ["e", "f", "h"]}`)
+			{"op": "matmul", "inputs": ["d", "V"], "output": "h"},
+			{"op": "matmul", "inputs": ["Z", "W"], "output": "z"}],
+		"outputs": ["e", "f", "h", "z"]}`)
 	packed, err := fusion.Compile(g, fusion.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +45,8 @@ func TestPackWeights(t *testing.T) {
 			n++
 		}
 	}
-	if n != 2 {
-		t.Errorf("%d products read packed weights, want the two of W:\n%s", n, packed)
+	if n != 3 {
+		t.Errorf("%d products read packed weights, want the three of W (one batched):\n%s", n, packed)
 	}
 	panels := 0
 	for _, c := range packed.Graph.Constants {
@@ -89,19 +93,7 @@ func TestPackWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []float32{1, 2, 3, 0, 2, 0, 0, 15}
-	if got := out["Y"].([]float32); !equalFloats(got, want) {
+	if got := out["Y"].([]float32); !slices.Equal(got, want) {
 		t.Errorf("a product with panels of 4: got %v, want %v", got, want)
 	}
-}
-
-func equalFloats(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
