@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,23 @@ func (s *Schedule) transformLayout(b Block, buf, layout string, fill *float64) e
 	m, err := parseLayout(layout, target)
 	if err != nil {
 		return badArg(prim, s.f, here, "layout %q of %s: %v", layout, target.Name, err)
+	}
+	if fill != nil {
+		// Traces are JSON, which has no infinities or NaN; an integer
+		// buffer takes a whole number it can hold, a bool one 0 or 1.
+		lo, hi := float64(-(1 << 53)), float64(1<<53)
+		switch target.DType {
+		case ast.Int32:
+			lo, hi = math.MinInt32, math.MaxInt32
+		case ast.Bool:
+			lo, hi = 0, 1
+		}
+		switch f := *fill; {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return badArg(prim, s.f, here, "fill %g: want a finite number", f)
+		case !target.DType.IsFloat() && (f != math.Trunc(f) || f < lo || f > hi):
+			return badArg(prim, s.f, here, "fill %g: %s holds %s, whole numbers from %g to %g", f, target.Name, target.DType, lo, hi)
+		}
 	}
 	shape, padded := m.shape(target)
 	if padded != "" && fill == nil {
@@ -403,8 +421,13 @@ func accessRegions(b *ast.ScheduleBlock, rs []ast.Region, old, nb *ast.Buffer, w
 func padBlocks(f *ast.Func, nb, old *ast.Buffer, m indexMap, fill float64) []ast.Stmt {
 	used := names(f)
 	taken := blockNames(f)
-	var value ast.Expr = ast.FloatConst(nb.DType, fill)
-	if !nb.DType.IsFloat() {
+	var value ast.Expr
+	switch {
+	case nb.DType.IsFloat():
+		value = ast.FloatConst(nb.DType, fill)
+	case nb.DType == ast.Bool:
+		value = ast.BoolConst(fill != 0)
+	default:
 		value = ast.IntConst(nb.DType, int64(fill))
 	}
 	// rem[k] is the dimension holding the remainder of quotient k.

@@ -208,6 +208,7 @@ func TestTransformLayoutRefuses(t *testing.T) {
 		{"T", "n, c, h, w -> n, floordiv(h, 2), c, w, floormod(h, 2)", false, ErrIllegal, "pads T"},
 		{"X", "n, c, h, w -> n, h, w, c", true, ErrIllegal, "parameter"},
 		{"Q", "n, c, h, w -> n, h, w, c", true, ErrArgument, "does not access"},
+		{"T", "n, c, h, w -> n, h, w, c", true, ErrArgument, "fill NaN: want a finite number"},
 	} {
 		s, err := New(f, WithValidation(true))
 		if err != nil {
@@ -220,7 +221,11 @@ func TestTransformLayoutRefuses(t *testing.T) {
 		}
 		insts := len(s.Trace().Insts)
 		if c.padded {
-			err = s.TransformLayoutPadded(y, c.buf, c.layout, 0)
+			fill := 0.0
+			if strings.Contains(c.reason, "NaN") {
+				fill = math.NaN()
+			}
+			err = s.TransformLayoutPadded(y, c.buf, c.layout, fill)
 		} else {
 			err = s.TransformLayout(y, c.buf, c.layout)
 		}
@@ -364,4 +369,34 @@ func FuzzTransformLayout(f *testing.F) {
 			checkSameResults(t, c.f, s.Func(), c.sizes)
 		}
 	})
+}
+
+// TestTransformLayoutFillsOfOtherTypes: an int32 intermediate is padded
+// with a whole number and keeps its results; a fill it cannot hold is
+// refused.
+func TestTransformLayoutFillsOfOtherTypes(t *testing.T) {
+	src := strings.NewReplacer("float32", "int32", "2.0f", "2", "1.0f", "1").Replace(layoutChain)
+	f := mustParseFunc(t, src)
+	const layout = "n, c, h, w -> n, floordiv(c, 4), h, w, floormod(c, 4)"
+	for _, c := range []struct {
+		fill float64
+		ok   bool
+	}{{7, true}, {-3, true}, {2.5, false}, {1 << 40, false}} {
+		s, err := New(f, WithValidation(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := s.GetBlock("Y")
+		err = s.TransformLayoutPadded(y, "T", layout, c.fill)
+		switch {
+		case c.ok && err != nil:
+			t.Fatalf("fill %g: %s", c.fill, Explain(err))
+		case !c.ok && !errors.Is(err, ErrArgument):
+			t.Errorf("fill %g: got %v, want a refusal", c.fill, err)
+		case c.ok:
+			for _, n := range []int64{1, 5} {
+				checkSameResults(t, f, s.Func(), map[string]int64{"N": 2, "C": n})
+			}
+		}
+	}
 }
