@@ -63,8 +63,8 @@ func onRows(g *Graph, n *Node) []*Node {
 		switch m := regrouped(in, shape); {
 		case m != nil && m.Shape.Equal(rowShape):
 			inputs[k] = m
-		case len(in.Shape) == 0:
-			inputs[k] = in
+		case len(in.Shape) <= 1:
+			inputs[k] = in // a scalar, or [N] or [1]: broadcast as it is
 		case alongLastOnly(in.Shape, len(shape)):
 			// [1, ..., 1, N] or [1, ..., 1]: the same elements as [N] or [1].
 			row := Shape{in.Shape[len(in.Shape)-1]}
