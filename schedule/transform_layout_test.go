@@ -400,3 +400,38 @@ func TestTransformLayoutFillsOfOtherTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestTransformLayoutOfAWriteCache: a matrix multiply accumulates in a
+// write cache stored in panels of 8 columns (padded), copied back to C
+// in its own layout; the results match the interpreter's where the panel
+// divides the columns and where it does not. The copy back reads through
+// the map, which reverse_compute_at does not invert: it refuses with the
+// reason, and the row loop still splits.
+func TestTransformLayoutOfAWriteCache(t *testing.T) {
+	f := mustParseFunc(t, layoutGemm)
+	s, err := New(f, WithValidation(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.GetBlock("C")
+	back, err := s.CacheWrite(c, "C", "global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TransformLayoutPadded(c, "C_global", "i, j -> floordiv(j, 8), i, floormod(j, 8)", 0); err != nil {
+		t.Fatal(Explain(err))
+	}
+	for _, n := range []int64{0, 1, 8, 13} {
+		checkSameResults(t, f, s.Func(), map[string]int64{"M": 3, "N": n, "K": 4})
+	}
+	ls, _ := s.GetLoops(c)
+	if err := s.ReverseComputeAt(back, ls[0]); err == nil || errors.Is(err, ErrInternal) {
+		t.Errorf("reverse_compute_at of the copy back: %v", err)
+	}
+	if _, err := s.Split(ls[0], -1, 2); err != nil {
+		t.Fatal(Explain(err))
+	}
+	for _, n := range []int64{1, 13} {
+		checkSameResults(t, f, s.Func(), map[string]int64{"M": 2, "N": n, "K": 3})
+	}
+}
