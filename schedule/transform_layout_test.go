@@ -75,15 +75,8 @@ const layoutChain = `func chain[N: int32, C: int32](X: float32[N, C, 5, 3], Y: f
 func TestTransformLayoutPacksACache(t *testing.T) {
 	f := mustParseFunc(t, layoutGemm)
 	for _, padded := range []bool{false, true} {
-		s, err := New(f, WithValidation(true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := s.GetBlock("C")
-		pack, err := s.CacheRead(c, "B", "global")
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, c, pack := gemmCache(t, f, false)
+		var err error
 		const layout = "k, j -> floordiv(j, 16), k, floormod(j, 16)"
 		if padded {
 			err = s.TransformLayoutPadded(pack, "B_global", layout, 0)
@@ -409,15 +402,7 @@ func TestTransformLayoutFillsOfOtherTypes(t *testing.T) {
 // reason, and the row loop still splits.
 func TestTransformLayoutOfAWriteCache(t *testing.T) {
 	f := mustParseFunc(t, layoutGemm)
-	s, err := New(f, WithValidation(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := s.GetBlock("C")
-	back, err := s.CacheWrite(c, "C", "global")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c, back := gemmCache(t, f, true)
 	if err := s.TransformLayoutPadded(c, "C_global", "i, j -> floordiv(j, 8), i, floormod(j, 8)", 0); err != nil {
 		t.Fatal(Explain(err))
 	}
@@ -434,4 +419,26 @@ func TestTransformLayoutOfAWriteCache(t *testing.T) {
 	for _, n := range []int64{1, 13} {
 		checkSameResults(t, f, s.Func(), map[string]int64{"M": 2, "N": n, "K": 3})
 	}
+}
+
+// gemmCache returns a validated schedule of matrix multiply f with B read
+// through a global cache (write: C written through one), block C and the
+// cache's copy block.
+func gemmCache(t *testing.T, f *ast.Func, write bool) (*Schedule, Block, Block) {
+	t.Helper()
+	s, err := New(f, WithValidation(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.GetBlock("C")
+	var copyBlock Block
+	if write {
+		copyBlock, err = s.CacheWrite(c, "C", "global")
+	} else {
+		copyBlock, err = s.CacheRead(c, "B", "global")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c, copyBlock
 }
