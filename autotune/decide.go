@@ -323,7 +323,20 @@ const (
 //     AVX-512), which the levels between make the cache tile of, the
 //     deepest of them up to 4 (a tile that reuses a reduction's block);
 //   - for a reduction, the outer levels are the rest, outermost first.
+//
+// Under t.panelsOuter the vectorized loop's levels above its vector
+// (tileSpatialAbove) take all their iterations at the outermost level,
+// and every other spatial loop none there: all of it at the level above
+// its register tile.
 func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
+	if r == tileSpatialAbove && t.panelsOuter {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = 1
+		}
+		out[0] = ext
+		return out
+	}
 	if r == tileSpatialAbove {
 		return decideTile(ext, n+1, 1, tileSpatial, t)[:n]
 	}
@@ -336,6 +349,10 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	rest := ext / inner
 	if n == 1 {
 		out[0] = ext
+		return out
+	}
+	if r == tileSpatial && t.panelsOuter {
+		out[n-2] = rest
 		return out
 	}
 	if r == tileSpatial && n > 2 {

@@ -64,6 +64,9 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	// spatial loops, so that the tile of accumulators fits in registers.
 	parts := make([][]schedule.Loop, len(bi.loops))
 	tile := int64(1)
+	if t.decide && nS > 2 {
+		t.panelsOuter = streamsPanels(s, bi, t)
+	}
 	if v := lastSpatial(bi); v >= 0 && nS > 1 {
 		var inner int64
 		if parts[v], inner, err = m.splitVector(s, bi.loops[v], nS, t); err != nil {
@@ -352,6 +355,57 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 		return nil, 0, err
 	}
 	return append(outer, halves[1]), v.Int(), nil
+}
+
+// streamsPanels reports whether Default should step through the
+// vectorized loop's panels outermost (see Target.panelsOuter): some input
+// the block reads is indexed by no spatial loop but the vectorized one
+// (a weight matrix, a convolution's filters) and is more than half the
+// L2 large, and the vectorized loop has a panel of whole vectors for
+// every thread.
+func streamsPanels(s *schedule.Schedule, bi *blockInfo, t Target) bool {
+	v := lastSpatial(bi)
+	if v < 0 || t.VectorLanes <= 0 {
+		return false
+	}
+	ext, ok := s.Extent(bi.loops[v])
+	vec := iterOf(bi, bi.loops[v])
+	if !ok || vec == nil || ext/int64(2*t.VectorLanes) < int64(max(t.Threads, 1)) {
+		return false
+	}
+	for _, r := range bi.blk.Reads {
+		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+			continue
+		}
+		other := false // indexed by a spatial loop other than the vectorized one
+		for _, it := range bi.blk.Iters {
+			if it.Kind != ast.Spatial || it == vec {
+				continue
+			}
+			if n, ok := ast.ConstIntValue(ast.Simplify(it.Dom.Extent)); ok && n == 1 {
+				continue
+			}
+			if slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) }) {
+				other = true
+			}
+		}
+		if other || !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vec.Var.Name) }) {
+			continue
+		}
+		bytes := int64(r.Buffer.DType.Bytes())
+		for _, d := range r.Buffer.Shape {
+			n, ok := ast.ConstIntValue(ast.Simplify(d))
+			if !ok {
+				bytes = 0
+				break
+			}
+			bytes *= n
+		}
+		if bytes > t.Caches.orDefault().L2/2 {
+			return true
+		}
+	}
+	return false
 }
 
 // lastSpatial returns the index of the block's innermost spatial loop, or

@@ -36,6 +36,14 @@ type Target struct {
 	// GPU rules other than MultiLevelTilingGPU (Default's last resort,
 	// when its tiling of them fails at every shrink).
 	fixedGPUTiles bool
+	// panelsOuter, set by MultiLevelTiling for one block under decide,
+	// steps through the vectorized loop's panels outermost and through
+	// the other spatial loops within each panel: a weight that only the
+	// vectorized loop indexes and that does not fit the L2 (ResNet-50's
+	// last 3x3 convolutions, 9.4 MB of filters over 7x7 pixels) is then
+	// read from memory once, a panel at a time, instead of once per tile
+	// of pixels (streamsPanels).
+	panelsOuter bool
 }
 
 // SizeBounds are the largest and the smallest values of symbolic sizes,

@@ -17,8 +17,10 @@
 // to rounding, unlike the other passes), run 2-d convolutions and
 // poolings with their channels last where Options.Layout says (layout:
 // transposes at the ends of each chain only, weights moved once), store
-// large constant weight matrices in panels of 16 columns (pack, unless
-// Options.PlainWeights), simplify algebra (rules.go),
+// large constant weight matrices, and the constant filters of
+// convolutions with their channels last, in panels of 16 columns or
+// filters (pack, unless Options.PlainWeights), simplify algebra
+// (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). The result is a
@@ -95,7 +97,9 @@
 //	                                spatial axis), groups (1; depthwise: the
 //	                                channels); strides > 1 need constant spatial sizes;
 //	                                layout NHWC (NWC, NDHWC): N spatial... C ×
-//	                                kernel... C/groups F, the result N out... F
+//	                                kernel... C/groups F, the result N out... F;
+//	                                with it, panel p: w comes in panels of p
+//	                                filters, [F/p, C/groups, kernel..., p]
 //	max_pool2d           (x)        NCHW (layout NHWC: N H W C); kernel_shape [2],
 //	                                strides, pads, dilations
 //	avg_pool2d           (x)        NCHW (or NHWC); kernel_shape [2], strides, pads,

@@ -97,7 +97,10 @@ type Attrs struct {
 	Layout string `json:"layout,omitempty"`
 	// Panel is the width of the panels a matrix product's second operand
 	// comes in: [..., N/panel, K, panel] instead of [..., K, N] (0: as
-	// it is). The pack pass sets it on constant weights.
+	// it is); for a convolution with its channels last, the panels its
+	// weights come in: [F/panel, C/groups, kernel..., panel] instead of
+	// [kernel..., C/groups, F]. The pack pass sets it on constant
+	// weights.
 	Panel int64 `json:"panel,omitempty"`
 }
 

@@ -183,6 +183,11 @@ func (c *inferCtx) conv() (Shape, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p := c.n.Attrs.Panel; p != 0 {
+		if w, err = c.convPanels(y, w, p); err != nil {
+			return nil, err
+		}
+	}
 	if len(x) != s+2 || len(w) != s+2 {
 		return nil, c.errf("inputs", "%s (%s) needs an input of rank %d (N, C and %d spatial axes) and weights of rank %d, got %s and %s", op, y.name(), s+2, s, s+2, c.label(x), c.label(w))
 	}
@@ -224,6 +229,26 @@ func (c *inferCtx) conv() (Shape, error) {
 		out[y.spatial(d)] = o
 	}
 	return c.u.canonShape(out)
+}
+
+// convPanels checks the weights w of a convolution in panels of p
+// filters ([F/p, C/groups, kernel..., p], layout y channels last) and
+// returns the shape they stand for, [kernel..., C/groups, F].
+func (c *inferCtx) convPanels(y layout, w Shape, p int64) (Shape, error) {
+	if p < 0 || p > 1<<16 {
+		return nil, c.errf("attrs.panel", "panel %d: want a width from 1 to 65536", p)
+	}
+	if !y.last {
+		return nil, c.errf("attrs.panel", "a %s in panels needs its channels last (layout %s), got %s", c.n.Op, layoutNames[y.s][1], y.name())
+	}
+	if len(w) != y.s+3 || !w[len(w)-1].Equal(Const(p)) {
+		return nil, c.errf("inputs[1]", "a %s with panel %d needs weights [F/%d, C/groups, kernel..., %d] of rank %d, got %s", c.n.Op, p, p, p, y.s+3, c.label(w))
+	}
+	f, err := w[0].Mul(Const(p))
+	if err != nil {
+		return nil, c.errf("inputs[1]", "%v", err)
+	}
+	return append(append(slices.Clone(w[2:2+y.s]), w[1]), f), nil
 }
 
 // pool infers max_pool2d and avg_pool2d: input [N, C, H, W] (or [N, H, W,

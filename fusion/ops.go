@@ -91,9 +91,9 @@ var ops = map[string]opInfo{
 	"reduce_min":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	// Anchors.
 	"matmul": {kind: Anchor, min: 2, max: 2, attrs: []string{"panel"}},
-	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
-	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
-	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout"}},
+	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},
+	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},
+	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},
 	// Pooling: a window reduction per output element, an anchor like
 	// the convolutions it follows.
 	"max_pool2d": {kind: Anchor, min: 1, max: 1, attrs: []string{"kernel_shape", "strides", "pads", "dilations", "layout"}},

@@ -97,3 +97,110 @@ func TestPackWeights(t *testing.T) {
 		t.Errorf("a product with panels of 4: got %v, want %v", got, want)
 	}
 }
+
+// TestPackConvWeights: the constant weights of convolutions run with
+// their channels last are stored in panels of 16 filters, [F/16,
+// C/groups, kh, kw, 16]: a plain one and a grouped strided 5x5 one, one
+// weight read by two convolutions packed once; a depthwise one is left
+// as it is. The plan computes what the graph does at batch 0, 1 and 2,
+// and loom's own choice of layout (auto) takes such a graph to NHWC.
+func TestPackConvWeights(t *testing.T) {
+	g := parseGraph(t, `{"name": "convs",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 16, 7, 5]}],
+		"constants": [
+			{"name": "W1", "dtype": "float32", "shape": [32, 16, 3, 3], "data": `+ramp(32*16*9)+`},
+			{"name": "W2", "dtype": "float32", "shape": [32, 16, 5, 5], "data": `+ramp(32*16*25)+`},
+			{"name": "W3", "dtype": "float32", "shape": [32, 1, 3, 3], "data": `+ramp(32*9)+`}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "c1", "attrs": {"pads": [1, 1, 1, 1]}},
+			{"op": "relu", "inputs": ["c1"], "output": "r"},
+			{"op": "conv2d", "inputs": ["r", "W2"], "output": "c2", "attrs": {"pads": [2, 2, 2, 2], "strides": [2, 2], "groups": 2}},
+			{"op": "conv2d", "inputs": ["c2", "W3"], "output": "c3", "attrs": {"pads": [1, 1, 1, 1], "groups": 32}},
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "c4", "attrs": {"strides": [2, 2]}}],
+		"outputs": ["c3", "c4"]}`)
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, layout := range []string{fusion.LayoutChannelsLast, fusion.LayoutAuto} {
+		p, err := fusion.Compile(g, fusion.Options{Layout: layout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		convs, panels := 0, 0
+		for _, n := range p.Graph.Nodes {
+			if n.Op == "conv2d" && n.Attrs.Panel == 16 {
+				convs++
+			}
+		}
+		for _, c := range p.Graph.Constants {
+			if strings.HasSuffix(c.Name, "_panels") {
+				panels++
+				if got := c.Shape.String(); got != "[2, 16, 3, 3, 16]" && got != "[2, 16, 5, 5, 16]" {
+					t.Errorf("layout %q: %s has shape %s, want [2, 16, k, k, 16]", layout, c.Name, got)
+				}
+			}
+		}
+		if convs != 3 || panels != 2 {
+			t.Errorf("layout %q: %d convolutions read %d packed weights, want 3 reading W1's and W2's:\n%s", layout, convs, panels, p)
+		}
+		batches := []int64{0, 2}
+		if layout == fusion.LayoutAuto {
+			batches = []int64{1}
+		}
+		for _, n := range batches {
+			compare(t, g, p, ref, map[string]int64{"N": n})
+		}
+	}
+	plain, err := fusion.Compile(g, fusion.Options{PlainWeights: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "_panels") {
+		t.Errorf("PlainWeights packed a weight:\n%s", plain)
+	}
+}
+
+// TestConvPanelsByHand: a convolution written with its weights in panels
+// ([F/p, C, kh, kw, p], attribute panel) reads filter f at [f / p, c, i,
+// j, f mod p]; panels on a convolution whose channels come first, or
+// weights of another rank, are refused naming the node.
+func TestConvPanelsByHand(t *testing.T) {
+	hand := parseGraph(t, `{"name": "hand",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": [1, 1, 2, 2]}, {"name": "P", "dtype": "float32", "shape": [2, 2, 1, 1, 2]}],
+		"nodes": [{"op": "conv2d", "inputs": ["X", "P"], "output": "Y", "attrs": {"panel": 2, "layout": "NHWC"}}],
+		"outputs": ["Y"]}`)
+	if got := hand.Outputs[0].Shape.String(); got != "[1, 1, 2, 4]" {
+		t.Fatalf("a convolution with panels of 2 gives %s, want [1, 1, 2, 4]", got)
+	}
+	p, err := fusion.Compile(hand, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// X: pixel 0 has channels (1, 2), pixel 1 (3, 4). Panel 0 holds
+	// filters 0 and 1, panel 1 filters 2 and 3, each [c][f mod 2].
+	out, err := p.Interpret(nil, map[string]any{"X": []float32{1, 2, 3, 4}, "P": []float32{
+		1, 0, 0, 1, // filter 0 = channel 0, filter 1 = channel 1
+		1, 10, 1, 0}}) // filter 2 = c0 + c1, filter 3 = 10 c0
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1, 2, 3, 10, 3, 4, 7, 30}
+	if got := out["Y"].([]float32); !slices.Equal(got, want) {
+		t.Errorf("a convolution with panels of 2: got %v, want %v", got, want)
+	}
+	for _, c := range []struct{ attrs, weights, want string }{
+		{`{"panel": 2}`, `[2, 2, 1, 1, 2]`, "channels last"},
+		{`{"panel": 2, "layout": "NHWC"}`, `[2, 2, 1, 2]`, "rank 5"},
+		{`{"panel": 4, "layout": "NHWC"}`, `[2, 2, 1, 1, 2]`, "panel 4"},
+		{`{"panel": -1, "layout": "NHWC"}`, `[2, 2, 1, 1, 2]`, "panel -1"},
+	} {
+		_, err := fusion.ParseJSON([]byte(`{"name": "bad",
+			"inputs": [{"name": "X", "dtype": "float32", "shape": [1, 1, 2, 2]}, {"name": "P", "dtype": "float32", "shape": ` + c.weights + `}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "P"], "output": "Y", "attrs": ` + c.attrs + `}],
+			"outputs": ["Y"]}`))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "conv2d") {
+			t.Errorf("attrs %s, weights %s: got error %v, want one naming the node and saying %q", c.attrs, c.weights, err, c.want)
+		}
+	}
+}

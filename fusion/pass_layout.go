@@ -63,20 +63,26 @@ const (
 )
 
 // wantsChannelsLast says whether the pass runs on g: when Options.Layout
-// is NHWC, or left to loom (LayoutAuto) on a model with a depthwise or
-// grouped 2-d convolution of constant weights, where NCHW costs most
-// (MobileNetV2 on default schedules, one thread: 12.5 ms in NCHW, 11.5
-// in NHWC; its strided depthwise convolutions take half the time or
-// less). Weights given per call would be transposed per call, and
-// ResNet-50's dense convolutions run twice as long in NHWC on default
-// schedules, so both stay NCHW.
+// is NHWC, or left to loom (LayoutAuto) on a model with a 2-d
+// convolution of constant weights: a depthwise or grouped one, where
+// NCHW costs most (MobileNetV2 on default schedules, one thread: 12.5 ms
+// in NCHW, 11.5 in NHWC; its strided depthwise convolutions take half
+// the time or less), or any other while the pack pass stores its weights
+// in panels (ResNet-50, default schedules, one thread: 138 ms in NHWC
+// with its weights packed, 167 in NCHW, 219 in NHWC with the weights as
+// the graph has them). Weights given per call would be transposed per
+// call, so such a graph stays NCHW.
 func wantsChannelsLast(g *Graph, o Options) bool {
 	switch o.Layout {
 	case LayoutChannelsLast:
 		return true
 	case LayoutAuto:
 		return slices.ContainsFunc(g.Nodes, func(n *Node) bool {
-			return channelsFirstWindow(n) && n.Op == "conv2d" && n.Inputs[1].IsConst() && n.Attrs.Groups != nil && *n.Attrs.Groups > 1
+			if !channelsFirstWindow(n) || n.Op != "conv2d" || !n.Inputs[1].IsConst() {
+				return false
+			}
+			grouped := n.Attrs.Groups != nil && *n.Attrs.Groups > 1
+			return grouped || !o.PlainWeights
 		})
 	}
 	return false

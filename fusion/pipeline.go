@@ -48,12 +48,14 @@ type Options struct {
 	// Layout is where the channels of 2-d convolutions and poolings go:
 	// LayoutChannelsLast runs them in NHWC (the layout pass),
 	// LayoutChannelsFirst as the graph says, and LayoutAuto (the zero
-	// value) lets loom choose (NHWC for a graph with a grouped or
-	// depthwise convolution).
+	// value) lets loom choose (NHWC for a graph with a 2-d convolution
+	// of constant weights; with PlainWeights, only for a grouped or
+	// depthwise one).
 	Layout string
-	// PlainWeights keeps every weight matrix as the graph gives it; by
-	// default the pack pass stores a large constant one in panels of
-	// columns (pass_pack.go).
+	// PlainWeights keeps every weight as the graph gives it; by default
+	// the pack pass stores a large constant matrix in panels of columns
+	// and a convolution's constant filters in panels of filters
+	// (pass_pack.go).
 	PlainWeights bool
 }
 

@@ -40,8 +40,10 @@ func TestBadGraphsRefused(t *testing.T) {
 			"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, "got [2, 4, 8]"},
 		{"negative panel", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 4]}, {"name": "W", "dtype": "float32", "shape": [2, 4, 8]}],
 			"nodes": [{"op": "matmul", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": -8}}], "outputs": ["Y"]}`, "panel -8: want a width from 1 to 65536"},
-		{"panel on a convolution", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5, 5]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
-			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, `conv2d takes no attribute "panel"`},
+		{"panel on a convolution with its channels first", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5, 5]}, {"name": "W", "dtype": "float32", "shape": [4, 4, 3, 3]}],
+			"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"panel": 16}}], "outputs": ["Y"]}`, `a conv2d in panels needs its channels last`},
+		{"panel on a pooling", `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 5, 5]}],
+			"nodes": [{"op": "max_pool2d", "inputs": ["X"], "output": "Y", "attrs": {"kernel_shape": [2, 2], "panel": 16}}], "outputs": ["Y"]}`, `max_pool2d takes no attribute "panel"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseJSON([]byte(c.src))

@@ -72,9 +72,10 @@ type Options struct {
 	// poolings go (fusion.Options.Layout; the zero value lets loom
 	// choose).
 	Layout string
-	// PlainWeights keeps every weight matrix as the graph gives it
-	// (fusion.Options.PlainWeights); by default a large constant one is
-	// packed in panels of columns when the module is built.
+	// PlainWeights keeps every weight as the graph gives it
+	// (fusion.Options.PlainWeights); by default a large constant matrix
+	// is packed in panels of columns, and a convolution's constant
+	// filters in panels of filters, when the module is built.
 	PlainWeights bool
 }
 

@@ -524,7 +524,7 @@ func layoutFlag(fs *flag.FlagSet, layout *layoutChoice) {
 		}
 		return nil
 	})
-	fs.BoolFunc("pack-weights", "store large constant weight matrices in panels of 16 columns when the graph is compiled (the default; -pack-weights=false keeps them as the graph gives them)", func(v string) error {
+	fs.BoolFunc("pack-weights", "store large constant weight matrices in panels of 16 columns, and the filters of convolutions in NHWC in panels of 16 filters, when the graph is compiled (the default; -pack-weights=false keeps them as the graph gives them)", func(v string) error {
 		pack, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("-pack-weights %q: want true or false", v)

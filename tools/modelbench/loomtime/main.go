@@ -4,7 +4,13 @@
 // line: the median per-call time with its spread (10th and 90th
 // percentiles) over many calls.
 //
-//	loomtime -graph G [-size S=128,...] [-threads T] [-seconds 2] [-dir D] [-label L]
+//	loomtime -graph G [-size S=128,...] [-threads T] [-seconds 2] [-dir D] [-label L] [-profile F]
+//
+// With -profile it also writes F: one JSON line per kernel, in the order
+// they run, with the kernel's median and 10th and 90th percentile time
+// within whole calls (Module.RunProfiled, each kernel after the one
+// before it, as a call runs them: the caches as a call leaves them, not
+// as a kernel timed alone leaves them), and the schedule it ran.
 //
 // With -dir it writes each input and output there as raw little-endian
 // float32 (NAME.bin) and their shapes in meta.json, so that ONNX Runtime
@@ -75,17 +81,18 @@ func main() {
 	label := flag.String("label", "", "a label copied into the output line")
 	compileOnly := flag.Bool("compile-only", false, "read and compile the graph, print the line (no calls), and stop")
 	dbPath := flag.String("db", "", "a tuning database: each kernel runs its fastest record there (loom tune -model), the default schedule where it has none")
+	profile := flag.String("profile", "", "also write each kernel's time within whole calls to this file (JSON lines)")
 	flag.Parse()
 	if *compileOnly {
 		*minCalls = 0
 	}
-	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label, *dbPath); err != nil {
+	if err := run(*graph, *sizeFlag, *threads, *seconds, *minCalls, *dir, *label, *dbPath, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "loomtime:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir, label, dbPath string) error {
+func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir, label, dbPath, profile string) error {
 	if threads < 1 {
 		return fmt.Errorf("-threads %d: want at least 1", threads)
 	}
@@ -216,7 +223,45 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
+	if profile != "" {
+		return writeProfile(profile, m, inputs, outputs, len(times))
+	}
 	return nil
+}
+
+// kernelLine is one line of -profile's file.
+type kernelLine struct {
+	Kernel   string  `json:"kernel"`
+	Schedule string  `json:"schedule"`
+	Median   float64 `json:"median_ms"`
+	P10      float64 `json:"p10_ms"`
+	P90      float64 `json:"p90_ms"`
+}
+
+// writeProfile times each kernel within calls calls of m (at least 20)
+// and writes their lines to path.
+func writeProfile(path string, m *module.Module, inputs, outputs map[string]module.Tensor, calls int) error {
+	calls = max(calls, 20)
+	kernels := m.Kernels()
+	per := make([][]float64, len(kernels))
+	for range calls {
+		ts, err := m.RunProfiled(inputs, outputs)
+		if err != nil {
+			return err
+		}
+		for k, t := range ts {
+			per[k] = append(per[k], float64(t.Nanoseconds())/1e6)
+		}
+	}
+	var b strings.Builder
+	for k, ts := range per {
+		slices.Sort(ts)
+		pct := func(p float64) float64 { return ts[min(len(ts)-1, int(p*float64(len(ts))))] }
+		l, _ := json.Marshal(kernelLine{Kernel: kernels[k][0], Schedule: kernels[k][1], Median: pct(0.5), P10: pct(0.1), P90: pct(0.9)})
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // write writes the inputs and outputs as raw float32 files and meta.json.
