@@ -443,14 +443,15 @@ func largestDivisor(n, limit int64) int64 {
 
 // preferredVector returns the index among inner (the candidate
 // innermost factors of a vectorized loop of extent n, 0 where symbolic;
-// ascending) that Default takes: of those up to two vectors (two
-// independent FMA chains per row of the register tile), the one whose
+// ascending) that Default takes: of those up to the given number of
+// vectors (two: independent FMA chains per row of the register tile;
+// four for a channel-wise block, whose rows reuse no input), the one whose
 // lanes do the most work (fillOf), the larger on a tie; the smallest
 // where none is that short.
-func preferredVector(inner []int64, n int64, lanes int) int {
+func preferredVector(inner []int64, n int64, lanes, vectors int) int {
 	best, bestFill := 0, -1.0
 	for i, d := range inner {
-		if d > int64(2*max(lanes, 1)) {
+		if d > int64(vectors*max(lanes, 1)) {
 			break
 		}
 		fill := 1.0

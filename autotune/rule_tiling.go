@@ -66,6 +66,16 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	tile := int64(1)
 	if t.decide && nS > 2 {
 		t.panelsOuter = streamsPanels(s, bi, t)
+		t.channelwise = channelwise(s, bi, t)
+	}
+	rowLoop := -1 // under t.channelwise, the one loop the register tile's rows take
+	if t.channelwise {
+		for i := lastSpatial(bi) - 1; i >= 0; i-- {
+			if bi.roles[i] == roleSpatial {
+				rowLoop = i
+				break
+			}
+		}
 	}
 	if v := lastSpatial(bi); v >= 0 && nS > 1 {
 		var inner int64
@@ -119,6 +129,9 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			if parts[i] == nil {
 				var inner int64
 				limit := max(t.accumulators()/tile, 1)
+				if t.channelwise && i != rowLoop {
+					limit = 1
+				}
 				if m.MaxInnermost > 0 {
 					limit = min(limit, int64(m.MaxInnermost))
 				}
@@ -339,7 +352,11 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 	if len(inner) == 0 {
 		return m.split(s, t, l, n, m.MaxInnermost, tileSpatial)
 	}
-	v, err := choose(s, t, inner, preferredVector(inner, ext, t.VectorLanes))
+	vectors := 2
+	if t.channelwise {
+		vectors = 4
+	}
+	v, err := choose(s, t, inner, preferredVector(inner, ext, t.VectorLanes, vectors))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -392,20 +409,57 @@ func streamsPanels(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 		if other || !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vec.Var.Name) }) {
 			continue
 		}
-		bytes := int64(r.Buffer.DType.Bytes())
-		for _, d := range r.Buffer.Shape {
-			n, ok := ast.ConstIntValue(ast.Simplify(d))
-			if !ok {
-				bytes = 0
-				break
-			}
-			bytes *= n
-		}
-		if bytes > t.Caches.orDefault().L2/2 {
+		if bufferBytes(r.Buffer) > t.Caches.orDefault().L2/2 {
 			return true
 		}
 	}
 	return false
+}
+
+// channelwise reports whether every input the block reads is indexed by
+// its vectorized loop (a depthwise convolution's, a pooling's: each
+// channel on its own), one of them is larger than twice the L2 and the
+// vectorized loop has eight vectors or more. A register tile of several
+// pixels then shares no input between its rows, except where
+// neighbouring windows overlap along the innermost of them, and the
+// input streams from memory. Measured on MobileNetV2's depthwise
+// convolutions (Default, one thread, in one process): at 112x112 and
+// 56x56 with 96 and 144 channels 0.55-0.85 of the time of six rows of
+// two vectors; on inputs that fit the L2, or of 32 channels, 1.1-1.25.
+func channelwise(s *schedule.Schedule, bi *blockInfo, t Target) bool {
+	v := lastSpatial(bi)
+	if v < 0 || t.VectorLanes <= 0 {
+		return false
+	}
+	vec := iterOf(bi, bi.loops[v])
+	ext, ok := s.Extent(bi.loops[v])
+	if vec == nil || !ok || ext < int64(8*t.VectorLanes) {
+		return false
+	}
+	large := false
+	for _, r := range bi.blk.Reads {
+		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+			continue
+		}
+		if !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vec.Var.Name) }) {
+			return false
+		}
+		large = large || bufferBytes(r.Buffer) > 2*t.Caches.orDefault().L2
+	}
+	return large
+}
+
+// bufferBytes is b's size in bytes, 0 where a dimension is symbolic.
+func bufferBytes(b *ast.Buffer) int64 {
+	bytes := int64(b.DType.Bytes())
+	for _, d := range b.Shape {
+		n, ok := ast.ConstIntValue(ast.Simplify(d))
+		if !ok {
+			return 0
+		}
+		bytes *= n
+	}
+	return bytes
 }
 
 // lastSpatial returns the index of the block's innermost spatial loop, or

@@ -44,6 +44,12 @@ type Target struct {
 	// read from memory once, a panel at a time, instead of once per tile
 	// of pixels (streamsPanels).
 	panelsOuter bool
+	// channelwise, set by MultiLevelTiling for one block under decide,
+	// makes Default's register tile of a block whose every input is
+	// indexed by the vectorized loop (a depthwise convolution) up to four
+	// vectors wide and its rows all from the innermost other spatial
+	// loop, where neighbouring windows share inputs (see channelwise).
+	channelwise bool
 }
 
 // SizeBounds are the largest and the smallest values of symbolic sizes,
