@@ -9,7 +9,7 @@ import (
 )
 
 // TestPackWeights: the constant weight matrices of matrix products large
-// enough (K x N at least 65536, N a multiple of 16) are stored in panels
+// enough (K x N at least 4096, N a multiple of 16) are stored in panels
 // of 16 columns, one shared by three products (one of them batched)
 // packed once; a batched
 // weight, a small one, one of 520 columns, a weight that is an input and
@@ -19,19 +19,19 @@ import (
 func TestPackWeights(t *testing.T) {
 	g := parseGraph(t, `{"name": "mlp",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 256]}, {"name": "V", "dtype": "float32", "shape": [256, 256]},
-			{"name": "Z", "dtype": "float32", "shape": [2, "M", 256]}],
+			{"name": "Z", "dtype": "float32", "shape": [2, "M", 256]}, {"name": "S", "dtype": "float32", "shape": ["M", 128]}],
 		"constants": [
 			{"name": "W", "dtype": "float32", "shape": [256, 256], "data": `+ramp(256*256)+`},
 			{"name": "Bias", "dtype": "float32", "shape": [256], "data": `+ramp(256)+`},
 			{"name": "Odd", "dtype": "float32", "shape": [256, 260], "data": `+ramp(256*260)+`},
-			{"name": "Small", "dtype": "float32", "shape": [256, 16], "data": `+ramp(256*16)+`}],
+			{"name": "Small", "dtype": "float32", "shape": [128, 16], "data": `+ramp(128*16)+`}],
 		"nodes": [
 			{"op": "matmul", "inputs": ["X", "W"], "output": "a"},
 			{"op": "add", "inputs": ["a", "Bias"], "output": "b"},
 			{"op": "gelu", "inputs": ["b"], "output": "c"},
 			{"op": "matmul", "inputs": ["c", "W"], "output": "d"},
 			{"op": "matmul", "inputs": ["d", "Odd"], "output": "e"},
-			{"op": "matmul", "inputs": ["d", "Small"], "output": "f"},
+			{"op": "matmul", "inputs": ["S", "Small"], "output": "f"},
 			{"op": "matmul", "inputs": ["d", "V"], "output": "h"},
 			{"op": "matmul", "inputs": ["Z", "W"], "output": "z"}],
 		"outputs": ["e", "f", "h", "z"]}`)
