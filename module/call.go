@@ -135,6 +135,11 @@ func (m *Module) execute(b *binding, ins, outs []unsafe.Pointer, times []time.Du
 	if base != nil {
 		pin.Pin(base)
 	}
+	if times == nil {
+		if err, ok := m.executeAll(b, ins, outs, base, &pin); ok {
+			return err
+		}
+	}
 	ptrs := make([]unsafe.Pointer, m.maxParams)
 	pin.Pin(&ptrs[0])
 	for _, c := range b.calls {
@@ -155,17 +160,77 @@ func (m *Module) execute(b *binding, ins, outs []unsafe.Pointer, times []time.Du
 		if times != nil {
 			times[c.k.index] = time.Since(start)
 		}
-		if err := native.StatusError(int32(r)); err != nil {
-			where := ""
-			if errors.Is(err, native.ErrIndexOutOfRange) {
-				where = m.gathersOf(c.k)
-			}
-			return fmt.Errorf("module: kernel %s%s: %w", c.k.k.Name, where, err)
+		if err := m.kernelFailed(c, int32(r)); err != nil {
+			return err
 		}
 	}
 	runtime.KeepAlive(ptrs)
 	runtime.KeepAlive(arena)
 	return nil
+}
+
+// executeAll runs the calls of binding b in one call into loom's runtime
+// (native.RunKernels), the arrays of addresses filled first; ok is false
+// when the runtime cannot (then nothing ran). One call keeps the kernels
+// on one thread: called one by one from Go, each could come back on
+// another thread and core (ResNet-50 on one thread: about one context
+// switch per kernel) and find its input in the other core's caches.
+func (m *Module) executeAll(b *binding, ins, outs []unsafe.Pointer, base unsafe.Pointer, pin *runtime.Pinner) (err error, ok bool) {
+	n := 0
+	for _, c := range b.calls {
+		n += len(c.places)
+	}
+	ptrs := make([]unsafe.Pointer, max(n, 1))
+	calls := make([]native.KernelCall, len(b.calls))
+	pin.Pin(&ptrs[0])
+	at := 0
+	for i, c := range b.calls {
+		for j, pl := range c.places {
+			switch pl.kind {
+			case inInput:
+				ptrs[at+j] = ins[pl.index]
+			case inOutput:
+				ptrs[at+j] = outs[pl.index]
+			case inConstant:
+				ptrs[at+j] = m.constPtrs[pl.index]
+			case inArena:
+				ptrs[at+j] = unsafe.Add(base, pl.offset)
+			}
+		}
+		pin.Pin(&c.sizes[0])
+		first := at
+		if first >= len(ptrs) {
+			first = 0 // a kernel without buffers
+		}
+		calls[i] = native.KernelCall{Entry: c.entry, Buffers: unsafe.Pointer(&ptrs[first]), Sizes: unsafe.Pointer(&c.sizes[0])}
+		at += len(c.places)
+	}
+	if len(calls) > 0 {
+		pin.Pin(&calls[0])
+	}
+	status, failed, err := native.RunKernels(calls)
+	if err != nil {
+		return nil, false
+	}
+	runtime.KeepAlive(ptrs)
+	runtime.KeepAlive(calls)
+	if status != 0 {
+		return m.kernelFailed(b.calls[failed], status), true
+	}
+	return nil, true
+}
+
+// kernelFailed is the error of call c's status r (nil when r is 0).
+func (m *Module) kernelFailed(c call, r int32) error {
+	err := native.StatusError(r)
+	if err == nil {
+		return nil
+	}
+	where := ""
+	if errors.Is(err, native.ErrIndexOutOfRange) {
+		where = m.gathersOf(c.k)
+	}
+	return fmt.Errorf("module: kernel %s%s: %w", c.k.k.Name, where, err)
 }
 
 // gathersOf names the gather nodes kernel k computes, as " (gather Y,

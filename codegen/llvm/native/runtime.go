@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
@@ -28,20 +30,23 @@ var runtimeSource []byte
 func RuntimeSource() []byte { return runtimeSource }
 
 // runtimeVersion is what loom_runtime_version returns: 2 since
-// loom_parallel_for takes the work of an iteration.
-const runtimeVersion = 2
+// loom_parallel_for takes the work of an iteration, 3 since
+// loom_run_kernels.
+const runtimeVersion = 3
 
 type runtimeLib struct {
 	path       string
 	handle     uintptr
 	setThreads uintptr
 	getThreads uintptr
+	runKernels uintptr
 }
 
 var (
 	rtOnce sync.Once
 	rt     *runtimeLib
 	rtErr  error
+	loaded atomic.Pointer[runtimeLib] // rt, once it loaded
 )
 
 // loadRuntime builds the runtime library in dir (if it is not there) and
@@ -52,7 +57,11 @@ func loadRuntime(dir string) (path string, lib *runtimeLib, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	rtOnce.Do(func() { rt, rtErr = openRuntime(path) })
+	rtOnce.Do(func() {
+		if rt, rtErr = openRuntime(path); rtErr == nil {
+			loaded.Store(rt)
+		}
+	})
 	return path, rt, rtErr
 }
 
@@ -117,6 +126,7 @@ func openRuntime(path string) (*runtimeLib, error) {
 	version := sym("loom_runtime_version")
 	lib.setThreads = sym("loom_set_num_threads")
 	lib.getThreads = sym("loom_get_num_threads")
+	lib.runKernels = sym("loom_run_kernels")
 	if err != nil {
 		return nil, fmt.Errorf("codegen/llvm/native: runtime %s: %w", path, err)
 	}
@@ -154,4 +164,35 @@ func Threads() (int, error) {
 	}
 	n, _, _ := purego.SyscallN(lib.getThreads)
 	return int(int32(n)), nil
+}
+
+// KernelCall is one call of RunKernels: a kernel's packed entry point and
+// its two arguments, the address of an array of its buffers' addresses
+// and the address of an array of its sizes (the C ABI of codegen/llvm).
+// The arrays must stay where they are during the call (pinned, or not Go
+// memory).
+type KernelCall struct {
+	Entry   uintptr
+	Buffers unsafe.Pointer
+	Sizes   unsafe.Pointer
+}
+
+// RunKernels makes the calls in order, in one call into the runtime, and
+// returns the status of the first that fails (0 when none does) and its
+// index. Each call from Go into C may return on another thread; a graph's
+// kernels called one by one ran on whichever thread and core the
+// goroutine came back on, each finding the data its predecessor left in
+// another core's caches. It fails when no kernel has loaded the runtime
+// yet.
+func RunKernels(calls []KernelCall) (status int32, failed int, err error) {
+	lib := loaded.Load()
+	if lib == nil || lib.runKernels == 0 {
+		return 0, 0, fmt.Errorf("codegen/llvm/native: RunKernels before the runtime is loaded")
+	}
+	if len(calls) == 0 {
+		return 0, 0, nil
+	}
+	var at int64
+	r, _, _ := purego.SyscallN(lib.runKernels, uintptr(len(calls)), uintptr(unsafe.Pointer(&calls[0])), uintptr(unsafe.Pointer(&at)))
+	return int32(r), int(at), nil
 }

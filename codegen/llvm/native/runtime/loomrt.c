@@ -407,6 +407,33 @@ void loom_parallel_for(loom_task fn, void *ctx, int64_t n, int64_t work) {
 
 #endif
 
+/* loom_kernel_call is one call of loom_run_kernels: a kernel's packed
+ * entry point (the C ABI of codegen/llvm) and its two arguments, the
+ * addresses of its buffers and its sizes. */
+typedef int32_t (*loom_kernel)(void **buffers, int64_t *sizes);
+
+typedef struct {
+	loom_kernel fn;
+	void **buffers;
+	int64_t *sizes;
+} loom_kernel_call;
+
+/* loom_run_kernels makes the n calls in order and returns 0, or the
+ * status of the first that fails, with its index in *failed. A host for
+ * which every call into C costs (Go's, where the goroutine may come back
+ * on another thread, on another core, its caches cold) runs a whole
+ * graph's kernels in one call. */
+int32_t loom_run_kernels(int64_t n, const loom_kernel_call *calls, int64_t *failed) {
+	for (int64_t i = 0; i < n; i++) {
+		int32_t r = calls[i].fn(calls[i].buffers, calls[i].sizes);
+		if (r != 0) {
+			*failed = i;
+			return r;
+		}
+	}
+	return 0;
+}
+
 /* The version of the interface above; loom checks it when it loads the
- * runtime. 2: loom_parallel_for takes work. */
-int32_t loom_runtime_version(void) { return 2; }
+ * runtime. 2: loom_parallel_for takes work; 3: loom_run_kernels. */
+int32_t loom_runtime_version(void) { return 3; }
