@@ -204,3 +204,56 @@ func TestConvPanelsByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestPackConvWeightsOtherRanks: filters of a conv1d (NWC, dilated), a
+// conv3d (NDHWC, strided) and a conv2d over symbolic rows go into panels
+// too, [F/16, C, kernel..., 16], and the plan computes what the graph
+// does (the symbolic rows at 1 and 5).
+func TestPackConvWeightsOtherRanks(t *testing.T) {
+	g := parseGraph(t, `{"name": "ranks",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": [2, 11, 32]}, {"name": "V", "dtype": "float32", "shape": [1, 5, 4, 3, 16]}],
+		"constants": [
+			{"name": "W", "dtype": "float32", "shape": [5, 32, 32], "data": `+ramp(5*32*32)+`},
+			{"name": "U", "dtype": "float32", "shape": [2, 2, 2, 16, 32], "data": `+ramp(8*16*32)+`}],
+		"nodes": [
+			{"op": "conv1d", "inputs": ["X", "W"], "output": "a", "attrs": {"layout": "NWC", "pads": [2, 2], "dilations": [2]}},
+			{"op": "conv3d", "inputs": ["V", "U"], "output": "b", "attrs": {"layout": "NDHWC", "strides": [2, 1, 2]}}],
+		"outputs": ["a", "b"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shapes []string
+	for _, c := range p.Graph.Constants {
+		if strings.HasSuffix(c.Name, "_panels") {
+			shapes = append(shapes, c.Shape.String())
+		}
+	}
+	slices.Sort(shapes)
+	if want := []string{"[2, 16, 2, 2, 2, 16]", "[2, 32, 5, 16]"}; !slices.Equal(shapes, want) {
+		t.Errorf("packed filters %v, want %v:\n%s", shapes, want, p)
+	}
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, g, p, ref, nil)
+
+	sym := parseGraph(t, `{"name": "rows",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": [1, "H", 6, 16]}],
+		"constants": [{"name": "W", "dtype": "float32", "shape": [3, 3, 16, 32], "data": `+ramp(9*16*32)+`}],
+		"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"layout": "NHWC", "pads": [1, 1, 1, 1]}}],
+		"outputs": ["Y"]}`)
+	if p, err = fusion.Compile(sym, fusion.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.String(), "_panels") {
+		t.Errorf("the convolution over symbolic rows reads its filters as the graph has them:\n%s", p)
+	}
+	if ref, err = fusion.Compile(sym, fusion.Options{NoFuse: true, PlainWeights: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []int64{1, 5} {
+		compare(t, sym, p, ref, map[string]int64{"H": h})
+	}
+}
