@@ -77,8 +77,7 @@ func readThroughClamp(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
 func readAlong(s *schedule.Schedule, blk *ast.ScheduleBlock, loop string) bool {
 	return anyRead(s, blk, func(x *ast.ScheduleBlock, r ast.Region) bool {
 		return slices.ContainsFunc(x.Iters, func(it *ast.IterVar) bool {
-			return ast.Mentions(it.Binding, loop) &&
-				slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) })
+			return ast.Mentions(it.Binding, loop) && regionIndexedBy(r, it.Var)
 		})
 	})
 }

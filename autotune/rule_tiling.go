@@ -259,6 +259,23 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 	return schedule.Block{}, false
 }
 
+// inputs returns the regions the block reads of buffers it does not
+// write (a reduction reads its own output too).
+func inputs(bi *blockInfo) []ast.Region {
+	var out []ast.Region
+	for _, r := range bi.blk.Reads {
+		if !slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// regionIndexedBy reports whether an index of region r mentions variable v.
+func regionIndexedBy(r ast.Region, v *ast.Var) bool {
+	return slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, v.Name) })
+}
+
 // reuses reports whether some buffer the block reads is not indexed by
 // every spatial iteration variable: its elements are read for more than
 // one output element (a matmul's, a convolution's), which tiling keeps in
@@ -266,10 +283,7 @@ func elementwiseConsumer(s *schedule.Schedule, bi *blockInfo) (schedule.Block, b
 // the row's variance is summed) is no such reuse, nor is a missing
 // variable of one value.
 func reuses(bi *blockInfo) bool {
-	for _, r := range bi.blk.Reads {
-		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-			continue
-		}
+	for _, r := range inputs(bi) {
 		for _, it := range bi.blk.Iters {
 			if it.Kind != ast.Spatial {
 				continue
@@ -277,13 +291,7 @@ func reuses(bi *blockInfo) bool {
 			if n, ok := ast.ConstIntValue(ast.Simplify(it.Dom.Extent)); ok && n == 1 {
 				continue
 			}
-			used := false
-			for _, rg := range r.Ranges {
-				if ast.Mentions(rg.Min, it.Var.Name) {
-					used = true
-				}
-			}
-			if !used {
+			if !regionIndexedBy(r, it.Var) {
 				return true
 			}
 		}
@@ -300,11 +308,8 @@ func reusedAlong(bi *blockInfo, it *ast.IterVar) bool {
 	if it == nil {
 		return true
 	}
-	for _, r := range bi.blk.Reads {
-		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-			continue
-		}
-		if !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) }) {
+	for _, r := range inputs(bi) {
+		if !regionIndexedBy(r, it.Var) {
 			return true
 		}
 	}
@@ -390,26 +395,12 @@ func streamsPanels(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 	if !ok || vec == nil || ext/int64(2*t.VectorLanes) < int64(max(t.Threads, 1)) {
 		return false
 	}
-	for _, r := range bi.blk.Reads {
-		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-			continue
-		}
-		other := false // indexed by a spatial loop other than the vectorized one
-		for _, it := range bi.blk.Iters {
-			if it.Kind != ast.Spatial || it == vec {
-				continue
-			}
-			if n, ok := ast.ConstIntValue(ast.Simplify(it.Dom.Extent)); ok && n == 1 {
-				continue
-			}
-			if slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, it.Var.Name) }) {
-				other = true
-			}
-		}
-		if other || !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vec.Var.Name) }) {
-			continue
-		}
-		if bufferBytes(r.Buffer) > t.Caches.orDefault().L2/2 {
+	for _, r := range inputs(bi) {
+		other := slices.ContainsFunc(bi.blk.Iters, func(it *ast.IterVar) bool { // a spatial loop but the vectorized one indexes r
+			n, one := ast.ConstIntValue(ast.Simplify(it.Dom.Extent))
+			return it.Kind == ast.Spatial && it != vec && !(one && n == 1) && regionIndexedBy(r, it.Var)
+		})
+		if !other && regionIndexedBy(r, vec.Var) && bufferBytes(r.Buffer) > t.Caches.orDefault().L2/2 {
 			return true
 		}
 	}
@@ -417,8 +408,8 @@ func streamsPanels(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 }
 
 // channelwise reports whether every input the block reads is indexed by
-// its vectorized loop (a depthwise convolution's, a pooling's: each
-// channel on its own), one of them is larger than twice the L2 and the
+// its vectorized loop (a depthwise convolution's: each channel on its
+// own), one of them is larger than twice the L2 and the
 // vectorized loop has eight vectors or more. A register tile of several
 // pixels then shares no input between its rows, except where
 // neighbouring windows overlap along the innermost of them, and the
@@ -437,11 +428,8 @@ func channelwise(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 		return false
 	}
 	large := false
-	for _, r := range bi.blk.Reads {
-		if slices.ContainsFunc(bi.blk.Writes, func(w ast.Region) bool { return w.Buffer.Name == r.Buffer.Name }) {
-			continue
-		}
-		if !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vec.Var.Name) }) {
+	for _, r := range inputs(bi) {
+		if !regionIndexedBy(r, vec.Var) {
 			return false
 		}
 		large = large || bufferBytes(r.Buffer) > 2*t.Caches.orDefault().L2
