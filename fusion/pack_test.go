@@ -257,3 +257,25 @@ func TestPackConvWeightsOtherRanks(t *testing.T) {
 		compare(t, sym, p, ref, map[string]int64{"H": h})
 	}
 }
+
+// TestPackedWeightReadElsewhere: a weight matrix that a product reads
+// packed and an element-wise node reads as it is computes both right (the
+// element-wise node keeps the graph's layout).
+func TestPackedWeightReadElsewhere(t *testing.T) {
+	g := parseGraph(t, `{"name": "shared_weight",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 64]}, {"name": "Y", "dtype": "float32", "shape": [64, 64]}],
+		"constants": [{"name": "W", "dtype": "float32", "shape": [64, 64], "data": `+ramp(64*64)+`}],
+		"nodes": [
+			{"op": "matmul", "inputs": ["X", "W"], "output": "a"},
+			{"op": "add", "inputs": ["Y", "W"], "output": "b"}],
+		"outputs": ["a", "b"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, g, p, ref, map[string]int64{"M": 3})
+}

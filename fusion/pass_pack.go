@@ -29,103 +29,100 @@ const packLeast = 1 << 12
 // packWeights packs the constant second operand of every 2-d matrix
 // product at least packLeast elements large whose columns divide into
 // panels, and the constant weights of every convolution with its
-// channels last whose filters do (packConv), unless o.PlainWeights.
+// channels last whose filters do (convPanelView), unless o.PlainWeights.
+// A weight read by several nodes is packed once.
 func packWeights(g *Graph, o Options) (bool, error) {
 	if o.PlainWeights {
 		return false, nil
 	}
-	changed := packConvs(g)
-	packed := map[*Tensor]*Tensor{} // a weight used twice is packed once
+	changed := false
+	packed := map[*Tensor]*Tensor{}
 	for _, n := range g.Nodes {
-		if n.Op != "matmul" || n.Attrs.Panel != 0 || len(n.Inputs) != 2 {
+		conv := isConv(n.Op) && layoutOf(n).last
+		if n.Op != "matmul" && !conv || n.Attrs.Panel != 0 || len(n.Inputs) != 2 {
 			continue
 		}
-		b := n.Inputs[1]
-		if p, ok := packed[b]; ok {
-			n.Inputs[1], n.Attrs.Panel = p, packPanel
-			continue
-		}
-		if !b.IsConst() || len(b.Shape) != 2 {
-			continue
-		}
-		k, okK := b.Shape[0].IsConst()
-		cols, okN := b.Shape[1].IsConst()
-		if !okK || !okN || cols%packPanel != 0 || k*cols < packLeast || int64(len(b.Data)) != k*cols {
-			continue
-		}
-		// [K, N] seen as [K, N/p, p], transposed to [N/p, K, p].
-		data, ok := transposeData(b.Data, Shape{Const(k), Const(cols / packPanel), Const(packPanel)}, []int{1, 0, 2})
+		w := n.Inputs[1]
+		p, ok := packed[w]
 		if !ok {
-			continue
+			var view Shape
+			var perm []int
+			if conv {
+				view, perm, ok = convPanelView(w, spatialRank(n.Op))
+			} else {
+				view, perm, ok = matmulPanelView(w)
+			}
+			if !ok {
+				continue
+			}
+			if p, ok = packedConstant(g, w, view, perm); !ok {
+				continue
+			}
+			packed[w] = p
 		}
-		p := &Tensor{Name: g.freshName(b.Name + "_panels"), DType: b.DType, Shape: Shape{Const(cols / packPanel), Const(k), Const(packPanel)}, Data: data}
-		g.Constants = append(g.Constants, p)
-		packed[b] = p
 		n.Inputs[1], n.Attrs.Panel = p, packPanel
 		changed = true
 	}
 	return changed, nil
 }
 
-// packConvLeast is the least size of a convolution's weights the pass
-// packs.
-const packConvLeast = 1 << 12
-
-// packConvs stores the constant weights of each convolution in layout
-// channels last, [kernel..., C/groups, F] with F a multiple of
-// packPanel and more than one channel a group (not depthwise), at least
-// packConvLeast elements, in panels of packPanel filters: [F/16, C/groups, kernel...,
-// 16] (attribute panel). A register tile of 16 filters then reads its
-// weights in the order the reduction steps through them (channel, then
-// the taps), one cache line a step and the next line next, where in the
-// graph's layout consecutive taps are C x F elements apart: ResNet-50's
-// 3x3 convolutions in NHWC stepped 64 KiB between taps.
-func packConvs(g *Graph) bool {
-	changed := false
-	packed := map[*Tensor]*Tensor{}
-	for _, n := range g.Nodes {
-		if !isConv(n.Op) || !layoutOf(n).last || n.Attrs.Panel != 0 || len(n.Inputs) != 2 {
-			continue
-		}
-		w := n.Inputs[1]
-		if p, ok := packed[w]; ok {
-			n.Inputs[1], n.Attrs.Panel = p, packPanel
-			continue
-		}
-		s := spatialRank(n.Op)
-		if !w.IsConst() || len(w.Shape) != s+2 {
-			continue
-		}
-		f, ok := w.Shape[s+1].IsConst()
-		elems, err := w.Shape.Elems()
-		size, sized := elems.IsConst()
-		if w.Shape[s].Equal(Const(1)) {
-			continue // depthwise: a filter's few taps stay in cache (packed: no faster, measured)
-		}
-		if !ok || f%packPanel != 0 || err != nil || !sized || size < packConvLeast || int64(len(w.Data)) != size {
-			continue
-		}
-		// [kernel..., C/g, F] seen as [kernel..., C/g, F/p, p],
-		// transposed to [F/p, C/g, kernel..., p].
-		view := append(slices.Clone(w.Shape[:s+1]), Const(f/packPanel), Const(packPanel))
-		perm := []int{s + 1, s}
-		for d := 0; d < s; d++ {
-			perm = append(perm, d)
-		}
-		perm = append(perm, s+2)
-		data, ok := transposeData(w.Data, view, perm)
-		if !ok {
-			continue
-		}
-		shape := make(Shape, len(perm))
-		for i, a := range perm {
-			shape[i] = view[a]
-		}
-		p := &Tensor{Name: g.freshName(w.Name + "_panels"), DType: w.DType, Shape: shape, Data: data}
-		g.Constants = append(g.Constants, p)
-		packed[w] = p
-		n.Inputs[1], n.Attrs.Panel = p, packPanel
-		changed = true
+// matmulPanelView returns how a product's weight matrix b goes into
+// panels: [K, N] seen as [K, N/p, p], transposed to [N/p, K, p]; false
+// when it stays as it is.
+func matmulPanelView(b *Tensor) (Shape, []int, bool) {
+	if !b.IsConst() || len(b.Shape) != 2 {
+		return nil, nil, false
 	}
-	return changed
+	k, okK := b.Shape[0].IsConst()
+	cols, okN := b.Shape[1].IsConst()
+	if !okK || !okN || cols%packPanel != 0 || k*cols < packLeast || int64(len(b.Data)) != k*cols {
+		return nil, nil, false
+	}
+	return Shape{Const(k), Const(cols / packPanel), Const(packPanel)}, []int{1, 0, 2}, true
+}
+
+// convPanelView returns how the constant filters w of a convolution over
+// s spatial axes with its channels last go into panels of packPanel
+// filters: [kernel..., C/groups, F] seen as [kernel..., C/groups, F/p,
+// p], transposed to [F/p, C/groups, kernel..., p] (attribute panel). A
+// register tile of 16 filters then reads them in the order the reduction
+// steps through them (channel, then the taps), one cache line a step and
+// the next line next, where in the graph's layout consecutive taps are
+// C x F elements apart: ResNet-50's 3x3 convolutions in NHWC stepped 64
+// KiB between taps. False for filters that stay as they are: fewer than
+// packLeast elements, F not a multiple of the panel, or depthwise (one
+// channel a group: a filter's few taps stay in cache; packed, measured no
+// faster).
+func convPanelView(w *Tensor, s int) (Shape, []int, bool) {
+	if !w.IsConst() || len(w.Shape) != s+2 || w.Shape[s].Equal(Const(1)) {
+		return nil, nil, false
+	}
+	f, ok := w.Shape[s+1].IsConst()
+	elems, err := w.Shape.Elems()
+	size, sized := elems.IsConst()
+	if !ok || f%packPanel != 0 || err != nil || !sized || size < packLeast || int64(len(w.Data)) != size {
+		return nil, nil, false
+	}
+	view := append(slices.Clone(w.Shape[:s+1]), Const(f/packPanel), Const(packPanel))
+	perm := []int{s + 1, s}
+	for d := 0; d < s; d++ {
+		perm = append(perm, d)
+	}
+	return view, append(perm, s+2), true
+}
+
+// packedConstant adds to g the constant w's data seen as view and
+// transposed by perm, named after w, and returns it.
+func packedConstant(g *Graph, w *Tensor, view Shape, perm []int) (*Tensor, bool) {
+	data, ok := transposeData(w.Data, view, perm)
+	if !ok {
+		return nil, false
+	}
+	shape := make(Shape, len(perm))
+	for i, a := range perm {
+		shape[i] = view[a]
+	}
+	p := &Tensor{Name: g.freshName(w.Name + "_panels"), DType: w.DType, Shape: shape, Data: data}
+	g.Constants = append(g.Constants, p)
+	return p, true
 }
