@@ -32,19 +32,26 @@ type Builder struct {
 	sizes     []*Var
 	inputs    []*Tensor
 	stages    []*Tensor
+	storage   []*Tensor       // declared by Storage, written by stages Into them
 	reduceExt map[string]Expr // reduce axis name -> extent
 	names     map[string]bool // sizes, buffers, reduce axes
 	err       error
 }
 
-// Tensor is a tensor of a Builder: a placeholder (an input) or the result of
-// a computation.
+// Tensor is a tensor of a Builder: a placeholder (an input), the result of
+// a computation, or a storage buffer that computations write parts of.
 type Tensor struct {
 	Buffer *Buffer
 	b      *Builder
 
-	// A computed tensor: Buffer[spatial...] = body, or, for a reduction,
-	// the combination of body over the reduce axes.
+	// A computed tensor: Buffer[offset + spatial...] = body, or, for a
+	// reduction, the combination of body over the reduce axes. Its block
+	// is called name and iterates over shape; Buffer is its own, of that
+	// shape, or (Into) a storage tensor's, with offset.
+	name      string
+	shape     []Expr
+	offset    []Expr   // nil: none
+	storage   bool     // declared by Storage: no computation of its own
 	axisNames []string // loop names of the spatial axes
 	body      Expr     // over the spatial iteration variables v<name> and the reduce axes
 	reduce    reduceKind
@@ -134,8 +141,92 @@ func (b *Builder) ReduceAxis(name string, extent Expr) *Var {
 }
 
 // At returns the element of t at the given indices, for use in the body
-// of a later computation.
-func (t *Tensor) At(indices ...Expr) *Load { return t.Buffer.At(indices...) }
+// of a later computation (of the buffer it was computed Into, at its
+// offset).
+func (t *Tensor) At(indices ...Expr) *Load {
+	if t.offset == nil || len(indices) != len(t.offset) {
+		return t.Buffer.At(indices...)
+	}
+	return t.Buffer.At(shifted(indices, t.offset)...)
+}
+
+// Name is the name of t's block (a placeholder's or a storage tensor's:
+// of its buffer).
+func (t *Tensor) Name() string {
+	if t.name != "" {
+		return t.name
+	}
+	return t.Buffer.Name
+}
+
+// shifted returns idx + offset, dimension by dimension (a zero offset
+// leaves the index as it is).
+func shifted(idx, offset []Expr) []Expr {
+	out := make([]Expr, len(idx))
+	for d := range idx {
+		out[d] = idx[d]
+		if o := offset[d]; !IsConstInt(o, 0) {
+			if o.Type() != idx[d].Type() {
+				o = NewCast(idx[d].Type(), o)
+			}
+			out[d] = Add(idx[d], o)
+		}
+	}
+	return out
+}
+
+// Storage declares a buffer that computations write parts of (see Into):
+// the output of a concatenation, each input's computation writing its
+// slice, or a copy with room to spare beyond what is computed. It is a
+// parameter of the function when passed to Build, else a temporary of the
+// root block. No computation writes all of it unless the program makes
+// them; reading an element none wrote reads whatever the memory holds.
+func (b *Builder) Storage(name string, t DType, shape ...Expr) *Tensor {
+	b.claim(name, "buffer")
+	x := &Tensor{Buffer: NewBuffer(name, t, shape...), b: b, storage: true}
+	b.storage = append(b.storage, x)
+	return x
+}
+
+// Into makes the computed tensor t store its elements in the storage
+// tensor dst at offset (one index per dimension; none: zeros): t's block
+// writes dst[offset + i...], and t.At(i...) reads it there. t then has no
+// buffer of its own. Call it right after defining t, before anything
+// reads t. The element types must match, and where the shapes and offset
+// are constants, t must lie inside dst.
+func (t *Tensor) Into(dst *Tensor, offset ...Expr) *Tensor {
+	b := t.b
+	switch {
+	case t.body == nil || t.offset != nil:
+		b.setErr("Into: %s is not a computed tensor of its own", t.Name())
+		return t
+	case dst == nil || !dst.storage || dst.b != b:
+		b.setErr("Into: %s must go into a Storage tensor of the same builder", t.Name())
+		return t
+	case dst.Buffer.DType != t.Buffer.DType:
+		b.setErr("Into: %s of %s values into %s of %s values", t.Name(), t.Buffer.DType, dst.Buffer.Name, dst.Buffer.DType)
+		return t
+	case len(offset) != 0 && len(offset) != len(t.shape) || len(t.shape) != dst.Buffer.Rank():
+		b.setErr("Into: %s has %s, %s %s and the offset %s", t.Name(), count(len(t.shape), "dimension"), dst.Buffer.Name, count(dst.Buffer.Rank(), "dimension"), count(len(offset), "index"))
+		return t
+	}
+	if len(offset) == 0 {
+		for _, d := range t.shape {
+			offset = append(offset, Zero(d.Type()))
+		}
+	}
+	for d := range offset {
+		o, ok1 := ConstIntValue(offset[d])
+		n, ok2 := ConstIntValue(t.shape[d])
+		m, ok3 := ConstIntValue(dst.Buffer.Shape[d])
+		if ok1 && ok2 && ok3 && (o < 0 || o+n > m) {
+			b.setErr("Into: %s (%d along dimension %d) at offset %d does not fit in %s (%d)", t.Name(), n, d, o, dst.Buffer.Name, m)
+			return t
+		}
+	}
+	t.Buffer, t.offset = dst.Buffer, offset
+	return t
+}
 
 // Compute defines the tensor name[i...] = fn(i) of the given shape and of
 // fn's element type. fn receives one index variable per dimension.
@@ -191,7 +282,7 @@ var spatialNames = []string{"i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "t
 
 func (b *Builder) define(name string, shape []Expr, kind reduceKind, axes []*Var, fn func(i []Expr) Expr) *Tensor {
 	b.claim(name, "buffer")
-	x := &Tensor{b: b, reduce: kind, axes: axes}
+	x := &Tensor{b: b, name: name, shape: shape, reduce: kind, axes: axes}
 	if kind != noReduce && len(axes) == 0 {
 		b.setErr("reduction %s has no reduce axes", name)
 	}
@@ -258,7 +349,7 @@ func (t *Tensor) AxisNames(names ...string) *Tensor {
 	}
 	m := map[string]Expr{}
 	for d, n := range names {
-		m["v"+t.axisNames[d]] = NewVar("v"+n, t.Buffer.Shape[d].Type())
+		m["v"+t.axisNames[d]] = NewVar("v"+n, t.shape[d].Type())
 	}
 	t.body = Substitute(t.body, m)
 	t.axisNames = names
@@ -274,8 +365,8 @@ func (b *Builder) Build(outputs ...*Tensor) (*Func, error) {
 	f := &Func{Name: b.name, Sizes: b.sizes}
 	isOutput := map[*Tensor]bool{}
 	for _, o := range outputs {
-		if o == nil || o.body == nil {
-			return nil, errors.New("ast: build " + b.name + ": an output is nil or a placeholder")
+		if o == nil || o.body == nil && !o.storage || o.offset != nil {
+			return nil, errors.New("ast: build " + b.name + ": an output is nil, a placeholder or computed into another")
 		}
 		isOutput[o] = true
 	}
@@ -286,8 +377,13 @@ func (b *Builder) Build(outputs ...*Tensor) (*Func, error) {
 		f.Params = append(f.Params, o.Buffer)
 	}
 	var stmts []Stmt
-	for _, s := range b.stages {
+	for _, s := range b.storage {
 		if !isOutput[s] {
+			stmts = append(stmts, NewAlloc(s.Buffer))
+		}
+	}
+	for _, s := range b.stages {
+		if !isOutput[s] && s.offset == nil {
 			stmts = append(stmts, NewAlloc(s.Buffer))
 		}
 	}
@@ -304,15 +400,18 @@ func (b *Builder) Build(outputs ...*Tensor) (*Func, error) {
 // lower builds the loop nest and block of one computed tensor.
 func (b *Builder) lower(x *Tensor) Stmt {
 	buf := x.Buffer
-	blk := &ScheduleBlock{Name: buf.Name}
+	blk := &ScheduleBlock{Name: x.name}
 	var loops []*Var
 	var out []Expr // the output element, over iteration variables
 	for d, n := range x.axisNames {
-		t := buf.Shape[d].Type()
+		t := x.shape[d].Type()
 		loop, iter := NewVar(n, t), NewVar("v"+n, t)
 		loops = append(loops, loop)
 		out = append(out, iter)
-		blk.Iters = append(blk.Iters, &IterVar{Var: iter, Kind: Spatial, Dom: Range{Zero(t), buf.Shape[d]}, Binding: loop})
+		blk.Iters = append(blk.Iters, &IterVar{Var: iter, Kind: Spatial, Dom: Range{Zero(t), x.shape[d]}, Binding: loop})
+	}
+	if x.offset != nil {
+		out = shifted(out, x.offset)
 	}
 	body := x.body
 	rename := map[string]Expr{}

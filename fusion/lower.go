@@ -23,6 +23,11 @@ type lowerer struct {
 	names   map[string]bool // taken in this kernel, besides the graph's tensors
 	graph   *graphNames
 	depth   map[*Tensor]int // of an inlined value: the nodes in its longest inlined chain
+
+	out       []*Tensor             // the group's outputs
+	consumers map[*Tensor][]*Node   // in the graph
+	joins     map[*Node]*ast.Tensor // a concat's output, once an input is computed into it
+	placed    map[*Tensor]bool      // computed into a concat's output (see store)
 }
 
 // maxInline is the longest chain of nodes inlined into one expression;
@@ -55,8 +60,10 @@ func namesOf(g *Graph) *graphNames {
 // repeat their work; the others become blocks of their own, each its
 // own loop nest (newPlan aligns them).
 func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node, names *graphNames) (*ast.Func, []*Tensor, []*Tensor, error) {
-	l := &lowerer{g: g, grp: grp, inGroup: grp.set(), b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}, graph: names, depth: map[*Tensor]int{}}
+	l := &lowerer{g: g, grp: grp, inGroup: grp.set(), b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}, graph: names, depth: map[*Tensor]int{},
+		consumers: consumers, joins: map[*Node]*ast.Tensor{}, placed: map[*Tensor]bool{}}
 	in, out := grp.inputs(), grp.outputs(g, consumers)
+	l.out = out
 	for _, s := range usedSymbols(names.symbols, append(append(slices.Clone(in), out...), grp.tensors()...)) {
 		l.sizes[s] = l.b.Size(s)
 	}
@@ -213,6 +220,9 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 		return true
 	}
 	c := reads[0]
+	if c.Op == "concat" && l.materialize(c, out, consumers) {
+		return false // computed in its slice of the concat's output (concatParts)
+	}
 	space := c.Output.Shape
 	if k := ops[c.Op].kind; k == Reduce {
 		return false // a reduction reads each input element once
@@ -266,6 +276,10 @@ func (l *lowerer) node(n *Node, mat bool) error {
 		}
 		return l.conv(n)
 	}
+	if n.Op == "concat" && (mat || l.joins[n] != nil) {
+		l.concatParts(n)
+		return nil
+	}
 	g, err := l.trivial(n)
 	if err != nil {
 		return err
@@ -279,8 +293,14 @@ func (l *lowerer) node(n *Node, mat bool) error {
 	return nil
 }
 
-// store records a block's result tensor and names its loops after it.
+// store records a block's result tensor and names its loops after it. A
+// tensor read in the group only by a concat that gets a buffer is
+// computed right into its slice of the concat's output.
 func (l *lowerer) store(t *Tensor, x *ast.Tensor) {
+	if c := l.joinedBy(t); c != nil {
+		x.Into(l.join(c), concatOffset(c, t, l)...)
+		l.placed[t] = true
+	}
 	var names []string
 	for d := range t.Shape {
 		names = append(names, l.fresh(axisLetter(d)+"_"+t.Name))
@@ -519,18 +539,117 @@ func (l *lowerer) slice(n *Node) (gen, error) {
 	}, nil
 }
 
-// concat selects among the inputs by the index along the axis; each
-// input's index is clamped into its range, since select evaluates both
-// sides.
-func (l *lowerer) concat(n *Node) gen {
-	r := len(n.Output.Shape)
+// concatAxis is the axis a concat joins its inputs along.
+func concatAxis(n *Node) int {
 	ax := 0
 	if n.Attrs.Axis != nil {
 		ax = *n.Attrs.Axis
 		if ax < 0 {
-			ax += r
+			ax += len(n.Output.Shape)
 		}
 	}
+	return ax
+}
+
+// concatParts lowers a concat that gets a buffer: one block per input,
+// each writing its slice of the output (ast's Storage and Into), so that
+// every block copies contiguous rows with no test of which input an
+// element comes from, and an input computed in the same kernel can be
+// computed right there.
+func (l *lowerer) concatParts(n *Node) {
+	t := n.Output
+	ax := concatAxis(n)
+	z := l.join(n)
+	off := Dim{}
+	for k, src := range n.Inputs {
+		d := src.Shape[ax]
+		at := off
+		off, _ = off.Add(d)
+		if v, ok := d.IsConst(); ok && v == 0 || l.placed[src] {
+			continue
+		}
+		name := l.fresh(fmt.Sprintf("%s_part%d", t.Name, k))
+		g := l.val[src]
+		part := l.b.Compute(name, l.shape(src.Shape), func(i []ast.Expr) ast.Expr { return g(i) })
+		part.Into(z, l.sliceOffset(len(t.Shape), ax, at)...)
+		var names []string
+		for d := range src.Shape {
+			names = append(names, l.fresh(axisLetter(d)+"_"+name))
+		}
+		part.AxisNames(names...)
+	}
+	l.bufs[t] = z
+	l.val[t] = func(idx []ast.Expr) ast.Expr { return z.At(idx...) }
+}
+
+// join returns the buffer of concat c's output, declared on first use.
+func (l *lowerer) join(c *Node) *ast.Tensor {
+	if z := l.joins[c]; z != nil {
+		return z
+	}
+	t := c.Output
+	z := l.b.Storage(t.Name, t.DType, l.shape(t.Shape)...)
+	l.joins[c] = z
+	return z
+}
+
+// joinedBy returns the concat whose slice t is computed in: the one node
+// of the group that reads t, reading it once, a concat that gets a buffer;
+// t itself no output of the group. Nil if none.
+func (l *lowerer) joinedBy(t *Tensor) *Node {
+	if slices.Contains(l.out, t) {
+		return nil
+	}
+	var c *Node
+	for _, n := range l.consumers[t] {
+		if !l.inGroup[n] {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if in != t {
+				continue
+			}
+			if c != nil {
+				return nil
+			}
+			c = n
+		}
+	}
+	if c == nil || c.Op != "concat" || !l.materialize(c, l.out, l.consumers) {
+		return nil
+	}
+	return c
+}
+
+// concatOffset is where input t of concat c starts in c's output.
+func concatOffset(c *Node, t *Tensor, l *lowerer) []ast.Expr {
+	ax := concatAxis(c)
+	off := Dim{}
+	for _, src := range c.Inputs {
+		if src == t {
+			break
+		}
+		off, _ = off.Add(src.Shape[ax])
+	}
+	return l.sliceOffset(len(t.Shape), ax, off)
+}
+
+// sliceOffset is the offset of a slice that starts at at along axis ax
+// of a tensor of rank r.
+func (l *lowerer) sliceOffset(r, ax int, at Dim) []ast.Expr {
+	offset := make([]ast.Expr, r)
+	for d := range offset {
+		offset[d] = ast.I32(0)
+	}
+	offset[ax] = l.dim(at)
+	return offset
+}
+
+// concat selects among the inputs by the index along the axis; each
+// input's index is clamped into its range, since select evaluates both
+// sides.
+func (l *lowerer) concat(n *Node) gen {
+	ax := concatAxis(n)
 	return func(i []ast.Expr) ast.Expr {
 		var e ast.Expr
 		off := Dim{}

@@ -134,24 +134,27 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 	if e.m.Options.FastMath {
 		return pick
 	}
-	var ordered value.Value // the result when neither is NaN
 	if name, ok := e.rangeIntrinsic(x.Type()); ok {
-		ordered = e.vrange(name, isMin, x, y)
-	} else {
-		// Equal values differ only in the sign of a zero: min takes the
-		// negative one (or of the bits), max the positive (and of the bits).
-		xi, yi := e.b.NewBitCast(x, e.intType(x.Type())), e.b.NewBitCast(y, e.intType(x.Type()))
-		var zeros value.Value
-		if isMin {
-			zeros = e.b.NewOr(xi, yi)
-		} else {
-			zeros = e.b.NewAnd(xi, yi)
-		}
-		ordered = e.b.NewSelect(e.b.NewFCmp(enum.FPredOEQ, x, y), e.b.NewBitCast(zeros, x.Type()), pick)
+		ordered := e.vrange(name, isMin, x, y) // the result when neither is NaN
+		nan := e.b.NewFCmp(enum.FPredUNO, x, y)
+		sum := e.b.NewFAdd(x, y) // NaN when either is
+		return e.b.NewSelect(nan, sum, ordered)
 	}
-	nan := e.b.NewFCmp(enum.FPredUNO, x, y)
-	sum := e.b.NewFAdd(x, y) // NaN when either is
-	return e.b.NewSelect(nan, sum, ordered)
+	// Pick both ways round (each a compare and select: one instruction
+	// where the target has min and max, x86's minps/maxps among them):
+	// they agree unless the values are equal or one is NaN, when one pick
+	// is x and the other y. Their bits or'ed give min's answers (-0 when
+	// either zero is -0; a NaN keeps its all-ones exponent and nonzero
+	// fraction); and'ed, max's for equal values (+0 when either is), with
+	// the lanes where either is NaN then set to all ones, a quiet NaN.
+	swapped := e.b.NewSelect(e.b.NewFCmp(pred, y, x), y, x)
+	it := e.intType(x.Type())
+	a, b := e.b.NewBitCast(pick, it), e.b.NewBitCast(swapped, it)
+	if isMin {
+		return e.b.NewBitCast(e.b.NewOr(a, b), x.Type())
+	}
+	nan := e.b.NewSExt(e.b.NewFCmp(enum.FPredUNO, x, y), it)
+	return e.b.NewBitCast(e.b.NewOr(e.b.NewAnd(a, b), nan), x.Type())
 }
 
 // rangeIntrinsic names the AVX-512DQ vrangeps/vrangepd intrinsic for
