@@ -593,32 +593,26 @@ func (l *lowerer) join(c *Node) *ast.Tensor {
 	return z
 }
 
-// joinedBy returns the concat whose slice t is computed in: the one node
-// of the group that reads t, reading it once, a concat that gets a buffer;
-// t itself no output of the group. Nil if none.
+// joinedBy returns the concat whose slice t is computed in: a node of the
+// group that reads t once, a concat that gets a buffer, t itself no
+// output of the group (the group's other readers of t read it in the
+// concat's output). Nil if none.
 func (l *lowerer) joinedBy(t *Tensor) *Node {
 	if slices.Contains(l.out, t) {
 		return nil
 	}
-	var c *Node
-	for _, n := range l.consumers[t] {
-		if !l.inGroup[n] {
-			continue
+	for _, c := range l.consumers[t] {
+		reads := 0
+		for _, in := range c.Inputs {
+			if in == t {
+				reads++
+			}
 		}
-		for _, in := range n.Inputs {
-			if in != t {
-				continue
-			}
-			if c != nil {
-				return nil
-			}
-			c = n
+		if l.inGroup[c] && c.Op == "concat" && reads == 1 && l.materialize(c, l.out, l.consumers) {
+			return c
 		}
 	}
-	if c == nil || c.Op != "concat" || !l.materialize(c, l.out, l.consumers) {
-		return nil
-	}
-	return c
+	return nil
 }
 
 // concatOffset is where input t of concat c starts in c's output.

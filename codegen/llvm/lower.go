@@ -178,6 +178,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 		return nil, err
 	}
 	e.packedEntry()
+	e.keepDestructor()
 	return m, nil
 }
 

@@ -71,6 +71,9 @@ type tensorMeta struct {
 	File  string  `json:"file"`
 }
 
+// noCache is -no-cache.
+var noCache bool
+
 func main() {
 	graph := flag.String("graph", "", "the graph: loom's JSON, or a txtar with a graph.json section")
 	sizeFlag := flag.String("size", "", "symbol values, NAME=N separated by commas")
@@ -82,6 +85,7 @@ func main() {
 	compileOnly := flag.Bool("compile-only", false, "read and compile the graph, print the line (no calls), and stop")
 	dbPath := flag.String("db", "", "a tuning database: each kernel runs its fastest record there (loom tune -model), the default schedule where it has none")
 	profile := flag.String("profile", "", "also write each kernel's time within whole calls to this file (JSON lines)")
+	flag.BoolVar(&noCache, "no-cache", false, "compile every kernel afresh, without the module cache (whose key does not see a change to loom itself: for comparing two builds of loom)")
 	flag.Parse()
 	if *compileOnly {
 		*minCalls = 0
@@ -118,7 +122,7 @@ func run(path, sizeFlag string, threads int, seconds float64, minCalls int, dir,
 		return err
 	}
 	t1 := time.Now()
-	opts := module.Options{Threads: threads}
+	opts := module.Options{Threads: threads, NoCache: noCache}
 	if dbPath != "" {
 		if opts.Database, err = autotune.OpenDatabase(dbPath); err != nil {
 			return err

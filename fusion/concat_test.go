@@ -1,0 +1,137 @@
+package fusion_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
+)
+
+// TestConcatSlices: a concat with a buffer is one block per input, each
+// writing its slice of the output; what the kernel computes of those
+// inputs goes straight into its slice. YOLO's SPPF (three 5x5 max pools
+// in a chain and the concat of the input and the three) is one kernel
+// that allocates none of the pools' results and tests no index; beside
+// it, a concat of an element-wise value (computed in its slice), of a
+// value read twice (computed in its slice, read there), of one input
+// twice and of a part that is empty at some sizes. The plans compute what
+// the unfused ones do at 0, 1 and 2 images.
+func TestConcatSlices(t *testing.T) {
+	g := parseGraph(t, `{"name": "sppf",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 9, 7, 20]},
+			{"name": "E", "dtype": "float32", "shape": ["N", "M", 3]}, {"name": "F", "dtype": "float32", "shape": ["N", 5, 3]}],
+		"nodes": [
+			{"op": "max_pool2d", "inputs": ["X"], "output": "Y1", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "layout": "NHWC"}},
+			{"op": "max_pool2d", "inputs": ["Y1"], "output": "Y2", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "layout": "NHWC"}},
+			{"op": "max_pool2d", "inputs": ["Y2"], "output": "Y3", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "layout": "NHWC"}},
+			{"op": "concat", "inputs": ["X", "Y1", "Y2", "Y3"], "output": "Z", "attrs": {"axis": 3}},
+			{"op": "tanh", "inputs": ["F"], "output": "T"},
+			{"op": "relu", "inputs": ["F"], "output": "R"},
+			{"op": "mul", "inputs": ["R", "R"], "output": "R2"},
+			{"op": "concat", "inputs": ["T", "E", "R", "E", "R2"], "output": "C", "attrs": {"axis": 1}}],
+		"outputs": ["Z", "C"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sppf *fusion.Kernel
+	for _, k := range p.Kernels {
+		if strings.Join(k.Nodes, " ") == "Y1 Y2 Y3 Z" {
+			sppf = k
+		}
+	}
+	if sppf == nil {
+		t.Fatalf("the pools and their concat are not one kernel:\n%s", p)
+	}
+	text := sppf.Func.String()
+	for _, bad := range []string{"alloc Y1:", "alloc Y2:", "alloc Y3:", "select(vl_"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the SPPF kernel has %q:\n%s", bad, text)
+		}
+	}
+	for _, want := range []string{"writes(Z[vi_Y1, vj_Y1, vk_Y1, vl_Y1 + 20])", "writes(Z[vi_Y3, vj_Y3, vk_Y3, vl_Y3 + 60])", "ScheduleBlock(Z_part0)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the SPPF kernel has no %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "Z_part1") || strings.Contains(text, "Z_part3") {
+		t.Errorf("the SPPF kernel copies a pool's result:\n%s", text)
+	}
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, 1, 2} {
+		for _, m := range []int64{0, 3} {
+			compare(t, g, p, ref, map[string]int64{"N": n, "M": m})
+		}
+	}
+}
+
+// TestSeparableMaxPool: max pools of 5x5 and larger windows at stride 1
+// along the rows, in either layout, are a max along the rows and then one
+// along the columns; interpreted and compiled, they give refPool's
+// answers bit for bit, NaNs and infinities among the inputs included.
+func TestSeparableMaxPool(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for i, tc := range []struct {
+		k, strides, pads, dil []int
+		in                    []int
+	}{
+		{[]int{5, 5}, []int{1, 1}, []int{2, 2, 2, 2}, []int{1, 1}, []int{2, 3, 9, 7}},
+		{[]int{7, 4}, []int{1, 2}, []int{3, 0, 1, 2}, []int{1, 1}, []int{1, 2, 11, 10}},
+		{[]int{5, 5}, []int{1, 3}, []int{0, 1, 4, 2}, []int{2, 1}, []int{1, 4, 13, 12}},
+		{[]int{9, 9}, []int{1, 1}, []int{4, 4, 4, 4}, []int{1, 1}, []int{1, 1, 1, 1}},
+	} {
+		x := tensor{shape: tc.in}
+		for range elems(tc.in) {
+			v := r.NormFloat64()
+			switch r.IntN(40) {
+			case 0:
+				v = math.NaN()
+			case 1:
+				v = math.Inf(-1)
+			case 2:
+				v = math.Copysign(0, -1)
+			}
+			x.data = append(x.data, v)
+		}
+		attrs := map[string]any{"kernel_shape": tc.k, "strides": tc.strides, "pads": tc.pads, "dilations": tc.dil}
+		want := refPool(x, true, tc.k, tc.strides, tc.pads, tc.dil, false)
+		for _, nhwc := range []bool{false, true} {
+			in, w := x, want
+			if nhwc {
+				attrs["layout"] = "NHWC"
+				in, w = permute(x, toLast), permute(want, toLast)
+			}
+			interpreted, compiled := runOp(t, cache, "max_pool2d", attrs, []tensor{in})
+			for name, got := range map[string][]float64{"interpreted": interpreted, "compiled": compiled} {
+				for j := range w.data {
+					if got[j] != w.data[j] && !(math.IsNaN(got[j]) && math.IsNaN(w.data[j])) || math.Signbit(got[j]) != math.Signbit(w.data[j]) && !math.IsNaN(w.data[j]) {
+						t.Errorf("case %d (NHWC %v) %s: element %d is %g, want %g", i, nhwc, name, j, got[j], w.data[j])
+						break
+					}
+				}
+			}
+		}
+	}
+	// The rows come first: the plan's kernel computes P_rows.
+	g := parseGraph(t, `{"name": "p", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 9, 9]}],
+		"nodes": [{"op": "max_pool2d", "inputs": ["X"], "output": "P", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}}],
+		"outputs": ["P"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 4, 13, 9]") {
+		t.Errorf("no rows for the 5x5 pool:\n%s", s)
+	}
+}
