@@ -22,8 +22,7 @@
 // filters (pack, unless Options.PlainWeights), simplify algebra
 // (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
-// into kernels by CINN's fusion rules (fuse.go; chains of poolings and the
-// concat that joins them make one kernel too) and lowers each group to
+// into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). A concat that
 // gets a buffer is one block per input writing its slice, and what the
 // kernel computes of those inputs is computed right in its slice; a max

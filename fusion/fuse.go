@@ -110,9 +110,6 @@ func reduceDomain(n *Node) string {
 //     every reduction step, except views: transposes of the outer
 //     dimensions and reshapes that split a dimension, which it reads
 //     through at no cost (no kernel copies them; see viewsOnly);
-//   - poolings in a chain fuse, and with the concat that joins them
-//     (YOLO's SPPF), whose output they are then computed in: each
-//     writes its slice of it (see concatParts);
 //   - no fusion may create a cycle between groups.
 //
 // It returns the groups in an order that respects their dependences.
@@ -208,11 +205,6 @@ func dependsOn(b, a *group) bool {
 // canFuse applies the rules to the edge p → c between groups pg and cg.
 func canFuse(pg, cg *group, p, c *Node) bool {
 	switch {
-	case poolsOnly(pg) && (poolsOnly(cg) || cg.kind == Elementwise && c.Op == "concat" && len(cg.nodes) == 1):
-		// A chain of poolings, and the concat that joins them, in one
-		// kernel: each pooling reads the one before where it was just
-		// written, and writes straight into its slice of the concat.
-		return true
 	case pg.kind == Elementwise && cg.kind == Anchor:
 		// Into the anchor itself it would be recomputed for every
 		// reduction step; into its epilogue alone (a batch norm's
@@ -231,17 +223,6 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		return k == Elementwise && c.Output.Shape.Equal(p.Output.Shape) && elementwiseFrom(cg, p.Output) && !readByAnchor(cg, pg)
 	}
 	return false
-}
-
-// poolsOnly reports whether grp's nodes are all poolings, and a concat
-// of them that grp ends with.
-func poolsOnly(grp *group) bool {
-	for i, n := range grp.nodes {
-		if n.Op != "max_pool2d" && n.Op != "avg_pool2d" && (n.Op != "concat" || i != len(grp.nodes)-1) {
-			return false
-		}
-	}
-	return true
 }
 
 // viewsOnly reports whether every node of grp moves data by an affine

@@ -45,8 +45,6 @@ type emitter struct {
 	loose     bool        // lane 0's address may lie outside its buffer (a guarded load's masked lanes): no inbounds
 	parallel  bool        // inside the outlined body of a parallel loop
 	nOutlined int
-
-	keep []*ir.Global // the slots of heap temporaries (see keep.go)
 }
 
 // buffer is a buffer in scope: a pointer to its first element and the
@@ -248,7 +246,7 @@ func (e *emitter) stmt(s ast.Stmt) {
 // seq emits a statement list; the buffers its Allocs declare go out of
 // scope (and heap ones are freed) at its end.
 func (e *emitter) seq(stmts []ast.Stmt) {
-	var heap []*heapBlock
+	var heap []value.Value
 	var scoped []*ast.Buffer
 	for _, s := range stmts {
 		if a, ok := s.(*ast.Alloc); ok {
@@ -263,8 +261,8 @@ func (e *emitter) seq(stmts []ast.Stmt) {
 		}
 		e.stmt(s)
 	}
-	for _, h := range heap {
-		e.heapFree(*h)
+	for _, p := range heap {
+		e.b.NewCall(e.runtimeFunc("free"), p)
 	}
 	for _, b := range scoped {
 		delete(e.bufs, b)
@@ -492,7 +490,7 @@ func (e *emitter) withVar(name string, v lanes, body func()) {
 // loopBody emits one iteration of l's body, with the temporaries that
 // compact at l allocated around it.
 func (e *emitter) loopBody(l *ast.For) {
-	var heap []*heapBlock
+	var heap []value.Value
 	for _, b := range e.atLoop[l] {
 		c := e.compact[b]
 		if p := e.allocShaped(b, c.Shape, c.Origin); p != nil {
@@ -500,8 +498,8 @@ func (e *emitter) loopBody(l *ast.For) {
 		}
 	}
 	e.stmt(l.Body)
-	for _, h := range heap {
-		e.heapFree(*h)
+	for _, p := range heap {
+		e.b.NewCall(e.runtimeFunc("free"), p)
 	}
 	for _, b := range e.atLoop[l] {
 		delete(e.bufs, b)

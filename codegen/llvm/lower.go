@@ -178,7 +178,6 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 		return nil, err
 	}
 	e.packedEntry()
-	e.keepDestructor()
 	return m, nil
 }
 

@@ -282,21 +282,20 @@ func (e *emitter) storeAt(buf *buffer, off, v lanes) {
 // alloc brings a temporary buffer into scope. Small ones of constant size
 // live on the stack of the function being emitted (each thread of a
 // parallel loop has its own); the rest come from the heap, and alloc
-// returns the block to give back at the end of the scope (heapFree).
-func (e *emitter) alloc(a *ast.Alloc) *heapBlock {
+// returns the pointer to free at the end of the scope.
+func (e *emitter) alloc(a *ast.Alloc) value.Value {
 	return e.allocShaped(a.Buffer, a.Buffer.Shape, nil)
 }
 
 // allocShaped allocates buffer b with the given shape, indexed from origin
 // (nil: from 0), and brings it into scope.
-func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) *heapBlock {
+func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) value.Value {
 	mt := memType(b.DType)
 	var n value.Value = i64(1)
 	for _, d := range shape {
 		n = e.mul64(n, e.scalar(e.index(d)))
 	}
-	var ptr value.Value
-	var heap *heapBlock
+	var ptr, raw value.Value
 	if c, ok := constInt(n); ok && c*int64(b.DType.Bytes()) <= stackLimit {
 		slot := e.entry.NewAlloca(types.NewArray(uint64(max(c, 1)), mt))
 		slot.Align = vectorAlign
@@ -306,18 +305,17 @@ func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) *heapBloc
 		bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
 		// aligned_alloc wants a multiple of the alignment, and at least one.
 		rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
-		heap = &heapBlock{slot: e.keepSlot()}
-		heap.block = e.heapAlloc(heap.slot, rounded)
+		raw = e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
 		failed, ok := e.newBlock("oom"), e.newBlock("alloc."+b.Name)
-		e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, heap.block, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
+		e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
 		failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)
 		failed.NewBr(e.exit)
 		e.b = ok
-		ptr = e.b.NewBitCast(e.heapData(heap.block), types.NewPointer(mt))
+		ptr = e.b.NewBitCast(raw, types.NewPointer(mt))
 	}
 	buf := e.declareShaped(b, ptr, shape)
 	for _, o := range origin {
 		buf.origin = append(buf.origin, e.scalar(e.index(o)))
 	}
-	return heap
+	return raw
 }
