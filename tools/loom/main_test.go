@@ -815,3 +815,34 @@ func TestBenchSuiteOneDNN(t *testing.T) {
 		t.Errorf("no summary of the ratios on stderr: %s", errs)
 	}
 }
+
+// TestBenchSuiteLayout: a case with a convolution runs with its channels
+// last, as oneDNN's best layout may: the kernels that convert the graph's
+// NCHW input, weights and output are timed apart (convert_ms), not
+// tuned, and not counted in loom_ms.
+func TestBenchSuiteLayout(t *testing.T) {
+	dir := t.TempDir()
+	graph := `{"name": "dw", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 16, 9, 9]}, {"name": "W", "dtype": "float32", "shape": [16, 1, 3, 3]}],
+  "nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "C", "attrs": {"groups": 16, "pads": [1, 1, 1, 1]}},
+            {"op": "relu", "inputs": ["C"], "output": "Y"}], "outputs": ["Y"]}`
+	if err := os.WriteFile(filepath.Join(dir, "dw.json"), []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "3", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	var line struct {
+		Kernels   int       `json:"kernels"`
+		LoomMs    float64   `json:"loom_ms"`
+		KernelMs  []float64 `json:"kernel_ms"`
+		Layout    string    `json:"layout"`
+		ConvertMs float64   `json:"convert_ms"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.Layout != "NHWC" || line.ConvertMs <= 0 || line.Kernels != 1 || len(line.KernelMs) != 1 || line.LoomMs != line.KernelMs[0] {
+		t.Errorf("want the convolution alone timed in NHWC, its conversions apart: %s", out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -217,6 +218,9 @@ type job struct {
 	// measured at (Case.Sizes the first of them).
 	Bucket   map[string][2]int64
 	SizeSets []map[string]int64
+	// conversion: the kernel only moves a graph input or output between
+	// layouts (isConversion); the suite times it apart.
+	conversion bool
 }
 
 // rate is how fast a run of seconds is, in the job's unit. A bucket's
@@ -359,9 +363,30 @@ func (src *source) jobs() ([]*job, error) {
 		if err := checkCase(c); err != nil {
 			return nil, fmt.Errorf("%s: kernel %s at %s: %v", src.graph, k.Name, strings.Join(dims, ","), err)
 		}
-		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: c})
+		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: c, conversion: isConversion(p, k)})
 	}
 	return out, nil
+}
+
+// isConversion reports whether kernel k of plan p only moves the graph's
+// input or output between layouts: transposes alone (the layout pass's, at
+// a chain's ends), reading only graph inputs or writing only graph outputs.
+func isConversion(p *fusion.Plan, k *fusion.Kernel) bool {
+	for _, name := range k.Nodes {
+		t := p.Graph.Tensor(name)
+		if t == nil || t.Producer == nil || t.Producer.Op != "transpose" {
+			return false
+		}
+	}
+	atInputs := !slices.ContainsFunc(k.Inputs, func(name string) bool {
+		t := p.Graph.Tensor(name)
+		return t == nil || t.Producer != nil
+	})
+	atOutputs := !slices.ContainsFunc(k.Outputs, func(name string) bool {
+		t := p.Graph.Tensor(name)
+		return t == nil || !p.Graph.IsOutput(t)
+	})
+	return len(k.Nodes) > 0 && (atInputs || atOutputs)
 }
 
 func workloadDims() string {
