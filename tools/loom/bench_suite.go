@@ -72,8 +72,8 @@ type suiteLine struct {
 	Layout    string  `json:"layout,omitempty"`
 	ConvertMs float64 `json:"convert_ms,omitempty"`
 	TuneS     float64 `json:"tune_s"`
-	CPU           string   `json:"cpu"` // the machine's CPU model, as /proc/cpuinfo names it
-	Error         string   `json:"error,omitempty"`
+	CPU       string  `json:"cpu"` // the machine's CPU model, as /proc/cpuinfo names it
+	Error     string  `json:"error,omitempty"`
 }
 
 // sameRun reports whether l measured what a line for case name with these
