@@ -17,8 +17,9 @@ import (
 // in a chain and the concat of the input and the three, NHWC) copies
 // each part with no test of which input an element comes from; beside
 // it, a concat of an element-wise value (computed in its slice), of a
-// value read twice (computed in its slice and read there), of one input
-// twice and of a part that is empty at some sizes. The plans compute what
+// value read twice (computed in its slice and read there, by another
+// concat too), of one input twice and of a part that is empty at some
+// sizes. The plans compute what
 // the unfused ones do at 0, 1 and 2 images.
 func TestConcatSlices(t *testing.T) {
 	g := parseGraph(t, `{"name": "sppf",
@@ -32,8 +33,9 @@ func TestConcatSlices(t *testing.T) {
 			{"op": "tanh", "inputs": ["F"], "output": "T"},
 			{"op": "relu", "inputs": ["F"], "output": "R"},
 			{"op": "exp", "inputs": ["R"], "output": "R2"},
-			{"op": "concat", "inputs": ["T", "E", "R", "E", "R2"], "output": "C", "attrs": {"axis": 1}}],
-		"outputs": ["Z", "C"]}`)
+			{"op": "concat", "inputs": ["T", "E", "R", "E", "R2"], "output": "C", "attrs": {"axis": 1}},
+			{"op": "concat", "inputs": ["R", "F"], "output": "D", "attrs": {"axis": 2}}],
+		"outputs": ["Z", "C", "D"]}`)
 	p, err := fusion.Compile(g, fusion.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +61,7 @@ func TestConcatSlices(t *testing.T) {
 	if strings.Contains(z, "select(") {
 		t.Errorf("the concat kernel tests which input an element comes from:\n%s", z)
 	}
-	c := kernel("T R R2 C")
+	c := kernel("T R R2 C D")
 	for _, want := range []string{
 		"C[vi_R, M + vj_R + 5, vk_R] = max(F[vi_R, vj_R, vk_R], 0.0f)",                        // R in its slice
 		"C[vi_C_part0, vj_C_part0, vk_C_part0] = tanh(F[vi_C_part0, vj_C_part0, vk_C_part0])", // T computed in its part
@@ -68,6 +70,9 @@ func TestConcatSlices(t *testing.T) {
 		if !strings.Contains(c, want) {
 			t.Errorf("the kernel of C has no %q:\n%s", want, c)
 		}
+	}
+	if !strings.Contains(c, "D[vi_D_part0, vj_D_part0, vk_D_part0] = C[vi_D_part0, M + vj_D_part0 + 5, vk_D_part0]") {
+		t.Errorf("D does not copy R from C:\n%s", c)
 	}
 	if strings.Contains(c, "alloc") || strings.Contains(c, "C_part2") {
 		t.Errorf("the kernel of C keeps a part apart:\n%s", c)

@@ -27,7 +27,7 @@ type lowerer struct {
 	out       []*Tensor             // the group's outputs
 	consumers map[*Tensor][]*Node   // in the graph
 	joins     map[*Node]*ast.Tensor // a concat's output, once an input is computed into it
-	placed    map[*Tensor]bool      // computed into a concat's output (see store)
+	placed    map[*Tensor]*Node     // the concat whose output a tensor is computed in (see store)
 }
 
 // maxInline is the longest chain of nodes inlined into one expression;
@@ -61,7 +61,7 @@ func namesOf(g *Graph) *graphNames {
 // own loop nest (newPlan aligns them).
 func lowerGroup(g *Graph, grp *group, name string, consumers map[*Tensor][]*Node, names *graphNames) (*ast.Func, []*Tensor, []*Tensor, error) {
 	l := &lowerer{g: g, grp: grp, inGroup: grp.set(), b: ast.NewBuilder(name), sizes: map[string]*ast.Var{}, val: map[*Tensor]gen{}, bufs: map[*Tensor]*ast.Tensor{}, names: map[string]bool{name: true}, graph: names, depth: map[*Tensor]int{},
-		consumers: consumers, joins: map[*Node]*ast.Tensor{}, placed: map[*Tensor]bool{}}
+		consumers: consumers, joins: map[*Node]*ast.Tensor{}, placed: map[*Tensor]*Node{}}
 	in, out := grp.inputs(), grp.outputs(g, consumers)
 	l.out = out
 	for _, s := range usedSymbols(names.symbols, append(append(slices.Clone(in), out...), grp.tensors()...)) {
@@ -298,8 +298,8 @@ func (l *lowerer) node(n *Node, mat bool) error {
 // computed right into its slice of the concat's output.
 func (l *lowerer) store(t *Tensor, x *ast.Tensor) {
 	if c := l.joinedBy(t); c != nil {
-		x.Into(l.join(c), concatOffset(c, t, l)...)
-		l.placed[t] = true
+		x.Into(l.join(c), l.concatOffset(c, t)...)
+		l.placed[t] = c
 	}
 	var names []string
 	for d := range t.Shape {
@@ -565,7 +565,7 @@ func (l *lowerer) concatParts(n *Node) {
 		d := src.Shape[ax]
 		at := off
 		off, _ = off.Add(d)
-		if v, ok := d.IsConst(); ok && v == 0 || l.placed[src] {
+		if v, ok := d.IsConst(); ok && v == 0 || l.placed[src] == n {
 			continue
 		}
 		name := l.fresh(fmt.Sprintf("%s_part%d", t.Name, k))
@@ -616,7 +616,7 @@ func (l *lowerer) joinedBy(t *Tensor) *Node {
 }
 
 // concatOffset is where input t of concat c starts in c's output.
-func concatOffset(c *Node, t *Tensor, l *lowerer) []ast.Expr {
+func (l *lowerer) concatOffset(c *Node, t *Tensor) []ast.Expr {
 	ax := concatAxis(c)
 	off := Dim{}
 	for _, src := range c.Inputs {
