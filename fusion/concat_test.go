@@ -19,7 +19,8 @@ import (
 // it, a concat of an element-wise value (computed in its slice), of a
 // value read twice (computed in its slice and read there, by another
 // concat too), of one input twice and of a part that is empty at some
-// sizes. The plans compute what
+// sizes (also where an element-wise reader would have inlined the concat:
+// a part of symbolic size gives it a buffer). The plans compute what
 // the unfused ones do at 0, 1 and 2 images.
 func TestConcatSlices(t *testing.T) {
 	g := parseGraph(t, `{"name": "sppf",
@@ -34,8 +35,10 @@ func TestConcatSlices(t *testing.T) {
 			{"op": "relu", "inputs": ["F"], "output": "R"},
 			{"op": "exp", "inputs": ["R"], "output": "R2"},
 			{"op": "concat", "inputs": ["T", "E", "R", "E", "R2"], "output": "C", "attrs": {"axis": 1}},
-			{"op": "concat", "inputs": ["R", "F"], "output": "D", "attrs": {"axis": 2}}],
-		"outputs": ["Z", "C", "D"]}`)
+			{"op": "concat", "inputs": ["R", "F"], "output": "D", "attrs": {"axis": 2}},
+			{"op": "concat", "inputs": ["E", "E"], "output": "EE", "attrs": {"axis": 1}},
+			{"op": "neg", "inputs": ["EE"], "output": "NEE"}],
+		"outputs": ["Z", "C", "D", "NEE"]}`)
 	p, err := fusion.Compile(g, fusion.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -187,6 +187,15 @@ func (l *lowerer) materialize(n *Node, out []*Tensor, consumers map[*Tensor][]*N
 	if slices.Contains(out, t) || ops[n.Op].kind == Reduce || ops[n.Op].kind == Anchor {
 		return true
 	}
+	if n.Op == "concat" && slices.ContainsFunc(n.Inputs, func(in *Tensor) bool {
+		_, ok := in.Shape[concatAxis(n)].IsConst()
+		return !ok
+	}) {
+		// Inlined, a concat selects among its inputs with every input's
+		// load evaluated, which a part empty at run time cannot give;
+		// with a buffer, each part is a block of its own (concatParts).
+		return true
+	}
 	// Count reads, not readers: add(e, e) would compute e twice.
 	var reads []*Node
 	for _, c := range consumers[t] {
@@ -641,7 +650,8 @@ func (l *lowerer) sliceOffset(r, ax int, at Dim) []ast.Expr {
 
 // concat selects among the inputs by the index along the axis; each
 // input's index is clamped into its range, since select evaluates both
-// sides.
+// sides (so every part has a constant, nonzero extent there: see
+// materialize).
 func (l *lowerer) concat(n *Node) gen {
 	ax := concatAxis(n)
 	return func(i []ast.Expr) ast.Expr {

@@ -16,9 +16,6 @@ type Plan struct {
 	Graph   *Graph // after the passes
 	Kernels []*Kernel
 	Buffers []*Buffer // every tensor a kernel reads or writes
-	// selects are the concats lowered inline, as a select among their
-	// inputs (see checkSizes); the others write each input's slice.
-	selects map[*Node]bool
 	// GraphOrder[k] is where kernel k would run in the graph's own order
 	// (its first node's), before the exec-order pass chose the order of
 	// Kernels to lower the peak memory.
@@ -129,33 +126,7 @@ func newPlan(g *Graph, groups []*group) (*Plan, error) {
 		}
 	}
 	markAliases(p, groups, bufs)
-	p.selects = selectConcats(g, p.Kernels)
 	return p, nil
-}
-
-// selectConcats are the concats of g that no kernel gives a buffer (a
-// parameter or a temporary of its name): those inlined into their
-// readers as a select among their inputs.
-func selectConcats(g *Graph, kernels []*Kernel) map[*Node]bool {
-	named := map[string]bool{}
-	for _, k := range kernels {
-		for _, b := range k.Func.Params {
-			named[b.Name] = true
-		}
-		ast.Inspect(k.Func.Body, func(n ast.Node) bool {
-			if a, ok := n.(*ast.Alloc); ok {
-				named[a.Buffer.Name] = true
-			}
-			return true
-		})
-	}
-	sel := map[*Node]bool{}
-	for _, n := range g.Nodes {
-		if n.Op == "concat" && !named[n.Output.Name] {
-			sel[n] = true
-		}
-	}
-	return sel
 }
 
 // markAliases finds the kernels that only reshape an intermediate or an
@@ -269,25 +240,6 @@ func (p *Plan) checkSizes(sizes map[string]int64) error {
 		}
 		if v < 0 {
 			return fmt.Errorf("fusion: size %s = %d is negative", s, v)
-		}
-	}
-	// A concat inlined as a select among its inputs evaluates every
-	// input's load (clamped into its range), so no input may be empty at
-	// run time unless it is empty for every size (then it is left out).
-	// One with a buffer copies each input's slice, empty or not.
-	for _, n := range p.Graph.Nodes {
-		if !p.selects[n] || len(n.Inputs) < 2 {
-			continue
-		}
-		ax := concatAxis(n)
-		for _, in := range n.Inputs {
-			d := in.Shape[ax]
-			if _, isConst := d.IsConst(); isConst {
-				continue
-			}
-			if v, err := d.Eval(sizes); err == nil && v == 0 {
-				return fmt.Errorf("fusion: concat %s: input %s is empty along axis %d (%s = 0) for these sizes; a concat of a symbolic size needs it non-empty", n.Output.Name, in.Name, ax, d)
-			}
 		}
 	}
 	for _, b := range p.Buffers {
