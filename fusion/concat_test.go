@@ -9,6 +9,7 @@ import (
 
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/module"
 )
 
 // TestConcatSlices: a concat with a buffer is one block per input, each
@@ -152,5 +153,70 @@ func TestSeparableMaxPool(t *testing.T) {
 	}
 	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 4, 13, 9]") {
 		t.Errorf("no rows for the 5x5 pool:\n%s", s)
+	}
+}
+
+// TestSeparableMaxPoolSymbolic: separable max pools over images of
+// symbolic size, compiled to native code, give the interpreter's answers
+// at sizes down to a 1x1 image, every output element written (the
+// outputs are NaN before the call).
+func TestSeparableMaxPoolSymbolic(t *testing.T) {
+	g := parseGraph(t, `{"name": "p",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 3, "H", "W"]}, {"name": "L", "dtype": "float32", "shape": ["N", "H", "W", 5]}],
+		"nodes": [
+			{"op": "max_pool2d", "inputs": ["X"], "output": "Y", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}},
+			{"op": "max_pool2d", "inputs": ["L"], "output": "V", "attrs": {"kernel_shape": [5, 6], "pads": [2, 3, 2, 2], "layout": "NHWC"}}],
+		"outputs": ["Y", "V"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := module.Compile(g, module.Options{Threads: 2, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, s := range [][3]int64{{1, 1, 1}, {2, 9, 6}, {1, 2, 7}} {
+		sizes := map[string]int64{"N": s[0], "H": s[1], "W": s[2]}
+		ins, tensors := map[string]any{}, map[string]module.Tensor{}
+		for _, x := range g.Inputs {
+			d, err := fusion.NewData(x, sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(r, d)
+			ins[x.Name] = d
+			var shape []int64
+			for _, dim := range x.Shape {
+				v, _ := dim.Eval(sizes)
+				shape = append(shape, v)
+			}
+			tensors[x.Name] = module.Tensor{Shape: shape, Data: d}
+		}
+		want, err := p.Interpret(sizes, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := m.NewOutputs(tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			for i := range o.Data.([]float32) {
+				o.Data.([]float32)[i] = float32(math.NaN())
+			}
+		}
+		if err := m.Run(tensors, outs); err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want {
+			got := outs[name].Data.([]float32)
+			for i, v := range w.([]float32) {
+				if got[i] != v {
+					t.Errorf("sizes %v: %s[%d] = %v, want %v", sizes, name, i, got[i], v)
+					break
+				}
+			}
+		}
 	}
 }
