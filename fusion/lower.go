@@ -306,8 +306,8 @@ func (l *lowerer) node(n *Node, mat bool) error {
 // tensor read in the group only by a concat that gets a buffer is
 // computed right into its slice of the concat's output.
 func (l *lowerer) store(t *Tensor, x *ast.Tensor) {
-	if c := l.joinedBy(t); c != nil {
-		x.Into(l.join(c), l.concatOffset(c, t)...)
+	if c, k := l.joinedBy(t); c != nil {
+		x.Into(l.join(c), l.concatOffset(c, k)...)
 		l.placed[t] = c
 	}
 	var names []string
@@ -567,20 +567,15 @@ func concatAxis(n *Node) int {
 // computed right there.
 func (l *lowerer) concatParts(n *Node) {
 	t := n.Output
-	ax := concatAxis(n)
 	z := l.join(n)
-	off := Dim{}
 	for k, src := range n.Inputs {
-		d := src.Shape[ax]
-		at := off
-		off, _ = off.Add(d)
-		if v, ok := d.IsConst(); ok && v == 0 || l.placed[src] == n {
+		if v, ok := src.Shape[concatAxis(n)].IsConst(); ok && v == 0 || l.placed[src] == n {
 			continue
 		}
 		name := l.fresh(fmt.Sprintf("%s_part%d", t.Name, k))
 		g := l.val[src]
 		part := l.b.Compute(name, l.shape(src.Shape), func(i []ast.Expr) ast.Expr { return g(i) })
-		part.Into(z, l.sliceOffset(len(t.Shape), ax, at)...)
+		part.Into(z, l.concatOffset(n, k)...)
 		var names []string
 		for d := range src.Shape {
 			names = append(names, l.fresh(axisLetter(d)+"_"+name))
@@ -602,45 +597,35 @@ func (l *lowerer) join(c *Node) *ast.Tensor {
 	return z
 }
 
-// joinedBy returns the concat whose slice t is computed in: a node of the
-// group that reads t once, a concat that gets a buffer, t itself no
-// output of the group (the group's other readers of t read it in the
-// concat's output). Nil if none.
-func (l *lowerer) joinedBy(t *Tensor) *Node {
+// joinedBy returns the concat whose slice t is computed in, and which of
+// its inputs t is: a node of the group that reads t once, a concat that
+// gets a buffer, t itself no output of the group (the group's other
+// readers of t read it in the concat's output). Nil if none.
+func (l *lowerer) joinedBy(t *Tensor) (*Node, int) {
 	if slices.Contains(l.out, t) {
-		return nil
+		return nil, 0
 	}
 	for _, c := range l.consumers[t] {
-		reads := 0
-		for _, in := range c.Inputs {
-			if in == t {
-				reads++
-			}
+		if !l.inGroup[c] || c.Op != "concat" {
+			continue
 		}
-		if l.inGroup[c] && c.Op == "concat" && reads == 1 && l.materialize(c, l.out, l.consumers) {
-			return c
+		k := slices.Index(c.Inputs, t)
+		if !slices.Contains(c.Inputs[k+1:], t) && l.materialize(c, l.out, l.consumers) { // read once
+			return c, k
 		}
 	}
-	return nil
+	return nil, 0
 }
 
-// concatOffset is where input t of concat c starts in c's output.
-func (l *lowerer) concatOffset(c *Node, t *Tensor) []ast.Expr {
+// concatOffset is where input k of concat c starts in c's output: the
+// sum of the inputs' extents along its axis before it, at that axis.
+func (l *lowerer) concatOffset(c *Node, k int) []ast.Expr {
 	ax := concatAxis(c)
-	off := Dim{}
-	for _, src := range c.Inputs {
-		if src == t {
-			break
-		}
-		off, _ = off.Add(src.Shape[ax])
+	at := Dim{}
+	for _, src := range c.Inputs[:k] {
+		at, _ = at.Add(src.Shape[ax])
 	}
-	return l.sliceOffset(len(t.Shape), ax, off)
-}
-
-// sliceOffset is the offset of a slice that starts at at along axis ax
-// of a tensor of rank r.
-func (l *lowerer) sliceOffset(r, ax int, at Dim) []ast.Expr {
-	offset := make([]ast.Expr, r)
+	offset := make([]ast.Expr, len(c.Output.Shape))
 	for d := range offset {
 		offset[d] = ast.I32(0)
 	}
