@@ -310,14 +310,9 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 	dflt, unscheduled := 0.0, 0.0
 	for _, j := range jobs {
 		if j.conversion {
-			s, err := (&autotune.Space{Rules: t.rules, Target: t.target}).Decide(j.Case.Func)
-			if err != nil {
-				line.Error = fmt.Sprintf("%s: %v", j.Name, err)
-				return line
-			}
-			ms := warmCall(s.Func(), j)
+			ms := defaultCall(t, j)
 			if ms == nil {
-				line.Error = fmt.Sprintf("%s: the layout conversion did not run in process", j.Name)
+				line.Error = fmt.Sprintf("%s: the layout conversion has no default schedule or did not run in process", j.Name)
 				return line
 			}
 			line.ConvertMs += *ms
@@ -340,10 +335,8 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 		line.KernelMs = append(line.KernelMs, *ms)
 		line.LoomMs += *ms
 		d := math.NaN()
-		if s, err := (&autotune.Space{Rules: t.rules, Target: t.target}).Decide(j.Case.Func); err == nil {
-			if ms := warmCall(s.Func(), j); ms != nil {
-				d = *ms
-			}
+		if ms := defaultCall(t, j); ms != nil {
+			d = *ms
 		}
 		dflt += d
 		u := math.NaN()
@@ -360,6 +353,16 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 	}
 	line.TuneS = time.Since(begin).Seconds()
 	return line
+}
+
+// defaultCall is warmCall of job j's kernel on its default schedule (nil
+// where there is none or it does not run).
+func defaultCall(t *tuner, j *job) *float64 {
+	s, err := (&autotune.Space{Rules: t.rules, Target: t.target}).Decide(j.Case.Func)
+	if err != nil {
+		return nil
+	}
+	return warmCall(s.Func(), j)
 }
 
 // warmCall compiles f and returns its best per-call time on job j's
