@@ -88,3 +88,61 @@ func TestCompaction(t *testing.T) {
 		t.Errorf("a buffer carried between iterations was compacted: %v", plans)
 	}
 }
+
+// TestCompactionAcrossBranches: a temporary written in both branches of
+// an if inside its tile loop (a loop partition.Borders versioned)
+// compacts to the tile with the tile's origin. Each branch's part starts
+// at i * 8, but the else branch runs only at i = 0, where its start reads
+// 0: taken as the origin of every tile, the tiles after the first
+// indexed their 8 elements past a buffer of 8 (a crash of MobileNetV2's
+// strided depthwise convolution).
+func TestCompactionAcrossBranches(t *testing.T) {
+	block := func(name, expr string) string {
+		return `serial for (j, 0, 8) {
+          ScheduleBlock(` + name + `) {
+            vi = axis.bind(i * 8 + j)
+            axis.domain(vi = spatial(0, 32))
+            reads(A[vi])
+            writes(T[vi])
+            T[vi] = ` + expr + `
+          }
+        }`
+	}
+	g, err := ast.Parse(`func branches(A: float32[32], B: float32[32]) {
+  ScheduleBlock(root) {
+    alloc T: float32[32]
+    serial for (i, 0, 4) {
+      if (i >= 1) {
+        ` + block("T1", "A[vi] * 2.0f") + `
+      } else {
+        ` + block("T2", "A[vi] + 1.0f") + `
+      }
+      serial for (j, 0, 8) {
+        ScheduleBlock(B) {
+          vi = axis.bind(i * 8 + j)
+          axis.domain(vi = spatial(0, 32))
+          reads(T[vi])
+          writes(B[vi])
+          B[vi] = T[vi]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := planCompactions(g)
+	if len(plans) != 1 {
+		t.Fatalf("%d buffers compacted, want T", len(plans))
+	}
+	for b, c := range plans {
+		var origin []string
+		for _, o := range c.Origin {
+			origin = append(origin, ast.Print(o))
+		}
+		if got := strings.Join(origin, ","); !strings.Contains(got, "i") {
+			t.Errorf("%s compacts at %s from [%s]: the same origin for every tile", b.Name, c.Loop.Var.Name, got)
+		}
+	}
+}

@@ -170,6 +170,9 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	// it (package partition): a predicate in the innermost loops keeps a
 	// matrix multiply's accumulators in memory.
 	f = partition.Func(f)
+	// Loops over a padded border run their interior without the tests
+	// of the border (a convolution reading its input as if padded).
+	f = partition.Borders(f)
 	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule()}
 	m.IR.TargetTriple = opts.Target.Triple
 	m.IR.SourceFilename = f.Name

@@ -28,6 +28,11 @@
 // annotations), but not a parallel loop whose main part would run fewer
 // than two iterations (the loops inside it are); unrolled, vectorized and
 // GPU-bound loops are left alone.
+//
+// Borders does the same for the tests of a padded read (a select whose
+// condition holds away from an image's border): it versions the loop
+// over the interior, where the tests and the clamps of the index are
+// dropped, and keeps the border as it was.
 package partition
 
 import (

@@ -329,7 +329,7 @@ func TestEdgeCases(t *testing.T) {
 
 // TestDefaultsOfFusionKernels: every kernel of every fusion golden with
 // sizes, under its default schedule (two threads), computes the same
-// after partitioning, at the golden's sizes and with every symbol 1 and
+// after partitioning and versioning its borders, at the golden's sizes and with every symbol 1 and
 // 13 (those of up to 250,000 block instances: the interpreter runs both).
 func TestDefaultsOfFusionKernels(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/fusion/*.txtar")
@@ -376,7 +376,7 @@ func TestDefaultsOfFusionKernels(t *testing.T) {
 				t.Fatalf("%s: %v", k.Name, err)
 			}
 			before := s.Func()
-			after := partition.Func(before)
+			after := partition.Borders(partition.Func(before))
 			if after == before {
 				continue
 			}
@@ -412,9 +412,9 @@ var adversarialSeeds = flag.Uint64("seeds", 0, "sequences per corpus function in
 
 // TestAdversarialSchedules: the schedule generator's sequences over the
 // corpus (skewed, triangular, in-place, symbolic functions), every
-// accepted schedule partitioned and run by the interpreter in place of a
-// compiled kernel: the runner compares it with the unpartitioned
-// schedule's results.
+// accepted schedule partitioned (its borders versioned too) and run by
+// the interpreter in place of a compiled kernel: the runner compares it
+// with the unpartitioned schedule's results.
 func TestAdversarialSchedules(t *testing.T) {
 	corpus, err := schedgen.Load("../../testdata/schedgen")
 	if err != nil {
@@ -422,7 +422,7 @@ func TestAdversarialSchedules(t *testing.T) {
 	}
 	parted := 0
 	cfg := schedgen.Config{NoValidation: true, NativeEvery: 1, Native: func(f *ast.Func, sizes map[string]int64, args map[string]any) error {
-		g := partition.Func(f)
+		g := partition.Borders(partition.Func(f))
 		if g != f {
 			parted++
 			if err := ast.Verify(g); err != nil {

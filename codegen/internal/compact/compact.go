@@ -245,10 +245,12 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 }
 
 // exactExtent returns the origin and the width of dimension d of the
-// region when each part's least index is exact (attained): the least of
-// them is attained too, so the region's width (the most indices one
-// iteration spans) counts from it. (The union's own bound would not be
-// exact: its parts may be empty at some parameters.)
+// region when every part's least index is exact (attained) and the same
+// expression: the region's width (the most indices one iteration spans)
+// counts from it. (The union's own bound would not be exact: its parts
+// may be empty at some parameters. For the same reason parts that start
+// at different indices are left to spanExtent: the least of their
+// starts is not attained where its part is empty.)
 func exactExtent(parts []poly.Set, region poly.Set, d int, inScope, sizes map[string]*ast.Var, loopNames []string) (origin, width ast.Expr, ok bool) {
 	for _, part := range parts {
 		lo, _ := part.DimBounds(d)
@@ -263,7 +265,12 @@ func exactExtent(parts []poly.Set, region poly.Set, d int, inScope, sizes map[st
 		case origin == nil:
 			origin = e
 		case !ast.Equal(origin, e):
-			origin = ast.Min(origin, e)
+			// Parts that start at different indices: the least of
+			// them may belong to a part that is empty where the
+			// others are not (the branches of an if, say), and is
+			// then not attained; spanExtent checks a bound before
+			// it counts from it.
+			return nil, nil, false
 		}
 	}
 	w := region.Width(d, loopNames)

@@ -1,0 +1,118 @@
+package fusion_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/module"
+)
+
+// TestGroupedConvBorders: grouped and depthwise convolutions in NHWC read
+// their input's border through tests, which the code generator drops in
+// the interior (package partition's Borders). Compiled at two threads,
+// outputs poisoned with NaN, against the plan's interpreter: windows of
+// 2x2 to 7x7, strides 1, 2 and 4, uneven pads, a dilation, 12 channels
+// (a vector and a half) in groups of 1 and 2, with their epilogues (bias
+// and clip, SiLU, a residual), at stride 1 over symbolic image sizes
+// from 1x1 (all border) to 17x15, strided (which needs constant sizes)
+// with 16 channels at 11x9.
+func TestGroupedConvBorders(t *testing.T) {
+	for _, c := range []struct {
+		name, x, ch string
+		strided     bool // strides need constant image sizes
+	}{
+		{"symbolic", `["N", 12, "H", "W"]`, "12", false},
+		{"11x9", `["N", 16, 11, 9]`, "16", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch, half := c.ch, "6"
+			if ch == "16" {
+				half = "8"
+			}
+			weights := func(name, shape string) string {
+				return `{"name": "` + name + `", "dtype": "float32", "shape": ` + shape + `, "data": ` + ramp(elemsOf(shape)) + `}, `
+			}
+			var nodes, outputs string
+			if c.strided {
+				nodes = `{"op": "conv2d", "inputs": ["X", "W5"], "output": "b0", "attrs": {"groups": ` + ch + `, "strides": [2, 2], "pads": [2, 1, 2, 2]}},
+				{"op": "silu", "inputs": ["b0"], "output": "Bo"},
+				{"op": "conv2d", "inputs": ["X", "G3"], "output": "C", "attrs": {"groups": ` + half + `, "dilations": [2, 2], "pads": [2, 2, 1, 3]}},
+				{"op": "conv2d", "inputs": ["X", "W4"], "output": "F", "attrs": {"groups": ` + ch + `, "strides": [4, 3], "pads": [0, 1, 3, 3]}}`
+				outputs = `"Bo", "C", "F"`
+			} else {
+				nodes = `{"op": "conv2d", "inputs": ["X", "W3"], "output": "a0", "attrs": {"groups": ` + ch + `, "pads": [1, 1, 1, 1]}},
+				{"op": "add", "inputs": ["a0", "B"], "output": "a1"},
+				{"op": "max", "inputs": ["a1", "zero"], "output": "a2"},
+				{"op": "min", "inputs": ["a2", "six"], "output": "A"},
+				{"op": "conv2d", "inputs": ["X", "W7"], "output": "d0", "attrs": {"groups": ` + ch + `, "pads": [3, 2, 3, 4]}},
+				{"op": "add", "inputs": ["d0", "X"], "output": "D"}`
+				outputs = `"A", "D"`
+			}
+			g := parseGraph(t, `{"name": "dw",
+				"inputs": [{"name": "X", "dtype": "float32", "shape": `+c.x+`}],
+				"constants": [`+weights("W3", "["+ch+", 1, 3, 3]")+weights("W5", "["+ch+", 1, 5, 5]")+
+				weights("G3", "["+ch+", 2, 3, 3]")+weights("W7", "["+ch+", 1, 7, 7]")+
+				weights("W4", "["+ch+", 1, 4, 4]")+weights("B", "["+ch+", 1, 1]")+`
+					{"name": "zero", "dtype": "float32", "shape": [], "data": [0]}, {"name": "six", "dtype": "float32", "shape": [], "data": [6]}],
+				"nodes": [`+nodes+`],
+				"outputs": [`+outputs+`]}`)
+			p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := module.Compile(g, module.Options{Threads: 2, NoCache: true, Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes := []map[string]int64{{"N": 1}, {"N": 2}}
+			if !c.strided {
+				sizes = []map[string]int64{{"N": 1, "H": 1, "W": 1}, {"N": 1, "H": 2, "W": 3}, {"N": 2, "H": 9, "W": 8}, {"N": 1, "H": 17, "W": 15}}
+			}
+			r := rand.New(rand.NewPCG(4, 7))
+			for _, sz := range sizes {
+				ins, tensors := map[string]any{}, map[string]module.Tensor{}
+				for _, x := range g.Inputs {
+					d, err := fusion.NewData(x, sz)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fill(r, d)
+					ins[x.Name] = d
+					var shape []int64
+					for _, dim := range x.Shape {
+						v, _ := dim.Eval(sz)
+						shape = append(shape, v)
+					}
+					tensors[x.Name] = module.Tensor{Shape: shape, Data: d}
+				}
+				want, err := p.Interpret(sz, ins)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs, err := m.NewOutputs(tensors)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range outs {
+					for i := range o.Data.([]float32) {
+						o.Data.([]float32)[i] = float32(math.NaN())
+					}
+				}
+				if err := m.Run(tensors, outs); err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range want {
+					got := outs[name].Data.([]float32)
+					for i, v := range w.([]float32) {
+						if d := math.Abs(float64(got[i] - v)); !(d <= 1e-4*(1+math.Abs(float64(v)))) {
+							t.Errorf("sizes %v: %s[%d] = %v, want %v", sz, name, i, got[i], v)
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+}
