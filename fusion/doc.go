@@ -95,7 +95,9 @@
 //	                     (x)        axes (default all, negative from the end), keepdims
 //	matmul               (a, b)     [..., M, K] × [..., K, N], batch dims broadcast;
 //	                                panel p: b comes in panels of p columns,
-//	                                [..., N/p, K, p] (the pack pass's form)
+//	                                [..., N/p, K, p] (the pack pass's form);
+//	                                columns N: the last of ceil(N/p) panels
+//	                                is padded (its padding never read)
 //	conv1d conv2d conv3d (x, w)     N C spatial... × F C/groups kernel...; strides,
 //	                                pads [begins..., ends...], dilations (one per
 //	                                spatial axis), groups (1; depthwise: the

@@ -102,6 +102,11 @@ type Attrs struct {
 	// [kernel..., C/groups, F]. The pack pass sets it on constant
 	// weights.
 	Panel int64 `json:"panel,omitempty"`
+	// Columns is, for a matrix product whose second operand comes in
+	// panels, its number of columns N when the last panel is padded
+	// (N not a multiple of the panel: [..., ceil(N/panel), K, panel],
+	// the padding never read); 0: every panel is whole.
+	Columns int64 `json:"columns,omitempty"`
 }
 
 // clone returns a deep copy of a.
@@ -195,6 +200,9 @@ func (a Attrs) String() string {
 	}
 	if a.Panel != 0 {
 		add("panel", strconv.FormatInt(a.Panel, 10))
+	}
+	if a.Columns != 0 {
+		add("columns", strconv.FormatInt(a.Columns, 10))
 	}
 	if a.Layout != "" {
 		add("layout", strconv.Quote(a.Layout))

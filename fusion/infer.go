@@ -752,7 +752,17 @@ func (c *inferCtx) matmul() (Shape, error) {
 		if err != nil {
 			return nil, c.errf("inputs[1]", "%v", err)
 		}
+		if cols := c.n.Attrs.Columns; cols != 0 {
+			// The last panel padded: N columns of ceil(N/p) panels.
+			panels, ok := b[len(b)-3].IsConst()
+			if !ok || cols <= (panels-1)*p || cols > panels*p {
+				return nil, c.errf("attrs.columns", "columns %d: want more than %d panels of %d hold less and at most all of them (%s)", cols, panels-1, p, b)
+			}
+			n = Const(cols)
+		}
 		b = append(slices.Clone(b[:len(b)-3]), b[len(b)-2], n)
+	} else if c.n.Attrs.Columns != 0 {
+		return nil, c.errf("attrs.columns", "columns %d without a panel", c.n.Attrs.Columns)
 	}
 	if len(a) < 2 || len(b) < 2 {
 		return nil, c.errf("inputs", "matmul needs operands of rank 2 or more, got %s and %s", a, b)

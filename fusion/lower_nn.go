@@ -217,7 +217,11 @@ func (l *lowerer) pool(n *Node) error {
 	if isMax {
 		fill = lowestValue(dt)
 	}
-	gx := l.padded(xin, y, geo.pads, fill, t.Name, false)
+	// In NHWC a pool reads its border through tests, the same for a
+	// vector of channels, as a grouped convolution does (inlinePadding);
+	// a separable max pool reads its padded copy once per row pass.
+	sep := isMax && separable(k, geo.strides)
+	gx := l.padded(xin, y, geo.pads, fill, t.Name, y.last && !sep)
 	var rk []*ast.Var
 	for d, name := range windowAxes(2) {
 		rk = append(rk, l.b.ReduceAxis(l.fresh(name+"_"+t.Name), ast.I32(int32(k[d]))))
@@ -230,7 +234,7 @@ func (l *lowerer) pool(n *Node) error {
 		return gx(xi)
 	}
 	shape := l.shape(t.Shape)
-	if isMax && separable(k, geo.strides) {
+	if sep {
 		l.store(t, l.separableMax(t, y, geo, k[0], rk, gx))
 		return nil
 	}

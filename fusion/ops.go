@@ -90,7 +90,7 @@ var ops = map[string]opInfo{
 	"reduce_max":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	"reduce_min":  {kind: Reduce, min: 1, max: 1, attrs: []string{"axes", "keepdims"}},
 	// Anchors.
-	"matmul": {kind: Anchor, min: 2, max: 2, attrs: []string{"panel"}},
+	"matmul": {kind: Anchor, min: 2, max: 2, attrs: []string{"panel", "columns"}},
 	"conv1d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},
 	"conv2d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},
 	"conv3d": {kind: Anchor, min: 2, max: 2, attrs: []string{"strides", "pads", "dilations", "groups", "layout", "panel"}},

@@ -1,6 +1,7 @@
 package fusion_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +13,8 @@ import (
 // enough (K x N at least 4096, N a multiple of 16) are stored in panels
 // of 16 columns, one shared by three products (one of them batched)
 // packed once; a batched
-// weight, a small one, one of 520 columns, a weight that is an input and
-// Options.PlainWeights are left alone. The plan computes what the graph
+// weight, a small one, a weight that is an input and Options.PlainWeights
+// are left alone; one of 260 columns gets a padded last panel. The plan computes what the graph
 // does, at 0, 1 and 3 rows, and a panel given in the graph's JSON
 // reads as the pass writes it.
 func TestPackWeights(t *testing.T) {
@@ -43,22 +44,24 @@ func TestPackWeights(t *testing.T) {
 	for _, x := range packed.Graph.Nodes {
 		if x.Op == "matmul" && x.Attrs.Panel == 16 {
 			n++
-		}
-	}
-	if n != 3 {
-		t.Errorf("%d products read packed weights, want the three of W (one batched):\n%s", n, packed)
-	}
-	panels := 0
-	for _, c := range packed.Graph.Constants {
-		if strings.HasSuffix(c.Name, "_panels") {
-			panels++
-			if got := c.Shape.String(); got != "[16, 256, 16]" {
-				t.Errorf("%s has shape %s, want [16, 256, 16]", c.Name, got)
+			if want := int64(map[bool]int64{true: 260}[x.Inputs[1].Name == "Odd_panels"]); x.Attrs.Columns != want {
+				t.Errorf("%s reads %s with columns %d, want %d", x.Output.Name, x.Inputs[1].Name, x.Attrs.Columns, want)
 			}
 		}
 	}
-	if panels != 1 {
-		t.Errorf("%d packed constants, want W's alone", panels)
+	if n != 4 {
+		t.Errorf("%d products read packed weights, want the three of W (one batched) and Odd's:\n%s", n, packed)
+	}
+	panels := map[string]string{}
+	for _, c := range packed.Graph.Constants {
+		if strings.HasSuffix(c.Name, "_panels") {
+			panels[c.Name] = c.Shape.String()
+		}
+	}
+	// Odd's 260 columns: 17 panels, the last with 4 columns and 12 of
+	// padding.
+	if want := map[string]string{"W_panels": "[16, 256, 16]", "Odd_panels": "[17, 256, 16]"}; !maps.Equal(panels, want) {
+		t.Errorf("packed constants %v, want %v", panels, want)
 	}
 	plain, err := fusion.Compile(g, fusion.Options{PlainWeights: true})
 	if err != nil {
@@ -95,6 +98,35 @@ func TestPackWeights(t *testing.T) {
 	want := []float32{1, 2, 3, 0, 2, 0, 0, 15}
 	if got := out["Y"].([]float32); !slices.Equal(got, want) {
 		t.Errorf("a product with panels of 4: got %v, want %v", got, want)
+	}
+	// The same panels holding 6 columns, the last panel's 2 of padding
+	// never read; columns that the panels do not hold are refused.
+	padded := parseGraph(t, `{"name": "hand",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 3]}, {"name": "P", "dtype": "float32", "shape": [2, 3, 4]}],
+		"nodes": [{"op": "matmul", "inputs": ["X", "P"], "output": "Y", "attrs": {"panel": 4, "columns": 6}}],
+		"outputs": ["Y"]}`)
+	if got := padded.Outputs[0].Shape.String(); got != "[M, 6]" {
+		t.Errorf("a product of 6 columns in panels of 4 gives %s, want [M, 6]", got)
+	}
+	if p, err = fusion.Compile(padded, fusion.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = p.Interpret(map[string]int64{"M": 1}, map[string]any{"X": []float32{1, 2, 3}, "P": []float32{
+		1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0,
+		2, 0, 9, 9, 0, 0, 9, 9, 0, 0, 9, 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out["Y"].([]float32), []float32{1, 2, 3, 0, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("6 columns in panels of 4: got %v, want %v", got, want)
+	}
+	for _, bad := range []string{`"panel": 4, "columns": 4`, `"panel": 4, "columns": 9`, `"columns": 6`} {
+		_, err := fusion.ParseJSON([]byte(`{"name": "bad",
+			"inputs": [{"name": "X", "dtype": "float32", "shape": ["M", 3]}, {"name": "P", "dtype": "float32", "shape": [2, 3, 4]}],
+			"nodes": [{"op": "matmul", "inputs": ["X", "P"], "output": "Y", "attrs": {` + bad + `}}],
+			"outputs": ["Y"]}`))
+		if err == nil || !strings.Contains(err.Error(), "columns") {
+			t.Errorf("attrs {%s}: error %v, want one naming columns", bad, err)
+		}
 	}
 }
 

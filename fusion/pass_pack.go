@@ -27,8 +27,7 @@ const packPanel = 16
 const packLeast = 1 << 12
 
 // packWeights packs the constant second operand of every 2-d matrix
-// product at least packLeast elements large whose columns divide into
-// panels, and the constant weights of every convolution with its
+// product at least packLeast elements large (its last panel padded), and the constant weights of every convolution with its
 // channels last whose filters do (convPanelView), unless o.PlainWeights.
 // A weight read by several nodes is packed once.
 func packWeights(g *Graph, o Options) (bool, error) {
@@ -47,38 +46,56 @@ func packWeights(g *Graph, o Options) (bool, error) {
 		if !ok {
 			var view Shape
 			var perm []int
+			data := w.Data
 			if conv {
 				view, perm, ok = convPanelView(w, spatialRank(n.Op))
 			} else {
-				view, perm, ok = matmulPanelView(w)
+				view, perm, data, ok = matmulPanelView(w)
 			}
 			if !ok {
 				continue
 			}
-			if p, ok = packedConstant(g, w, view, perm); !ok {
+			if p, ok = packedConstant(g, w, data, view, perm); !ok {
 				continue
 			}
 			packed[w] = p
 		}
 		n.Inputs[1], n.Attrs.Panel = p, packPanel
+		if !conv {
+			if cols, _ := w.Shape[1].IsConst(); cols%packPanel != 0 {
+				n.Attrs.Columns = cols
+			}
+		}
 		changed = true
 	}
 	return changed, nil
 }
 
 // matmulPanelView returns how a product's weight matrix b goes into
-// panels: [K, N] seen as [K, N/p, p], transposed to [N/p, K, p]; false
-// when it stays as it is.
-func matmulPanelView(b *Tensor) (Shape, []int, bool) {
+// panels: [K, N] seen as [K, N/p, p], transposed to [N/p, K, p], with N
+// rounded up to a multiple of p (the padding filled with zeros, never
+// read: the node's columns says N); false when it stays as it is.
+// MobileNetV2's classifier ([1280, 1000]) read in columns of 8, 4000
+// bytes apart, streamed its 5 MB at two thirds of the rate of ONNX
+// Runtime's.
+func matmulPanelView(b *Tensor) (Shape, []int, []float64, bool) {
 	if !b.IsConst() || len(b.Shape) != 2 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	k, okK := b.Shape[0].IsConst()
 	cols, okN := b.Shape[1].IsConst()
-	if !okK || !okN || cols%packPanel != 0 || k*cols < packLeast || int64(len(b.Data)) != k*cols {
-		return nil, nil, false
+	if !okK || !okN || k*cols < packLeast || int64(len(b.Data)) != k*cols {
+		return nil, nil, nil, false
 	}
-	return Shape{Const(k), Const(cols / packPanel), Const(packPanel)}, []int{1, 0, 2}, true
+	padded := (cols + packPanel - 1) / packPanel * packPanel
+	data := b.Data
+	if padded != cols {
+		data = make([]float64, k*padded)
+		for r := range k {
+			copy(data[r*padded:r*padded+cols], b.Data[r*cols:(r+1)*cols])
+		}
+	}
+	return Shape{Const(k), Const(padded / packPanel), Const(packPanel)}, []int{1, 0, 2}, data, true
 }
 
 // convPanelView returns how the constant filters w of a convolution over
@@ -111,10 +128,11 @@ func convPanelView(w *Tensor, s int) (Shape, []int, bool) {
 	return view, append(perm, s+2), true
 }
 
-// packedConstant adds to g the constant w's data seen as view and
-// transposed by perm, named after w, and returns it.
-func packedConstant(g *Graph, w *Tensor, view Shape, perm []int) (*Tensor, bool) {
-	data, ok := transposeData(w.Data, view, perm)
+// packedConstant adds to g the constant w's data (or a padded copy of
+// it) seen as view and transposed by perm, named after w, and returns
+// it.
+func packedConstant(g *Graph, w *Tensor, data []float64, view Shape, perm []int) (*Tensor, bool) {
+	data, ok := transposeData(data, view, perm)
 	if !ok {
 		return nil, false
 	}
