@@ -37,13 +37,10 @@ const maxBorderVersions = 8
 // are versioned again. Unrolled, vectorized and GPU-bound loops are left
 // alone.
 func Borders(f *ast.Func) *ast.Func {
-	v := &versioner{names: map[string]bool{}, blocks: map[string]bool{}, budget: maxBorderVersions}
+	v := &versioner{blocks: map[string]bool{}, budget: maxBorderVersions}
 	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.Var:
-			v.names[n.Name] = true
-		case *ast.ScheduleBlock:
-			v.blocks[n.Name] = true
+		if b, ok := n.(*ast.ScheduleBlock); ok {
+			v.blocks[b.Name] = true
 		}
 		return true
 	})
@@ -57,7 +54,6 @@ func Borders(f *ast.Func) *ast.Func {
 }
 
 type versioner struct {
-	names  map[string]bool // every variable name of the function
 	blocks map[string]bool // every block name
 	budget int
 }
@@ -76,7 +72,11 @@ func (v *versioner) stmt(s ast.Stmt, border bool) ast.Stmt {
 	if v.budget > 0 && versionable(l) {
 		if cond, then, ok := v.version(l, border); ok {
 			v.budget--
-			out.Body = ast.NewIf(cond, v.stmt(then, border), v.stmt(l.Body, true))
+			if k, ok := cond.(*ast.Const); ok && k.Int != 0 {
+				out.Body = v.stmt(then, border)
+			} else {
+				out.Body = ast.NewIf(cond, v.stmt(then, border), v.stmt(l.Body, true))
+			}
 			return &out
 		}
 	}
@@ -222,7 +222,11 @@ func (v *versioner) version(l *ast.For, tapsOnly bool) (ast.Expr, ast.Stmt, bool
 	})
 	r := refiner{x: x, s: s, e: e}
 	then = r.stmt(then, scope{sub: map[string]ast.Expr{}})
-	return ast.Simplify(cond), then, true
+	// Over the loop's own range the test may always hold (a border the
+	// loop never reaches): then the version is the body.
+	a := ast.NewAnalyzer()
+	a.BindRange(x.Name, l.Min, l.Extent)
+	return a.Simplify(cond), then, true
 }
 
 // refiner rewrites the blocks under x's loop for x in [s, e): the
