@@ -177,45 +177,53 @@ func TestSeparableMaxPoolSymbolic(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(9, 9))
 	for _, s := range [][3]int64{{1, 1, 1}, {2, 9, 6}, {1, 2, 7}} {
-		sizes := map[string]int64{"N": s[0], "H": s[1], "W": s[2]}
-		ins, tensors := map[string]any{}, map[string]module.Tensor{}
-		for _, x := range g.Inputs {
-			d, err := fusion.NewData(x, sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fill(r, d)
-			ins[x.Name] = d
-			var shape []int64
-			for _, dim := range x.Shape {
-				v, _ := dim.Eval(sizes)
-				shape = append(shape, v)
-			}
-			tensors[x.Name] = module.Tensor{Shape: shape, Data: d}
-		}
-		want, err := p.Interpret(sizes, ins)
+		compiledAgrees(t, g, p, m, map[string]int64{"N": s[0], "H": s[1], "W": s[2]}, r, 0)
+	}
+}
+
+// compiledAgrees runs module m, compiled from g, at sizes on random inputs
+// with its outputs NaN before the call, and checks every output element
+// against plan p's interpreter: equal, or within tol relative to
+// 1 + |want| (a sum computed in another order).
+func compiledAgrees(t *testing.T, g *fusion.Graph, p *fusion.Plan, m *module.Module, sizes map[string]int64, r *rand.Rand, tol float64) {
+	t.Helper()
+	ins, tensors := map[string]any{}, map[string]module.Tensor{}
+	for _, x := range g.Inputs {
+		d, err := fusion.NewData(x, sizes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs, err := m.NewOutputs(tensors)
-		if err != nil {
-			t.Fatal(err)
+		fill(r, d)
+		ins[x.Name] = d
+		var shape []int64
+		for _, dim := range x.Shape {
+			v, _ := dim.Eval(sizes)
+			shape = append(shape, v)
 		}
-		for _, o := range outs {
-			for i := range o.Data.([]float32) {
-				o.Data.([]float32)[i] = float32(math.NaN())
-			}
+		tensors[x.Name] = module.Tensor{Shape: shape, Data: d}
+	}
+	want, err := p.Interpret(sizes, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := m.NewOutputs(tensors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		for i := range o.Data.([]float32) {
+			o.Data.([]float32)[i] = float32(math.NaN())
 		}
-		if err := m.Run(tensors, outs); err != nil {
-			t.Fatal(err)
-		}
-		for name, w := range want {
-			got := outs[name].Data.([]float32)
-			for i, v := range w.([]float32) {
-				if got[i] != v {
-					t.Errorf("sizes %v: %s[%d] = %v, want %v", sizes, name, i, got[i], v)
-					break
-				}
+	}
+	if err := m.Run(tensors, outs); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		got := outs[name].Data.([]float32)
+		for i, v := range w.([]float32) {
+			if d := math.Abs(float64(got[i] - v)); !(d <= tol*(1+math.Abs(float64(v)))) {
+				t.Errorf("sizes %v: %s[%d] = %v, want %v", sizes, name, i, got[i], v)
+				break
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package fusion_test
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -72,46 +71,7 @@ func TestGroupedConvBorders(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(4, 7))
 			for _, sz := range sizes {
-				ins, tensors := map[string]any{}, map[string]module.Tensor{}
-				for _, x := range g.Inputs {
-					d, err := fusion.NewData(x, sz)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fill(r, d)
-					ins[x.Name] = d
-					var shape []int64
-					for _, dim := range x.Shape {
-						v, _ := dim.Eval(sz)
-						shape = append(shape, v)
-					}
-					tensors[x.Name] = module.Tensor{Shape: shape, Data: d}
-				}
-				want, err := p.Interpret(sz, ins)
-				if err != nil {
-					t.Fatal(err)
-				}
-				outs, err := m.NewOutputs(tensors)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range outs {
-					for i := range o.Data.([]float32) {
-						o.Data.([]float32)[i] = float32(math.NaN())
-					}
-				}
-				if err := m.Run(tensors, outs); err != nil {
-					t.Fatal(err)
-				}
-				for name, w := range want {
-					got := outs[name].Data.([]float32)
-					for i, v := range w.([]float32) {
-						if d := math.Abs(float64(got[i] - v)); !(d <= 1e-4*(1+math.Abs(float64(v)))) {
-							t.Errorf("sizes %v: %s[%d] = %v, want %v", sz, name, i, got[i], v)
-							break
-						}
-					}
-				}
+				compiledAgrees(t, g, p, m, sz, r, 1e-4)
 			}
 		})
 	}

@@ -94,23 +94,34 @@ type scope struct {
 	sub   map[string]ast.Expr
 }
 
+// under is the scope inside loop l.
+func (sc scope) under(l *ast.For) scope {
+	return scope{append(sc.inner[:len(sc.inner):len(sc.inner)], l), sc.sub}
+}
+
+// in is the scope inside block b: its iteration variables stand for
+// their bindings.
+func (sc scope) in(b *ast.ScheduleBlock) scope {
+	sub := make(map[string]ast.Expr, len(sc.sub)+len(b.Iters))
+	for k, e := range sc.sub {
+		sub[k] = e
+	}
+	for _, it := range b.Iters {
+		sub[it.Var.Name] = ast.Substitute(it.Binding, sc.sub)
+	}
+	return scope{sc.inner, sub}
+}
+
 // walkBlocks calls f for each block under s with its scope; the loops
 // between x's loop and the block are inner.
 func walkBlocks(s ast.Stmt, sc scope, f func(b *ast.ScheduleBlock, sc scope)) {
 	ast.Inspect(s, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.For:
-			walkBlocks(n.Body, scope{append(sc.inner[:len(sc.inner):len(sc.inner)], n), sc.sub}, f)
+			walkBlocks(n.Body, sc.under(n), f)
 			return false
 		case *ast.ScheduleBlock:
-			sub := make(map[string]ast.Expr, len(sc.sub)+len(n.Iters))
-			for k, e := range sc.sub {
-				sub[k] = e
-			}
-			for _, it := range n.Iters {
-				sub[it.Var.Name] = ast.Substitute(it.Binding, sc.sub)
-			}
-			inner := scope{sc.inner, sub}
+			inner := sc.in(n)
 			f(n, inner)
 			if n.Init != nil {
 				walkBlocks(n.Init, inner, f)
@@ -241,17 +252,10 @@ func (r refiner) stmt(s ast.Stmt, sc scope) ast.Stmt {
 	switch n := s.(type) {
 	case *ast.For:
 		out := *n
-		out.Body = r.stmt(n.Body, scope{append(sc.inner[:len(sc.inner):len(sc.inner)], n), sc.sub})
+		out.Body = r.stmt(n.Body, sc.under(n))
 		return &out
 	case *ast.ScheduleBlock:
-		sub := make(map[string]ast.Expr, len(sc.sub)+len(n.Iters))
-		for k, e := range sc.sub {
-			sub[k] = e
-		}
-		for _, it := range n.Iters {
-			sub[it.Var.Name] = ast.Substitute(it.Binding, sc.sub)
-		}
-		inner := scope{sc.inner, sub}
+		inner := sc.in(n)
 		out := *n
 		if n.Init != nil {
 			out.Init = r.stmt(n.Init, inner)
