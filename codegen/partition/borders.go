@@ -33,9 +33,8 @@ const maxBorderVersions = 8
 // Each conjunct is taken by one loop (taker): the innermost that can
 // take it among those that are not the block's reduction loops (a tile
 // loop, not the window's taps), so that the tests run only in the tiles
-// that touch the border. Inside a border (an else) only the taps' loops
-// are versioned again. Unrolled, vectorized and GPU-bound loops are left
-// alone.
+// that touch the border; a border (an else) is not versioned again.
+// Unrolled, vectorized and GPU-bound loops are left alone.
 func Borders(f *ast.Func) *ast.Func {
 	v := &versioner{blocks: map[string]bool{}, budget: maxBorderVersions}
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -44,7 +43,7 @@ func Borders(f *ast.Func) *ast.Func {
 		}
 		return true
 	})
-	body := v.stmt(f.Body, false)
+	body := v.stmt(f.Body)
 	if v.budget == maxBorderVersions {
 		return f
 	}
@@ -58,29 +57,28 @@ type versioner struct {
 	budget int
 }
 
-// stmt versions the loops of s, outermost first. In a border (the else
-// of a version) only the loops over a window's taps are versioned: the
-// taps inside the image then run without the tests, at the cost of one
-// more copy of the few statements under them, where another version of
-// a tile loop would copy a whole tile's code for a few iterations.
-func (v *versioner) stmt(s ast.Stmt, border bool) ast.Stmt {
+// stmt versions the loops of s, outermost first. A border (the else of
+// a version) stays as it is: versioned again, a tile's code would be
+// copied once more for a few iterations (the window's taps inside the
+// image, at a compile time a third longer, measured no faster).
+func (v *versioner) stmt(s ast.Stmt) ast.Stmt {
 	l, ok := s.(*ast.For)
 	if !ok {
-		return ast.MapChildren(s, func(c ast.Stmt) ast.Stmt { return v.stmt(c, border) }, keepExpr)
+		return ast.MapChildren(s, v.stmt, keepExpr)
 	}
 	out := *l
 	if v.budget > 0 && versionable(l) {
-		if cond, then, ok := v.version(l, border); ok {
+		if cond, then, ok := v.version(l); ok {
 			v.budget--
 			if k, ok := cond.(*ast.Const); ok && k.Int != 0 {
-				out.Body = v.stmt(then, border)
+				out.Body = v.stmt(then)
 			} else {
-				out.Body = ast.NewIf(cond, v.stmt(then, border), v.stmt(l.Body, true))
+				out.Body = ast.NewIf(cond, v.stmt(then), l.Body)
 			}
 			return &out
 		}
 	}
-	out.Body = v.stmt(l.Body, border)
+	out.Body = v.stmt(l.Body)
 	return &out
 }
 
@@ -157,7 +155,7 @@ func blockExprs(b *ast.ScheduleBlock, f func(ast.Expr)) {
 // version returns the condition x in [S, E) and l's body with what holds
 // there simplified, when some select under l has a conjunct that holds
 // over such a range.
-func (v *versioner) version(l *ast.For, tapsOnly bool) (ast.Expr, ast.Stmt, bool) {
+func (v *versioner) version(l *ast.For) (ast.Expr, ast.Stmt, bool) {
 	x := l.Var
 	var starts, ends []ast.Expr
 	walkBlocks(l.Body, scope{sub: map[string]ast.Expr{}}, func(b *ast.ScheduleBlock, sc scope) {
@@ -168,7 +166,7 @@ func (v *versioner) version(l *ast.For, tapsOnly bool) (ast.Expr, ast.Stmt, bool
 			}
 			for _, c := range conjuncts(sel.Cond) {
 				c = ast.Substitute(c, sc.sub)
-				if taker(c, append([]*ast.For{l}, sc.inner...), b) != l || tapsOnly && !reduces(b, l) {
+				if taker(c, append([]*ast.For{l}, sc.inner...), b) != l {
 					continue
 				}
 				start, end, ok := holds(c, x, sc.inner)
