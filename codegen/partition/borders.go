@@ -84,53 +84,6 @@ func (v *versioner) stmt(s ast.Stmt) ast.Stmt {
 
 func keepExpr(e ast.Expr) ast.Expr { return e }
 
-// scope is what a block's expressions are analysed in: the loops between
-// the versioned loop and the block, and the block iteration variables
-// around it by the loop expressions they are bound to.
-type scope struct {
-	inner []*ast.For
-	sub   map[string]ast.Expr
-}
-
-// under is the scope inside loop l.
-func (sc scope) under(l *ast.For) scope {
-	return scope{append(sc.inner[:len(sc.inner):len(sc.inner)], l), sc.sub}
-}
-
-// in is the scope inside block b: its iteration variables stand for
-// their bindings.
-func (sc scope) in(b *ast.ScheduleBlock) scope {
-	sub := make(map[string]ast.Expr, len(sc.sub)+len(b.Iters))
-	for k, e := range sc.sub {
-		sub[k] = e
-	}
-	for _, it := range b.Iters {
-		sub[it.Var.Name] = ast.Substitute(it.Binding, sc.sub)
-	}
-	return scope{sc.inner, sub}
-}
-
-// walkBlocks calls f for each block under s with its scope; the loops
-// between x's loop and the block are inner.
-func walkBlocks(s ast.Stmt, sc scope, f func(b *ast.ScheduleBlock, sc scope)) {
-	ast.Inspect(s, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.For:
-			walkBlocks(n.Body, sc.under(n), f)
-			return false
-		case *ast.ScheduleBlock:
-			inner := sc.in(n)
-			f(n, inner)
-			if n.Init != nil {
-				walkBlocks(n.Init, inner, f)
-			}
-			walkBlocks(n.Body, inner, f)
-			return false
-		}
-		return true
-	})
-}
-
 // blockExprs calls f for every expression of block b's own statements
 // (not those of the loops and blocks nested in it).
 func blockExprs(b *ast.ScheduleBlock, f func(ast.Expr)) {

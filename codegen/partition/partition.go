@@ -110,38 +110,20 @@ func (p *partitioner) split(l *ast.For) (main, tail *ast.For, ok bool) {
 	t := x.DType
 	var ends []ast.Expr
 	dropped := map[*ast.ScheduleBlock][]int{} // conjuncts proven in the main part, by index
-	var visit func(s ast.Stmt, inner []*ast.For)
-	visit = func(s ast.Stmt, inner []*ast.For) {
-		ast.Inspect(s, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.For:
-				if n == l {
-					return true
-				}
-				visit(n.Body, append(inner[:len(inner):len(inner)], n))
-				return false
-			case *ast.ScheduleBlock:
-				if n.Predicate != nil {
-					for i, c := range conjuncts(n.Predicate) {
-						if !ast.Mentions(c, x.Name) {
-							continue
-						}
-						if end, ok := mainEnd(c, x, inner); ok {
-							ends = append(ends, end)
-							dropped[n] = append(dropped[n], i)
-						}
-					}
-				}
-				if n.Init != nil {
-					visit(n.Init, inner)
-				}
-				visit(n.Body, inner)
-				return false
+	walkBlocks(l.Body, scope{sub: map[string]ast.Expr{}}, func(b *ast.ScheduleBlock, sc scope) {
+		if b.Predicate == nil {
+			return
+		}
+		for i, c := range conjuncts(b.Predicate) {
+			if !ast.Mentions(c, x.Name) {
+				continue
 			}
-			return true
-		})
-	}
-	visit(l.Body, nil)
+			if end, ok := mainEnd(c, x, sc.inner); ok {
+				ends = append(ends, end)
+				dropped[b] = append(dropped[b], i)
+			}
+		}
+	})
 	// An end may only use what is bound before the loop starts.
 	inside := boundIn(l.Body)
 	inside[x.Name] = true
@@ -458,6 +440,53 @@ func mapBlocks(s ast.Stmt, f func(*ast.ScheduleBlock) *ast.ScheduleBlock) ast.St
 		return ast.MapChildren(s, rec, func(e ast.Expr) ast.Expr { return e })
 	}
 	return rec(s)
+}
+
+// scope is what a block's expressions are analysed in: the loops between
+// the versioned loop and the block, and the block iteration variables
+// around it by the loop expressions they are bound to.
+type scope struct {
+	inner []*ast.For
+	sub   map[string]ast.Expr
+}
+
+// under is the scope inside loop l.
+func (sc scope) under(l *ast.For) scope {
+	return scope{append(sc.inner[:len(sc.inner):len(sc.inner)], l), sc.sub}
+}
+
+// in is the scope inside block b: its iteration variables stand for
+// their bindings.
+func (sc scope) in(b *ast.ScheduleBlock) scope {
+	sub := make(map[string]ast.Expr, len(sc.sub)+len(b.Iters))
+	for k, e := range sc.sub {
+		sub[k] = e
+	}
+	for _, it := range b.Iters {
+		sub[it.Var.Name] = ast.Substitute(it.Binding, sc.sub)
+	}
+	return scope{sc.inner, sub}
+}
+
+// walkBlocks calls f for each block under s with its scope; the loops
+// between x's loop and the block are inner.
+func walkBlocks(s ast.Stmt, sc scope, f func(b *ast.ScheduleBlock, sc scope)) {
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			walkBlocks(n.Body, sc.under(n), f)
+			return false
+		case *ast.ScheduleBlock:
+			inner := sc.in(n)
+			f(n, inner)
+			if n.Init != nil {
+				walkBlocks(n.Init, inner, f)
+			}
+			walkBlocks(n.Body, inner, f)
+			return false
+		}
+		return true
+	})
 }
 
 // boundIn returns the variables s binds: its loops' and its blocks'
