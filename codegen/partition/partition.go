@@ -443,8 +443,9 @@ func mapBlocks(s ast.Stmt, f func(*ast.ScheduleBlock) *ast.ScheduleBlock) ast.St
 }
 
 // scope is what a block's expressions are analysed in: the loops between
-// the versioned loop and the block, and the block iteration variables
-// around it by the loop expressions they are bound to.
+// the loop being split or versioned and the block, and the block
+// iteration variables around it by the loop expressions they are bound
+// to.
 type scope struct {
 	inner []*ast.For
 	sub   map[string]ast.Expr
