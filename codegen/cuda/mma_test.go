@@ -156,81 +156,87 @@ func TestMMAEmulated(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range cases {
+	// One program checks every case (one compile: most of the test's
+	// time is g++'s), each case's kernel and check a function of its own.
+	var kernels []string
+	var checks, calls strings.Builder
+	for n, c := range cases {
 		in, bt, lay := c.in, c.bt, mmaLayouts(c.bt)[c.layout]
-		t.Run(fmt.Sprintf("%s/bt=%v/%s", in, bt, c.layout), func(t *testing.T) {
-			bits := ast.Float16Bits
-			if in == "bf16" {
-				bits = ast.BFloat16Bits
-			}
-			a, b, c := make([]uint16, 16*lay.lda+lay.aoff), make([]uint16, 16*lay.ldb+lay.boff), make([]float32, 16*12+2)
-			va := func(i, k int) float64 { return float64((i*7+k*3)%9-4) / 4 }
-			vb := func(k, j int) float64 { return float64((k*5+j*11)%7-3) / 4 }
-			for i := range 16 {
-				for k := range 16 {
-					a[lay.aoff+i*lay.lda+k] = bits(va(i, k))
-				}
-			}
+		name := fmt.Sprintf("%s/bt=%v/%s", in, bt, c.layout)
+		bits := ast.Float16Bits
+		if in == "bf16" {
+			bits = ast.BFloat16Bits
+		}
+		a, b, cc := make([]uint16, 16*lay.lda+lay.aoff), make([]uint16, 16*lay.ldb+lay.boff), make([]float32, 16*12+2)
+		va := func(i, k int) float64 { return float64((i*7+k*3)%9-4) / 4 }
+		vb := func(k, j int) float64 { return float64((k*5+j*11)%7-3) / 4 }
+		for i := range 16 {
 			for k := range 16 {
-				for j := range 8 {
-					if bt {
-						b[lay.boff+j*lay.ldb+k] = bits(vb(k, j))
-					} else {
-						b[lay.boff+k*lay.ldb+j] = bits(vb(k, j))
-					}
+				a[lay.aoff+i*lay.lda+k] = bits(va(i, k))
+			}
+		}
+		for k := range 16 {
+			for j := range 8 {
+				if bt {
+					b[lay.boff+j*lay.ldb+k] = bits(vb(k, j))
+				} else {
+					b[lay.boff+k*lay.ldb+j] = bits(vb(k, j))
 				}
 			}
-			for i := range 16 {
-				for j := range 8 {
-					c[2+i*12+j] = float32(i - j)
-				}
-				for j := 8; j < 12; j++ {
-					c[2+i*12+j] = float32(i - j)
-				}
+		}
+		for i := range 16 {
+			for j := range 12 {
+				cc[2+i*12+j] = float32(i - j)
 			}
-			list := func(xs any) string { return strings.Trim(strings.ReplaceAll(fmt.Sprint(xs), " ", ", "), "[]") }
-			var want []string
-			for i := range 16 {
-				for j := range 8 {
-					d := float64(i - j)
-					for k := range 16 {
-						d += va(i, k) * vb(k, j)
-					}
-					want = append(want, fmt.Sprintf("%g", d))
+		}
+		list := func(xs any) string { return strings.Trim(strings.ReplaceAll(fmt.Sprint(xs), " ", ", "), "[]") }
+		var want []string
+		for i := range 16 {
+			for j := range 8 {
+				d := float64(i - j)
+				for k := range 16 {
+					d += va(i, k) * vb(k, j)
 				}
+				want = append(want, fmt.Sprintf("%g", d))
 			}
-			prog := string(emu) + "\n#include <cstdio>\n" + mmaKernel(in, bt, lay, "k") + fmt.Sprintf(`
-int main() {
-  static unsigned short A[] = {%s};
-  static unsigned short B[] = {%s};
-  static float C[] = {%s};
-  static const double want[] = {%s};
-  loom_launch({1, 1, 1}, {32, 1, 1}, [&] { k(A, B, C); });
+		}
+		kernel := fmt.Sprintf("k%d", n)
+		kernels = append(kernels, mmaKernel(in, bt, lay, kernel))
+		checks.WriteString(fmt.Sprintf(`
+static int check%[1]d() {
+  static unsigned short A[] = {%[2]s};
+  static unsigned short B[] = {%[3]s};
+  static float C[] = {%[4]s};
+  static const double want[] = {%[5]s};
+  const char* name = "%[6]s";
+  loom_launch({1, 1, 1}, {32, 1, 1}, [&] { %[7]s(A, B, C); });
   int bad = 0;
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 8; ++j)
       if ((double)C[2 + i * 12 + j] != want[i * 8 + j]) {
-        if (bad++ < 5) printf("C[%%d][%%d] = %%g, want %%g\n", i, j, C[2 + i * 12 + j], want[i * 8 + j]);
+        if (bad++ < 5) printf("%%s: C[%%d][%%d] = %%g, want %%g\n", name, i, j, C[2 + i * 12 + j], want[i * 8 + j]);
       }
   for (int i = 0; i < 16; ++i)
     for (int j = 8; j < 12; ++j)
-      if (C[2 + i * 12 + j] != (float)i - (float)j && ++bad < 5) printf("C[%%d][%%d], outside the tile, changed\n", i, j);
+      if (C[2 + i * 12 + j] != (float)i - (float)j && ++bad < 5) printf("%%s: C[%%d][%%d], outside the tile, changed\n", name, i, j);
   return bad != 0;
 }
-`, list(a), list(b), list(c), strings.Join(want, ", "))
-			dir := t.TempDir()
-			src := filepath.Join(dir, "mma.cpp")
-			if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bin := filepath.Join(dir, "mma")
-			if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-				t.Fatalf("g++: %v\n%s", err, out)
-			}
-			if out, err := exec.Command(bin).CombinedOutput(); err != nil || len(out) > 0 {
-				t.Fatalf("%v\n%s", err, out)
-			}
-		})
+`, n, list(a), list(b), list(cc), strings.Join(want, ", "), name, kernel))
+		fmt.Fprintf(&calls, "  bad |= check%d();\n", n)
+	}
+	prog := string(emu) + "\n#include <cstdio>\n" + dedupHelpers(strings.Join(kernels, "\n")) + checks.String() +
+		"\nint main() {\n  int bad = 0;\n" + calls.String() + "  return bad;\n}\n"
+	dir := t.TempDir()
+	src := filepath.Join(dir, "mma.cpp")
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "mma")
+	if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
 

@@ -59,12 +59,29 @@ func BuildDriver(ctx context.Context, dir string) (string, error) {
 	}
 	lib := filepath.Join(dir, "libloom-standin-cuda.so")
 	build := exec.CommandContext(ctx, "g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-Wall",
-		fmt.Sprintf("-DLOOM_EMU_DIR=%q", dir), "-o", lib, filepath.Join(dir, "driver.cpp"), "-ldl")
-	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Sprintf("-DLOOM_EMU_DIR=%q", dir), fmt.Sprintf("-DLOOM_EMU_FLAGS=%q", strings.Join(moduleFlags, " ")),
+		"-o", lib, filepath.Join(dir, "driver.cpp"), "-ldl")
+	// The driver compiles each module against loom_emu.h, whose parsing
+	// is most of a small module's compile: precompiled here, with the
+	// modules' flags, while the driver builds. g++ falls back to the
+	// header's text where it cannot use it, so a failure only costs time.
+	pch := exec.CommandContext(ctx, "g++", append(append([]string{}, moduleFlags...),
+		"-x", "c++-header", "-o", filepath.Join(dir, "loom_emu.h.gch"), filepath.Join(dir, "loom_emu.h"))...)
+	pchErr := make(chan error, 1)
+	go func() { pchErr <- pch.Run() }()
+	out, err := build.CombinedOutput()
+	if <-pchErr != nil {
+		os.Remove(filepath.Join(dir, "loom_emu.h.gch"))
+	}
+	if err != nil {
 		return "", fmt.Errorf("cudaemu: building the stand-in driver: %v\n%s", err, out)
 	}
 	return lib, nil
 }
+
+// moduleFlags are g++'s flags for a module the stand-in driver builds
+// (with -shared), and for the header it precompiles for them.
+var moduleFlags = []string{"-std=c++20", "-O1", "-pthread", "-w", "-fPIC"}
 
 // Run compiles module m with its header into a program that launches its
 // kernels in order on the CPU, runs it at sizes with the parameters in

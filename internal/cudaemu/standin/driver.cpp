@@ -12,7 +12,9 @@
 // the host's clock.
 //
 // LOOM_EMU_DIR (a macro, set when this file is built) is the directory
-// holding loom_emu.h; modules are built in directories under it.
+// holding loom_emu.h (and its precompiled form, built with the same
+// flags); modules are built in directories under it, with g++'s flags
+// LOOM_EMU_FLAGS (a macro too).
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -28,6 +30,9 @@
 
 #ifndef LOOM_EMU_DIR
 #error "build with -DLOOM_EMU_DIR=\"...\": the directory of loom_emu.h"
+#endif
+#ifndef LOOM_EMU_FLAGS
+#error "build with -DLOOM_EMU_FLAGS=\"...\": g++'s flags for a module"
 #endif
 
 namespace {
@@ -340,7 +345,7 @@ int nvrtcCompileProgram(Program* prog, int numOptions, const char* const* option
     return kNvrtcCompilation;
   }
   std::ofstream(dir + "/kernels.cpp") << "#include \"loom_emu.h\"\n" << prog->src << launchers(ks);
-  std::string cmd = "g++ -std=c++20 -O1 -pthread -w -shared -fPIC -I'" LOOM_EMU_DIR "' -o '" + dir +
+  std::string cmd = "g++ " LOOM_EMU_FLAGS " -shared -I'" LOOM_EMU_DIR "' -o '" + dir +
                     "/kernels.so' '" + dir + "/kernels.cpp' > '" + dir + "/log' 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     readFile(dir + "/log", &prog->log);
