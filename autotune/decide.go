@@ -445,9 +445,10 @@ func largestDivisor(n, limit int64) int64 {
 // innermost factors of a vectorized loop of extent n, 0 where symbolic;
 // ascending) that Default takes: of those up to the given number of
 // vectors (two: independent FMA chains per row of the register tile;
-// four for a channel-wise block, whose rows reuse no input), the one whose
-// lanes do the most work (fillOf), the larger on a tie; the smallest
-// where none is that short.
+// three where two do not divide the loop; four for a channel-wise block,
+// whose rows reuse no input, and a rowless one, which has no other
+// chains), the one whose lanes do the most work (fillOf), the larger on
+// a tie; the smallest where none is that short.
 func preferredVector(inner []int64, n int64, lanes, vectors int) int {
 	best, bestFill := 0, -1.0
 	for i, d := range inner {

@@ -133,20 +133,65 @@ func TestDefaultChannelwise(t *testing.T) {
 		lanes int64
 	}{{26, 32}, {8, 16}} {
 		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"HP": c.h + 2, "HH": c.h})
-		var lanes int64
-		for _, in := range s.Trace().Insts {
-			// The vector's width: a categorical among multiples of 8
-			// lanes, starting at one vector.
-			if in.Kind != "sample_categorical" || len(in.Decision) != 1 || len(in.Args) == 0 {
-				continue
-			}
-			choices := in.Args[0].List
-			if len(choices) > 1 && choices[0].Int != nil && *choices[0].Int == 8 {
-				lanes = *choices[in.Decision[0]].Int
-			}
-		}
-		if lanes != c.lanes {
+		if lanes := vectorTileOf(s); lanes != c.lanes {
 			t.Errorf("%dx%d pixels: the register tile takes %d lanes of channels, want %d; trace:\n%s", c.h, c.h, lanes, c.lanes, s.Trace())
+		}
+	}
+}
+
+// vectorTileOf returns the lanes of the register tile's vector Default
+// chose in s: the categorical among multiples of 8 lanes, starting at one
+// vector (0 when s has none).
+func vectorTileOf(s *schedule.Schedule) int64 {
+	var lanes int64
+	for _, in := range s.Trace().Insts {
+		if in.Kind != "sample_categorical" || len(in.Decision) != 1 || len(in.Args) == 0 {
+			continue
+		}
+		choices := in.Args[0].List
+		if len(choices) > 1 && choices[0].Int != nil && *choices[0].Int == 8 {
+			lanes = *choices[in.Decision[0]].Int
+		}
+	}
+	return lanes
+}
+
+// TestDefaultVectorWidths: a matrix-vector product (one row) takes four
+// vectors, with a tail where they do not divide its columns (1000 of 8
+// lanes), its only independent accumulators (rowless); 24 columns, which
+// two vectors do not divide, take three vectors rather than one; other
+// products keep two. Each computes what the interpreter does.
+func TestDefaultVectorWidths(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = `func mm(A: float32[MM, 48], B: float32[48, NN], C: float32[MM, NN]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, MM) {
+      serial for (j, 0, NN) {
+        serial for (k, 0, 48) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, MM), vj = spatial(0, NN), vk = reduce(0, 48))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`
+	for _, c := range []struct {
+		m, n  int
+		lanes int64
+	}{{1, 1000, 32}, {1, 24, 24}, {1, 96, 32}, {30, 24, 24}, {30, 1000, 8}, {30, 256, 16}} {
+		if _, s := defaultOf(t, cache, streamTarget, src, map[string]int{"MM": c.m, "NN": c.n}); vectorTileOf(s) != c.lanes {
+			t.Errorf("[%d, 48] x [48, %d]: the register tile takes %d lanes, want %d; trace:\n%s", c.m, c.n, vectorTileOf(s), c.lanes, s.Trace())
 		}
 	}
 }

@@ -50,6 +50,12 @@ type Target struct {
 	// vectors wide and its rows all from the innermost other spatial
 	// loop, where neighbouring windows share inputs (see channelwise).
 	channelwise bool
+	// rowless, set by MultiLevelTiling for one block under decide, makes
+	// Default's register tile of a block with no spatial loop but the
+	// vectorized one (a matrix-vector product: one row of outputs) up to
+	// four vectors wide, tails allowed: its vectors are the only
+	// independent accumulators it has (see rowless).
+	rowless bool
 }
 
 // SizeBounds are the largest and the smallest values of symbolic sizes,
