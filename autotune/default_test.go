@@ -57,6 +57,14 @@ func TestDecideTile(t *testing.T) {
 	if got, want := decideTile(768, 2, 256, tileReduce, tg), []int64{3, 256}; !equalInts(got, want) {
 		t.Errorf("reduction of 768: got %v, want %v", got, want)
 	}
+	// 56 rows of a depthwise convolution, one a register tile: the
+	// outermost level (the parallel loop) in iterations the two threads
+	// share evenly (8, not 7: one thread would run 4 of 7).
+	for _, ext := range []int64{56, 28, 112} {
+		if got := decideTile(ext, 4, 1, tileSpatial, tg); unevenShares(got[0], 2) {
+			t.Errorf("%d rows on two threads: got %v, whose outermost %d the threads do not share evenly", ext, got, got[0])
+		}
+	}
 }
 
 func equalInts(a, b []int64) bool {
