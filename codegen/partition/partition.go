@@ -27,7 +27,9 @@
 // parallel loops are partitioned (each part keeps the loop's kind and
 // annotations), but not a parallel loop whose main part would run fewer
 // than two iterations (the loops inside it are); unrolled, vectorized and
-// GPU-bound loops are left alone.
+// GPU-bound loops are left alone. A temporary the loop's iterations use
+// on their own (one that compacts inside it) gets a copy of its own in
+// the tail, so that each part's still compacts to a tile.
 //
 // Borders does the same for the tests of a padded read (a select whose
 // condition holds away from an image's border): it versions the loop
@@ -48,11 +50,16 @@ const maxParts = 4
 // Func returns f with its predicated loops partitioned (f itself when
 // none is).
 func Func(f *ast.Func) *ast.Func {
-	p := &partitioner{names: map[string]bool{}, blocks: map[string]bool{}, fallbacks: map[ast.Stmt]bool{}}
+	p := &partitioner{f: f, names: map[string]bool{}, blocks: map[string]bool{}, fallbacks: map[ast.Stmt]bool{}}
+	for _, b := range f.Params {
+		p.names[b.Name] = true
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.Var:
 			p.names[n.Name] = true
+		case *ast.Alloc:
+			p.names[n.Buffer.Name] = true
 		case *ast.ScheduleBlock:
 			p.blocks[n.Name] = true
 		}
@@ -68,9 +75,14 @@ func Func(f *ast.Func) *ast.Func {
 }
 
 type partitioner struct {
-	names  map[string]bool // every variable name of the function
+	f      *ast.Func
+	names  map[string]bool // every variable and buffer name of the function
 	blocks map[string]bool // every block name
-	parts  int
+	// local are f's temporaries that compact, by the loop they compact
+	// at (localTemporaries), found at the first split.
+	local map[*ast.For][]*ast.Buffer
+	found bool
+	parts int
 	// fallbacks are the bodies versionTail keeps for the values of its
 	// bound no version takes: left as they are (no part of the budget).
 	fallbacks map[ast.Stmt]bool
@@ -84,10 +96,16 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
 		if main, tail, ok := p.split(l); ok && !(l.Kind == ast.Parallel && fewerThanTwo(main)) {
 			p.parts++
+			if !p.found {
+				p.local, p.found = localTemporaries(p.f), true
+			}
+			// The tail's own copies of the temporaries its iterations
+			// use alone (see tail_buffers.go).
+			tail, decls := p.ownBuffers(tail, p.tailTemporaries(l))
 			// The tail keeps the conjuncts that made the split: split
 			// again, its main part would be empty. Only the loops
 			// inside it are partitioned.
-			return ast.NewSeq(p.stmt(main), ast.MapChildren(p.versionTail(narrowTail(tail)), p.stmt, func(e ast.Expr) ast.Expr { return e }))
+			return ast.NewSeq(append(append([]ast.Stmt{p.stmt(main)}, decls...), ast.MapChildren(p.versionTail(narrowTail(tail)), p.stmt, func(e ast.Expr) ast.Expr { return e }))...)
 		}
 	}
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })

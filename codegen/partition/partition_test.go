@@ -13,6 +13,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/internal/compact"
 	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/golden"
@@ -447,4 +448,65 @@ func TestAdversarialSchedules(t *testing.T) {
 		t.Error("no schedule was partitioned: the test checks nothing")
 	}
 	t.Logf("%d schedules partitioned", parted)
+}
+
+// TestTailOwnsItsTemporaries: a matrix product of 197 rows with its bias
+// and ReLU, whose default schedule tiles the rows with a guarded tail and
+// keeps the product in a temporary per tile: partitioned, the tail gets
+// a temporary of its own, so that each part's still compacts to a tile
+// (one buffer used by two sibling loops compacted at neither), and the
+// result is the same. A temporary that carries a value from one
+// iteration of the split loop to the next (a running sum) is shared.
+func TestTailOwnsItsTemporaries(t *testing.T) {
+	f := workload.MatmulBiasReLU(197, 64, 32).Func
+	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Func()
+	after := partition.Func(before)
+	if err := ast.Verify(after); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(after))
+	}
+	allowed := func(*ast.Buffer, []*ast.For) bool { return true }
+	if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); n == 0 || m != 2*n {
+		t.Errorf("%d temporaries compact before partitioning, %d after; want twice as many:\n%s", n, m, ast.Print(after))
+	}
+	same(t, "mm", before, after, nil)
+
+	running, err := ast.Parse(`func running[S: int32](A: float32[S], B: float32[S]) {
+  ScheduleBlock(root) {
+    alloc T: float32[1]
+    ScheduleBlock(zero) {
+      writes(T[0])
+      T[0] = 0.0f
+    }
+    serial for (i0, 0, floordiv(S + 3, 4)) {
+      serial for (i1, 0, 4) {
+        ScheduleBlock(sum) {
+          vi = axis.bind(i0 * 4 + i1)
+          axis.domain(vi = spatial(0, S))
+          predicate(i0 * 4 + i1 < S)
+          reads(T[0], A[vi])
+          writes(T[0], B[vi])
+          T[0] = T[0] + A[vi]
+          B[vi] = T[0]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = partition.Func(running)
+	if !strings.Contains(ast.Print(after), "i0_tail") {
+		t.Errorf("the running sum's loop was not partitioned:\n%s", ast.Print(after))
+	}
+	if strings.Contains(ast.Print(after), "T_tail") {
+		t.Errorf("a running sum's temporary was split between the main part and the tail:\n%s", ast.Print(after))
+	}
+	for _, n := range []int64{0, 1, 5, 8, 11} {
+		same(t, "running", running, after, map[string]int64{"S": n})
+	}
 }
