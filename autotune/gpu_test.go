@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,8 +87,8 @@ func TestGPUSpaceLowers(t *testing.T) {
 }
 
 // TestGPUDefaultMatchesInterpreter: the default schedule for a GPU of
-// every function of defaultCases (the corpus, the workloads, the fusion
-// goldens' kernels) replays (and is the same every time: checked with
+// every function of defaultCases (the corpus, the workloads; the fusion
+// goldens' kernels with -long) replays (and is the same every time: checked with
 // -long, the CPU's default on every other case always), lowers to CUDA C,
 // compiles to PTX (clang-14, installed by make tools: the test fails
 // without it), and computes what the interpreter does, on the CPU's
@@ -96,6 +97,14 @@ func TestGPUSpaceLowers(t *testing.T) {
 // of a convolution too with -long).
 func TestGPUDefaultMatchesInterpreter(t *testing.T) {
 	cases := defaultCases(t)
+	if !*long {
+		// The fusion goldens' kernels (half of the test's time: a
+		// convolution's default takes seconds, and every case a g++
+		// compile of its emulation) with -long; the corpus, the
+		// workloads and the whole blocks below always. The goldens'
+		// kernels are checked on the CPU by TestDefaultMatchesInterpreter.
+		cases = slices.DeleteFunc(cases, func(c defaultCase) bool { return strings.Contains(c.name, ".txtar: ") })
+	}
 	whole := []workload.Case{
 		workload.Matmul(64, 64, 64),
 		workload.MatmulBiasReLU(64, 64, 64),
