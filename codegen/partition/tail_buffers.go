@@ -71,45 +71,8 @@ func (p *partitioner) ownBuffers(tail *ast.For, bufs []*ast.Buffer) (*ast.For, [
 	for _, old := range bufs {
 		nb := *old
 		nb.Name = freshIn(p.names, old.Name+"_tail")
-		tail = mapBlocks(tail, func(b *ast.ScheduleBlock) *ast.ScheduleBlock { return replaceBuffer(b, old, &nb) }).(*ast.For)
+		tail = ast.RebindBuffer(tail, old, &nb)
 		decls = append(decls, ast.NewAlloc(&nb))
 	}
 	return tail, decls
-}
-
-// replaceBuffer returns block b with every access and region of old
-// replaced by new.
-func replaceBuffer(b *ast.ScheduleBlock, old, new *ast.Buffer) *ast.ScheduleBlock {
-	var expr func(e ast.Expr) ast.Expr
-	var stmt func(s ast.Stmt) ast.Stmt
-	expr = func(e ast.Expr) ast.Expr {
-		e = ast.MapChildren(e, stmt, expr)
-		if l, ok := e.(*ast.Load); ok && l.Buffer == old {
-			return &ast.Load{Buffer: new, Indices: l.Indices}
-		}
-		return e
-	}
-	stmt = func(s ast.Stmt) ast.Stmt {
-		s = ast.MapChildren(s, stmt, expr)
-		if st, ok := s.(*ast.Store); ok && st.Buffer == old {
-			return &ast.Store{Buffer: new, Indices: st.Indices, Value: st.Value}
-		}
-		return s
-	}
-	c := *b
-	if c.Init != nil {
-		c.Init = stmt(c.Init)
-	}
-	c.Body = stmt(c.Body)
-	swap := func(rs []ast.Region) []ast.Region {
-		out := slices.Clone(rs)
-		for i, r := range out {
-			if r.Buffer == old {
-				out[i].Buffer = new
-			}
-		}
-		return out
-	}
-	c.Reads, c.Writes = swap(b.Reads), swap(b.Writes)
-	return &c
 }
