@@ -45,6 +45,29 @@ func defaultOf(t *testing.T, cache *native.Cache, tg Target, src string, subst m
 	return f, s
 }
 
+// matmulSrc is C[MM, NN] = A[MM, KK] B[KK, NN], its sizes placeholders
+// for defaultOf.
+const matmulSrc = `func mm(A: float32[MM, KK], B: float32[KK, NN], C: float32[MM, NN]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, MM) {
+      serial for (j, 0, NN) {
+        serial for (k, 0, KK) {
+          ScheduleBlock(C) {
+            vi, vj, vk = axis.bind(i, j, k)
+            axis.domain(vi = spatial(0, MM), vj = spatial(0, NN), vk = reduce(0, KK))
+            reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            writes(C[vi, vj])
+            init {
+              C[vi, vj] = 0.0f
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+}`
+
 // streamTarget is an AVX2 machine with a 128 KiB L2 (small, so that the
 // interpreter checks small functions), on two threads.
 var streamTarget = Target{VectorLanes: 8, Threads: 2, Caches: Caches{L1D: 32 << 10, L2: 128 << 10}}
@@ -60,31 +83,11 @@ func TestDefaultStreamsPanels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const src = `func mm(A: float32[7, KK], B: float32[KK, 256], C: float32[7, 256]) {
-  ScheduleBlock(root) {
-    serial for (i, 0, 7) {
-      serial for (j, 0, 256) {
-        serial for (k, 0, KK) {
-          ScheduleBlock(C) {
-            vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, 7), vj = spatial(0, 256), vk = reduce(0, KK))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            writes(C[vi, vj])
-            init {
-              C[vi, vj] = 0.0f
-            }
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-          }
-        }
-      }
-    }
-  }
-}`
 	for _, c := range []struct {
 		k       int
 		streams bool
 	}{{128, true}, {32, false}} {
-		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"KK": c.k})
+		_, s := defaultOf(t, cache, streamTarget, matmulSrc, map[string]int{"MM": 7, "KK": c.k, "NN": 256})
 		// The levels of the vectorized loop above its two vectors: 16
 		// panels, all at the outermost level when streamed.
 		outer := slices.ContainsFunc(decisionsOf(s, "sample_perfect_tile"), func(d []int64) bool { return slices.Equal(d, []int64{16, 1, 1}) })
@@ -166,31 +169,11 @@ func TestDefaultVectorWidths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const src = `func mm(A: float32[MM, 48], B: float32[48, NN], C: float32[MM, NN]) {
-  ScheduleBlock(root) {
-    serial for (i, 0, MM) {
-      serial for (j, 0, NN) {
-        serial for (k, 0, 48) {
-          ScheduleBlock(C) {
-            vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, MM), vj = spatial(0, NN), vk = reduce(0, 48))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            writes(C[vi, vj])
-            init {
-              C[vi, vj] = 0.0f
-            }
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-          }
-        }
-      }
-    }
-  }
-}`
 	for _, c := range []struct {
 		m, n  int
 		lanes int64
 	}{{1, 1000, 32}, {1, 24, 24}, {1, 96, 32}, {30, 24, 24}, {30, 1000, 8}, {30, 256, 16}} {
-		if _, s := defaultOf(t, cache, streamTarget, src, map[string]int{"MM": c.m, "NN": c.n}); vectorTileOf(s) != c.lanes {
+		if _, s := defaultOf(t, cache, streamTarget, matmulSrc, map[string]int{"MM": c.m, "KK": 48, "NN": c.n}); vectorTileOf(s) != c.lanes {
 			t.Errorf("[%d, 48] x [48, %d]: the register tile takes %d lanes, want %d; trace:\n%s", c.m, c.n, vectorTileOf(s), c.lanes, s.Trace())
 		}
 	}

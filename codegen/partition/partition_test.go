@@ -72,6 +72,23 @@ func clone(d any) any {
 	panic("unknown data")
 }
 
+// partitionedDefault returns f's default schedule for an AVX2 machine
+// of the given threads, before and after partitioning (checked well
+// formed).
+func partitionedDefault(t *testing.T, f *ast.Func, threads int) (before, after *ast.Func) {
+	t.Helper()
+	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: threads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = s.Func()
+	after = partition.Func(before)
+	if err := ast.Verify(after); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(after))
+	}
+	return before, after
+}
+
 // predicates counts the blocks with a predicate.
 func predicates(f *ast.Func) int {
 	n := 0
@@ -130,15 +147,7 @@ func matmulOfRows(t *testing.T, m string, k, n int) *ast.Func {
 // results are the same at every S, multiples of the tile or not.
 func TestMatmulOfSymbolicRows(t *testing.T) {
 	f := matmulOfSymbolicRows(t, 64, 48)
-	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := s.Func()
-	after := partition.Func(before)
-	if err := ast.Verify(after); err != nil {
-		t.Fatalf("%v\n%s", err, ast.Print(after))
-	}
+	before, after := partitionedDefault(t, f, 1)
 	if predicates(before) == 0 {
 		t.Fatalf("the default schedule has no predicate to partition:\n%s", ast.Print(before))
 	}
@@ -157,15 +166,7 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
 // the loops inside it are, and the result is the same.
 func TestParallelLoopOfConstantExtentStaysWhole(t *testing.T) {
 	f := matmulOfRows(t, "49", 160, 96)
-	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := s.Func()
-	after := partition.Func(before)
-	if err := ast.Verify(after); err != nil {
-		t.Fatalf("%v\n%s", err, ast.Print(after))
-	}
+	before, after := partitionedDefault(t, f, 2)
 	parallel := func(f *ast.Func) (n int) {
 		ast.Inspect(f.Body, func(x ast.Node) bool {
 			if l, ok := x.(*ast.For); ok && l.Kind == ast.Parallel {
@@ -459,15 +460,7 @@ func TestAdversarialSchedules(t *testing.T) {
 // iteration of the split loop to the next (a running sum) is shared.
 func TestTailOwnsItsTemporaries(t *testing.T) {
 	f := workload.MatmulBiasReLU(197, 64, 32).Func
-	s, err := autotune.Default(f, autotune.Target{VectorLanes: 8, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := s.Func()
-	after := partition.Func(before)
-	if err := ast.Verify(after); err != nil {
-		t.Fatalf("%v\n%s", err, ast.Print(after))
-	}
+	before, after := partitionedDefault(t, f, 1)
 	allowed := func(*ast.Buffer, []*ast.For) bool { return true }
 	if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); n == 0 || m != 2*n {
 		t.Errorf("%d temporaries compact before partitioning, %d after; want twice as many:\n%s", n, m, ast.Print(after))
