@@ -28,7 +28,8 @@
 // Without measuring, Default (Space.Decide for a space of one's own)
 // applies the same rules with every choice taken by a heuristic from the
 // target and the extents: register tiles that fill the accumulators,
-// reduction blocks that stay in cache, outer tiles for the threads. It is
+// reduction blocks that stay in cache, outer tiles the threads share
+// evenly, a matrix-vector product's row as four vectors. It is
 // the schedule of a kernel nobody tuned (loom build, loom bench -schedule
 // default), and Tune measures it in its first round, so that tuning never
 // ends below it. Its tiles follow the target's vector width, registers,
