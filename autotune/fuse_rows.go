@@ -128,7 +128,15 @@ func vectorFactors(n, lanes int64, maxInner int) []int64 {
 	if len(whole) > 0 {
 		return whole
 	}
-	for k := int64(1); k <= 4 && lanes > 1 && fits(k*lanes); k++ {
+	return withTails(inner, n, lanes, maxInner)
+}
+
+// withTails adds to inner (innermost factors of a vectorized loop of n
+// iterations) one to four whole vectors, those the loop and maxInner
+// allow, whether or not they divide n (the split guards the tail), and
+// returns them ascending.
+func withTails(inner []int64, n, lanes int64, maxInner int) []int64 {
+	for k := int64(1); k <= 4 && lanes > 1 && k*lanes <= n && (maxInner <= 0 || k*lanes <= int64(maxInner)); k++ {
 		if !slices.Contains(inner, k*lanes) {
 			inner = append(inner, k*lanes)
 		}

@@ -347,12 +347,7 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 			// Whole vectors with a tail too: 1000 columns (8 lanes)
 			// divide into no two vectors, and one would be one chain
 			// of FMAs.
-			for k := int64(1); k <= 4 && k*int64(t.VectorLanes) <= ext && (m.MaxInnermost <= 0 || k*int64(t.VectorLanes) <= int64(m.MaxInnermost)); k++ {
-				if !slices.Contains(inner, k*int64(t.VectorLanes)) {
-					inner = append(inner, k*int64(t.VectorLanes))
-				}
-			}
-			slices.Sort(inner)
+			inner = withTails(inner, ext, int64(t.VectorLanes), m.MaxInnermost)
 		}
 	}
 	if !ok && !t.decide && t.VectorLanes > 0 {
