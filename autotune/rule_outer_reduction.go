@@ -63,8 +63,7 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		}
 		// A kept axis narrower than a vector (six columns): the whole
 		// of it innermost, one partial vector of accumulators.
-		order := append([]schedule.Loop{}, bi.loops[:sp]...)
-		order = append(order, bi.loops[sp+1:]...)
+		order := append([]schedule.Loop{}, bi.loops[sp+1:]...)
 		return internal(s.Reorder(append(order, bi.loops[sp])...))
 	}
 	chunk, err := choose(s, t, chunks, 1) // Default: two vectors where the row has them
@@ -75,9 +74,10 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 	if err != nil {
 		return internal(err)
 	}
-	order := append([]schedule.Loop{}, bi.loops[:sp]...)
-	order = append(order, parts[0])
-	order = append(order, bi.loops[sp+1:]...)
+	// Only the loops from the kept axis in move: the ones above it keep
+	// their places, and may hold other statements (a consumer's loop
+	// beside the reduction's, in a fused kernel).
+	order := append([]schedule.Loop{parts[0]}, bi.loops[sp+1:]...)
 	return internal(s.Reorder(append(order, parts[1])...))
 }
 

@@ -408,6 +408,32 @@ func TestOuterReductionNarrowAxis(t *testing.T) {
 	}
 }
 
+// TestOuterReductionBesideConsumer: a global average pool over a
+// channels-last tensor, flattened (the end of ResNet in NHWC), fuses into
+// one kernel whose outermost loop holds the reduction's nest and the
+// flatten's loop side by side. The channels still go innermost, under the
+// reduce loops, as vectors: the rule moves only the loops from the kept
+// axis in, not the shared loop above (the whole nest's reorder was
+// refused, and the pool walked 2048 scalar columns, ten times slower).
+func TestOuterReductionBesideConsumer(t *testing.T) {
+	f := fusedKernel(t, `{"name": "pool", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 7, 7, 64]}],
+  "nodes": [{"op": "reduce_mean", "inputs": ["X"], "output": "M", "attrs": {"axes": [1, 2], "keepdims": true}},
+    {"op": "reshape", "inputs": ["M"], "output": "Y", "attrs": {"shape": [1, 64]}}], "outputs": ["Y"]}`)
+	s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ast.Print(s.Func())
+	r := strings.Index(text, "unrolled for (rk")
+	if r < 0 {
+		r = strings.Index(text, "serial for (rk")
+	}
+	v := strings.LastIndex(text, "vectorized for (l")
+	if r < 0 || v < r {
+		t.Errorf("the channels are not vectorized under the reduce loops:\n%s", text)
+	}
+}
+
 // TestVectorRFactorSymbolicRow: a row sum over a symbolic number of
 // columns is still summed in vector lanes (the chunk leaves a tail, which
 // rfactor's separate init and the vector loop's mask handle), and the
