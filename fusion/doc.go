@@ -30,7 +30,10 @@
 // columns. The result is a
 // Plan: the kernels in execution order, the buffers each reads and
 // writes, and (Plan.Memory) an arena layout for the intermediate buffers
-// (package fusion/memplan).
+// (package fusion/memplan). Some tensors take no memory of their own
+// (Buffer.AliasOf): a reshape's output is a view of its input (the kernel
+// is skipped), and a kernel that adds a residual no later kernel reads
+// writes its result over the residual (inplace.go).
 //
 // The interpreter is the reference: Plan.Interpret runs the kernels one
 // after the other, and compiling with Options.NoFuse (one kernel per

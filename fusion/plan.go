@@ -61,9 +61,10 @@ type Buffer struct {
 	Tensor      *Tensor
 	Role        Role
 	First, Last int
-	// AliasOf, for the output of an alias kernel (Kernel.Alias), is the
-	// tensor whose memory it shares (never itself an alias); Memory does
-	// not place it, and the live range of AliasOf covers its readers.
+	// AliasOf, for the output of an alias kernel (Kernel.Alias) or of a
+	// kernel that updates an input in place (markInPlace), is the tensor
+	// whose memory it shares (never itself an alias); Memory does not
+	// place it, and the live range of AliasOf covers its readers.
 	AliasOf *Tensor
 }
 
@@ -126,6 +127,7 @@ func newPlan(g *Graph, groups []*group) (*Plan, error) {
 		}
 	}
 	markAliases(p, groups, bufs)
+	markInPlace(p, bufs)
 	return p, nil
 }
 
@@ -311,7 +313,9 @@ func (p *Plan) Interpret(sizes map[string]int64, inputs map[string]any) (map[str
 // interpreter, as Interpret does, or compiled kernels), which gets each
 // kernel's function, its sizes and its buffers' data by name. The
 // intermediates and outputs start poisoned (ast.Poison: NaN), so that an
-// element no kernel writes shows in the result.
+// element no kernel writes shows in the result. A tensor with
+// Buffer.AliasOf shares its memory, as a runtime runs it: views are not
+// run, and an update in place reads what it overwrites.
 func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f *ast.Func, sizes map[string]int64, args map[string]any) error) (map[string]any, error) {
 	if err := p.checkSizes(sizes); err != nil {
 		return nil, err
@@ -319,14 +323,16 @@ func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f
 	data := map[string]any{}
 	for _, b := range p.Buffers {
 		t := b.Tensor
-		switch b.Role {
-		case RoleInput:
+		switch {
+		case b.AliasOf != nil:
+			continue // below: the memory of the tensor it names
+		case b.Role == RoleInput:
 			d, ok := inputs[t.Name]
 			if !ok {
 				return nil, fmt.Errorf("fusion: no data for the input %s", t.Name)
 			}
 			data[t.Name] = d
-		case RoleConstant:
+		case b.Role == RoleConstant:
 			data[t.Name] = ast.DataOf(t.DType, t.Data)
 		default:
 			d, err := NewData(t, sizes)
@@ -337,7 +343,15 @@ func (p *Plan) Execute(sizes map[string]int64, inputs map[string]any, run func(f
 			data[t.Name] = d
 		}
 	}
+	for _, b := range p.Buffers {
+		if b.AliasOf != nil {
+			data[b.Tensor.Name] = data[b.AliasOf.Name] // the same memory, as a runtime gives it
+		}
+	}
 	for _, k := range p.Kernels {
+		if k.Alias != "" {
+			continue // a view: its output is its input's memory already
+		}
 		args := map[string]any{}
 		for _, name := range append(slices.Clone(k.Inputs), k.Outputs...) {
 			args[name] = data[name]
