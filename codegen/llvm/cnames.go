@@ -107,7 +107,6 @@ futex linux unix i386`
 // loomNames: loom's runtime (loomrt.c, the OpenMP entry points it can
 // use) and the names its headers define.
 const loomNames = `loom_set_num_threads loom_get_num_threads loom_parallel_for loom_runtime_version loom_run_kernels loom_kernel loom_kernel_call
-loom_alloc loom_free
 loom_task GOMP_parallel omp_get_thread_num omp_get_num_threads omp_get_max_threads
 loom_status LOOM_STATUS_DEFINED LOOM_STATUS_CODES_DEFINED LOOM_OK LOOM_BAD_ARGUMENT LOOM_NO_MEMORY
 LOOM_DIVISION_BY_ZERO LOOM_INDEX_OUT_OF_RANGE LOOM_RESTRICT loom_status_string LOOM_STATUS_STRING_DEFINED`

@@ -262,7 +262,7 @@ func (e *emitter) seq(stmts []ast.Stmt) {
 		e.stmt(s)
 	}
 	for _, p := range heap {
-		e.b.NewCall(e.runtimeFunc("loom_free"), p)
+		e.b.NewCall(e.runtimeFunc("free"), p)
 	}
 	for _, b := range scoped {
 		delete(e.bufs, b)
@@ -499,7 +499,7 @@ func (e *emitter) loopBody(l *ast.For) {
 	}
 	e.stmt(l.Body)
 	for _, p := range heap {
-		e.b.NewCall(e.runtimeFunc("loom_free"), p)
+		e.b.NewCall(e.runtimeFunc("free"), p)
 	}
 	for _, b := range e.atLoop[l] {
 		delete(e.bufs, b)

@@ -27,9 +27,9 @@ func (e *emitter) intrinsic(name string, ret types.Type, params ...types.Type) *
 func (e *emitter) runtimeFunc(name string) *ir.Func {
 	i8p := types.NewPointer(types.I8)
 	switch name {
-	case "loom_free":
+	case "free":
 		return e.intrinsic(name, types.Void, i8p)
-	case "loom_alloc":
+	case "aligned_alloc":
 		return e.intrinsic(name, i8p, types.I64, types.I64)
 	case "loom_parallel_for":
 		task := types.NewPointer(types.NewFunc(types.Void, i8p, types.I64, types.I64))

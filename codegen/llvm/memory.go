@@ -303,10 +303,9 @@ func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) value.Val
 		ptr = e.b.NewBitCast(slot, types.NewPointer(mt))
 	} else {
 		bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
-		// From the runtime's cache of freed blocks (loomrt.c, loom_alloc):
-		// the next call asks for the same sizes, and a block fresh from
-		// the system faults on every page.
-		raw = e.b.NewCall(e.runtimeFunc("loom_alloc"), i64(vectorAlign), bytes)
+		// aligned_alloc wants a multiple of the alignment, and at least one.
+		rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
+		raw = e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
 		failed, ok := e.newBlock("oom"), e.newBlock("alloc."+b.Name)
 		e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(types.NewPointer(types.I8))), failed, ok)
 		failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)

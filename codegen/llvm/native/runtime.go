@@ -31,8 +31,8 @@ func RuntimeSource() []byte { return runtimeSource }
 
 // runtimeVersion is what loom_runtime_version returns: 2 since
 // loom_parallel_for takes the work of an iteration, 3 since
-// loom_run_kernels, 4 since loom_alloc and loom_free.
-const runtimeVersion = 4
+// loom_run_kernels.
+const runtimeVersion = 3
 
 type runtimeLib struct {
 	path       string

@@ -1,7 +1,7 @@
 /*
  * loomrt: the runtime that loom's CPU kernels call. Public domain.
  *
- * The function that matters: loom_parallel_for(task, ctx, n, work) runs
+ * One function matters: loom_parallel_for(task, ctx, n, work) runs
  * task(ctx, lo, hi) over [0, n) in contiguous chunks [lo, hi) that cover
  * every iteration exactly once, on a pool of worker threads that lives as
  * long as the process, and returns when every chunk is done. work is an
@@ -407,92 +407,6 @@ void loom_parallel_for(loom_task fn, void *ctx, int64_t n, int64_t work) {
 
 #endif
 
-/* loom_alloc and loom_free hold kernels' temporaries too large for the
- * stack (a padded copy of a convolution's input, say). A kernel that runs
- * again and again asks for the same sizes on every call, and malloc
- * serves those badly: glibc maps a request from the system when it is at
- * least its mmap threshold, which it raises to the size of the last
- * mapped block freed, so a block of the size just freed is mapped afresh,
- * and every page of a fresh mapping faults on first touch (at two
- * threads, on a virtual machine, the faults of ResNet-50's padded inputs
- * took a third of its 3x3 convolutions' time). Freed blocks wait in a
- * small cache instead, for the next request they fit (up to twice its
- * size), the least recently freed given back to malloc first when the
- * cache holds more than CACHE_BYTES or CACHE_SLOTS blocks. A block
- * carries its size in a header of one alignment unit in front of it. */
-#include <pthread.h>
-#include <string.h>
-
-enum {
-	ALLOC_ALIGN = 64,
-	CACHE_SLOTS = 32,
-};
-#define CACHE_BYTES ((size_t)256 << 20)
-
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	void *block; /* the header's address, as malloc gave it */
-	size_t size; /* the bytes after the header */
-} cache[CACHE_SLOTS]; /* cache[0, cached): the least recently freed first */
-static int cached;
-static size_t cached_bytes;
-
-void *loom_alloc(int64_t align, int64_t size) {
-	if (size < 0 || align > ALLOC_ALIGN)
-		return NULL;
-	size_t want = (size_t)size;
-	pthread_mutex_lock(&cache_lock);
-	int best = -1;
-	for (int i = 0; i < cached; i++)
-		if (cache[i].size >= want && cache[i].size / 2 <= want && (best < 0 || cache[i].size < cache[best].size))
-			best = i;
-	if (best >= 0) {
-		char *b = cache[best].block;
-		cached_bytes -= cache[best].size;
-		memmove(&cache[best], &cache[best + 1], (size_t)(cached - best - 1) * sizeof cache[0]);
-		cached--;
-		pthread_mutex_unlock(&cache_lock);
-		return b + ALLOC_ALIGN;
-	}
-	pthread_mutex_unlock(&cache_lock);
-	size_t total = (want + 2 * ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN; /* header, and a multiple of the alignment */
-	if (total < want)
-		return NULL;
-	char *b = aligned_alloc(ALLOC_ALIGN, total);
-	if (b == NULL)
-		return NULL;
-	memcpy(b, &want, sizeof want);
-	return b + ALLOC_ALIGN;
-}
-
-void loom_free(void *p) {
-	if (p == NULL)
-		return;
-	char *b = (char *)p - ALLOC_ALIGN;
-	size_t size;
-	memcpy(&size, b, sizeof size);
-	void *evicted[CACHE_SLOTS + 1];
-	int n = 0;
-	pthread_mutex_lock(&cache_lock);
-	if (size <= CACHE_BYTES) {
-		while (cached > 0 && (cached == CACHE_SLOTS || cached_bytes + size > CACHE_BYTES)) {
-			evicted[n++] = cache[0].block;
-			cached_bytes -= cache[0].size;
-			memmove(&cache[0], &cache[1], (size_t)(cached - 1) * sizeof cache[0]);
-			cached--;
-		}
-		cache[cached].block = b;
-		cache[cached].size = size;
-		cached++;
-		cached_bytes += size;
-		b = NULL;
-	}
-	pthread_mutex_unlock(&cache_lock);
-	for (int i = 0; i < n; i++)
-		free(evicted[i]);
-	free(b);
-}
-
 /* loom_kernel_call is one call of loom_run_kernels: a kernel's packed
  * entry point (the C ABI of codegen/llvm) and its two arguments, the
  * addresses of its buffers and its sizes. */
@@ -521,6 +435,5 @@ int32_t loom_run_kernels(int64_t n, const loom_kernel_call *calls, int64_t *fail
 }
 
 /* The version of the interface above; loom checks it when it loads the
- * runtime. 2: loom_parallel_for takes work; 3: loom_run_kernels; 4:
- * loom_alloc and loom_free. */
-int32_t loom_runtime_version(void) { return 4; }
+ * runtime. 2: loom_parallel_for takes work; 3: loom_run_kernels. */
+int32_t loom_runtime_version(void) { return 3; }

@@ -6,10 +6,7 @@
  * inside [0, n); nested loops run serially; concurrent callers are safe;
  * threads never multiply; a loop of little work runs inline; and a worker
  * that stops inside a chunk holds back only that chunk (the caller takes
- * the rest of the worker's share). Temporaries (loom_alloc) are aligned,
- * writable in full, reused for a request of the size just freed and
- * never for one of under half their size, bounded in number, and safe
- * from concurrent callers.
+ * the rest of the worker's share).
  */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
@@ -22,8 +19,6 @@
 
 void loom_set_num_threads(int32_t n);
 void loom_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t n, int64_t work);
-void *loom_alloc(int64_t align, int64_t size);
-void loom_free(void *p);
 
 static atomic_int failed;
 
@@ -242,59 +237,8 @@ static void stall(void) {
 	CHECK(stalls > 0, "stall: no worker ever took part in 20 loops");
 }
 
-/* temporaries checks loom_alloc and loom_free. */
-static void *alloc_user(void *arg) {
-	unsigned seed = (unsigned)(uintptr_t)arg;
-	for (int i = 0; i < 2000; i++) {
-		int64_t size = 1 + rand_r(&seed) % (3 << 20);
-		unsigned char *p = loom_alloc(64, size);
-		CHECK(p != NULL && (uintptr_t)p % 64 == 0, "alloc: %lld bytes at %p", (long long)size, (void *)p);
-		if (p == NULL)
-			continue;
-		p[0] = p[size - 1] = (unsigned char)i;
-		CHECK(p[0] == (unsigned char)i && p[size - 1] == (unsigned char)i, "alloc: a block of %lld bytes lost a write", (long long)size);
-		loom_free(p);
-	}
-	return NULL;
-}
-
-static void temporaries(void) {
-	loom_free(NULL);
-	CHECK(loom_alloc(64, -1) == NULL, "alloc: a negative size was granted");
-	int64_t sizes[] = {0, 1, 63, 64, 65, 4096, 1 << 20, 3 << 20};
-	for (int i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++) {
-		char *p = loom_alloc(64, sizes[i]);
-		CHECK(p != NULL && (uintptr_t)p % 64 == 0, "alloc: %lld bytes at %p, want 64-byte aligned", (long long)sizes[i], (void *)p);
-		for (int64_t k = 0; k < sizes[i]; k += 1000)
-			p[k] = 1;
-		loom_free(p);
-	}
-	/* The size just freed comes back; a block over twice the request
-	 * does not. */
-	char *a = loom_alloc(64, 900000);
-	loom_free(a);
-	char *b = loom_alloc(64, 900000);
-	CHECK(a == b, "alloc: a block of the size just freed was not reused");
-	loom_free(b);
-	char *c = loom_alloc(64, 100000);
-	CHECK(c != b, "alloc: a block of 900000 bytes served a request of 100000");
-	loom_free(c);
-	/* More blocks than the cache keeps: all freed, none lost. */
-	void *many[100];
-	for (int i = 0; i < 100; i++)
-		many[i] = loom_alloc(64, 70000 + 1000 * i);
-	for (int i = 0; i < 100; i++)
-		loom_free(many[i]);
-	pthread_t th[4];
-	for (int i = 0; i < 4; i++)
-		pthread_create(&th[i], NULL, alloc_user, (void *)(uintptr_t)(i + 1));
-	for (int i = 0; i < 4; i++)
-		pthread_join(th[i], NULL);
-}
-
 int main(void) {
 	me();
-	temporaries();
 	sweep();
 	stall();
 	concurrent();
