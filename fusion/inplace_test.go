@@ -2,13 +2,11 @@ package fusion_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // residualGraph is a residual block's end: R, a matmul's result, is added
@@ -83,30 +81,7 @@ func TestInPlaceResidual(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range []int64{1, 5} {
-				sizes := map[string]int64{"N": n}
-				r := rand.New(rand.NewPCG(uint64(n), 2))
-				inputs := map[string]any{}
-				for _, x := range g.Inputs {
-					d, err := fusion.NewData(x, sizes)
-					if err != nil {
-						t.Fatal(err)
-					}
-					workload.FillRandom(d, r)
-					inputs[x.Name] = d
-				}
-				want, err := apart.Interpret(sizes, inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Interpret(sizes, inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, out := range g.Outputs {
-					if e := workload.MaxRelErr(got[out.Name], want[out.Name]); !(e <= 1e-6) {
-						t.Errorf("N=%d: %s differs from the unfused plan's by %g", n, out.Name, e)
-					}
-				}
+				compare(t, g, p, apart, map[string]int64{"N": n})
 			}
 		})
 	}

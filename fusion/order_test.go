@@ -1,12 +1,10 @@
 package fusion_test
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // TestExecOrderLowersPeak: two branches, each a large intermediate
@@ -58,25 +56,5 @@ func TestExecOrderLowersPeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(3, 4))
-	inputs := map[string]any{}
-	for _, x := range g.Inputs {
-		d, err := fusion.NewData(x, sizes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		workload.FillRandom(d, r)
-		inputs[x.Name] = d
-	}
-	want, err := apart.Interpret(sizes, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := p.Interpret(sizes, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-5 {
-		t.Errorf("reordered plan differs by %g", e)
-	}
+	compare(t, g, p, apart, sizes)
 }
