@@ -134,6 +134,12 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 	if e.m.Options.FastMath {
 		return pick
 	}
+	if r, ok := e.minMaxConstant(isMin, x, y); ok {
+		return r
+	}
+	if r, ok := e.minMaxConstant(isMin, y, x); ok {
+		return r
+	}
 	if name, ok := e.rangeIntrinsic(x.Type()); ok {
 		ordered := e.vrange(name, isMin, x, y) // the result when neither is NaN
 		nan := e.b.NewFCmp(enum.FPredUNO, x, y)
@@ -155,6 +161,54 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 	}
 	nan := e.b.NewSExt(e.b.NewFCmp(enum.FPredUNO, x, y), it)
 	return e.b.NewBitCast(e.b.NewOr(e.b.NewAnd(a, b), nan), x.Type())
+}
+
+// minMaxConstant is minMax where k is a constant, not NaN (a ReLU's 0,
+// a ReLU6's 6, a clip's bounds): k compared with x and picked when it
+// wins, else x, which is then NaN when x is, in one compare and select
+// (one maxps or minps, k first). Equal values pick x, which differs from
+// Go's answer only for zeros of opposite signs: max(-0, +0) is +0, made
+// so by adding +0 (x + +0 is x for every other x, -0 + +0 is +0); a
+// constant -0 is left to minMax.
+func (e *emitter) minMaxConstant(isMin bool, x, k value.Value) (value.Value, bool) {
+	c, ok := constantFloat(k)
+	if !ok || c.NaN {
+		return nil, false
+	}
+	if c.X.Sign() == 0 && c.X.Signbit() {
+		return nil, false // -0: rare, and LLVM takes it for +0 in the compare
+	}
+	pred := enum.FPredOGT
+	if isMin {
+		pred = enum.FPredOLT
+	}
+	r := value.Value(e.b.NewSelect(e.b.NewFCmp(pred, k, x), k, x))
+	if !isMin && c.X.Sign() == 0 {
+		r = e.b.NewFAdd(r, k)
+	}
+	return r, true
+}
+
+// constantFloat returns the value of k when it is a floating-point
+// constant or a vector of one such constant in every lane.
+func constantFloat(k value.Value) (*constant.Float, bool) {
+	switch c := k.(type) {
+	case *constant.Float:
+		return c, true
+	case *constant.Vector:
+		first, ok := c.Elems[0].(*constant.Float)
+		if !ok || first.NaN {
+			return nil, false
+		}
+		for _, el := range c.Elems[1:] {
+			f, ok := el.(*constant.Float)
+			if !ok || f.NaN || f.X.Cmp(first.X) != 0 || f.X.Signbit() != first.X.Signbit() {
+				return nil, false
+			}
+		}
+		return first, true
+	}
+	return nil, false
 }
 
 // rangeIntrinsic names the AVX-512DQ vrangeps/vrangepd intrinsic for

@@ -214,6 +214,68 @@ func TestMinMax(t *testing.T) {
 	}
 }
 
+// TestMinMaxConstant checks min and max of a value and a constant (a
+// ReLU's 0, a ReLU6's 6; compiled as one compare and select) against the
+// interpreter bit for bit, the constant on either side, for every special
+// value of the other operand (NaN, zeros of both signs, infinities,
+// subnormals), at every vector width and serially.
+func TestMinMaxConstant(t *testing.T) {
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
+		1, -1, 6, -3, 1e-40, -1e-40, 1e30, -1e30}
+	n := len(specials)
+	for _, dt := range []ast.DType{ast.Float32, ast.Float64} {
+		suffix := map[ast.DType]string{ast.Float32: "f", ast.Float64: ""}[dt]
+		// Not -0.0: max(+0, -0.0) comes out -0 through minMax's
+		// general path too (LLVM 14's x86 lowering of its two picks
+		// against the constant), a fault left for its own fix.
+		for _, k := range []string{"0.0", "6.0", "-1.0", "1e30"} {
+			c := k + suffix
+			src := fmt.Sprintf(`func m(A: %[1]s[%[2]d], R: %[1]s[4, %[2]d]) {
+  ScheduleBlock(root) {
+    vectorized for (i, 0, %[2]d) {
+      ScheduleBlock(R) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, %[2]d))
+        reads(A[vi])
+        writes(R[0:+4, vi])
+        R[0, vi] = min(A[vi], %[3]s)
+        R[1, vi] = max(A[vi], %[3]s)
+        R[2, vi] = min(%[3]s, A[vi])
+        R[3, vi] = max(%[3]s, A[vi])
+      }
+    }
+  }
+}`, dt, n, c)
+			f, err := ast.Parse(src)
+			if err != nil {
+				t.Fatalf("%s: %v", c, err)
+			}
+			a := encode(dt, specials)
+			want := newData(dt, 4*n)
+			if err := ast.Interpret(f, nil, map[string]any{"A": a, "R": want}); err != nil {
+				t.Fatal(err)
+			}
+			for _, bits := range []int{0, 256} {
+				k, err := Compile(f, llvm.Options{VectorBits: bits})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := newData(dt, 4*n)
+				if err := k.Run(nil, map[string]any{"A": a, "R": got}); err != nil {
+					t.Fatal(err)
+				}
+				g, w := ast.Float64s(dt, got), ast.Float64s(dt, want)
+				for j := range w {
+					if math.Float64bits(g[j]) != math.Float64bits(w[j]) && !(math.IsNaN(g[j]) && math.IsNaN(w[j])) {
+						op := [4]string{"min(x, c)", "max(x, c)", "min(c, x)", "max(c, x)"}[j/n]
+						t.Errorf("%s, %d bits: %s with x = %g, c = %s: %g, interpreter %g", dt, bits, op, specials[j%n], c, g[j], w[j])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestFloat32MathDense checks loom's own float32 implementations on a
 // dense sample of each one's interesting range (every 251st float32,
 // both signs) in a vectorized loop, within 2 ulp of the exact result
