@@ -168,15 +168,24 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 // wins, else x, which is then NaN when x is, in one compare and select
 // (one maxps or minps, k first). Equal values pick x, which differs from
 // Go's answer only for zeros of opposite signs: max(-0, +0) is +0, made
-// so by adding +0 (x + +0 is x for every other x, -0 + +0 is +0); a
-// constant -0 is left to minMax.
+// so by adding +0 (x + +0 is x for every other x, -0 + +0 is +0), and a
+// constant -0 has compares of its own. (minMax's general path gave
+// max(+0, -0.0) as -0 with the constant folded in: LLVM 14's x86
+// lowering of its two picks.)
 func (e *emitter) minMaxConstant(isMin bool, x, k value.Value) (value.Value, bool) {
 	c, ok := constantFloat(k)
 	if !ok || c.NaN {
 		return nil, false
 	}
 	if c.X.Sign() == 0 && c.X.Signbit() {
-		return nil, false // -0: rare, and LLVM takes it for +0 in the compare
+		// -0: max(x, -0) is -0 where x < 0, else x (+0 stays +0);
+		// min(x, -0) is -0 where x >= 0, else x. NaN fails both
+		// compares and passes through.
+		pred := enum.FPredOLT
+		if isMin {
+			pred = enum.FPredOGE
+		}
+		return e.b.NewSelect(e.b.NewFCmp(pred, x, k), k, x), true
 	}
 	pred := enum.FPredOGT
 	if isMin {

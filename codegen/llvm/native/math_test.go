@@ -225,10 +225,7 @@ func TestMinMaxConstant(t *testing.T) {
 	n := len(specials)
 	for _, dt := range []ast.DType{ast.Float32, ast.Float64} {
 		suffix := map[ast.DType]string{ast.Float32: "f", ast.Float64: ""}[dt]
-		// Not -0.0: max(+0, -0.0) comes out -0 through minMax's
-		// general path too (LLVM 14's x86 lowering of its two picks
-		// against the constant), a fault left for its own fix.
-		for _, k := range []string{"0.0", "6.0", "-1.0", "1e30"} {
+		for _, k := range []string{"0.0", "-0.0", "6.0", "-1.0", "1e30"} {
 			c := k + suffix
 			src := fmt.Sprintf(`func m(A: %[1]s[%[2]d], R: %[1]s[4, %[2]d]) {
   ScheduleBlock(root) {
