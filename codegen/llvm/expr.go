@@ -126,6 +126,14 @@ func (e *emitter) floatOp(op ast.BinaryOp, x, y value.Value) value.Value {
 // define them: NaN if either is NaN, and -0 below +0. With fast-math, the
 // plain compare and select that one instruction does.
 func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
+	if !e.m.Options.FastMath {
+		if r, ok := e.minMaxConstant(isMin, x, y); ok {
+			return r
+		}
+		if r, ok := e.minMaxConstant(isMin, y, x); ok {
+			return r
+		}
+	}
 	pred := enum.FPredOGT
 	if isMin {
 		pred = enum.FPredOLT
@@ -133,12 +141,6 @@ func (e *emitter) minMax(isMin bool, x, y value.Value) value.Value {
 	pick := e.b.NewSelect(e.b.NewFCmp(pred, x, y), x, y)
 	if e.m.Options.FastMath {
 		return pick
-	}
-	if r, ok := e.minMaxConstant(isMin, x, y); ok {
-		return r
-	}
-	if r, ok := e.minMaxConstant(isMin, y, x); ok {
-		return r
 	}
 	if name, ok := e.rangeIntrinsic(x.Type()); ok {
 		ordered := e.vrange(name, isMin, x, y) // the result when neither is NaN
