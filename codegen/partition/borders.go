@@ -36,10 +36,16 @@ const maxBorderVersions = 8
 // that touch the border; a border (an else) is not versioned again.
 // Unrolled, vectorized and GPU-bound loops are left alone.
 func Borders(f *ast.Func) *ast.Func {
-	v := &versioner{blocks: map[string]bool{}, budget: maxBorderVersions}
+	v := &versioner{blocks: map[string]bool{}, buffers: map[string]bool{}, budget: maxBorderVersions}
+	for _, b := range f.Params {
+		v.buffers[b.Name] = true
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
-		if b, ok := n.(*ast.ScheduleBlock); ok {
-			v.blocks[b.Name] = true
+		switch n := n.(type) {
+		case *ast.ScheduleBlock:
+			v.blocks[n.Name] = true
+		case *ast.Alloc:
+			v.buffers[n.Buffer.Name] = true
 		}
 		return true
 	})
@@ -53,8 +59,9 @@ func Borders(f *ast.Func) *ast.Func {
 }
 
 type versioner struct {
-	blocks map[string]bool // every block name
-	budget int
+	blocks  map[string]bool // every block name
+	buffers map[string]bool // every buffer name
+	budget  int
 }
 
 // stmt versions the loops of s, outermost first. A border (the else of
@@ -182,6 +189,7 @@ func (v *versioner) version(l *ast.For) (ast.Expr, ast.Stmt, bool) {
 		nb.Name = freshIn(v.blocks, b.Name+"_in")
 		return &nb
 	})
+	then = v.ownTemporaries(then)
 	r := refiner{x: x, s: s, e: e}
 	then = r.stmt(then, scope{sub: map[string]ast.Expr{}})
 	// Over the loop's own range the test may always hold (a border the
@@ -189,6 +197,26 @@ func (v *versioner) version(l *ast.For) (ast.Expr, ast.Stmt, bool) {
 	a := ast.NewAnalyzer()
 	a.BindRange(x.Name, l.Min, l.Extent)
 	return a.Simplify(cond), then, true
+}
+
+// ownTemporaries gives each temporary declared in body (a tile's
+// accumulators that the tail partition declared beside its loop) a new
+// buffer of the same type and shape: the version and the border are two
+// copies of the body, and a buffer is declared once.
+func (v *versioner) ownTemporaries(body ast.Stmt) ast.Stmt {
+	var bufs []*ast.Buffer
+	ast.Inspect(body, func(n ast.Node) bool {
+		if a, ok := n.(*ast.Alloc); ok {
+			bufs = append(bufs, a.Buffer)
+		}
+		return true
+	})
+	for _, old := range bufs {
+		nb := *old
+		nb.Name = freshIn(v.buffers, old.Name+"_in")
+		body = ast.RebindBuffer(body, old, &nb)
+	}
+	return body
 }
 
 // refiner rewrites the blocks under x's loop for x in [s, e): the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/internal/compact"
 	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
 )
@@ -27,6 +28,10 @@ func TestBordersOfWindows(t *testing.T) {
 		{"[1, 8, 14, 9]", "conv2d", "[8, 1, 5, 5]", `{"groups": 8, "strides": [2, 1], "pads": [2, 1, 2, 3]}`},
 		{"[1, 8, 11, 12]", "conv2d", "[8, 2, 3, 3]", `{"groups": 4, "dilations": [2, 2], "pads": [2, 2, 2, 2]}`},
 		{"[1, 16, 1, 1]", "conv2d", "[16, 1, 7, 7]", `{"groups": 16, "pads": [3, 3, 3, 3]}`},
+		// Rows of the register tile along a width of 7 in tiles of 4:
+		// the tail declares its own accumulators inside the loop the
+		// border versions.
+		{"[1, 16, 7, 7]", "conv2d", "[16, 1, 3, 3]", `{"groups": 16, "pads": [1, 1, 1, 1]}`},
 		{"[1, 8, 2, 3]", "conv2d", "[8, 1, 3, 3]", `{"groups": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}`},
 		{"[1, 4, 10, 9]", "conv2d", "[6, 4, 3, 3]", `{"pads": [1, 1, 1, 1]}`},
 		{"[1, 8, 12, 10]", "max_pool2d", "", `{"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}`},
@@ -64,6 +69,10 @@ func TestBordersOfWindows(t *testing.T) {
 					versioned++
 					if err := ast.Verify(after); err != nil {
 						t.Fatalf("%s: %v\n%s", name, err, ast.Print(after))
+					}
+					allowed := func(*ast.Buffer, []*ast.For) bool { return true }
+					if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); m < n {
+						t.Errorf("%s, %s: %d temporaries compact before versioning, %d after\n%s", name, k.Name, n, m, ast.Print(after))
 					}
 					if !fewerTests(before, after) {
 						t.Errorf("%s, %s: versioned, yet no block runs with fewer tests\n%s", name, k.Name, ast.Print(after))
