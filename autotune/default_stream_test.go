@@ -97,11 +97,12 @@ func TestDefaultStreamsPanels(t *testing.T) {
 	}
 }
 
-// TestDefaultChannelwise: a depthwise convolution in NHWC over an input
-// larger than twice the L2, with eight vectors of channels or more, gets
-// a register tile four vectors wide whose rows run along the width only
-// (channelwise); over a small input it keeps two vectors. Both compute
-// what the interpreter does.
+// TestDefaultChannelwise: a depthwise convolution in NHWC gets a register
+// tile two vectors of channels wide whose rows run along the width only
+// (channelwise) where its windows overlap at stride 1, or where at
+// stride 2 its input is larger than twice the L2 and has eight vectors
+// of channels; at stride 2 over a small input the rows spread over
+// height and width. All compute what the interpreter does.
 func TestDefaultChannelwise(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -117,12 +118,12 @@ func TestDefaultChannelwise(t *testing.T) {
               ScheduleBlock(Y) {
                 vh, vw, vc, vrh, vrw = axis.bind(h, w, c, rh, rw)
                 axis.domain(vh = spatial(0, HH), vw = spatial(0, HH), vc = spatial(0, 96), vrh = reduce(0, 3), vrw = reduce(0, 3))
-                reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vc], W[vrh, vrw, vc])
+                reads(Y[vh, vw, vc], X[vh * SS + vrh, vw * SS + vrw, vc], W[vrh, vrw, vc])
                 writes(Y[vh, vw, vc])
                 init {
                   Y[vh, vw, vc] = 0.0f
                 }
-                Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vc] * W[vrh, vrw, vc]
+                Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh * SS + vrh, vw * SS + vrw, vc] * W[vrh, vrw, vc]
               }
             }
           }
@@ -132,14 +133,55 @@ func TestDefaultChannelwise(t *testing.T) {
   }
 }`
 	for _, c := range []struct {
-		h     int
-		lanes int64
-	}{{26, 32}, {8, 16}} {
-		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"HP": c.h + 2, "HH": c.h})
-		if lanes := vectorTileOf(s); lanes != c.lanes {
-			t.Errorf("%dx%d pixels: the register tile takes %d lanes of channels, want %d; trace:\n%s", c.h, c.h, lanes, c.lanes, s.Trace())
+		h, stride   int
+		widthOnly   bool
+		description string
+	}{
+		{26, 1, true, "stride 1, 110 KiB"},
+		{8, 1, true, "stride 1, 38 KiB"},
+		{8, 2, false, "stride 2, 108 KiB"},
+		{28, 2, true, "stride 2, 1.2 MiB"},
+	} {
+		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"HP": c.h*c.stride + 2, "HH": c.h, "SS": c.stride})
+		if lanes := vectorTileOf(s); lanes != 16 {
+			t.Errorf("%s: the register tile takes %d lanes of channels, want 16; trace:\n%s", c.description, lanes, s.Trace())
+		}
+		rows := tileRowsOf(s, "vh")
+		if widthOnly := rows == 1; widthOnly != c.widthOnly {
+			t.Errorf("%s: the register tile has %d rows along the height, want rows along the width only: %v; trace:\n%s", c.description, rows, c.widthOnly, s.Trace())
 		}
 	}
+}
+
+// tileRowsOf returns how many values of variable v of block Y the
+// innermost tile of s's scheduled function spans: the product of the
+// extents of the unrolled loops Y's binding of v mentions (loop names are
+// unique, so these are loops around Y).
+func tileRowsOf(s *schedule.Schedule, v string) int64 {
+	unrolled := map[string]int64{}
+	var binding ast.Expr
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.For:
+			if k, ok := ast.ConstIntValue(ast.Simplify(n.Extent)); ok && n.Kind == ast.Unrolled {
+				unrolled[n.Var.Name] = k
+			}
+		case *ast.ScheduleBlock:
+			for _, it := range n.Iters {
+				if n.Name == "Y" && it.Var.Name == v {
+					binding = it.Binding
+				}
+			}
+		}
+		return true
+	})
+	rows := int64(1)
+	for name, k := range unrolled {
+		if binding != nil && ast.Mentions(binding, name) {
+			rows *= k
+		}
+	}
+	return rows
 }
 
 // vectorTileOf returns the lanes of the register tile's vector Default

@@ -71,12 +71,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 	}
 	rowLoop := -1 // under t.channelwise, the one loop the register tile's rows take
 	if t.channelwise {
-		for i := lastSpatial(bi) - 1; i >= 0; i-- {
-			if bi.roles[i] == roleSpatial {
-				rowLoop = i
-				break
-			}
-		}
+		rowLoop = widthLoop(bi)
 	}
 	if v := lastSpatial(bi); v >= 0 && nS > 1 {
 		var inner int64
@@ -130,8 +125,15 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			if parts[i] == nil {
 				var inner int64
 				limit := max(t.accumulators()/tile, 1)
-				if t.channelwise && i != rowLoop {
+				if t.channelwise {
+					// Rows along the width only, and a third fewer
+					// accumulators: the code keeps the inputs that
+					// neighbouring windows share in registers beside
+					// them (see channelwise).
 					limit = 1
+					if i == rowLoop {
+						limit = max(t.accumulators()*2/3/tile, 1)
+					}
 				}
 				if m.MaxInnermost > 0 {
 					limit = min(limit, int64(m.MaxInnermost))
@@ -366,7 +368,7 @@ func (m MultiLevelTiling) splitVector(s *schedule.Schedule, l schedule.Loop, n i
 	}
 	vectors := 2
 	switch lanes := int64(t.VectorLanes); {
-	case t.channelwise || t.rowless:
+	case t.rowless:
 		vectors = 4
 	case ok && lanes > 0 && ext%(2*lanes) != 0 && ext%(3*lanes) == 0:
 		// Three vectors where two do not divide the loop (24 columns of
@@ -423,15 +425,23 @@ func streamsPanels(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 }
 
 // channelwise reports whether every input the block reads is indexed by
-// its vectorized loop (a depthwise convolution's: each channel on its
-// own), one of them is larger than twice the L2 and the
-// vectorized loop has eight vectors or more. A register tile of several
-// pixels then shares no input between its rows, except where
-// neighbouring windows overlap along the innermost of them, and the
-// input streams from memory. Measured on MobileNetV2's depthwise
-// convolutions (Default, one thread, in one process): at 112x112 and
-// 56x56 with 96 and 144 channels 0.55-0.85 of the time of six rows of
-// two vectors; on inputs that fit the L2, or of 32 channels, 1.1-1.25.
+// its vectorized loop (a depthwise convolution's, a pooling's: each
+// channel on its own) and either one of them is larger than twice the L2
+// and the vectorized loop has eight vectors or more, or the windows of
+// neighbouring pixels along the width overlap at unit stride
+// (unitStrideWindows). A register tile of several pixels then shares no
+// input between its rows, except where windows overlap along the
+// innermost of them: Default gives its rows to the width alone, two
+// vectors of channels wide, eight accumulators where other tiles take
+// twelve (on AVX2) because the compiled code keeps the inputs that
+// overlapping windows share in registers too (with twelve it spilled
+// them). Measured on MobileNetV2's depthwise 3x3 convolutions in NHWC
+// (Default, one thread, alternating in one run, ms): 144@56 s1 0.28 ->
+// 0.20 (four rows of three vectors before), 96@112 s2 0.23-0.29 (four
+// vectors) -> 0.19, 192@28 s1 0.072 -> 0.053 (six rows over height and
+// width before), 32@112 s1 0.16 -> 0.14, 960@7 s1 0.019 -> 0.014; at
+// stride 2 over small inputs the rows over height and width stay
+// better (192@28 s2: 0.0185 against 0.022 by width).
 func channelwise(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 	v := lastSpatial(bi)
 	if v < 0 || t.VectorLanes <= 0 {
@@ -439,7 +449,7 @@ func channelwise(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 	}
 	vec := iterOf(bi, bi.loops[v])
 	ext, ok := s.Extent(bi.loops[v])
-	if vec == nil || !ok || ext < int64(8*t.VectorLanes) {
+	if vec == nil || !ok {
 		return false
 	}
 	large := false
@@ -449,7 +459,66 @@ func channelwise(s *schedule.Schedule, bi *blockInfo, t Target) bool {
 		}
 		large = large || bufferBytes(r.Buffer) > 2*t.Caches.orDefault().L2
 	}
-	return large
+	return large && ext >= int64(8*t.VectorLanes) || unitStrideWindows(bi)
+}
+
+// widthLoop returns the index of the spatial loop just outside the
+// vectorized one (a convolution's width in NHWC), or -1.
+func widthLoop(bi *blockInfo) int {
+	for i := lastSpatial(bi) - 1; i >= 0; i-- {
+		if bi.roles[i] == roleSpatial {
+			return i
+		}
+	}
+	return -1
+}
+
+// unitStrideWindows reports whether some input of the block is read
+// along the width (widthLoop) at w + r for a reduction variable r of
+// more than one step: a window at stride 1, so that neighbouring pixels
+// read mostly the same inputs. A clamp of the index (min and max with a
+// constant, as padding leaves it) is looked through.
+func unitStrideWindows(bi *blockInfo) bool {
+	w := widthLoop(bi)
+	if w < 0 {
+		return false
+	}
+	width := iterOf(bi, bi.loops[w])
+	if width == nil {
+		return false
+	}
+	for _, r := range inputs(bi) {
+		for _, rg := range r.Ranges {
+			coefs, ok := ast.AffineCoefs(unclamped(rg.Min))
+			if !ok || coefs[width.Var.Name] != 1 {
+				continue
+			}
+			for _, it := range bi.blk.Iters {
+				n, known := ast.ConstIntValue(ast.Simplify(it.Dom.Extent))
+				if it.Kind == ast.Reduce && coefs[it.Var.Name] == 1 && (!known || n > 1) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// unclamped strips min and max with a constant from the outside of e.
+func unclamped(e ast.Expr) ast.Expr {
+	for {
+		b, ok := e.(*ast.Binary)
+		if !ok || b.Op != ast.OpMin && b.Op != ast.OpMax {
+			return e
+		}
+		if _, c := ast.ConstIntValue(b.A); c {
+			e = b.B
+		} else if _, c := ast.ConstIntValue(b.B); c {
+			e = b.A
+		} else {
+			return e
+		}
+	}
 }
 
 // rowless reports whether the block's vectorized loop is its only

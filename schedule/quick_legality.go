@@ -71,7 +71,7 @@ func soleUpdate(top ast.Stmt) (u soleNest, ok bool) {
 	}
 	u = soleNest{block: b, spatial: map[*ast.For]bool{}, reduce: map[*ast.For]bool{}}
 	for _, it := range b.Iters {
-		coefs, ok := affine(it.Binding)
+		coefs, ok := ast.AffineCoefs(it.Binding)
 		if !ok {
 			return soleNest{}, false
 		}
@@ -134,42 +134,6 @@ func abs64(x int64) int64 {
 		return -x
 	}
 	return x
-}
-
-// affine returns the coefficients of the variables of an integer
-// expression made of constants, variables, sums, differences and products
-// by constants; ok is false for anything else.
-func affine(e ast.Expr) (coefs map[string]int64, ok bool) {
-	coefs = map[string]int64{}
-	var walk func(e ast.Expr, scale int64) bool
-	walk = func(e ast.Expr, scale int64) bool {
-		switch e := e.(type) {
-		case *ast.Const:
-			return true
-		case *ast.Var:
-			coefs[e.Name] += scale
-			return true
-		case *ast.Binary:
-			switch e.Op {
-			case ast.OpAdd:
-				return walk(e.A, scale) && walk(e.B, scale)
-			case ast.OpSub:
-				return walk(e.A, scale) && walk(e.B, -scale)
-			case ast.OpMul:
-				if c, isConst := ast.ConstIntValue(e.B); isConst && c > -1<<20 && c < 1<<20 {
-					return walk(e.A, scale*c)
-				}
-				if c, isConst := ast.ConstIntValue(e.A); isConst && c > -1<<20 && c < 1<<20 {
-					return walk(e.B, scale*c)
-				}
-			}
-		}
-		return false
-	}
-	if e == nil || !walk(e, 1) || len(coefs) > 64 {
-		return nil, false
-	}
-	return coefs, true
 }
 
 // reorderKeepsUpdate reports whether putting the loops of chain (a
