@@ -261,13 +261,27 @@ func (w *walker) instances(b *ast.ScheduleBlock) *Instances {
 		disjuncts = out
 	}
 	inRange := func(v lin, min, ext ast.Expr) bool {
-		lo, ok1 := ab.expr(min)
-		n, ok2 := ab.expr(ext)
-		if !ok1 || !ok2 {
-			return false
+		// min <= v <= min + ext - 1. An end min(e1, e2, ...) (a loop's
+		// main part when a tail is split off) bounds v by each ei; a
+		// start min(s1, s2, ...) (that tail's) by one of them at least.
+		var upper []lin
+		for _, part := range minOperands(ast.Simplify(ast.Add(min, ext))) {
+			n, ok := ab.expr(part)
+			if !ok {
+				return false
+			}
+			upper = append(upper, n.plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1)))
 		}
-		// lo <= v <= lo + n - 1
-		and(conj{ineqs: []lin{v.plus(lo, IntOf(-1)), lo.plus(n, IntOf(1)).plus(constLin(IntOf(1)), IntOf(-1)).plus(v, IntOf(-1))}})
+		var lower []conj
+		for _, part := range minOperands(min) {
+			lo, ok := ab.expr(part)
+			if !ok {
+				return false
+			}
+			lower = append(lower, conj{ineqs: []lin{v.plus(lo, IntOf(-1))}})
+		}
+		and(conj{ineqs: upper})
+		andAny(lower)
 		return true
 	}
 	for _, l := range in.Loops {
@@ -409,4 +423,13 @@ func conjuncts(e ast.Expr, negate bool, out []ast.Expr) []ast.Expr {
 		return conjuncts(b.B, negate, conjuncts(b.A, negate, out))
 	}
 	return append(out, e)
+}
+
+// minOperands returns the operands of e's nested mins (e itself when it
+// is no min).
+func minOperands(e ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.Binary); ok && b.Op == ast.OpMin {
+		return append(minOperands(b.A), minOperands(b.B)...)
+	}
+	return []ast.Expr{e}
 }

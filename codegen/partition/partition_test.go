@@ -451,21 +451,29 @@ func TestAdversarialSchedules(t *testing.T) {
 	t.Logf("%d schedules partitioned", parted)
 }
 
-// TestTailOwnsItsTemporaries: a matrix product of 197 rows with its bias
-// and ReLU, whose default schedule tiles the rows with a guarded tail and
-// keeps the product in a temporary per tile: partitioned, the tail gets
-// a temporary of its own, so that each part's still compacts to a tile
-// (one buffer used by two sibling loops compacted at neither), and the
-// result is the same. A temporary that carries a value from one
-// iteration of the split loop to the next (a running sum) is shared.
+// TestTailOwnsItsTemporaries: a matrix product of 197 (or 56) rows with
+// its bias and ReLU, at one and two threads, whose default schedule tiles
+// the rows with a guarded tail and keeps the product in a temporary per
+// tile: partitioned, the tail gets a temporary of its own, so that each
+// part's still compacts to a tile (one buffer used by two sibling loops
+// compacted at neither), and the result is the same. A temporary that
+// carries a value from one iteration of the split loop to the next (a
+// running sum) is shared.
 func TestTailOwnsItsTemporaries(t *testing.T) {
-	f := workload.MatmulBiasReLU(197, 64, 32).Func
-	before, after := partitionedDefault(t, f, 1)
-	allowed := func(*ast.Buffer, []*ast.For) bool { return true }
-	if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); n == 0 || m != 2*n {
-		t.Errorf("%d temporaries compact before partitioning, %d after; want twice as many:\n%s", n, m, ast.Print(after))
+	// At two threads the main part of 56 rows' tiles ends where the
+	// parallel tile does (min(a, b - c*j0)), which the compaction must
+	// hold exactly.
+	for _, rows := range []int{197, 56} {
+		for _, threads := range []int{1, 2} {
+			f := workload.MatmulBiasReLU(rows, 64, 32).Func
+			before, after := partitionedDefault(t, f, threads)
+			allowed := func(*ast.Buffer, []*ast.For) bool { return true }
+			if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); n == 0 || m != 2*n {
+				t.Errorf("%d rows, %d threads: %d temporaries compact before partitioning, %d after; want twice as many:\n%s", rows, threads, n, m, ast.Print(after))
+			}
+			same(t, "mm", before, after, nil)
+		}
 	}
-	same(t, "mm", before, after, nil)
 
 	running, err := ast.Parse(`func running[S: int32](A: float32[S], B: float32[S]) {
   ScheduleBlock(root) {
@@ -492,7 +500,7 @@ func TestTailOwnsItsTemporaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after = partition.Func(running)
+	after := partition.Func(running)
 	if !strings.Contains(ast.Print(after), "i0_tail") {
 		t.Errorf("the running sum's loop was not partitioned:\n%s", ast.Print(after))
 	}
