@@ -71,7 +71,11 @@ func TestBordersOfWindows(t *testing.T) {
 						t.Fatalf("%s: %v\n%s", name, err, ast.Print(after))
 					}
 					allowed := func(*ast.Buffer, []*ast.For) bool { return true }
-					if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); m < n {
+					if !allocInLoop(before) {
+						// Nothing declared inside a loop the versioning
+						// copies (the compaction check costs two
+						// polyhedral models of the kernel).
+					} else if n, m := len(compact.Plan(before, allowed)), len(compact.Plan(after, allowed)); m < n {
 						t.Errorf("%s, %s: %d temporaries compact before versioning, %d after\n%s", name, k.Name, n, m, ast.Print(after))
 					}
 					if !fewerTests(before, after) {
@@ -122,4 +126,22 @@ func fewerTests(before, after *ast.Func) bool {
 		}
 	}
 	return false
+}
+
+// allocInLoop reports whether f declares a temporary inside a loop (a
+// tail's own accumulators).
+func allocInLoop(f *ast.Func) bool {
+	found := false
+	ast.Inspect(f.Body, func(n ast.Node) bool {
+		if l, ok := n.(*ast.For); ok {
+			ast.Inspect(l.Body, func(m ast.Node) bool {
+				_, isAlloc := m.(*ast.Alloc)
+				found = found || isAlloc
+				return !found
+			})
+			return false
+		}
+		return !found
+	})
+	return found
 }
