@@ -4,11 +4,22 @@ import "fmt"
 
 // conv is one convolution kernel: input [1, cin, h, w], cout filters of
 // k x k at stride, padded to keep the size (k/2), in groups; its bias, a
-// residual added when residual, and act: "relu", "relu6" or "".
+// residual added when residual, and act: "relu", "relu6", "silu" or "".
 func conv(cin, h, w, cout, k, stride, groups int, act string, residual bool) *graph {
+	return convPadded(cin, h, w, cout, k, stride, k/2, groups, act, residual)
+}
+
+// convPadded is conv with pad rows and columns of zeros on every side.
+func convPadded(cin, h, w, cout, k, stride, pad, groups int, act string, residual bool) *graph {
 	name := fmt.Sprintf("conv%dx%d_%dto%d_%dx%d_s%d", k, k, cin, cout, h, w, stride)
-	if groups > 1 {
+	switch {
+	case groups > 1 && groups == cin && cout == cin:
 		name = fmt.Sprintf("dwconv%dx%d_%d_%dx%d_s%d", k, k, cin, h, w, stride)
+	case groups > 1:
+		name = fmt.Sprintf("gconv%dx%d_%dto%d_g%d_%dx%d_s%d", k, k, cin, cout, groups, h, w, stride)
+	}
+	if pad != k/2 {
+		name += fmt.Sprintf("_p%d", pad)
 	}
 	if act != "" {
 		name += "_" + act
@@ -17,17 +28,17 @@ func conv(cin, h, w, cout, k, stride, groups int, act string, residual bool) *gr
 		name += "_residual"
 	}
 	g := newGraph(name)
-	g.spec = fmt.Sprintf("conv 1 %d %d %d %d %d %d %d %d %d %s %d", cin, h, w, cout, k, k, stride, k/2, groups, orNone(act), b2i(residual))
+	g.spec = fmt.Sprintf("conv 1 %d %d %d %d %d %d %d %d %d %s %d", cin, h, w, cout, k, k, stride, pad, groups, orNone(act), b2i(residual))
 	x := g.input("X", 1, cin, h, w)
 	wt := g.input("W", cout, cin/groups, k, k)
 	b := g.input("Bias", cout, 1, 1)
-	attrs := map[string]any{"strides": []int{stride, stride}, "pads": []int{k / 2, k / 2, k / 2, k / 2}}
+	attrs := map[string]any{"strides": []int{stride, stride}, "pads": []int{pad, pad, pad, pad}}
 	if groups > 1 {
 		attrs["groups"] = groups
 	}
 	y := g.op("add", nil, g.op("conv2d", attrs, x, wt), b)
 	if residual {
-		ho, wo := (h+2*(k/2)-k)/stride+1, (w+2*(k/2)-k)/stride+1
+		ho, wo := (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
 		y = g.op("add", nil, y, g.input("R", 1, cout, ho, wo))
 	}
 	switch act {
@@ -35,6 +46,8 @@ func conv(cin, h, w, cout, k, stride, groups int, act string, residual bool) *gr
 		y = g.op("relu", nil, y)
 	case "relu6":
 		y = g.op("min", nil, g.op("max", nil, y, g.scalar(0)), g.scalar(6))
+	case "silu":
+		y = g.op("silu", nil, y)
 	}
 	return g.out(y)
 }
@@ -277,4 +290,72 @@ func issue20() []*graph {
 		attention(8, 256, 256, 64, false),
 		colsum,
 	}
+}
+
+// The families below are layers of architectures the ones above do not
+// have: grouped, large-kernel, patchifying and strided depthwise
+// convolutions, a squeeze-excitation gate and a chain of pools. Each
+// keeps its model's shapes at batch 1.
+
+// resnext50 is ResNeXt-50 32x4d's grouped 3x3 convolutions: 32 groups,
+// the first of stages 2 and 3 strided (v1.5).
+func resnext50() []*graph {
+	return []*graph{
+		conv(128, 56, 56, 128, 3, 1, 32, "relu", false),
+		conv(256, 56, 56, 256, 3, 2, 32, "relu", false),
+		conv(512, 14, 14, 512, 3, 1, 32, "relu", false),
+	}
+}
+
+// convnextTiny is ConvNeXt-T's patchifying stem (4x4 at stride 4), its
+// 7x7 depthwise convolutions and a 2x2 stride-2 downsampling.
+func convnextTiny() []*graph {
+	return []*graph{
+		convPadded(3, 224, 224, 96, 4, 4, 0, 1, "", false),
+		conv(96, 56, 56, 96, 7, 1, 96, "", false),
+		convPadded(96, 56, 56, 192, 2, 2, 0, 1, "", false),
+		conv(384, 14, 14, 384, 7, 1, 384, "", false),
+	}
+}
+
+// efficientnetB0 is EfficientNet-B0's 5x5 depthwise convolutions with
+// SiLU, strided and not, and the squeeze-excitation gate of its third
+// stage: the channels' means, squeezed to 6 and expanded back through
+// SiLU and a sigmoid, scaling the input.
+func efficientnetB0() []*graph {
+	const c, size, squeezed = 144, 28, 6
+	g := newGraph(fmt.Sprintf("squeeze_excitation_%d_%dx%d_%d", c, size, size, squeezed))
+	x := g.input("X", 1, c, size, size)
+	mean := g.op("reduce_mean", map[string]any{"axes": []int{2, 3}, "keepdims": true}, x)
+	s := g.op("silu", nil, g.op("add", nil, g.op("conv2d", nil, mean, g.input("W1", squeezed, c, 1, 1)), g.input("B1", squeezed, 1, 1)))
+	e := g.op("sigmoid", nil, g.op("add", nil, g.op("conv2d", nil, s, g.input("W2", c, squeezed, 1, 1)), g.input("B2", c, 1, 1)))
+	return []*graph{
+		conv(144, 56, 56, 144, 5, 2, 144, "silu", false),
+		conv(480, 14, 14, 480, 5, 1, 480, "silu", false),
+		conv(672, 14, 14, 672, 5, 2, 672, "silu", false),
+		g.out(g.op("mul", nil, x, e)),
+	}
+}
+
+// yolov5s is YOLOv5s's 6x6 stride-2 stem at 640x640 and its SPPF block's
+// pools: three 5x5 max pools in a chain and the concat of the input
+// with each.
+func yolov5s() []*graph {
+	const c, size = 256, 20
+	g := newGraph(fmt.Sprintf("sppf_maxpool5x5_%d_%dx%d", c, size, size))
+	x := g.input("X", 1, c, size, size)
+	pool := map[string]any{"kernel_shape": []int{5, 5}, "strides": []int{1, 1}, "pads": []int{2, 2, 2, 2}}
+	y1 := g.op("max_pool2d", pool, x)
+	y2 := g.op("max_pool2d", pool, y1)
+	y3 := g.op("max_pool2d", pool, y2)
+	return []*graph{
+		convPadded(3, 640, 640, 32, 6, 2, 2, 1, "silu", false),
+		g.out(g.op("concat", map[string]any{"axis": 1}, x, y1, y2, y3)),
+	}
+}
+
+// vitB16 is ViT-B/16's patch embedding: 16x16 at stride 16 to 768
+// channels.
+func vitB16() []*graph {
+	return []*graph{convPadded(3, 224, 224, 768, 16, 16, 0, 1, "", false)}
 }

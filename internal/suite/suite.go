@@ -2,8 +2,12 @@
 // configuration, after fusion, of ResNet-50 and MobileNetV2 at batch 1
 // (224x224), BERT-base at sequence length 128, and GPT-2 small at one
 // decode step (M = 1 matmuls, a 512-token cache) and over a 512-token
-// prompt; and the cases of issue 20's table, where loom was found slow. Each case is a graph (see package fusion's JSON format) of one
-// fused kernel's worth of operators: a convolution with its bias,
+// prompt; the cases of issue 20's table, where loom was found slow; and
+// layers of other architectures (ResNeXt-50, ConvNeXt-T, EfficientNet-B0,
+// YOLOv5s, ViT-B/16) whose shapes the others lack: grouped, 2x2 to 16x16,
+// strided 5x5 depthwise with SiLU, a squeeze-excitation gate, a chain of
+// pools with their concat. Each case is a graph (see package fusion's
+// JSON format) of one fused kernel's worth of operators: a convolution with its bias,
 // activation and residual, a matmul with its epilogue, a normalization, an
 // attention's steps. [Write] saves them as graph JSON files, which is what
 // loom bench -suite DIR reads.
@@ -37,6 +41,7 @@ func Cases() []Case {
 	}{
 		{"resnet50", resnet50}, {"mobilenetv2", mobilenetV2}, {"bert", bert}, {"gpt2_decode", gpt2Decode}, {"gpt2_prefill", gpt2Prefill},
 		{"issue20", issue20},
+		{"resnext50", resnext50}, {"convnext_tiny", convnextTiny}, {"efficientnet_b0", efficientnetB0}, {"yolov5s", yolov5s}, {"vit_b16", vitB16},
 	} {
 		seen := map[string]bool{}
 		for _, g := range m.cases() {

@@ -32,7 +32,7 @@
 //   reorder D0 D1 D2 D3 S0 S1 S2 S3                   X (dims, output strides)
 //   reduce sum|max|mean D0 D1 D2 D3 R0 R1 R2 R3       X (dims, result dims: 1 where reduced)
 //
-// ACT is none, relu, relu6, gelu or gelu_tanh; RES 1 adds R. Threads:
+// ACT is none, relu, relu6, silu, gelu or gelu_tanh; RES 1 adds R. Threads:
 // OMP_NUM_THREADS.
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -124,6 +124,7 @@ static void activation(post_ops &po, const std::string &act) {
     else if (act == "relu6") po.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 6.0f);
     else if (act == "gelu") po.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     else if (act == "gelu_tanh") po.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    else if (act == "silu") po.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
     else if (act != "none") {
         fprintf(stderr, "onednn_suite: unknown activation %s\n", act.c_str());
         exit(2);
