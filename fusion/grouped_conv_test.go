@@ -2,15 +2,18 @@ package fusion_test
 
 import (
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/module"
 )
 
-// TestGroupedConvBorders: grouped and depthwise convolutions in NHWC read
-// their input's border through tests, which the code generator drops in
-// the interior (package partition's Borders). Compiled at two threads,
+// TestGroupedConvBorders: depthwise convolutions in NHWC read their
+// input's border through tests, which the code generator drops in the
+// interior (package partition's Borders); wider windows and groups of
+// several channels read a padded copy. Compiled at two threads,
 // outputs poisoned with NaN, against the plan's interpreter: windows of
 // 2x2 to 7x7, strides 1, 2 and 4, uneven pads, a dilation, 12 channels
 // (a vector and a half) in groups of 1 and 2, with their epilogues (bias
@@ -72,6 +75,53 @@ func TestGroupedConvBorders(t *testing.T) {
 			r := rand.New(rand.NewPCG(4, 7))
 			for _, sz := range sizes {
 				compiledAgrees(t, g, p, m, sz, r, 1e-4)
+			}
+		})
+	}
+}
+
+// TestDepthwiseBorderTestsOrCopy: in NHWC a depthwise convolution with a
+// window of up to 5x5 reads its border through tests; one with a wider
+// window, or a grouped one with several channels per group, reads a
+// padded copy of its input (see inlinePadding: the border's share of the
+// output, or the channels of work per read, makes the copy cheaper).
+func TestDepthwiseBorderTestsOrCopy(t *testing.T) {
+	for _, c := range []struct {
+		name, weights string
+		groups, k     int
+		copy          bool
+	}{
+		{"depthwise 3x3", "[16, 1, 3, 3]", 16, 3, false},
+		{"depthwise 5x5", "[16, 1, 5, 5]", 16, 5, false},
+		{"depthwise 5x3", "[16, 1, 5, 3]", 16, 5, false},
+		{"depthwise 7x7", "[16, 1, 7, 7]", 16, 7, true},
+		{"depthwise 3x7", "[16, 1, 3, 7]", 16, 7, true},
+		{"two channels per group 3x3", "[16, 2, 3, 3]", 8, 3, true},
+		{"dense 3x3", "[16, 16, 3, 3]", 1, 3, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.k / 2
+			g := parseGraph(t, `{"name": "dw",
+				"inputs": [{"name": "X", "dtype": "float32", "shape": [1, 16, 20, 20]}],
+				"constants": [{"name": "W", "dtype": "float32", "shape": `+c.weights+`, "data": `+ramp(elemsOf(c.weights))+`}],
+				"nodes": [{"op": "conv2d", "inputs": ["X", "W"], "output": "Y", "attrs": {"groups": `+strconv.Itoa(c.groups)+`, "pads": [`+strings.Repeat(strconv.Itoa(p)+", ", 3)+strconv.Itoa(p)+`]}}],
+				"outputs": ["Y"]}`)
+			plan, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var conv *fusion.Kernel
+			for _, k := range plan.Kernels {
+				if k.Kind == fusion.Anchor {
+					conv = k
+				}
+			}
+			if conv == nil {
+				t.Fatalf("no convolution kernel:\n%s", plan)
+			}
+			text := conv.Func.String()
+			if copied := strings.Contains(text, "_pad: float32"); copied != c.copy {
+				t.Errorf("padded copy %v, want %v:\n%s", copied, c.copy, text)
 			}
 		})
 	}

@@ -97,20 +97,38 @@ func channelSlack(t *Tensor) int64 {
 	return 64 / bytes
 }
 
-// inlinePadding says whether a convolution reads its input's border
-// through a test on each read rather than from a padded copy: a grouped
-// convolution in NHWC. There the copy writes (stride 1) one to (stride 2)
-// four input pixels per output pixel, for a few taps of work per
-// channel, and the test is the same for a whole vector of channels; the
-// code generator runs the interior without the tests (package
-// partition's Borders), so only the border pays for them. MobileNetV2's
-// strided depthwise convolutions on default schedules took 0.55-0.65 of
-// the time with tests as with a copy, its 32-channel one at 112x112 0.8.
-// A dense convolution does C input channels of work per read and keeps
-// the copy (with its slack between pixels, see channelSlack); in NCHW
-// the test would differ lane by lane.
-func inlinePadding(y layout, geo window) bool {
-	return y.last && geo.groups > 1
+// inlinePadding says whether a convolution whose weights have shape
+// wShape (in y's order) reads its input's border through a test on each
+// read rather than from a padded copy: a depthwise convolution (one
+// channel per group) in NHWC whose window spans at most five taps along
+// every axis. There the copy writes (stride 1) one to (stride 2) four
+// input pixels per output pixel, for a few taps of work per channel, and
+// the test is the same for a whole vector of channels; the code
+// generator runs the interior without the tests (package partition's
+// Borders), so only the border pays for them. MobileNetV2's strided
+// depthwise convolutions on default schedules took 0.55-0.65 of the time
+// with tests as with a copy, its 32-channel one at 112x112 0.8,
+// EfficientNet-B0's 5x5 ones 0.8-0.95. A wider window puts more of the
+// output in the border, each output there testing every tap: ConvNeXt's
+// 7x7 depthwise convolutions took 1.25x (96 channels at 56x56) and 1.8x
+// (384 at 14x14) the time with tests. A grouped convolution with several
+// channels per group does that many channels of work per read, as a
+// dense one does: ResNeXt's 3x3 over 512 channels in 32 groups at 14x14
+// took 2.5x. Those keep the copy (with its slack between pixels, see
+// channelSlack); in NCHW the test would differ lane by lane.
+func inlinePadding(y layout, geo window, wShape Shape) bool {
+	if !y.last || geo.groups <= 1 {
+		return false
+	}
+	if c, ok := wShape[y.inChannels()].IsConst(); !ok || c != 1 {
+		return false
+	}
+	for d := range geo.strides {
+		if k, ok := wShape[y.tap(d)].IsConst(); !ok || k > 5 {
+			return false
+		}
+	}
+	return true
 }
 
 // tap is the input index of output index o at window tap r.
@@ -145,8 +163,8 @@ func (l *lowerer) conv(n *Node) error {
 		l.convOnRows(n, geo, g)
 		return nil
 	}
-	gx := l.padded(xin, y, geo.pads, ast.Zero(t.DType), t.Name, inlinePadding(y, geo))
 	wShape, gw := convWeights(n, l.val[w])
+	gx := l.padded(xin, y, geo.pads, ast.Zero(t.DType), t.Name, inlinePadding(y, geo, wShape))
 	cg := wShape[y.inChannels()] // channels of a group
 	rc := l.b.ReduceAxis(l.fresh("rc_"+t.Name), l.dim(cg))
 	axes := []*ast.Var{rc}
@@ -218,7 +236,7 @@ func (l *lowerer) pool(n *Node) error {
 		fill = lowestValue(dt)
 	}
 	// In NHWC a pool reads its border through tests, the same for a
-	// vector of channels, as a grouped convolution does (inlinePadding);
+	// vector of channels, as a depthwise convolution does (inlinePadding);
 	// a separable max pool reads its padded copy once per row pass.
 	sep := isMax && separable(k, geo.strides)
 	gx := l.padded(xin, y, geo.pads, fill, t.Name, y.last && !sep)
