@@ -16,7 +16,9 @@
 // convolution (a batch normalization) into its weights (foldaffine: exact
 // to rounding, unlike the other passes), run 2-d convolutions and
 // poolings with their channels last where Options.Layout says (layout:
-// transposes at the ends of each chain only, weights moved once), store
+// transposes at the ends of each chain only, weights moved once; a 1x1
+// convolution, or one whose window tiles the image, a matrix product of
+// pixels or patches by filters), store
 // large constant weight matrices, and the constant filters of
 // convolutions with their channels last, in panels of 16 columns or
 // filters (pack, unless Options.PlainWeights), simplify algebra

@@ -8,8 +8,9 @@ import (
 // (NHWC) when Options.Layout asks for it, as TVM's ConvertLayout and ONNX
 // Runtime's NCHWc transformer do: a depthwise convolution then reads a
 // vector of channels per tap where in NCHW it read a strided row of
-// pixels, and a 1x1 convolution is a plain matrix product of pixels by
-// channels.
+// pixels, a 1x1 convolution is a plain matrix product of pixels by
+// channels, and one whose window tiles the image (a patch embedding) a
+// product of patches by filters.
 //
 // Each such node n becomes
 //
@@ -54,6 +55,15 @@ var (
 	nhwcToNCHW = []int{0, 3, 1, 2}
 	fchwToHWCF = []int{2, 3, 1, 0} // a convolution's weights
 )
+
+// IsLayoutConversion says whether perm is one of the permutations the
+// layout pass converts tensors by: activations between NCHW and NHWC, a
+// convolution's weights to [KH, KW, C/groups, F]. (A benchmark leaves
+// kernels of such transposes at a graph's ends out of its time, as
+// oneDNN's side leaves out its reorders.)
+func IsLayoutConversion(perm []int) bool {
+	return slices.Equal(perm, nchwToNHWC) || slices.Equal(perm, nhwcToNCHW) || slices.Equal(perm, fchwToHWCF)
+}
 
 // Layouts Options.Layout may name.
 const (
@@ -118,7 +128,7 @@ type layoutRewriter struct {
 // so that its output keeps its name and readers.
 func (r *layoutRewriter) toChannelsLast(n *Node) {
 	x := r.transposed(n.Inputs[0], nchwToNHWC)
-	if r.pointwiseAsMatmul(n, x) {
+	if r.pointwiseAsMatmul(n, x) || r.patchesAsMatmul(n, x) {
 		return
 	}
 	attrs := n.Attrs.clone()
@@ -171,6 +181,106 @@ func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
 	r.out = append(r.out, mm)
 	r.toImage(n, mm.Output)
 	return true
+}
+
+// patchesAsMatmul rewrites a convolution whose window tiles its input
+// (stride equal to the window, no padding, dilation or groups, constant
+// image sizes that are multiples of the window: a vision transformer's
+// patch embedding, ConvNeXt's stem and 2x2 downsampling), whose input in
+// NHWC is x, as the matrix product it is: the patches [N*Ho*Wo, K] (one
+// transpose of the input, reshaped) times the weights [K, F], seen as
+// [N, Ho, Wo, F], where a patch's K = C*KH*KW elements come in the order
+// the input has them: (c, kh, kw) from an NCHW input, whose rows of KW
+// pixels the transpose then copies whole, and (kh, kw, c) from one
+// already in NHWC (a convolution's result), rows of KW*C. As a
+// convolution its register tiles ran over rows of the output, each tap
+// a short reduction over C; as a product they run over patches and
+// filters with one reduction of K. It reports whether n was such a
+// convolution.
+func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
+	if n.Op != "conv2d" {
+		return false
+	}
+	w := n.Inputs[1]
+	geo, err := (&inferCtx{n: n}).windowAttrs(2)
+	if err != nil || geo.groups != 1 || slices.ContainsFunc(geo.pads, func(v int64) bool { return v != 0 }) ||
+		slices.ContainsFunc(geo.dilations, func(v int64) bool { return v != 1 }) {
+		return false
+	}
+	var dims [4]int64 // the input's N, C, H, W
+	for d := range dims {
+		var ok bool
+		if dims[d], ok = n.Inputs[0].Shape[d].IsConst(); !ok {
+			return false
+		}
+	}
+	nn, c, h, wd := dims[0], dims[1], dims[2], dims[3]
+	kh, ok1 := w.Shape[2].IsConst()
+	kw, ok2 := w.Shape[3].IsConst()
+	f, ok3 := w.Shape[0].IsConst()
+	if !ok1 || !ok2 || !ok3 || kh != geo.strides[0] || kw != geo.strides[1] || h%kh != 0 || wd%kw != 0 {
+		return false
+	}
+	ho, wo, k := h/kh, wd/kw, c*kh*kw
+	name := n.Output.Name // new nodes' names start with it: fresh names are not, until the pass ends
+	var patches, wm *Tensor
+	if nhwc := backFromNHWC(n.Inputs[0]); nhwc != nil {
+		// [N, H, W, C] as [N*Ho, KH, Wo, KW*C], rows of patches, to
+		// [N*Ho, Wo, KH, KW*C]; the weights [F, C, KH, KW] as [KH, KW,
+		// C, F].
+		rows := r.reshape(nhwc, name+"_patch_rows", nn*ho, kh, wo, kw*c)
+		patches = r.reshape(r.transpose(rows, name+"_patches_4d", 0, 2, 1, 3), name+"_patches", nn*ho*wo, k)
+		wm = r.weightMatrix(w, r.transposed(w, fchwToHWCF), k, f)
+	} else {
+		// [N, C, H, W] as [N, C, Ho, KH, Wo, KW] to [N, Ho, Wo, C, KH,
+		// KW]; the weights [F, C, KH, KW] as [F, K], transposed.
+		x = n.Inputs[0]
+		six := r.reshape(x, name+"_patch_rows", nn, c, ho, kh, wo, kw)
+		patches = r.reshape(r.transpose(six, name+"_patches_6d", 0, 2, 4, 1, 3, 5), name+"_patches", nn*ho*wo, k)
+		if w.IsConst() {
+			data, _ := transposeData(w.Data, Shape{Const(f), Const(k)}, []int{1, 0}) // constant sizes
+			wm = r.weightMatrix(w, &Tensor{DType: w.DType, Data: data}, k, f)
+		} else {
+			wm = r.transpose(r.reshape(w, name+"_filters", f, k), name+"_filters_t", 1, 0)
+		}
+	}
+	mm := r.g.newNode(n.Output.Name+"_mm", "matmul", Attrs{}, patches, wm)
+	mm.Output.DType = n.Output.DType
+	r.out = append(r.out, mm)
+	r.toImage(n, mm.Output)
+	return true
+}
+
+// weightMatrix returns wt, convolution weights w moved so that their
+// elements run as a [k, f] matrix's do, as that matrix: a new constant
+// of wt's data, or a reshape.
+func (r *layoutRewriter) weightMatrix(w, wt *Tensor, k, f int64) *Tensor {
+	if wt.IsConst() {
+		m := &Tensor{Name: r.g.freshName(w.Name + "_matrix"), DType: w.DType, Shape: Shape{Const(k), Const(f)}, Data: wt.Data}
+		r.g.Constants = append(r.g.Constants, m)
+		return m
+	}
+	return r.reshape(wt, w.Name+"_matrix", k, f)
+}
+
+// reshape appends a reshape of t to the constant dims.
+func (r *layoutRewriter) reshape(t *Tensor, name string, dims ...int64) *Tensor {
+	js := make([]JSONDim, len(dims))
+	for i, d := range dims {
+		js[i] = JSONDim{Dim: Const(d)}
+	}
+	re := r.g.newNode(name, "reshape", Attrs{Shape: js}, t)
+	re.Output.DType = t.DType
+	r.out = append(r.out, re)
+	return re.Output
+}
+
+// transpose appends a transpose of t by perm.
+func (r *layoutRewriter) transpose(t *Tensor, name string, perm ...int) *Tensor {
+	tr := r.g.newNode(name, "transpose", Attrs{Perm: perm}, t)
+	tr.Output.DType = t.DType
+	r.out = append(r.out, tr)
+	return tr.Output
 }
 
 // toImage makes NCHW node n the transpose of matrix m [N*H*W, F] seen as

@@ -369,12 +369,21 @@ func (src *source) jobs() ([]*job, error) {
 }
 
 // isConversion reports whether kernel k of plan p only moves the graph's
-// input or output between layouts: transposes alone (the layout pass's, at
-// a chain's ends), reading only graph inputs or writing only graph outputs.
+// input or output between layouts: the layout pass's transposes (at a
+// chain's ends) and reshapes alone, reading only graph inputs or writing
+// only graph outputs. A transpose of another permutation is work of the
+// computation (a convolution's patches, see fusion's layout pass).
 func isConversion(p *fusion.Plan, k *fusion.Kernel) bool {
+	transposes := 0
 	for _, name := range k.Nodes {
 		t := p.Graph.Tensor(name)
-		if t == nil || t.Producer == nil || t.Producer.Op != "transpose" {
+		if t == nil || t.Producer == nil {
+			return false
+		}
+		switch n := t.Producer; {
+		case n.Op == "transpose" && fusion.IsLayoutConversion(n.Attrs.Perm):
+			transposes++
+		case n.Op != "reshape":
 			return false
 		}
 	}
@@ -386,7 +395,7 @@ func isConversion(p *fusion.Plan, k *fusion.Kernel) bool {
 		t := p.Graph.Tensor(name)
 		return t == nil || !p.Graph.IsOutput(t)
 	})
-	return len(k.Nodes) > 0 && (atInputs || atOutputs)
+	return transposes > 0 && (atInputs || atOutputs)
 }
 
 func workloadDims() string {
