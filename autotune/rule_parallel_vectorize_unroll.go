@@ -13,7 +13,9 @@ import (
 // sizes leave it too few iterations for the threads: see parallelLoop)
 // unless its body runs too few times to be worth threads
 // (minParallelWork), vectorizes its innermost loop when that is
-// spatial (a symbolic extent split by the vector's lanes first, its tail
+// spatial and holds no other loop (a sum computed at it, whose own
+// vectorized loop the code generator would run as scalar code inside it;
+// a symbolic extent is split by the vector's lanes first, its tail
 // predicated), and samples an unroll limit for the
 // loops under its outermost loop (0 never unrolls; see unrolls).
 // On a GPU only the unroll limit applies: the loops are bound to blocks
@@ -45,7 +47,7 @@ func (p ParallelVectorizeUnroll) Apply(s *schedule.Schedule, b schedule.Block, t
 		}
 	}
 	last := len(bi.loops) - 1
-	if bi.roles[last] == roleSpatial && last > 0 && t.GPU == nil {
+	if bi.roles[last] == roleSpatial && last > 0 && t.GPU == nil && !enclosesLoops(s, bi.loops[last]) {
 		l := bi.loops[last]
 		if _, ok := s.Extent(l); !ok && t.VectorLanes > 1 {
 			// A symbolic extent: whole vectors of it, and a predicated
@@ -336,6 +338,26 @@ func annotated(s *schedule.Schedule, l schedule.Loop, key string) bool {
 			_, found = lp.Annotations[key]
 		}
 		return !found
+	})
+	return found
+}
+
+// enclosesLoops says whether loop l of s's function has loops in its
+// body, as where a producer is computed at it: the code generator
+// vectorizes only the innermost loop of a nest.
+func enclosesLoops(s *schedule.Schedule, l schedule.Loop) bool {
+	found := false
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		f, ok := n.(*ast.For)
+		if found || !ok || f.Var.Name != l.Name() {
+			return !found
+		}
+		ast.Inspect(f.Body, func(m ast.Node) bool {
+			_, inner := m.(*ast.For)
+			found = found || inner
+			return !found
+		})
+		return false
 	})
 	return found
 }

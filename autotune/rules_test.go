@@ -3,6 +3,7 @@ package autotune
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -490,6 +491,39 @@ func TestVectorRFactorSymbolicRow(t *testing.T) {
 	}
 	if factored == 0 {
 		t.Error("no seed of 4 summed the symbolic row in vector lanes")
+	}
+}
+
+// TestVectorRFactorFusesRows: a mean over a 28x28 image in NCHW (rows
+// of 28, no multiple of a vector) is summed over the fused rows and
+// columns, 784 elements in whole vectors with no masked tail; a 7x7 one
+// (49 in all) keeps its rows. Compiled, both give the interpreter's
+// results.
+func TestVectorRFactorFusesRows(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		size  int
+		fused bool
+	}{{28, true}, {7, false}} {
+		n := strconv.Itoa(c.size)
+		f := fusedKernel(t, `{"name": "mean", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 5, `+n+`, `+n+`]}],
+  "nodes": [{"op": "reduce_mean", "inputs": ["X"], "output": "M", "attrs": {"axes": [2, 3], "keepdims": true}}], "outputs": ["M"]}`)
+		s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ast.Print(s.Func())
+		if fused := strings.Contains(text, "_fused_1, 0, 16)"); fused != c.fused {
+			t.Errorf("%sx%s: rows and columns fused into whole vectors %v, want %v:\n%s", n, n, fused, c.fused, text)
+		}
+		if c.fused && strings.Contains(text, "predicate(") {
+			t.Errorf("%sx%s: a masked tail is left:\n%s", n, n, text)
+		}
+		sc := schedgen.Case{Name: "mean", Func: f}
+		matchesInterpreter(t, cache, "mean "+n, f, s, []map[string]int64{{}}, sc.Args)
 	}
 }
 
