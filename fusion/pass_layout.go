@@ -241,7 +241,10 @@ func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
 			data, _ := transposeData(w.Data, Shape{Const(f), Const(k)}, []int{1, 0}) // constant sizes
 			wm = r.weightMatrix(w, &Tensor{DType: w.DType, Data: data}, k, f)
 		} else {
-			wm = r.transpose(r.reshape(w, name+"_filters", f, k), name+"_filters_t", 1, 0)
+			// As [F, K, 1, 1] moved as filters are (fchwToHWCF): a
+			// layout conversion, as weights given per call always get.
+			filters := r.reshape(w, name+"_filters", f, k, 1, 1)
+			wm = r.reshape(r.transpose(filters, name+"_filters_t", fchwToHWCF...), w.Name+"_matrix", k, f)
 		}
 	}
 	mm := r.g.newNode(n.Output.Name+"_mm", "matmul", Attrs{}, patches, wm)
@@ -277,7 +280,7 @@ func (r *layoutRewriter) reshape(t *Tensor, name string, dims ...int64) *Tensor 
 
 // transpose appends a transpose of t by perm.
 func (r *layoutRewriter) transpose(t *Tensor, name string, perm ...int) *Tensor {
-	tr := r.g.newNode(name, "transpose", Attrs{Perm: perm}, t)
+	tr := r.g.newNode(name, "transpose", Attrs{Perm: slices.Clone(perm)}, t)
 	tr.Output.DType = t.DType
 	r.out = append(r.out, tr)
 	return tr.Output
