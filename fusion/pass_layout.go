@@ -185,8 +185,9 @@ func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
 
 // patchesAsMatmul rewrites a convolution whose window tiles its input
 // (stride equal to the window, no padding, dilation or groups, constant
-// image sizes that are multiples of the window: a vision transformer's
-// patch embedding, ConvNeXt's stem and 2x2 downsampling), whose input in
+// image sizes that are multiples of the window, any batch: a vision
+// transformer's patch embedding, ConvNeXt's stem and 2x2 downsampling),
+// whose input in
 // NHWC is x, as the matrix product it is: the patches [N*Ho*Wo, K] (one
 // transpose of the input, reshaped) times the weights [K, F], seen as
 // [N, Ho, Wo, F], where a patch's K = C*KH*KW elements come in the order
@@ -207,14 +208,14 @@ func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
 		slices.ContainsFunc(geo.dilations, func(v int64) bool { return v != 1 }) {
 		return false
 	}
-	var dims [4]int64 // the input's N, C, H, W
+	var dims [3]int64 // the input's C, H, W; the batch may be symbolic
 	for d := range dims {
 		var ok bool
-		if dims[d], ok = n.Inputs[0].Shape[d].IsConst(); !ok {
+		if dims[d], ok = n.Inputs[0].Shape[d+1].IsConst(); !ok {
 			return false
 		}
 	}
-	nn, c, h, wd := dims[0], dims[1], dims[2], dims[3]
+	c, h, wd := dims[0], dims[1], dims[2]
 	kh, ok1 := w.Shape[2].IsConst()
 	kw, ok2 := w.Shape[3].IsConst()
 	f, ok3 := w.Shape[0].IsConst()
@@ -222,55 +223,61 @@ func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
 		return false
 	}
 	ho, wo, k := h/kh, wd/kw, c*kh*kw
+	batch := n.Inputs[0].Shape[0]
+	rowsOf, err1 := batch.Mul(Const(ho)) // N*Ho
+	patchesOf, err2 := rowsOf.Mul(Const(wo))
+	if err1 != nil || err2 != nil {
+		return false
+	}
 	name := n.Output.Name // new nodes' names start with it: fresh names are not, until the pass ends
 	var patches, wm *Tensor
 	if nhwc := backFromNHWC(n.Inputs[0]); nhwc != nil {
 		// [N, H, W, C] as [N*Ho, KH, Wo, KW*C], rows of patches, to
 		// [N*Ho, Wo, KH, KW*C]; the weights [F, C, KH, KW] as [KH, KW,
 		// C, F].
-		rows := r.reshape(nhwc, name+"_patch_rows", nn*ho, kh, wo, kw*c)
-		patches = r.reshape(r.transpose(rows, name+"_patches_4d", 0, 2, 1, 3), name+"_patches", nn*ho*wo, k)
-		wm = r.weightMatrix(w, r.transposed(w, fchwToHWCF), k, f)
+		rows := r.reshape(nhwc, name+"_patch_rows", rowsOf, Const(kh), Const(wo), Const(kw*c))
+		patches = r.reshape(r.transpose(rows, name+"_patches_4d", 0, 2, 1, 3), name+"_patches", patchesOf, Const(k))
+		wm = r.weightMatrix(r.transposed(w, fchwToHWCF), name, k, f)
 	} else {
 		// [N, C, H, W] as [N, C, Ho, KH, Wo, KW] to [N, Ho, Wo, C, KH,
 		// KW]; the weights [F, C, KH, KW] as [F, K], transposed.
 		x = n.Inputs[0]
-		six := r.reshape(x, name+"_patch_rows", nn, c, ho, kh, wo, kw)
-		patches = r.reshape(r.transpose(six, name+"_patches_6d", 0, 2, 4, 1, 3, 5), name+"_patches", nn*ho*wo, k)
+		six := r.reshape(x, name+"_patch_rows", batch, Const(c), Const(ho), Const(kh), Const(wo), Const(kw))
+		patches = r.reshape(r.transpose(six, name+"_patches_6d", 0, 2, 4, 1, 3, 5), name+"_patches", patchesOf, Const(k))
 		if w.IsConst() {
 			data, _ := transposeData(w.Data, Shape{Const(f), Const(k)}, []int{1, 0}) // constant sizes
-			wm = r.weightMatrix(w, &Tensor{DType: w.DType, Data: data}, k, f)
+			wm = r.weightMatrix(&Tensor{Name: w.Name, DType: w.DType, Data: data}, name, k, f)
 		} else {
 			// As [F, K, 1, 1] moved as filters are (fchwToHWCF): a
 			// layout conversion, as weights given per call always get.
-			filters := r.reshape(w, name+"_filters", f, k, 1, 1)
-			wm = r.reshape(r.transpose(filters, name+"_filters_t", fchwToHWCF...), w.Name+"_matrix", k, f)
+			filters := r.reshape(w, name+"_filters", Const(f), Const(k), Const(1), Const(1))
+			wm = r.weightMatrix(r.transpose(filters, name+"_filters_t", fchwToHWCF...), name, k, f)
 		}
 	}
-	mm := r.g.newNode(n.Output.Name+"_mm", "matmul", Attrs{}, patches, wm)
+	mm := r.g.newNode(name+"_mm", "matmul", Attrs{}, patches, wm)
 	mm.Output.DType = n.Output.DType
 	r.out = append(r.out, mm)
 	r.toImage(n, mm.Output)
 	return true
 }
 
-// weightMatrix returns wt, convolution weights w moved so that their
-// elements run as a [k, f] matrix's do, as that matrix: a new constant
-// of wt's data, or a reshape.
-func (r *layoutRewriter) weightMatrix(w, wt *Tensor, k, f int64) *Tensor {
+// weightMatrix returns wt, a convolution's weights moved so that their
+// elements run as a [k, f] matrix's do, as that matrix, named after
+// name: a new constant of wt's data, or a reshape.
+func (r *layoutRewriter) weightMatrix(wt *Tensor, name string, k, f int64) *Tensor {
 	if wt.IsConst() {
-		m := &Tensor{Name: r.g.freshName(w.Name + "_matrix"), DType: w.DType, Shape: Shape{Const(k), Const(f)}, Data: wt.Data}
+		m := &Tensor{Name: r.g.freshName(wt.Name + "_matrix"), DType: wt.DType, Shape: Shape{Const(k), Const(f)}, Data: wt.Data}
 		r.g.Constants = append(r.g.Constants, m)
 		return m
 	}
-	return r.reshape(wt, w.Name+"_matrix", k, f)
+	return r.reshape(wt, name+"_weights", Const(k), Const(f))
 }
 
-// reshape appends a reshape of t to the constant dims.
-func (r *layoutRewriter) reshape(t *Tensor, name string, dims ...int64) *Tensor {
+// reshape appends a reshape of t to dims.
+func (r *layoutRewriter) reshape(t *Tensor, name string, dims ...Dim) *Tensor {
 	js := make([]JSONDim, len(dims))
 	for i, d := range dims {
-		js[i] = JSONDim{Dim: Const(d)}
+		js[i] = JSONDim{Dim: d}
 	}
 	re := r.g.newNode(name, "reshape", Attrs{Shape: js}, t)
 	re.Output.DType = t.DType

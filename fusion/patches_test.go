@@ -14,9 +14,9 @@ import (
 // input into patches and a matrix product, in NHWC: from an NCHW input
 // (patches in the order (c, kh, kw)) and from one a convolution left in
 // NHWC ((kh, kw, c)), with constant weights and weights given per call,
-// windows 2x2, 4x2 and 8x8, batch 2, and a bias and SiLU after it. Not
-// rewritten: an image the window does not tile (7 rows by 2) and a
-// symbolic batch. Against the graph as written, one kernel per
+// windows 2x2, 4x2 and 8x8, batch 2 and a symbolic batch, weights two
+// convolutions share, and a bias and SiLU after it. Not rewritten: an
+// image the window does not tile (7 rows by 2). Against the graph as written, one kernel per
 // operator, interpreted; compiled at two threads with the outputs NaN
 // before the call, against the plan's interpreter.
 func TestPatchesAsMatmul(t *testing.T) {
@@ -38,16 +38,17 @@ func TestPatchesAsMatmul(t *testing.T) {
 			{"op": "conv2d", "inputs": ["d", "W"], "output": "E", "attrs": {"strides": [2, 2]}},
 			{"op": "conv2d", "inputs": ["X", "P"], "output": "F", "attrs": {"strides": [8, 8]}},
 			{"op": "conv2d", "inputs": ["S", "W"], "output": "G", "attrs": {"strides": [2, 2]}},
-			{"op": "conv2d", "inputs": ["O", "W"], "output": "H", "attrs": {"strides": [2, 2]}}],
-		"outputs": ["A", "C", "E", "F", "G", "H"]}`)
+			{"op": "conv2d", "inputs": ["O", "W"], "output": "H", "attrs": {"strides": [2, 2]}},
+			{"op": "conv2d", "inputs": ["S", "V"], "output": "I", "attrs": {"strides": [4, 2]}}],
+		"outputs": ["A", "C", "E", "F", "G", "H", "I"]}`)
 	var dump strings.Builder
 	p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast, Dump: []string{"dce"}, DumpTo: &dump})
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := dump.String()
-	if n := strings.Count(text, "= matmul("); n != 4 {
-		t.Errorf("%d matrix products, want 4 (A, C, E and F):\n%s", n, text)
+	if n := strings.Count(text, "= matmul("); n != 6 {
+		t.Errorf("%d matrix products, want 6 (all but H):\n%s", n, text)
 	}
 	for _, perm := range []string{"[0, 2, 4, 1, 3, 5]", "[0, 2, 1, 3]"} { // from NCHW, from NHWC
 		if !strings.Contains(text, "perm: "+perm) {
