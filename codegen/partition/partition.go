@@ -25,8 +25,9 @@
 // c*x + max_y(rest) <= k, that is for x <= floordiv(k - max_y(rest), c).
 // A conjunct that is not of that form stays, in both parts. Serial and
 // parallel loops are partitioned (each part keeps the loop's kind and
-// annotations), but not a parallel loop whose main part would run fewer
-// than two iterations (the loops inside it are); unrolled, vectorized and
+// annotations); a parallel loop whose main part would run fewer than two
+// iterations is versioned inside its body instead (each iteration
+// chooses the main part's body or the tail's); unrolled, vectorized and
 // GPU-bound loops are left alone. A temporary the loop's iterations use
 // on their own (one that compacts inside it) gets a copy of its own in
 // the tail, so that each part's still compacts to a tile.
@@ -100,7 +101,11 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 		defer p.ranges.BindRange(l.Var.Name, l.Min, l.Extent)()
 	}
 	if l, ok := s.(*ast.For); ok && p.parts < maxParts && (l.Kind == ast.Serial || l.Kind == ast.Parallel) {
-		if main, tail, ok := p.split(l); ok && !(l.Kind == ast.Parallel && fewerThanTwo(main)) {
+		main, tail, ok := p.split(l)
+		if ok && l.Kind == ast.Parallel && fewerThanTwo(main) {
+			return p.versionParallel(l, main, tail)
+		}
+		if ok {
 			p.parts++
 			if !p.found {
 				p.local, p.found = localTemporaries(p.f), true
@@ -115,6 +120,35 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 		}
 	}
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
+}
+
+// versionParallel partitions parallel loop l, whose main part (main)
+// would run fewer than two iterations, inside its body instead: each
+// iteration runs the main part's body, its predicate dropped, before the
+// main part's end, and the tail's after it (narrowed where the tail is
+// one iteration), so that the iterations still spread over the threads.
+// Left whole, the predicate stayed in the innermost loops: a depthwise
+// 5x5 over 672 channels at 7x7 in two parallel tiles of four rows and
+// three tested each row of its unrolled register tile (a branch around
+// every vector FMA), twice the work of the partitioned one-thread code.
+func (p *partitioner) versionParallel(l, main, tail *ast.For) ast.Stmt {
+	p.parts++
+	if !p.found {
+		p.local, p.found = localTemporaries(p.f), true
+	}
+	// The tail's own copies of the temporaries its iterations use alone,
+	// declared in its branch, so that both branches' still compact.
+	tail, decls := p.ownBuffers(tail, p.tailTemporaries(l))
+	end := ast.Simplify(ast.Add(main.Min, main.Extent))
+	var tailBody ast.Stmt
+	if narrowed := narrowTail(tail); narrowed != tail {
+		tailBody = narrowed.Body // the tail's variable fixed at its one value
+	} else {
+		tailBody = ast.Substitute(tail.Body, map[string]ast.Expr{tail.Var.Name: l.Var})
+	}
+	out := *l
+	out.Body = ast.NewIf(ast.LT(l.Var, end), p.stmt(main.Body), ast.NewSeq(append(decls, p.stmt(tailBody))...))
+	return &out
 }
 
 // fewerThanTwo reports whether loop l runs a constant number of

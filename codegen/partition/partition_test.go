@@ -162,8 +162,9 @@ func TestMatmulOfSymbolicRows(t *testing.T) {
 // TestParallelLoopOfConstantExtentStaysWhole: a matrix product of 49
 // rows on two threads, whose default schedule runs its rows in two
 // parallel tiles of 25, the second guarded: the parallel loop is not
-// partitioned (its parts, one iteration each, would each run serially),
-// the loops inside it are, and the result is the same.
+// split (its parts, one iteration each, would each run serially); its
+// body is versioned instead, the first tile without predicates and the
+// second, narrowed, without them either, and the result is the same.
 func TestParallelLoopOfConstantExtentStaysWhole(t *testing.T) {
 	f := matmulOfRows(t, "49", 160, 96)
 	before, after := partitionedDefault(t, f, 2)
@@ -186,6 +187,16 @@ func TestParallelLoopOfConstantExtentStaysWhole(t *testing.T) {
 	}
 	if !strings.Contains(ast.Print(after), "_tail") {
 		t.Errorf("no loop inside the parallel one was partitioned:\n%s", ast.Print(after))
+	}
+	versioned := false
+	ast.Inspect(after.Body, func(x ast.Node) bool {
+		if l, ok := x.(*ast.For); ok && l.Kind == ast.Parallel {
+			_, versioned = l.Body.(*ast.IfThenElse)
+		}
+		return true
+	})
+	if !versioned || predicates(after) != 0 {
+		t.Errorf("want the parallel loop's body versioned, no predicate left (%d):\n%s", predicates(after), ast.Print(after))
 	}
 	same(t, "mm49", before, after, nil)
 }
