@@ -177,13 +177,15 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		return nil
 	}
 	// The write-back (or the consumer) after the cache.level-th spatial
-	// level's loops.
+	// level's loops, or the next one's where no reduction is split
+	// between them (see deeperWriteLevel).
+	level := deeperWriteLevel(s, m.Structure, levels, cache.level)
 	k := 0
 	for lv, c := range m.Structure {
 		if c == 'S' {
 			k++
 		}
-		if k == cache.level && len(levels[lv]) > 0 {
+		if k == level && len(levels[lv]) > 0 {
 			if err := s.ReverseComputeAt(cache.block, levels[lv][len(levels[lv])-1]); err != nil {
 				return err
 			}
@@ -191,6 +193,38 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		}
 	}
 	return nil
+}
+
+// deeperWriteLevel returns the spatial level the write-back goes after:
+// level, or the next spatial level when that is not the last (the
+// register tile's) and every loop of the reduce levels between the two
+// runs one iteration (the reduction is whole inside the next level's
+// tiles, a 1x1 convolution's 64 channels). The write-back then follows
+// each register tile rather than a row of them, while its accumulators
+// are still in registers: ResNet-50's 1x1 convolutions over 64 channels
+// with their bias, residual and ReLU wrote four tiles of 6 x 16 to
+// memory and read them back for the epilogue.
+func deeperWriteLevel(s *schedule.Schedule, structure string, levels [][]schedule.Loop, level int) int {
+	spatial := []int{} // the structure's index of each spatial level
+	for lv, c := range structure {
+		if c == 'S' {
+			spatial = append(spatial, lv)
+		}
+	}
+	if level < 1 || level+1 >= len(spatial) {
+		return level
+	}
+	for lv := spatial[level-1] + 1; lv < spatial[level]; lv++ {
+		for _, l := range levels[lv] {
+			if n, ok := s.Extent(l); !ok || n != 1 {
+				return level
+			}
+		}
+	}
+	if len(levels[spatial[level]]) == 0 {
+		return level
+	}
+	return level + 1
 }
 
 // tiledKey marks a block that MultiLevelTiling tiled (MetaSchedule's

@@ -527,6 +527,56 @@ func TestVectorRFactorFusesRows(t *testing.T) {
 	}
 }
 
+// TestWriteBackPerRegisterTile: a matrix product whose reduction the
+// default schedule keeps whole (64 channels, a 1x1 convolution's) gets
+// its bias and ReLU after each register tile, inside the reduction's
+// outer tile loop of one iteration; with 512 channels, split, they stay
+// after the row of tiles. Compiled, both give the interpreter's results.
+func TestWriteBackPerRegisterTile(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		k       int
+		perTile bool
+	}{{64, true}, {512, false}} {
+		k := strconv.Itoa(c.k)
+		f := fusedKernel(t, `{"name": "mm", "inputs": [{"name": "A", "dtype": "float32", "shape": [24, `+k+`]}, {"name": "B", "dtype": "float32", "shape": [`+k+`, 64]}, {"name": "C", "dtype": "float32", "shape": [64]}],
+  "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "P"}, {"op": "add", "inputs": ["P", "C"], "output": "Q"}, {"op": "relu", "inputs": ["Q"], "output": "Y"}], "outputs": ["Y"]}`)
+		s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := s.Func()
+		var epilogue *ast.ScheduleBlock
+		for _, b := range g.Blocks() {
+			for _, w := range b.Writes {
+				if w.Buffer.Name == "Y" {
+					epilogue = b
+				}
+			}
+		}
+		if epilogue == nil {
+			t.Fatalf("K=%s: no block writes Y:\n%s", k, ast.Print(g))
+		}
+		b, err := s.GetBlock(epilogue.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loops, err := s.GetLoops(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inReduction := slices.ContainsFunc(loops, func(l schedule.Loop) bool { return strings.HasPrefix(l.Name(), "rk") })
+		if inReduction != c.perTile {
+			t.Errorf("K=%s: epilogue inside the reduction's tile loop %v, want %v:\n%s", k, inReduction, c.perTile, ast.Print(g))
+		}
+		sc := schedgen.Case{Name: "mm", Func: f}
+		matchesInterpreter(t, cache, "mm "+k, f, s, []map[string]int64{{}}, sc.Args)
+	}
+}
+
 // TestSmallBucketStaysSerial: a bucket whose largest sizes give a block
 // too little work to spread over threads (the chain's 2 to 3 rows of
 // 1024) is sampled without parallel loops; a large bucket, or a symbolic
