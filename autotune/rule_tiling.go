@@ -197,8 +197,8 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 
 // deeperWriteLevel returns the spatial level the write-back goes after:
 // level, or the next spatial level when that is not the last (the
-// register tile's) and every loop of the reduce levels between the two
-// runs one iteration (the reduction is whole inside the next level's
+// register tile's), reduce levels lie between the two and every loop of
+// them runs one iteration (the reduction is whole inside the next level's
 // tiles, a 1x1 convolution's 64 channels). The write-back then follows
 // each register tile rather than a row of them, while its accumulators
 // are still in registers: ResNet-50's 1x1 convolutions over 64 channels
@@ -211,7 +211,10 @@ func deeperWriteLevel(s *schedule.Schedule, structure string, levels [][]schedul
 			spatial = append(spatial, lv)
 		}
 	}
-	if level < 1 || level+1 >= len(spatial) {
+	// Only across a reduce level: the levels the search offers (a
+	// write-back after the first spatial level, one after the second)
+	// stay distinct.
+	if level < 1 || level+1 >= len(spatial) || spatial[level]-spatial[level-1] < 2 {
 		return level
 	}
 	for lv := spatial[level-1] + 1; lv < spatial[level]; lv++ {
