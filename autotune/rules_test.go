@@ -509,12 +509,8 @@ func TestVectorRFactorFusesRows(t *testing.T) {
 		fused bool
 	}{{28, true}, {7, false}} {
 		n := strconv.Itoa(c.size)
-		f := fusedKernel(t, `{"name": "mean", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 5, `+n+`, `+n+`]}],
+		s := compiledDefault(t, cache, `{"name": "mean", "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 5, `+n+`, `+n+`]}],
   "nodes": [{"op": "reduce_mean", "inputs": ["X"], "output": "M", "attrs": {"axes": [2, 3], "keepdims": true}}], "outputs": ["M"]}`)
-		s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
 		text := ast.Print(s.Func())
 		if fused := strings.Contains(text, "_fused_1, 0, 16)"); fused != c.fused {
 			t.Errorf("%sx%s: rows and columns fused into whole vectors %v, want %v:\n%s", n, n, fused, c.fused, text)
@@ -522,8 +518,6 @@ func TestVectorRFactorFusesRows(t *testing.T) {
 		if c.fused && strings.Contains(text, "predicate(") {
 			t.Errorf("%sx%s: a masked tail is left:\n%s", n, n, text)
 		}
-		sc := schedgen.Case{Name: "mean", Func: f}
-		matchesInterpreter(t, cache, "mean "+n, f, s, []map[string]int64{{}}, sc.Args)
 	}
 }
 
@@ -542,12 +536,8 @@ func TestWriteBackPerRegisterTile(t *testing.T) {
 		perTile bool
 	}{{64, true}, {512, false}} {
 		k := strconv.Itoa(c.k)
-		f := fusedKernel(t, `{"name": "mm", "inputs": [{"name": "A", "dtype": "float32", "shape": [24, `+k+`]}, {"name": "B", "dtype": "float32", "shape": [`+k+`, 64]}, {"name": "C", "dtype": "float32", "shape": [64]}],
+		s := compiledDefault(t, cache, `{"name": "mm", "inputs": [{"name": "A", "dtype": "float32", "shape": [24, `+k+`]}, {"name": "B", "dtype": "float32", "shape": [`+k+`, 64]}, {"name": "C", "dtype": "float32", "shape": [64]}],
   "nodes": [{"op": "matmul", "inputs": ["A", "B"], "output": "P"}, {"op": "add", "inputs": ["P", "C"], "output": "Q"}, {"op": "relu", "inputs": ["Q"], "output": "Y"}], "outputs": ["Y"]}`)
-		s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
 		g := s.Func()
 		var epilogue *ast.ScheduleBlock
 		for _, b := range g.Blocks() {
@@ -572,9 +562,21 @@ func TestWriteBackPerRegisterTile(t *testing.T) {
 		if inReduction != c.perTile {
 			t.Errorf("K=%s: epilogue inside the reduction's tile loop %v, want %v:\n%s", k, inReduction, c.perTile, ast.Print(g))
 		}
-		sc := schedgen.Case{Name: "mm", Func: f}
-		matchesInterpreter(t, cache, "mm "+k, f, s, []map[string]int64{{}}, sc.Args)
 	}
+}
+
+// compiledDefault is the default schedule (8 lanes, one thread) of the
+// one kernel of graph, compiled and checked against the interpreter.
+func compiledDefault(t *testing.T, cache *native.Cache, graph string) *schedule.Schedule {
+	t.Helper()
+	f := fusedKernel(t, graph)
+	s, err := Default(f, Target{VectorLanes: 8, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := schedgen.Case{Name: f.Name, Func: f}
+	matchesInterpreter(t, cache, f.Name, f, s, []map[string]int64{{}}, sc.Args)
+	return s
 }
 
 // TestSmallBucketStaysSerial: a bucket whose largest sizes give a block
