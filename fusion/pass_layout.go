@@ -128,7 +128,7 @@ type layoutRewriter struct {
 // so that its output keeps its name and readers.
 func (r *layoutRewriter) toChannelsLast(n *Node) {
 	x := r.transposed(n.Inputs[0], nchwToNHWC)
-	if r.pointwiseAsMatmul(n, x) || r.patchesAsMatmul(n, x) {
+	if r.pointwiseAsMatmul(n, x) || r.patchesAsMatmul(n) {
 		return
 	}
 	attrs := n.Attrs.clone()
@@ -187,8 +187,7 @@ func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
 // (stride equal to the window, no padding, dilation or groups, constant
 // image sizes that are multiples of the window, any batch: a vision
 // transformer's patch embedding, ConvNeXt's stem and 2x2 downsampling),
-// whose input in
-// NHWC is x, as the matrix product it is: the patches [N*Ho*Wo, K] (one
+// as the matrix product it is: the patches [N*Ho*Wo, K] (one
 // transpose of the input, reshaped) times the weights [K, F], seen as
 // [N, Ho, Wo, F], where a patch's K = C*KH*KW elements come in the order
 // the input has them: (c, kh, kw) from an NCHW input, whose rows of KW
@@ -198,7 +197,7 @@ func (r *layoutRewriter) pointwiseAsMatmul(n *Node, x *Tensor) bool {
 // a short reduction over C; as a product they run over patches and
 // filters with one reduction of K. It reports whether n was such a
 // convolution.
-func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
+func (r *layoutRewriter) patchesAsMatmul(n *Node) bool {
 	if n.Op != "conv2d" {
 		return false
 	}
@@ -241,8 +240,7 @@ func (r *layoutRewriter) patchesAsMatmul(n *Node, x *Tensor) bool {
 	} else {
 		// [N, C, H, W] as [N, C, Ho, KH, Wo, KW] to [N, Ho, Wo, C, KH,
 		// KW]; the weights [F, C, KH, KW] as [F, K], transposed.
-		x = n.Inputs[0]
-		six := r.reshape(x, name+"_patch_rows", batch, Const(c), Const(ho), Const(kh), Const(wo), Const(kw))
+		six := r.reshape(n.Inputs[0], name+"_patch_rows", batch, Const(c), Const(ho), Const(kh), Const(wo), Const(kw))
 		patches = r.reshape(r.transpose(six, name+"_patches_6d", 0, 2, 4, 1, 3, 5), name+"_patches", patchesOf, Const(k))
 		if w.IsConst() {
 			data, _ := transposeData(w.Data, Shape{Const(f), Const(k)}, []int{1, 0}) // constant sizes
