@@ -102,22 +102,24 @@ func TestDefaultStreamsPanels(t *testing.T) {
 // (channelwise) where its windows overlap at stride 1, or where at
 // stride 2 its input is larger than twice the L2 and has eight vectors
 // of channels; at stride 2 over a small input the rows spread over
-// height and width. All compute what the interpreter does.
+// height and width. Windows wider than five taps at stride 1 (ConvNeXt's
+// 7x7) get one vector, two rows along the height and seven along the
+// width (wideWindowTile). All compute what the interpreter does.
 func TestDefaultChannelwise(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const src = `func dw(X: float32[HP, HP, 96], W: float32[3, 3, 96], Y: float32[HH, HH, 96]) {
+	const src = `func dw(X: float32[HP, HP, 96], W: float32[KK, KK, 96], Y: float32[HH, HH, 96]) {
   ScheduleBlock(root) {
     serial for (h, 0, HH) {
       serial for (w, 0, HH) {
         serial for (c, 0, 96) {
-          serial for (rh, 0, 3) {
-            serial for (rw, 0, 3) {
+          serial for (rh, 0, KK) {
+            serial for (rw, 0, KK) {
               ScheduleBlock(Y) {
                 vh, vw, vc, vrh, vrw = axis.bind(h, w, c, rh, rw)
-                axis.domain(vh = spatial(0, HH), vw = spatial(0, HH), vc = spatial(0, 96), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                axis.domain(vh = spatial(0, HH), vw = spatial(0, HH), vc = spatial(0, 96), vrh = reduce(0, KK), vrw = reduce(0, KK))
                 reads(Y[vh, vw, vc], X[vh * SS + vrh, vw * SS + vrw, vc], W[vrh, vrw, vc])
                 writes(Y[vh, vw, vc])
                 init {
@@ -133,20 +135,28 @@ func TestDefaultChannelwise(t *testing.T) {
   }
 }`
 	for _, c := range []struct {
-		h, stride   int
-		widthOnly   bool
-		description string
+		h, stride, window int
+		widthOnly         bool
+		description       string
 	}{
-		{26, 1, true, "stride 1, 110 KiB"},
-		{8, 1, true, "stride 1, 38 KiB"},
-		{8, 2, false, "stride 2, 108 KiB"},
-		{28, 2, true, "stride 2, 1.2 MiB"},
+		{26, 1, 3, true, "stride 1, 110 KiB"},
+		{8, 1, 3, true, "stride 1, 38 KiB"},
+		{8, 2, 3, false, "stride 2, 108 KiB"},
+		{28, 2, 3, true, "stride 2, 1.2 MiB"},
+		{14, 1, 5, true, "5x5, stride 1"},
+		{14, 1, 7, false, "7x7, stride 1"},
 	} {
-		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"HP": c.h*c.stride + 2, "HH": c.h, "SS": c.stride})
-		if lanes := vectorTileOf(s); lanes != 16 {
+		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"HP": c.h*c.stride + c.window - 1, "HH": c.h, "SS": c.stride, "KK": c.window})
+		lanes, rows, width := vectorTileOf(s), tileRowsOf(s, "vh"), tileRowsOf(s, "vw")
+		if c.window > maxSharedTaps {
+			if lanes != 8 || rows != 2 || width != 7 {
+				t.Errorf("%s: the register tile is %d x %d pixels of %d channels, want 2 x 7 of 8; trace:\n%s", c.description, rows, width, lanes, s.Trace())
+			}
+			continue
+		}
+		if lanes != 16 {
 			t.Errorf("%s: the register tile takes %d lanes of channels, want 16; trace:\n%s", c.description, lanes, s.Trace())
 		}
-		rows := tileRowsOf(s, "vh")
 		if widthOnly := rows == 1; widthOnly != c.widthOnly {
 			t.Errorf("%s: the register tile has %d rows along the height, want rows along the width only: %v; trace:\n%s", c.description, rows, c.widthOnly, s.Trace())
 		}

@@ -50,6 +50,13 @@ type Target struct {
 	// vectors wide and its rows all from the innermost other spatial
 	// loop, where neighbouring windows share inputs (see channelwise).
 	channelwise bool
+	// wideWindows, set with channelwise where the windows span more
+	// than maxSharedTaps along the width (a 7x7 depthwise convolution),
+	// makes that register tile one vector wide and its rows two along
+	// the height by as many along the width as fill accumulators and
+	// two registers more: the inputs are operands of the FMAs, not
+	// kept in registers (see wideWindowTile).
+	wideWindows bool
 	// rowless, set by MultiLevelTiling for one block under decide, makes
 	// Default's register tile of a block with no spatial loop but the
 	// vectorized one (a matrix-vector product: one row of outputs) up to
