@@ -95,7 +95,11 @@ func TestConcatSlices(t *testing.T) {
 // TestSeparableMaxPool: max pools of 5x5 and larger windows at stride 1
 // along the rows, in either layout, are a max along the rows and then one
 // along the columns; interpreted and compiled, they give refPool's
-// answers bit for bit, NaNs and infinities among the inputs included.
+// answers bit for bit, NaNs and infinities among the inputs included. In
+// NHWC, where every window holds an input element (clampsBorder), the
+// border reads clamp their index: no padded copy, rows of the input only
+// (3x3 pools too, padded by as much as the graph allows); a dilated one
+// keeps the lowest value in its border.
 func TestSeparableMaxPool(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -110,6 +114,9 @@ func TestSeparableMaxPool(t *testing.T) {
 		{[]int{7, 4}, []int{1, 2}, []int{3, 0, 1, 2}, []int{1, 1}, []int{1, 2, 11, 10}},
 		{[]int{5, 5}, []int{1, 3}, []int{0, 1, 4, 2}, []int{2, 1}, []int{1, 4, 13, 12}},
 		{[]int{9, 9}, []int{1, 1}, []int{4, 4, 4, 4}, []int{1, 1}, []int{1, 1, 1, 1}},
+		{[]int{3, 3}, []int{1, 2}, []int{2, 1, 2, 2}, []int{1, 1}, []int{1, 2, 4, 5}},
+		{[]int{3, 2}, []int{2, 1}, []int{1, 1, 1, 1}, []int{1, 2}, []int{1, 3, 6, 5}},
+		{[]int{3, 3}, []int{2, 2}, []int{1, 1, 1, 1}, []int{1, 1}, []int{1, 3, 7, 8}},
 	} {
 		x := tensor{shape: tc.in}
 		for range elems(tc.in) {
@@ -153,6 +160,15 @@ func TestSeparableMaxPool(t *testing.T) {
 	}
 	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 4, 13, 9]") {
 		t.Errorf("no rows for the 5x5 pool:\n%s", s)
+	}
+	g = parseGraph(t, `{"name": "p", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 9, 9, 4]}],
+		"nodes": [{"op": "max_pool2d", "inputs": ["X"], "output": "P", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "layout": "NHWC"}}],
+		"outputs": ["P"]}`)
+	if p, err = fusion.Compile(g, fusion.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 9, 9, 4]") || strings.Contains(s, "_pad") || strings.Contains(s, "select(") {
+		t.Errorf("the NHWC pool does not clamp its border reads over the input's rows:\n%s", s)
 	}
 }
 

@@ -237,12 +237,24 @@ func (l *lowerer) pool(n *Node) error {
 	}
 	// In NHWC a pool reads its border through tests, the same for a
 	// vector of channels, as a depthwise convolution does (inlinePadding);
-	// a separable max pool reads its padded copy once per row pass.
+	// a separable max pool reads its padded copy once per row pass. A
+	// max pool in NHWC whose windows all hold an input element clamps
+	// the index of a border read instead (clampsBorder).
 	sep := isMax && separable(k, geo.strides)
-	gx := l.padded(xin, y, geo.pads, fill, t.Name, y.last && !sep)
+	clamp := isMax && y.last && clampsBorder(geo, k)
 	var rk []*ast.Var
 	for d, name := range windowAxes(2) {
 		rk = append(rk, l.b.ReduceAxis(l.fresh(name+"_"+t.Name), ast.I32(int32(k[d]))))
+	}
+	if clamp && sep {
+		l.store(t, l.clampedSeparableMax(xin, t, y, geo, rk))
+		return nil
+	}
+	var gx gen
+	if clamp {
+		gx = l.clampedReads(xin, y, geo.pads)
+	} else {
+		gx = l.padded(xin, y, geo.pads, fill, t.Name, y.last && !sep)
 	}
 	fn := func(i []ast.Expr) ast.Expr {
 		xi := slices.Clone(i)
@@ -323,6 +335,78 @@ func (l *lowerer) separableMax(t *Tensor, y layout, geo window, kh int64, rk []*
 	return l.b.Max(t.Name, l.shape(t.Shape), rk[:1], func(i []ast.Expr) ast.Expr {
 		ri := slices.Clone(i)
 		ri[h] = tap(i[h], rk[0], sh, dh)
+		return rows.At(ri...)
+	})
+}
+
+// clampsBorder says whether a max pool with this window may read its
+// border as the nearest element of its input rather than as the lowest
+// value: where every window holds an input element and one that reaches
+// past an edge holds the element at that edge, repeating that element
+// leaves each maximum as it is (NaN and -0 included). At dilation 1,
+// padding below the window's extent on each side gives both (the output
+// size is the floor of the windows that fit). The reads then clamp their
+// index, a scalar for a whole vector of channels in NHWC: no padded
+// copy, no test per read. YOLOv5's SPPF pools (5x5 over 256 channels at
+// 20x20, one thread) took 0.084 ms each with the padded copy.
+func clampsBorder(geo window, k []int64) bool {
+	s := len(geo.strides)
+	for d := range s {
+		if geo.dilations[d] != 1 || geo.pads[d] >= k[d] || geo.pads[s+d] >= k[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// clampIndex is index i of a padded axis, begin elements before an input
+// axis of n, moved to the nearest index inside the input.
+func clampIndex(i ast.Expr, begin int64, n ast.Expr) ast.Expr {
+	if begin != 0 {
+		i = ast.Sub(i, ast.I32(int32(begin)))
+	}
+	return ast.Min(ast.Max(i, ast.I32(0)), ast.Sub(n, ast.I32(1)))
+}
+
+// clampedReads returns a generator of t as padded by pads (the begins of
+// its spatial axes, then the ends), each read of the border taking the
+// nearest element of t (see clampsBorder).
+func (l *lowerer) clampedReads(t *Tensor, y layout, pads []int64) gen {
+	s := len(pads) / 2
+	x := l.val[t]
+	return func(i []ast.Expr) ast.Expr {
+		xi := slices.Clone(i)
+		for d := range s {
+			if k := y.spatial(d); pads[d] != 0 || pads[s+d] != 0 {
+				xi[k] = clampIndex(i[k], pads[d], l.dim(t.Shape[k]))
+			}
+		}
+		return x(xi)
+	}
+}
+
+// clampedSeparableMax computes the separable max pool t of x, whose
+// border reads clamp their index (clampsBorder), as the max along the
+// width of every row of x (t's name with _rows), then the max of those
+// along the height: no row of the border to compute, none to store.
+func (l *lowerer) clampedSeparableMax(x, t *Tensor, y layout, geo window, rk []*ast.Var) *ast.Tensor {
+	h, w := y.spatial(0), y.spatial(1)
+	rowShape := slices.Clone(t.Shape)
+	rowShape[h] = x.Shape[h]
+	xv := l.val[x]
+	rows := l.b.Max(l.fresh(t.Name+"_rows"), l.shape(rowShape), rk[1:], func(i []ast.Expr) ast.Expr {
+		xi := slices.Clone(i)
+		xi[w] = clampIndex(tap(i[w], rk[1], geo.strides[1], 1), geo.pads[1], l.dim(x.Shape[w]))
+		return xv(xi)
+	})
+	var names []string
+	for d := range rowShape {
+		names = append(names, l.fresh(axisLetter(d)+"_"+rows.Name()))
+	}
+	rows.AxisNames(names...)
+	return l.b.Max(t.Name, l.shape(t.Shape), rk[:1], func(i []ast.Expr) ast.Expr {
+		ri := slices.Clone(i)
+		ri[h] = clampIndex(tap(i[h], rk[0], geo.strides[0], 1), geo.pads[0], l.dim(x.Shape[h]))
 		return rows.At(ri...)
 	})
 }
