@@ -163,6 +163,53 @@ func TestDefaultChannelwise(t *testing.T) {
 	}
 }
 
+// TestDefaultGroupedConvolution: a grouped convolution in NHWC whose
+// groups are as wide as the register tile's row (16 channels, two
+// vectors) reads one input value for the row, a broadcast: it gets a
+// dense convolution's tile, rows along height and width; with 4 channels
+// a group the lanes read different values and the tile stays
+// channel-wise (rows along the width only). Both compute what the
+// interpreter does.
+func TestDefaultGroupedConvolution(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = `func gconv(X: float32[16, 16, 64], W: float32[3, 3, GG, 64], Y: float32[14, 14, 64]) {
+  ScheduleBlock(root) {
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, 64) {
+          serial for (rc, 0, GG) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 64), vrc = reduce(0, GG), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, floordiv(vc, GG) * GG + vrc], W[vrh, vrw, vrc, vc])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, floordiv(vc, GG) * GG + vrc] * W[vrh, vrw, vrc, vc]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+	for _, g := range []int{16, 4} {
+		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"GG": g})
+		rows := tileRowsOf(s, "vh")
+		if dense := rows > 1; dense != (g == 16) {
+			t.Errorf("%d channels a group: the register tile has %d rows along the height, want more than one: %v; trace:\n%s", g, rows, g == 16, s.Trace())
+		}
+	}
+}
+
 // tileRowsOf returns how many values of variable v of block Y the
 // innermost tile of s's scheduled function spans: the product of the
 // extents of the unrolled loops Y's binding of v mentions (loop names are
