@@ -98,8 +98,9 @@ func TestConcatSlices(t *testing.T) {
 // answers bit for bit, NaNs and infinities among the inputs included. In
 // NHWC, where every window holds an input element (clampsBorder), the
 // border reads clamp their index: no padded copy, rows of the input only
-// (3x3 pools too, padded by as much as the graph allows); a dilated one
-// keeps the lowest value in its border.
+// (3x3 pools too, padded by as much as the graph allows); in NCHW the
+// reads along the height clamp theirs; a dilated pool keeps the lowest
+// value in its border.
 func TestSeparableMaxPool(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -150,7 +151,8 @@ func TestSeparableMaxPool(t *testing.T) {
 			}
 		}
 	}
-	// The rows come first: the plan's kernel computes P_rows.
+	// The rows come first: the plan's kernel computes P_rows, over the
+	// input's rows, from a copy padded along the width alone (NCHW).
 	g := parseGraph(t, `{"name": "p", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 4, 9, 9]}],
 		"nodes": [{"op": "max_pool2d", "inputs": ["X"], "output": "P", "attrs": {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}}],
 		"outputs": ["P"]}`)
@@ -158,7 +160,7 @@ func TestSeparableMaxPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 4, 13, 9]") {
+	if s := fmt.Sprint(p); !strings.Contains(s, "alloc P_rows: float32[1, 4, 9, 9]") || !strings.Contains(s, "alloc P_pad: float32[1, 4, 9, 13]") {
 		t.Errorf("no rows for the 5x5 pool:\n%s", s)
 	}
 	g = parseGraph(t, `{"name": "p", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 9, 9, 4]}],

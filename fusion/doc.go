@@ -29,9 +29,9 @@
 // gets a buffer is one block per input writing its slice, and what the
 // kernel computes of those inputs is computed right in its slice; a max
 // pool of 5x5 or more at stride 1 is a max along rows, then one along
-// columns; a max pool in NHWC reads its border as the nearest input
-// element (an index clamped, no padded copy) where that leaves every
-// maximum as it is. The result is a
+// columns; a max pool reads its border as the nearest input element (an
+// index clamped, no padded copy; in NCHW along the height only) where
+// that leaves every maximum as it is. The result is a
 // Plan: the kernels in execution order, the buffers each reads and
 // writes, and (Plan.Memory) an arena layout for the intermediate buffers
 // (package fusion/memplan). Some tensors take no memory of their own

@@ -238,20 +238,28 @@ func (l *lowerer) pool(n *Node) error {
 	// In NHWC a pool reads its border through tests, the same for a
 	// vector of channels, as a depthwise convolution does (inlinePadding);
 	// a separable max pool reads its padded copy once per row pass. A
-	// max pool in NHWC whose windows all hold an input element clamps
-	// the index of a border read instead (clampsBorder).
+	// max pool whose windows all hold an input element clamps the index
+	// of a border read instead (clampsBorder) where the index is not the
+	// vectorized one: in NHWC every border read, in NCHW a separable
+	// pool's reads along the height (its rows are read from a copy
+	// padded along the width only).
 	sep := isMax && separable(k, geo.strides)
-	clamp := isMax && y.last && clampsBorder(geo, k)
+	clamp := isMax && clampsBorder(geo, k)
 	var rk []*ast.Var
 	for d, name := range windowAxes(2) {
 		rk = append(rk, l.b.ReduceAxis(l.fresh(name+"_"+t.Name), ast.I32(int32(k[d]))))
 	}
 	if clamp && sep {
-		l.store(t, l.clampedSeparableMax(xin, t, y, geo, rk))
+		widthPads := []int64{0, geo.pads[1], 0, geo.pads[3]}
+		row := l.clampedReads(xin, y, widthPads)
+		if !y.last {
+			row = l.padded(xin, y, widthPads, fill, t.Name, false)
+		}
+		l.store(t, l.clampedSeparableMax(xin, t, y, geo, rk, row))
 		return nil
 	}
 	var gx gen
-	if clamp {
+	if clamp && y.last {
 		gx = l.clampedReads(xin, y, geo.pads)
 	} else {
 		gx = l.padded(xin, y, geo.pads, fill, t.Name, y.last && !sep)
@@ -387,17 +395,17 @@ func (l *lowerer) clampedReads(t *Tensor, y layout, pads []int64) gen {
 
 // clampedSeparableMax computes the separable max pool t of x, whose
 // border reads clamp their index (clampsBorder), as the max along the
-// width of every row of x (t's name with _rows), then the max of those
-// along the height: no row of the border to compute, none to store.
-func (l *lowerer) clampedSeparableMax(x, t *Tensor, y layout, geo window, rk []*ast.Var) *ast.Tensor {
+// width of every row of x (t's name with _rows; row reads x as padded
+// along the width), then the max of those along the height: no row of
+// the border to compute, none to store.
+func (l *lowerer) clampedSeparableMax(x, t *Tensor, y layout, geo window, rk []*ast.Var, row gen) *ast.Tensor {
 	h, w := y.spatial(0), y.spatial(1)
 	rowShape := slices.Clone(t.Shape)
 	rowShape[h] = x.Shape[h]
-	xv := l.val[x]
 	rows := l.b.Max(l.fresh(t.Name+"_rows"), l.shape(rowShape), rk[1:], func(i []ast.Expr) ast.Expr {
 		xi := slices.Clone(i)
-		xi[w] = clampIndex(tap(i[w], rk[1], geo.strides[1], 1), geo.pads[1], l.dim(x.Shape[w]))
-		return xv(xi)
+		xi[w] = tap(i[w], rk[1], geo.strides[1], 1)
+		return row(xi)
 	})
 	var names []string
 	for d := range rowShape {
