@@ -2,6 +2,7 @@ package fusion_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,9 @@ import (
 // convolutions share, and a bias and SiLU after it. Not rewritten: an
 // image the window does not tile (7 rows by 2). Against the graph as written, one kernel per
 // operator, interpreted; compiled at two threads with the outputs NaN
-// before the call, against the plan's interpreter.
+// before the call, against the plan's interpreter. The patches from NCHW
+// are computed at their six dimensions, no division in their indices,
+// and read as rows through a view (mergingView).
 func TestPatchesAsMatmul(t *testing.T) {
 	g := parseGraph(t, `{"name": "patches",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": [2, 3, 8, 16]},
@@ -53,6 +56,14 @@ func TestPatchesAsMatmul(t *testing.T) {
 	for _, perm := range []string{"[0, 2, 4, 1, 3, 5]", "[0, 2, 1, 3]"} { // from NCHW, from NHWC
 		if !strings.Contains(text, "perm: "+perm) {
 			t.Errorf("no patches transposed by %s:\n%s", perm, text)
+		}
+	}
+	for _, k := range p.Kernels {
+		if slices.Contains(k.Outputs, "F_patches_6d") && (strings.Contains(k.Func.String(), "floordiv") || strings.Contains(k.Func.String(), "floormod")) {
+			t.Errorf("the patches of F are computed through a division:\n%s", k.Func)
+		}
+		if slices.Contains(k.Outputs, "F_patches") && k.Alias == "" {
+			t.Errorf("the rows of F's patches are no view:\n%s", p)
 		}
 	}
 	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
