@@ -110,6 +110,10 @@ func reduceDomain(n *Node) string {
 //     every reduction step, except views: transposes of the outer
 //     dimensions and reshapes that split a dimension, which it reads
 //     through at no cost (no kernel copies them; see viewsOnly);
+//   - a transpose that keeps its innermost dimension does not fuse into
+//     a reshape that merges dimensions for anchors alone to read (a
+//     patch convolution's rows of patches): it is computed at its own
+//     shape and the reshape is a view (mergingView);
 //   - no fusion may create a cycle between groups.
 //
 // It returns the groups in an order that respects their dependences.
