@@ -255,7 +255,7 @@ func (l *lowerer) pool(n *Node) error {
 		if !y.last {
 			row = l.padded(xin, y, widthPads, fill, t.Name, false)
 		}
-		l.store(t, l.clampedSeparableMax(xin, t, y, geo, rk, row))
+		l.store(t, l.separableMax(xin, t, y, geo, k, rk, row, true))
 		return nil
 	}
 	var gx gen
@@ -273,7 +273,7 @@ func (l *lowerer) pool(n *Node) error {
 	}
 	shape := l.shape(t.Shape)
 	if sep {
-		l.store(t, l.separableMax(t, y, geo, k[0], rk, gx))
+		l.store(t, l.separableMax(xin, t, y, geo, k, rk, gx, false))
 		return nil
 	}
 	if isMax {
@@ -319,21 +319,27 @@ func separable(k, strides []int64) bool {
 	return kh > 1 && kw > 1 && 5*(kw*strides[0]+kh) < 3*kh*kw
 }
 
-// separableMax computes max pool t as the max along the width of the
-// rows its windows cover (t's name with _rows: every output column, the
-// padded input's rows from the first tap of the first output row to the
-// last tap of the last), then the max of those along the height.
-func (l *lowerer) separableMax(t *Tensor, y layout, geo window, kh int64, rk []*ast.Var, gx gen) *ast.Tensor {
+// separableMax computes max pool t as the max along the width of rows
+// (t's name with _rows; row reads the input as padded along the width),
+// then the max of those along the height. With clamp (clampsBorder, x
+// the input) the rows are x's, each computed once, and the column
+// pass clamps its index into them; else they are the padded input's,
+// from the first tap of the first output row to the last tap of the
+// last.
+func (l *lowerer) separableMax(x, t *Tensor, y layout, geo window, k []int64, rk []*ast.Var, row gen, clamp bool) *ast.Tensor {
 	h, w := y.spatial(0), y.spatial(1)
 	sh, dh := geo.strides[0], geo.dilations[0]
-	span, _ := t.Shape[h].Mul(Const(sh))
-	span, _ = span.Add(Const((kh-1)*dh + 1 - sh))
 	rowShape := slices.Clone(t.Shape)
-	rowShape[h] = span
+	if clamp {
+		rowShape[h] = x.Shape[h]
+	} else {
+		span, _ := t.Shape[h].Mul(Const(sh))
+		rowShape[h], _ = span.Add(Const((k[0]-1)*dh + 1 - sh))
+	}
 	rows := l.b.Max(l.fresh(t.Name+"_rows"), l.shape(rowShape), rk[1:], func(i []ast.Expr) ast.Expr {
 		xi := slices.Clone(i)
 		xi[w] = tap(i[w], rk[1], geo.strides[1], geo.dilations[1])
-		return gx(xi)
+		return row(xi)
 	})
 	var names []string
 	for d := range rowShape {
@@ -343,6 +349,9 @@ func (l *lowerer) separableMax(t *Tensor, y layout, geo window, kh int64, rk []*
 	return l.b.Max(t.Name, l.shape(t.Shape), rk[:1], func(i []ast.Expr) ast.Expr {
 		ri := slices.Clone(i)
 		ri[h] = tap(i[h], rk[0], sh, dh)
+		if clamp {
+			ri[h] = clampIndex(ri[h], geo.pads[0], l.dim(x.Shape[h]))
+		}
 		return rows.At(ri...)
 	})
 }
@@ -391,32 +400,6 @@ func (l *lowerer) clampedReads(t *Tensor, y layout, pads []int64) gen {
 		}
 		return x(xi)
 	}
-}
-
-// clampedSeparableMax computes the separable max pool t of x, whose
-// border reads clamp their index (clampsBorder), as the max along the
-// width of every row of x (t's name with _rows; row reads x as padded
-// along the width), then the max of those along the height: no row of
-// the border to compute, none to store.
-func (l *lowerer) clampedSeparableMax(x, t *Tensor, y layout, geo window, rk []*ast.Var, row gen) *ast.Tensor {
-	h, w := y.spatial(0), y.spatial(1)
-	rowShape := slices.Clone(t.Shape)
-	rowShape[h] = x.Shape[h]
-	rows := l.b.Max(l.fresh(t.Name+"_rows"), l.shape(rowShape), rk[1:], func(i []ast.Expr) ast.Expr {
-		xi := slices.Clone(i)
-		xi[w] = tap(i[w], rk[1], geo.strides[1], 1)
-		return row(xi)
-	})
-	var names []string
-	for d := range rowShape {
-		names = append(names, l.fresh(axisLetter(d)+"_"+rows.Name()))
-	}
-	rows.AxisNames(names...)
-	return l.b.Max(t.Name, l.shape(t.Shape), rk[:1], func(i []ast.Expr) ast.Expr {
-		ri := slices.Clone(i)
-		ri[h] = clampIndex(tap(i[h], rk[0], geo.strides[0], 1), geo.pads[0], l.dim(x.Shape[h]))
-		return rows.At(ri...)
-	})
 }
 
 // lowestValue is what a max starts from: -inf, or an integer type's least
