@@ -576,37 +576,22 @@ func laneByLane(r ast.Region, v *ast.Var, lanes int) bool {
 // for one constant G, else 0.
 func groupOf(e ast.Expr, v string) int64 {
 	g, ok := int64(0), true
-	var walk func(e ast.Expr)
-	walk = func(e ast.Expr) {
-		switch e := e.(type) {
+	ast.Inspect(e, func(n ast.Node) bool {
+		switch n := n.(type) {
 		case *ast.Var:
-			if e.Name == v {
-				ok = false
-			}
+			ok = ok && n.Name != v
 		case *ast.Binary:
-			if x, isVar := e.A.(*ast.Var); e.Op == ast.OpFloorDiv && isVar && x.Name == v {
-				if d, c := ast.ConstIntValue(e.B); c && d > 0 && (g == 0 || g == d) {
-					g = d
-					return
-				}
-				ok = false
-				return
+			x, isVar := n.A.(*ast.Var)
+			if n.Op != ast.OpFloorDiv || !isVar || x.Name != v {
+				return true
 			}
-			walk(e.A)
-			walk(e.B)
-		default:
-			ast.Inspect(e, func(n ast.Node) bool {
-				if n == e {
-					return true
-				}
-				if c, isExpr := n.(ast.Expr); isExpr {
-					walk(c)
-				}
-				return false
-			})
+			d, c := ast.ConstIntValue(n.B)
+			ok = ok && c && d > 0 && (g == 0 || g == d)
+			g = d
+			return false // v as floordiv(v, G): not a mention of v alone
 		}
-	}
-	walk(e)
+		return true
+	})
 	if !ok {
 		return 0
 	}
