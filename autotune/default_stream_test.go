@@ -251,7 +251,7 @@ func vectorTileOf(s *schedule.Schedule) int64 {
 			continue
 		}
 		choices := in.Args[0].List
-		if len(choices) > 1 && choices[0].Int != nil && *choices[0].Int == 8 {
+		if len(choices) > 1 && choices[0].Int != nil && (*choices[0].Int == 8 || *choices[0].Int == 16) { // a vector of AVX2 or AVX-512
 			lanes = *choices[in.Decision[0]].Int
 		}
 	}
@@ -274,6 +274,58 @@ func TestDefaultVectorWidths(t *testing.T) {
 	}{{1, 1000, 32}, {1, 24, 24}, {1, 96, 32}, {30, 24, 24}, {30, 1000, 8}, {30, 256, 16}} {
 		if _, s := defaultOf(t, cache, streamTarget, matmulSrc, map[string]int{"MM": c.m, "KK": 48, "NN": c.n}); vectorTileOf(s) != c.lanes {
 			t.Errorf("[%d, 48] x [48, %d]: the register tile takes %d lanes, want %d; trace:\n%s", c.m, c.n, vectorTileOf(s), c.lanes, s.Trace())
+		}
+	}
+}
+
+// TestDefaultAVX512Accumulators: with AVX-512's 32 vector registers a
+// dense convolution's register tile takes 28 accumulators (ResNet-50's
+// 3x3 convolution at 14x14: 14 pixels by two vectors of filters), and a
+// stem over three colour channels, whose broadcast inputs step by three
+// floats a tap, keeps to 24 (see denseAccumulators). Both compute what
+// the interpreter does.
+func TestDefaultAVX512Accumulators(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = `func conv(X: float32[16, 16, CC], W: float32[2, 3, 3, CC, 16], Y: float32[14, 14, 32]) {
+  ScheduleBlock(root) {
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, 32) {
+          serial for (rc, 0, CC) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, CC), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
+	for _, c := range []struct {
+		channels, most, least int64
+	}{
+		{64, 28, 28},
+		{3, 24, 1},
+	} {
+		_, s := defaultOf(t, cache, avx512, src, map[string]int{"CC": int(c.channels)})
+		accs := tileRowsOf(s, "vh") * tileRowsOf(s, "vw") * vectorTileOf(s) / 16
+		if accs > c.most || accs < c.least {
+			t.Errorf("%d input channels: the register tile takes %d accumulators, want %d to %d; trace:\n%s", c.channels, accs, c.least, c.most, s.Trace())
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 			}
 			if parts[i] == nil {
 				var inner int64
-				limit := max(t.accumulators()/tile, 1)
+				limit := max(t.denseAccumulators(s, bi)/tile, 1)
 				switch {
 				case t.wideWindows:
 					limit = wideWindowTile(i, heightLoop, rowLoop, tile, t)
@@ -140,7 +140,7 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 					// them (see channelwise).
 					limit = 1
 					if i == rowLoop {
-						limit = max(t.accumulators()*2/3/tile, 1)
+						limit = max(t.sharedAccumulators()*2/3/tile, 1)
 					}
 				}
 				if m.MaxInnermost > 0 {
@@ -518,7 +518,7 @@ const maxSharedTaps = 5
 // wideWindowTile returns the most rows loop i may give the register tile
 // of a channel-wise block with windows wider than maxSharedTaps, tile
 // being the register tile's size so far: two along the height, as many
-// along the width as make the accumulators up to t.accumulators()*7/6
+// along the width as make the accumulators up to t.sharedAccumulators()*7/6
 // (14 vectors on AVX2), one along any other loop. Its window taps do not
 // fit the unroll limit with the tile, so that the inputs are not shared
 // in registers: each is an operand of its FMA, a register is left for
@@ -533,9 +533,30 @@ func wideWindowTile(i, heightLoop, widthLoop int, tile int64, t Target) int64 {
 	case heightLoop:
 		return 2
 	case widthLoop:
-		return max(t.accumulators()*7/6/tile, 1)
+		return max(t.sharedAccumulators()*7/6/tile, 1)
 	}
 	return 1
+}
+
+// denseAccumulators is how many accumulators Default's register tile of
+// a dense block takes: t.accumulators(), or three quarters of the
+// register file where the block's outermost reduction loop is shorter
+// than a vector (a stem convolution over three colour channels). There
+// the inputs the tile broadcasts step by a few floats a tap, which x86
+// addressing cannot scale: LLVM keeps a pointer a row of the tile, and
+// 14 rows spill them (ResNet-50's 7x7 stem on AVX-512, one thread: 14
+// rows of two vectors 2.2-3.3 ms, nine rows 1.9-2.2).
+func (t Target) denseAccumulators(s *schedule.Schedule, bi *blockInfo) int64 {
+	for i, l := range bi.loops {
+		if bi.roles[i] != roleReduce {
+			continue
+		}
+		if n, ok := s.Extent(l); ok && n < int64(t.VectorLanes) {
+			return min(t.accumulators(), t.sharedAccumulators())
+		}
+		break
+	}
+	return t.accumulators()
 }
 
 // spatialAbove returns the index of the spatial loop just outside loop

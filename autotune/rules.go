@@ -87,15 +87,29 @@ func (b *SizeBounds) min() map[string]int64 {
 	return b.Min
 }
 
-// accumulators is how many vector registers a register tile may take:
-// three quarters of the register file (32 vector registers with AVX-512,
-// 16 otherwise), the rest for the operands.
-func (t Target) accumulators() int64 {
+// vectorRegisters is the target's vector register file: 32 registers
+// with AVX-512, 16 otherwise.
+func (t Target) vectorRegisters() int64 {
 	if t.VectorLanes >= 16 {
-		return 24
+		return 32
 	}
-	return 12
+	return 16
 }
+
+// accumulators is how many vector registers a dense register tile (a
+// matrix product's, a convolution's) may take: all but four, which hold
+// its operands (a vector of weights per vector of the tile's width, at
+// most two, the rest broadcasts). With AVX-512 that is 28: ResNet-50's
+// 3x3 convolutions at 14x14 then take rows of 14 pixels by two vectors
+// where 24 gave 7, its 1x1 ones 14 rows of 196 where 24 gave 11 (guarded
+// to 198).
+func (t Target) accumulators() int64 { return t.vectorRegisters() - 4 }
+
+// sharedAccumulators is how many vector registers the register tile of a
+// channel-wise block starts from (see channelwise and wideWindowTile):
+// three quarters of the file, as the inputs that neighbouring windows
+// share, or the operands of wide windows, take the rest.
+func (t Target) sharedAccumulators() int64 { return t.vectorRegisters() * 3 / 4 }
 
 // Rule is one rule of the search space: applied to a block of a
 // schedule, it transforms it with sampled decisions (so the trace can be
