@@ -282,8 +282,9 @@ func TestDefaultVectorWidths(t *testing.T) {
 // dense convolution's register tile takes 28 accumulators (ResNet-50's
 // 3x3 convolution at 14x14: 14 pixels by two vectors of filters), and a
 // stem over three colour channels, whose broadcast inputs step by three
-// floats a tap, keeps to 24 (see denseAccumulators). Both compute what
-// the interpreter does.
+// floats a tap, keeps to 24 (see denseAccumulators). The rows go along
+// the width first (windowsAlongWidth). Both compute what the interpreter
+// does.
 func TestDefaultAVX512Accumulators(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -323,9 +324,13 @@ func TestDefaultAVX512Accumulators(t *testing.T) {
 		{3, 24, 1},
 	} {
 		_, s := defaultOf(t, cache, avx512, src, map[string]int{"CC": int(c.channels)})
-		accs := tileRowsOf(s, "vh") * tileRowsOf(s, "vw") * vectorTileOf(s) / 16
+		height, width := tileRowsOf(s, "vh"), tileRowsOf(s, "vw")
+		accs := height * width * vectorTileOf(s) / 16
 		if accs > c.most || accs < c.least {
 			t.Errorf("%d input channels: the register tile takes %d accumulators, want %d to %d; trace:\n%s", c.channels, accs, c.least, c.most, s.Trace())
+		}
+		if height > 1 && width < 14 {
+			t.Errorf("%d input channels: the register tile is %d x %d pixels, want its rows along the width first (windowsAlongWidth); trace:\n%s", c.channels, height, width, s.Trace())
 		}
 	}
 }

@@ -85,6 +85,21 @@ func (m MultiLevelTiling) Apply(s *schedule.Schedule, b schedule.Block, t Target
 		}
 		tile = vectorChunks(inner, int64(t.VectorLanes))
 	}
+	if w := widthLoop(bi); t.decide && !t.channelwise && w >= 0 && windowsAlongWidth(bi) {
+		// A convolution with its channels innermost: the register
+		// tile's rows go along the width first, where they read
+		// neighbouring inputs of the same image rows, then along the
+		// height (see windowsAlongWidth).
+		var inner int64
+		limit := max(t.denseAccumulators(s, bi)/tile, 1)
+		if m.MaxInnermost > 0 {
+			limit = min(limit, int64(m.MaxInnermost))
+		}
+		if parts[w], inner, err = m.split(s, t, bi.loops[w], nS, int(limit), tileSpatial); err != nil {
+			return err
+		}
+		tile *= inner
+	}
 	// levels[k] lists, for level k of the structure, the loops at it.
 	levels := make([][]schedule.Loop, len(m.Structure))
 	lastR := strings.LastIndexByte(m.Structure, 'R')
@@ -623,6 +638,45 @@ func groupOf(e ast.Expr, v string) int64 {
 // vectorized one (a convolution's width in NHWC), or -1.
 func widthLoop(bi *blockInfo) int {
 	return spatialAbove(bi, lastSpatial(bi))
+}
+
+// windowsAlongWidth reports whether some input of the block is read
+// along the width (widthLoop) through a window, at w*s + r for a
+// reduction variable r and any stride s, and not lane by lane (the
+// vectorized loop does not index it, so the tile broadcasts it): a
+// dense convolution whose channels are innermost (NHWC). Its register tile then takes its rows along the
+// width first: the rows of a tile along the height read as many image
+// rows as it has pixels, each its own stream through the caches (and, at
+// stride 2, its own pages), where rows along the width share them.
+// ResNet-50's 3x3 stride-2 convolution over 256 channels at 28x28 on an
+// Ice Lake Xeon, one thread (fourteen pixels by two vectors either way,
+// alternating in one run): 3.15 ms down a column, 2.38 along a row.
+func windowsAlongWidth(bi *blockInfo) bool {
+	w := widthLoop(bi)
+	if w < 0 {
+		return false
+	}
+	width, vector := iterOf(bi, bi.loops[w]), iterOf(bi, bi.loops[lastSpatial(bi)])
+	if width == nil || vector == nil {
+		return false
+	}
+	for _, r := range inputs(bi) {
+		if slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return ast.Mentions(rg.Min, vector.Var.Name) }) {
+			continue // read lane by lane (a depthwise convolution's input), not broadcast
+		}
+		for _, rg := range r.Ranges {
+			coefs, ok := ast.AffineCoefs(unclamped(rg.Min))
+			if !ok || coefs[width.Var.Name] == 0 {
+				continue
+			}
+			for _, it := range bi.blk.Iters {
+				if it.Kind == ast.Reduce && coefs[it.Var.Name] != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // unitStrideWindows reports whether some input of the block is read
