@@ -19,9 +19,10 @@
 // transposes at the ends of each chain only, weights moved once; a 1x1
 // convolution, or one whose window tiles the image, a matrix product of
 // pixels or patches by filters), store
-// large constant weight matrices, and the constant filters of
-// convolutions with their channels last, in panels of 16 columns or
-// filters (pack, unless Options.PlainWeights), simplify algebra
+// large constant weight matrices, and the filters of convolutions with
+// their channels last, in panels of 16 columns or filters (pack, unless
+// Options.PlainWeights: constants once, filters computed per call by one
+// transpose in place of the layout pass's), simplify algebra
 // (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to

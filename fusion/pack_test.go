@@ -311,3 +311,46 @@ func TestPackedWeightReadElsewhere(t *testing.T) {
 	}
 	compare(t, g, p, ref, map[string]int64{"M": 3})
 }
+
+// TestPackRuntimeFilters: a convolution in NHWC whose filters are an
+// input of the graph (computed per call) reads them in the panels
+// constant filters get, moved by one transpose of the input
+// (runtimePanels) that is a layout conversion; a depthwise one and one
+// of fewer filters than a panel keep the layout pass's transpose. Each
+// computes what the unfused plan in NCHW does.
+func TestPackRuntimeFilters(t *testing.T) {
+	g := parseGraph(t, `{"name": "runtime",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 16, 7, 5]},
+			{"name": "W1", "dtype": "float32", "shape": [32, 16, 3, 3]},
+			{"name": "W2", "dtype": "float32", "shape": [32, 1, 3, 3]},
+			{"name": "W3", "dtype": "float32", "shape": [8, 32, 3, 3]}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "c1", "attrs": {"pads": [1, 1, 1, 1], "strides": [2, 1]}},
+			{"op": "conv2d", "inputs": ["c1", "W2"], "output": "c2", "attrs": {"pads": [1, 1, 1, 1], "groups": 32}},
+			{"op": "conv2d", "inputs": ["c2", "W3"], "output": "c3", "attrs": {"pads": [0, 1, 0, 1]}}],
+		"outputs": ["c3"]}`)
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var packed []string
+	for _, n := range p.Graph.Nodes {
+		if n.Op == "conv2d" && n.Attrs.Panel == 16 {
+			w := n.Inputs[1]
+			packed = append(packed, w.Shape.String())
+			if tr := w.Producer; tr == nil || tr.Op != "transpose" || !fusion.IsLayoutConversion(tr.Attrs.Perm) {
+				t.Errorf("the filters %s come from %v, want a transpose that is a layout conversion", w.Name, tr)
+			}
+		}
+	}
+	if len(packed) != 1 || packed[0] != "[2, 16, 3, 3, 16]" {
+		t.Errorf("convolutions reading runtime panels: %v, want W1's alone, [2, 16, 3, 3, 16]:\n%s", packed, p)
+	}
+	for _, n := range []int64{0, 1, 2} {
+		compare(t, g, p, ref, map[string]int64{"N": n})
+	}
+}

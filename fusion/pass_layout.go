@@ -57,12 +57,13 @@ var (
 )
 
 // IsLayoutConversion says whether perm is one of the permutations the
-// layout pass converts tensors by: activations between NCHW and NHWC, a
-// convolution's weights to [KH, KW, C/groups, F]. (A benchmark leaves
-// kernels of such transposes at a graph's ends out of its time, as
-// oneDNN's side leaves out its reorders.)
+// layout and pack passes convert tensors by: activations between NCHW and
+// NHWC, a convolution's weights to [KH, KW, C/groups, F] or to panels of
+// filters (filterPanels). (A benchmark leaves kernels of such transposes
+// at a graph's ends out of its time, as oneDNN's side leaves out its
+// reorders.)
 func IsLayoutConversion(perm []int) bool {
-	return slices.Equal(perm, nchwToNHWC) || slices.Equal(perm, nhwcToNCHW) || slices.Equal(perm, fchwToHWCF)
+	return slices.Equal(perm, nchwToNHWC) || slices.Equal(perm, nhwcToNCHW) || slices.Equal(perm, fchwToHWCF) || slices.Equal(perm, filterPanels)
 }
 
 // Layouts Options.Layout may name.

@@ -67,8 +67,9 @@ type suiteLine struct {
 	// NCHW input and output converted by kernels of their own, timed
 	// apart in ConvertMs (on default schedules) and left out of LoomMs and
 	// DefaultMs, as oneDNN's side leaves its reorders out of its timed
-	// loop (its weights stay inputs: packing them is a constant's, and
-	// oneDNN's reorders of weights are outside its loop too).
+	// loop. The weights stay inputs; a convolution's filters are moved
+	// into loom's panels by such a conversion (fusion's runtimePanels),
+	// as oneDNN reorders its weights outside its loop.
 	Layout    string  `json:"layout,omitempty"`
 	ConvertMs float64 `json:"convert_ms,omitempty"`
 	TuneS     float64 `json:"tune_s"`
