@@ -315,20 +315,23 @@ func TestPackedWeightReadElsewhere(t *testing.T) {
 // TestPackRuntimeFilters: a convolution in NHWC whose filters are an
 // input of the graph (computed per call) reads them in the panels
 // constant filters get, moved by one transpose of the input
-// (runtimePanels) that is a layout conversion; a depthwise one and one
-// of fewer filters than a panel keep the layout pass's transpose. Each
+// (runtimePanels) that is a layout conversion, grouped or not; a
+// depthwise one and one of fewer filters than a panel keep the layout
+// pass's transpose. Each
 // computes what the unfused plan in NCHW does.
 func TestPackRuntimeFilters(t *testing.T) {
 	g := parseGraph(t, `{"name": "runtime",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 16, 7, 5]},
 			{"name": "W1", "dtype": "float32", "shape": [32, 16, 3, 3]},
 			{"name": "W2", "dtype": "float32", "shape": [32, 1, 3, 3]},
-			{"name": "W3", "dtype": "float32", "shape": [8, 32, 3, 3]}],
+			{"name": "W3", "dtype": "float32", "shape": [8, 32, 3, 3]},
+			{"name": "W4", "dtype": "float32", "shape": [32, 16, 3, 3]}],
 		"nodes": [
 			{"op": "conv2d", "inputs": ["X", "W1"], "output": "c1", "attrs": {"pads": [1, 1, 1, 1], "strides": [2, 1]}},
 			{"op": "conv2d", "inputs": ["c1", "W2"], "output": "c2", "attrs": {"pads": [1, 1, 1, 1], "groups": 32}},
-			{"op": "conv2d", "inputs": ["c2", "W3"], "output": "c3", "attrs": {"pads": [0, 1, 0, 1]}}],
-		"outputs": ["c3"]}`)
+			{"op": "conv2d", "inputs": ["c2", "W3"], "output": "c3", "attrs": {"pads": [0, 1, 0, 1]}},
+			{"op": "conv2d", "inputs": ["c1", "W4"], "output": "c4", "attrs": {"pads": [1, 1, 1, 1], "groups": 2, "dilations": [2, 1]}}],
+		"outputs": ["c3", "c4"]}`)
 	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
 	if err != nil {
 		t.Fatal(err)
@@ -347,8 +350,8 @@ func TestPackRuntimeFilters(t *testing.T) {
 			}
 		}
 	}
-	if len(packed) != 1 || packed[0] != "[2, 16, 3, 3, 16]" {
-		t.Errorf("convolutions reading runtime panels: %v, want W1's alone, [2, 16, 3, 3, 16]:\n%s", packed, p)
+	if len(packed) != 2 || packed[0] != "[2, 16, 3, 3, 16]" || packed[1] != "[2, 16, 3, 3, 16]" {
+		t.Errorf("convolutions reading runtime panels: %v, want W1's and W4's (two groups), [2, 16, 3, 3, 16] each:\n%s", packed, p)
 	}
 	for _, n := range []int64{0, 1, 2} {
 		compare(t, g, p, ref, map[string]int64{"N": n})
