@@ -298,8 +298,9 @@ func fusedKernel(t *testing.T, graph string) *ast.Func {
 // every function with symbolic sizes (the corpus, the fusion goldens'
 // kernels), compiled, computes what the interpreter does at sizes no tile
 // divides (0, 1, 13 and the case's own): every other case (matmul_sym
-// always), one of two seeds a case, in turn; every case and seed with
-// -long.
+// always), one of two seeds a case, in turn (starting at seed 2: seed 1
+// of conv1d_dilated_0 and seed 2 of dw_0 unroll into kernels LLVM takes
+// 17 and 9 seconds to compile); every case and seed with -long.
 func TestSymbolicLoopsSampledTiles(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -317,7 +318,7 @@ func TestSymbolicLoopsSampledTiles(t *testing.T) {
 		}
 		sawMatmul = sawMatmul || c.name == "matmul_sym"
 		for seed := uint64(1); seed <= seeds; seed++ {
-			if !*long && seed != 1+uint64(n/2)%seeds {
+			if !*long && seed != 1+uint64(n/2+1)%seeds {
 				continue // one seed a case, in turn along the cases; every seed with -long
 			}
 			s, err := sp.Sample(c.f, seed)
