@@ -317,21 +317,25 @@ func TestPackedWeightReadElsewhere(t *testing.T) {
 // constant filters get, moved by one transpose of the input
 // (runtimePanels) that is a layout conversion, grouped or not; a
 // depthwise one and one of fewer filters than a panel keep the layout
-// pass's transpose. Each
-// computes what the unfused plan in NCHW does.
+// pass's transpose. A 1x1 convolution, which the layout pass makes a
+// matrix product, reads its runtime weights in the same panels seen as
+// a matrix's (runtimeMatrixPanels). Each computes what the unfused plan
+// in NCHW does.
 func TestPackRuntimeFilters(t *testing.T) {
 	g := parseGraph(t, `{"name": "runtime",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 16, 7, 5]},
 			{"name": "W1", "dtype": "float32", "shape": [32, 16, 3, 3]},
 			{"name": "W2", "dtype": "float32", "shape": [32, 1, 3, 3]},
 			{"name": "W3", "dtype": "float32", "shape": [8, 32, 3, 3]},
-			{"name": "W4", "dtype": "float32", "shape": [32, 16, 3, 3]}],
+			{"name": "W4", "dtype": "float32", "shape": [32, 16, 3, 3]},
+			{"name": "W5", "dtype": "float32", "shape": [128, 32, 1, 1]}],
 		"nodes": [
 			{"op": "conv2d", "inputs": ["X", "W1"], "output": "c1", "attrs": {"pads": [1, 1, 1, 1], "strides": [2, 1]}},
 			{"op": "conv2d", "inputs": ["c1", "W2"], "output": "c2", "attrs": {"pads": [1, 1, 1, 1], "groups": 32}},
 			{"op": "conv2d", "inputs": ["c2", "W3"], "output": "c3", "attrs": {"pads": [0, 1, 0, 1]}},
-			{"op": "conv2d", "inputs": ["c1", "W4"], "output": "c4", "attrs": {"pads": [1, 1, 1, 1], "groups": 2, "dilations": [2, 1]}}],
-		"outputs": ["c3", "c4"]}`)
+			{"op": "conv2d", "inputs": ["c1", "W4"], "output": "c4", "attrs": {"pads": [1, 1, 1, 1], "groups": 2, "dilations": [2, 1]}},
+			{"op": "conv2d", "inputs": ["c1", "W5"], "output": "c5"}],
+		"outputs": ["c3", "c4", "c5"]}`)
 	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +356,27 @@ func TestPackRuntimeFilters(t *testing.T) {
 	}
 	if len(packed) != 2 || packed[0] != "[2, 16, 3, 3, 16]" || packed[1] != "[2, 16, 3, 3, 16]" {
 		t.Errorf("convolutions reading runtime panels: %v, want W1's and W4's (two groups), [2, 16, 3, 3, 16] each:\n%s", packed, p)
+	}
+	products := 0
+	for _, n := range p.Graph.Nodes {
+		if n.Op != "matmul" {
+			continue
+		}
+		products++
+		w := n.Inputs[1]
+		if n.Attrs.Panel != 16 || w.Shape.String() != "[8, 32, 16]" {
+			t.Errorf("the 1x1 convolution's product reads %s %s with panel %d, want [8, 32, 16] with panel 16", w.Name, w.Shape, n.Attrs.Panel)
+		}
+		var tr *fusion.Node
+		if re := w.Producer; re != nil && re.Op == "reshape" {
+			tr = re.Inputs[0].Producer
+		}
+		if tr == nil || tr.Op != "transpose" || !fusion.IsLayoutConversion(tr.Attrs.Perm) {
+			t.Errorf("the 1x1 convolution's panels %s come from %v, want a view of a transpose that is a layout conversion", w.Name, tr)
+		}
+	}
+	if products != 1 {
+		t.Errorf("%d matrix products, want the 1x1 convolution's:\n%s", products, p)
 	}
 	for _, n := range []int64{0, 1, 2} {
 		compare(t, g, p, ref, map[string]int64{"N": n})
