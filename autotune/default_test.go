@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -100,7 +101,7 @@ func defaultCases(t testing.TB) []defaultCase {
 	}
 	var out []defaultCase
 	for _, c := range append(corpus, schedgen.Workloads()...) {
-		out = append(out, defaultCase{c.Name, c.Func, append(slices.Clone(c.Sizes), edgeSizes(c.Func)...), c.Args})
+		out = append(out, defaultCase{c.Name, c.Func, distinctSizes(append(slices.Clone(c.Sizes), edgeSizes(c.Func)...)), c.Args})
 	}
 	files, err := filepath.Glob("../testdata/fusion/*.txtar")
 	if err != nil || len(files) == 0 {
@@ -188,6 +189,18 @@ func deterministicDefault(t *testing.T, c defaultCase, tg Target, twice bool) *s
 		t.Fatalf("%s: the default's trace does not replay to it (%v)\n%s", c.name, err, s.Trace())
 	}
 	return s
+}
+
+// distinctSizes returns sizes without the bindings that repeat an earlier
+// one (a corpus case's own sizes often hold the edges already).
+func distinctSizes(sizes []map[string]int64) []map[string]int64 {
+	var out []map[string]int64
+	for _, m := range sizes {
+		if !slices.ContainsFunc(out, func(o map[string]int64) bool { return maps.Equal(o, m) }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // edgeSizes returns the bindings of f's symbolic sizes all to 0, all to 1
