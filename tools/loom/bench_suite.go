@@ -68,8 +68,9 @@ type suiteLine struct {
 	// apart in ConvertMs (on default schedules) and left out of LoomMs and
 	// DefaultMs, as oneDNN's side leaves its reorders out of its timed
 	// loop. The weights stay inputs; a convolution's filters are moved
-	// into loom's panels by such a conversion (fusion's runtimePanels),
-	// as oneDNN reorders its weights outside its loop.
+	// into loom's panels by such a conversion (fusion's runtimePanels and,
+	// for a 1x1 convolution made a matrix product, runtimeMatrixPanels), as
+	// oneDNN reorders its weights outside its loop.
 	Layout    string  `json:"layout,omitempty"`
 	ConvertMs float64 `json:"convert_ms,omitempty"`
 	TuneS     float64 `json:"tune_s"`
