@@ -338,8 +338,9 @@ func TestTunedCommands(t *testing.T) {
 		t.Errorf("bench -schedule tuned with the defaults: exit %d: %s\n%s", code, errs, out)
 	}
 
-	// A graph: every fused kernel is tuned.
-	code, out, errs = runLoom(t, "tune", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-trials", "3", "-threads", "1", "-db", db, "-q", "-json")
+	// A graph: every fused kernel is tuned (not confirmed: the first
+	// tune above and TestTune check -confirm).
+	code, out, errs = runLoom(t, "tune", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-trials", "2", "-confirm", "0", "-threads", "1", "-db", db, "-q", "-json")
 	if code != 0 {
 		t.Fatalf("tune -graph: exit %d: %s\n%s", code, errs, out)
 	}
@@ -785,7 +786,9 @@ func TestBenchSuiteOneDNN(t *testing.T) {
 	// The same case with a spec that computes something else: caught.
 	os.WriteFile(filepath.Join(dir, "wrong.json"), []byte(graph), 0o644)
 	os.WriteFile(filepath.Join(dir, "wrong.onednn"), []byte("matmul 8 16 24 none 1\n"), 0o644)
-	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "2", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"), "-onednn", bin)
+	// One trial a kernel: oneDNN's side is what is checked here, not
+	// the search (TestBenchSuite's).
+	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "1", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"), "-onednn", bin)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 1 || len(lines) != 2 {
 		t.Fatalf("exit %d (want 1: one case is wrong), %d lines: %s\n%s", code, len(lines), out, errs)
@@ -807,7 +810,7 @@ func TestBenchSuiteOneDNN(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "bmm.onednn"), []byte("bmm 3 8 16 24\n"), 0o644)
 	os.WriteFile(filepath.Join(other, "colsum.json"), []byte(colsum), 0o644)
 	os.WriteFile(filepath.Join(other, "colsum.onednn"), []byte("reduce sum 1 1 40 24 1 1 1 24\n"), 0o644)
-	code, out, errs = runLoom(t, "bench", "-suite", other, "-trials", "2", "-threads", "1", "-db", filepath.Join(other, "db.jsonl"), "-onednn", bin)
+	code, out, errs = runLoom(t, "bench", "-suite", other, "-trials", "1", "-threads", "1", "-db", filepath.Join(other, "db.jsonl"), "-onednn", bin)
 	if code != 0 || strings.Count(out, `"ratio":`) != 2 {
 		t.Errorf("bmm and reduce: exit %d: %s\n%s", code, out, errs)
 	}
@@ -828,7 +831,9 @@ func TestBenchSuiteLayout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dw.json"), []byte(graph), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "3", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"))
+	// One trial: the layout and the conversions' timing are what is
+	// checked here, not the search (TestBenchSuite's).
+	code, out, errs := runLoom(t, "bench", "-suite", dir, "-trials", "1", "-threads", "1", "-db", filepath.Join(dir, "db.jsonl"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
