@@ -93,7 +93,9 @@ func goldens(t *testing.T) []goldenGraph {
 }
 
 // compiled parses a graph (the name of a JSON file under testdata, or
-// the JSON itself) and compiles it with a kernel cache of the test's own.
+// the JSON itself) and compiles it (one thread) with the kernel cache the
+// tests share (goldenCacheDir): the tests that compile the same graph
+// (the MLP, three of them) build its kernels once.
 func compiled(t testing.TB, src string) (*fusion.Graph, *module.Module) {
 	t.Helper()
 	data := []byte(src)
@@ -107,7 +109,7 @@ func compiled(t testing.TB, src string) (*fusion.Graph, *module.Module) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := native.NewCache(goldenCacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,11 +372,9 @@ func TestViewsDoNotRun(t *testing.T) {
 	if cnn == nil {
 		t.Fatal("no testdata/graphs/cnn_head.txtar")
 	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(cnn.g, module.Options{Cache: cache})
+	// The shared cache and two threads, as TestGoldensMatchInterpreter
+	// compiles the head: its kernels are built once.
+	m, err := module.Compile(cnn.g, module.Options{Cache: goldenCache(t), Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
