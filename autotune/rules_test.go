@@ -138,16 +138,17 @@ func TestRulesShapes(t *testing.T) {
 
 // TestSampledKernelsMatchInterpreter: candidates of the default space,
 // compiled to native code, compute what the interpreter computes for the
-// unscheduled function, on every corpus function.
+// unscheduled function, on every corpus function: two seeds each, three
+// with -long.
 func TestSampledKernelsMatchInterpreter(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}}
-	seeds := 3
-	if testing.Short() {
-		seeds = 2
+	seeds := 2
+	if *long {
+		seeds = 3
 	}
 	for _, c := range schedgen.Corpus() {
 		want := c.Args(1)
