@@ -105,7 +105,9 @@ func reduceDomain(n *Node) string {
 //     other (horizontal fusion: the sum and the maximum of its columns);
 //   - an anchor (matmul, conv2d) takes element-wise consumers of its
 //     output's shape as an epilogue, and trivial producers of what the
-//     epilogue reads besides (a batch norm's per-channel scale), never
+//     epilogue reads besides (a batch norm's per-channel scale) but
+//     transposes that move the innermost dimension (movesInnermost: a
+//     lane at a time there, where their copy is contiguous), never
 //     producers of its own inputs, which it would compute again for
 //     every reduction step, except views: transposes of the outer
 //     dimensions and reshapes that split a dimension, which it reads
@@ -215,7 +217,10 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 		// per-channel scale) it is computed where a kernel of its own
 		// would. Data movement whose index map is affine computes
 		// nothing: the anchor reads through it, a view instead of a copy.
-		return !readByAnchor(pg, cg) || viewsOnly(pg)
+		// A transpose that moves the innermost dimension would be
+		// read in the epilogue a lane at a time (a gather); the
+		// copy, contiguous, is worth its kernel.
+		return !readByAnchor(pg, cg) && !movesInnermost(pg) || viewsOnly(pg)
 	case pg.kind == Elementwise:
 		return true
 	case pg.kind == Reduce && cg.kind == Elementwise:
@@ -281,6 +286,37 @@ func viewsOnly(grp *group) bool {
 		}
 	}
 	return true
+}
+
+// movesInnermost reports whether a node of grp is a transpose that
+// moves the innermost dimension (movesInnermostAxis).
+func movesInnermost(grp *group) bool {
+	return slices.ContainsFunc(grp.nodes, movesInnermostAxis)
+}
+
+// movesInnermostAxis reports whether n is a transpose whose result's
+// innermost axis of more than one element is not its operand's: its
+// elements change order in memory, beyond axes of one element moving
+// (a bias [1, C, 1, 1] to [1, 1, 1, C] keeps its order).
+func movesInnermostAxis(n *Node) bool {
+	p := perm(n)
+	if n.Op != "transpose" || len(p) == 0 || len(n.Inputs) != 1 {
+		return false
+	}
+	in := n.Inputs[0].Shape
+	last := func(axes []int) int {
+		for i := len(axes) - 1; i >= 0; i-- {
+			if !isOne(in[axes[i]]) {
+				return axes[i]
+			}
+		}
+		return -1
+	}
+	identity := make([]int, len(in))
+	for i := range identity {
+		identity[i] = i
+	}
+	return len(p) == len(in) && last(p) != last(identity)
 }
 
 // readByAnchor reports whether an anchor of grp reads a tensor that a node

@@ -37,8 +37,10 @@ func rowsPass(g *Graph) (bool, error) {
 // broadcast along the last axis only ([1, ..., 1, N] or [..., 1]), or
 // reshapes of the same kind of [R, N] tensors. A tensor of the whole
 // shape (a residual) would be read through a view that another kernel may
-// share, which the plan then copies; and a graph output would need its
-// reshape copied back: both stay.
+// share, which the plan then copies, unless a transpose that moves the
+// innermost axis computes it (the layout pass's conversion of a graph
+// input), a kernel of its own whose rows are a view of its buffer; and a
+// graph output would need its reshape copied back: those stay.
 func onRows(g *Graph, n *Node) []*Node {
 	if ops[n.Op].kind != Elementwise || len(n.Output.Shape) < 2 || slices.Contains(g.Outputs, n.Output) {
 		return nil
@@ -75,6 +77,11 @@ func onRows(g *Graph, n *Node) []*Node {
 				continue
 			}
 			inputs[k] = viewAs(g, in, row, &added)
+		case in.Shape.Equal(shape) && in.Producer != nil && movesInnermostAxis(in.Producer):
+			// A residual that a transpose computes (the layout
+			// pass's of a graph input) has a buffer of its own:
+			// its rows are a view of it.
+			inputs[k] = viewAs(g, in, rowShape, &added)
 		default:
 			return nil
 		}
