@@ -41,9 +41,13 @@ func TestBoundsKnown(t *testing.T) {
 // TestBoundsRandom compares DimBounds with enumeration on random sets, with
 // and without a parameter: exact bounds must equal the enumerated extreme
 // at every parameter value, and inexact ones must not cut off any point.
+// 400 random sets (150 with -short, 1000 with -long).
 func TestBoundsRandom(t *testing.T) {
-	n := 1000
-	if testing.Short() {
+	n := 400
+	switch {
+	case *long:
+		n = 1000
+	case testing.Short():
 		n = 150
 	}
 	r := rand.New(rand.NewPCG(11, 13))

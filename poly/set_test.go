@@ -98,10 +98,14 @@ func randomSet(r *rand.Rand) string {
 // TestProjectRandom compares projection with enumeration: a point is in
 // the projection exactly when some values of the projected dimensions
 // complete it to a point of the set. It also checks that the printed form
-// parses back to the same points.
+// parses back to the same points. 400 random sets (200 with -short,
+// 1000 with -long).
 func TestProjectRandom(t *testing.T) {
-	n := 1000
-	if testing.Short() {
+	n := 400
+	switch {
+	case *long:
+		n = 1000
+	case testing.Short():
 		n = 200
 	}
 	r := rand.New(rand.NewPCG(7, 7))
