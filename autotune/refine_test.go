@@ -31,9 +31,9 @@ func TestRefine(t *testing.T) {
 	tg := Target{VectorLanes: llvm.Host().VectorBits() / 32, Threads: 2}
 	n := 0
 	for _, c := range defaultCases(t) {
-		// Every eighth case in short mode, every fourth otherwise (the
-		// default of each is checked by TestDefaultMatchesInterpreter).
-		if n++; testing.Short() && n%8 != 0 || n%4 != 0 {
+		// Every eighth case, every fourth with -long (the default of
+		// each is checked by TestDefaultMatchesInterpreter).
+		if n++; !*long && n%8 != 0 || n%4 != 0 {
 			continue
 		}
 		r, err := Refine(c.f, tg, RefineOptions{Candidates: 6, Model: laneLover{}})
