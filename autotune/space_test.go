@@ -11,12 +11,13 @@ import (
 
 // TestSampleKeepsResults: candidates sampled from the default space of
 // every corpus function compute what the function computes, and their
-// traces replay to the same function.
+// traces replay to the same function: three seeds each, four with
+// -long.
 func TestSampleKeepsResults(t *testing.T) {
 	sp := &Space{Rules: DefaultRules(), Target: Target{VectorLanes: 8, Threads: 2}}
-	n := 4
-	if testing.Short() {
-		n = 3
+	n := 3
+	if *long {
+		n = 4
 	}
 	for _, c := range schedgen.Corpus() {
 		want := c.Args(1)
