@@ -22,8 +22,9 @@
 // large constant weight matrices, and the filters of convolutions with
 // their channels last, in panels of 16 columns or filters (pack, unless
 // Options.PlainWeights: constants once, filters computed per call by one
-// transpose in place of the layout pass's), simplify algebra
-// (rules.go),
+// transpose in place of the layout pass's, and a weight matrix the graph
+// takes as an input by one transpose per call where its product has 64
+// rows or more), simplify algebra (rules.go),
 // eliminate common subexpressions and dead code; then it groups operators
 // into kernels by CINN's fusion rules (fuse.go) and lowers each group to
 // one function whose loop nests are aligned (lower.go). A concat that

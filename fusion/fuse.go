@@ -268,12 +268,14 @@ func mergingView(g *Graph, p, c *Node) bool {
 // (its vectorized, innermost loop still reads consecutive elements);
 // merging dimensions would read through a division and a remainder, and
 // moving the innermost dimension would make the vector loads strided
-// (the copy, contiguous, is then worth its kernel).
+// (the copy, contiguous, is then worth its kernel). The pack pass's
+// transpose into panels (attribute panel) is never a view: the panels
+// are what the product's tiles read.
 func viewsOnly(grp *group) bool {
 	for _, n := range grp.nodes {
 		switch n.Op {
 		case "transpose":
-			if p := perm(n); len(p) > 0 && p[len(p)-1] != len(p)-1 {
+			if p := perm(n); len(p) > 0 && p[len(p)-1] != len(p)-1 || n.Attrs.Panel > 0 {
 				return false
 			}
 		case "reshape":

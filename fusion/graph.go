@@ -100,7 +100,9 @@ type Attrs struct {
 	// it is); for a convolution with its channels last, the panels its
 	// weights come in: [F/panel, C/groups, kernel..., panel] instead of
 	// [kernel..., C/groups, F]. The pack pass sets it on constant
-	// weights.
+	// weights. On a transpose, it marks the pack pass's move of a
+	// matrix given per call into panels of that width (a layout
+	// conversion: IsLayoutConversion).
 	Panel int64 `json:"panel,omitempty"`
 	// Columns is, for a matrix product whose second operand comes in
 	// panels, its number of columns N when the last panel is padded

@@ -349,7 +349,7 @@ func TestPackRuntimeFilters(t *testing.T) {
 		if n.Op == "conv2d" && n.Attrs.Panel == 16 {
 			w := n.Inputs[1]
 			packed = append(packed, w.Shape.String())
-			if tr := w.Producer; tr == nil || tr.Op != "transpose" || !fusion.IsLayoutConversion(tr.Attrs.Perm) {
+			if tr := w.Producer; !fusion.IsLayoutConversion(tr) {
 				t.Errorf("the filters %s come from %v, want a transpose that is a layout conversion", w.Name, tr)
 			}
 		}
@@ -371,7 +371,7 @@ func TestPackRuntimeFilters(t *testing.T) {
 		if re := w.Producer; re != nil && re.Op == "reshape" {
 			tr = re.Inputs[0].Producer
 		}
-		if tr == nil || tr.Op != "transpose" || !fusion.IsLayoutConversion(tr.Attrs.Perm) {
+		if !fusion.IsLayoutConversion(tr) {
 			t.Errorf("the 1x1 convolution's panels %s come from %v, want a view of a transpose that is a layout conversion", w.Name, tr)
 		}
 	}
@@ -380,5 +380,67 @@ func TestPackRuntimeFilters(t *testing.T) {
 	}
 	for _, n := range []int64{0, 1, 2} {
 		compare(t, g, p, ref, map[string]int64{"N": n})
+	}
+}
+
+// TestPackInputMatrices: the weight matrix of a product that the graph
+// takes as an input (given per call) goes into panels by one transpose
+// the pack pass marks as a layout conversion (inputPanels), a kernel of
+// its own, when the product has rows enough to read it again: a known
+// number of rows of at least packRows (64); a product of fewer rows or
+// of a symbolic number alone, and a matrix whose columns are not a multiple of the panel,
+// read it as it is (a product of fewer rows reads panels made for
+// another).
+// The plans compute what the unfused plain one does.
+func TestPackInputMatrices(t *testing.T) {
+	g := parseGraph(t, `{"name": "inputs",
+		"inputs": [{"name": "A", "dtype": "float32", "shape": ["M", 64]},
+			{"name": "A64", "dtype": "float32", "shape": [64, 64]},
+			{"name": "A1", "dtype": "float32", "shape": [63, 64]},
+			{"name": "B", "dtype": "float32", "shape": [64, 96]},
+			{"name": "C", "dtype": "float32", "shape": [64, 90]},
+			{"name": "D", "dtype": "float32", "shape": [64, 96]},
+			{"name": "R", "dtype": "float32", "shape": [64, 96]}],
+		"nodes": [
+			{"op": "matmul", "inputs": ["A", "B"], "output": "y"},
+			{"op": "matmul", "inputs": ["A64", "B"], "output": "y64"},
+			{"op": "add", "inputs": ["y64", "R"], "output": "z64"},
+			{"op": "matmul", "inputs": ["A1", "B"], "output": "y1"},
+			{"op": "matmul", "inputs": ["A1", "D"], "output": "d1"},
+			{"op": "matmul", "inputs": ["A", "C"], "output": "w"}],
+		"outputs": ["y", "z64", "y1", "d1", "w"]}`)
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var packed []string
+	for _, n := range p.Graph.Nodes {
+		if n.Op != "matmul" || n.Attrs.Panel == 0 {
+			continue
+		}
+		packed = append(packed, n.Inputs[0].Name)
+		w := n.Inputs[1]
+		if w.Shape.String() != "[6, 64, 16]" || !fusion.IsLayoutConversion(w.Producer) {
+			t.Errorf("the product of %s reads %s %s from %v, want [6, 64, 16] from a transpose that is a layout conversion", n.Inputs[0].Name, w.Name, w.Shape, w.Producer)
+		}
+	}
+	if strings.Join(packed, " ") != "A64 A1" {
+		t.Errorf("products reading panels, by their first operand: %v, want A64's and A1's (63 rows) of B (not A's of B, of symbolic rows, A1's of D, nor A's of C)", packed)
+	}
+	convert := 0
+	for _, k := range p.Kernels {
+		if strings.Join(k.Inputs, " ") == "B" {
+			convert++
+		}
+	}
+	if convert != 1 {
+		t.Errorf("%d kernels read B alone, want one that moves it into panels once:\n%s", convert, p)
+	}
+	for _, m := range []int64{0, 1, 17} {
+		compare(t, g, p, ref, map[string]int64{"M": m})
 	}
 }

@@ -56,14 +56,19 @@ var (
 	fchwToHWCF = []int{2, 3, 1, 0} // a convolution's weights
 )
 
-// IsLayoutConversion says whether perm is one of the permutations the
-// layout and pack passes convert tensors by: activations between NCHW and
-// NHWC, a convolution's weights to [KH, KW, C/groups, F] or to panels of
-// filters (filterPanels). (A benchmark leaves kernels of such transposes
-// at a graph's ends out of its time, as oneDNN's side leaves out its
-// reorders.)
-func IsLayoutConversion(perm []int) bool {
-	return slices.Equal(perm, nchwToNHWC) || slices.Equal(perm, nhwcToNCHW) || slices.Equal(perm, fchwToHWCF) || slices.Equal(perm, filterPanels)
+// IsLayoutConversion says whether n is a transpose the layout and pack
+// passes convert tensors by: activations between NCHW and NHWC, a
+// convolution's weights to [KH, KW, C/groups, F] or to panels of filters
+// (filterPanels), or a matrix given per call into panels (its attribute
+// panel set: inputPanels). (A benchmark leaves kernels of such
+// transposes at a graph's ends out of its time, as oneDNN's side leaves
+// out its reorders.)
+func IsLayoutConversion(n *Node) bool {
+	if n == nil || n.Op != "transpose" {
+		return false
+	}
+	perm := n.Attrs.Perm
+	return slices.Equal(perm, nchwToNHWC) || slices.Equal(perm, nhwcToNCHW) || slices.Equal(perm, fchwToHWCF) || slices.Equal(perm, filterPanels) || n.Attrs.Panel > 0
 }
 
 // Layouts Options.Layout may name.

