@@ -72,6 +72,35 @@ const matmulSrc = `func mm(A: float32[MM, KK], B: float32[KK, NN], C: float32[MM
   }
 }`
 
+// denseConvSrc is a dense 3x3 convolution in NHWC over CC input
+// channels to 32 filters in panels of 16, at 14x14, for defaultOf.
+const denseConvSrc = `func conv(X: float32[16, 16, CC], W: float32[2, 3, 3, CC, 16], Y: float32[14, 14, 32]) {
+  ScheduleBlock(root) {
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, 32) {
+          serial for (rc, 0, CC) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, CC), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+
 // streamTarget is an AVX2 machine with a 128 KiB L2 (small, so that the
 // interpreter checks small functions), on two threads.
 var streamTarget = Target{VectorLanes: 8, Threads: 2, Caches: Caches{L1D: 32 << 10, L2: 128 << 10}}
@@ -300,32 +329,6 @@ func TestDefaultAVX512Accumulators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const src = `func conv(X: float32[16, 16, CC], W: float32[2, 3, 3, CC, 16], Y: float32[14, 14, 32]) {
-  ScheduleBlock(root) {
-    serial for (h, 0, 14) {
-      serial for (w, 0, 14) {
-        serial for (c, 0, 32) {
-          serial for (rc, 0, CC) {
-            serial for (rh, 0, 3) {
-              serial for (rw, 0, 3) {
-                ScheduleBlock(Y) {
-                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
-                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, CC), vrh = reduce(0, 3), vrw = reduce(0, 3))
-                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
-                  writes(Y[vh, vw, vc])
-                  init {
-                    Y[vh, vw, vc] = 0.0f
-                  }
-                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}`
 	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
 	for _, c := range []struct {
 		channels, most, least int64
@@ -333,7 +336,7 @@ func TestDefaultAVX512Accumulators(t *testing.T) {
 		{64, 28, 28},
 		{3, 24, 1},
 	} {
-		_, s := defaultOf(t, cache, avx512, src, map[string]int{"CC": int(c.channels)})
+		_, s := defaultOf(t, cache, avx512, denseConvSrc, map[string]int{"CC": int(c.channels)})
 		height, width := tileRowsOf(s, "vh"), tileRowsOf(s, "vw")
 		accs := height * width * vectorTileOf(s) / 16
 		if accs > c.most || accs < c.least {

@@ -42,32 +42,6 @@ func TestDefaultUnrollsSharedTaps(t *testing.T) {
     }
   }
 }`
-	const dense = `func conv(X: float32[16, 16, 64], W: float32[4, 3, 3, 64, 16], Y: float32[14, 14, 64]) {
-  ScheduleBlock(root) {
-    serial for (h, 0, 14) {
-      serial for (w, 0, 14) {
-        serial for (c, 0, 64) {
-          serial for (rc, 0, 64) {
-            serial for (rh, 0, 3) {
-              serial for (rw, 0, 3) {
-                ScheduleBlock(Y) {
-                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
-                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 64), vrc = reduce(0, 64), vrh = reduce(0, 3), vrw = reduce(0, 3))
-                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
-                  writes(Y[vh, vw, vc])
-                  init {
-                    Y[vh, vw, vc] = 0.0f
-                  }
-                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}`
 	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
 	for _, c := range []struct {
 		description string
@@ -79,7 +53,7 @@ func TestDefaultUnrollsSharedTaps(t *testing.T) {
 		{"depthwise 3x3, stride 1", depthwise, map[string]int{"HP": 16, "KK": 3, "SS": 1}, true, cache},
 		{"depthwise 5x5, stride 1", depthwise, map[string]int{"HP": 18, "KK": 5, "SS": 1}, true, nil},
 		{"depthwise 3x3, stride 2", depthwise, map[string]int{"HP": 29, "KK": 3, "SS": 2}, false, nil},
-		{"dense 3x3, stride 1", dense, nil, false, nil},
+		{"dense 3x3, stride 1", denseConvSrc, map[string]int{"CC": 64}, false, nil},
 	} {
 		_, s := defaultOf(t, c.run, avx512, c.src, c.sizes)
 		if unrolled := strings.Contains(s.Func().String(), "unrolled for (rw,"); unrolled != c.unrolled {
