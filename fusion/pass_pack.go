@@ -11,7 +11,12 @@ import "slices"
 // 768] x [768, 3072], GELU, x [3072, 768], on default schedules, one
 // thread) ran in 33 ms instead of 76. This is what MLAS and oneDNN do
 // with a prepacked weight; here the packing is an ordinary constant of
-// the graph, so a module or a C library carries it packed.
+// the graph, so a module or a C library carries it packed. Weights the
+// graph takes as inputs are packed by nodes that run per call, a layout
+// conversion a benchmark leaves out of its time as oneDNN's side leaves
+// out its reorders: a convolution's filters (runtimePanels,
+// runtimeMatrixPanels) and a product's matrix where the product has rows
+// enough to pay for it (inputPanels).
 
 // packPanel is the width of a panel: two AVX2 vectors of float32, or
 // one AVX-512 vector; register tiles of columns are multiples of it.
@@ -27,10 +32,12 @@ const packPanel = 16
 const packLeast = 1 << 12
 
 // packWeights packs the constant second operand of every 2-d matrix
-// product at least packLeast elements large (its last panel padded), and the weights of every convolution with its
+// product at least packLeast elements large (its last panel padded; a
+// graph input by inputPanels, a 1x1 convolution's runtime filters by
+// runtimeMatrixPanels), and the weights of every convolution with its
 // channels last whose filters do (convPanelView; runtimePanels where
-// they are computed per call), unless o.PlainWeights.
-// A weight read by several nodes is packed once.
+// they are computed per call), unless o.PlainWeights. A weight read by
+// several nodes is packed once.
 func packWeights(g *Graph, o Options) (bool, error) {
 	if o.PlainWeights {
 		return false, nil
