@@ -31,13 +31,13 @@ const packPanel = 16
 // 64 channels 0.82-0.84 of the time).
 const packLeast = 1 << 12
 
-// packWeights packs the constant second operand of every 2-d matrix
-// product at least packLeast elements large (its last panel padded; a
-// graph input by inputPanels, a 1x1 convolution's runtime filters by
-// runtimeMatrixPanels), and the weights of every convolution with its
-// channels last whose filters do (convPanelView; runtimePanels where
-// they are computed per call), unless o.PlainWeights. A weight read by
-// several nodes is packed once.
+// packWeights packs the second operand of every 2-d matrix product at
+// least packLeast elements large (a constant once, its last panel
+// padded; a graph input per call, inputPanels; a 1x1 convolution's
+// runtime filters, runtimeMatrixPanels), and the weights of every
+// convolution with its channels last whose filters do (convPanelView;
+// runtimePanels where they are computed per call), unless
+// o.PlainWeights. A weight read by several nodes is packed once.
 func packWeights(g *Graph, o Options) (bool, error) {
 	if o.PlainWeights {
 		return false, nil
