@@ -92,7 +92,8 @@ func reduceDomain(n *Node) string {
 }
 
 // Fuse groups the nodes of g into kernels by CINN's rules, visiting the
-// edges producer → consumer in graph order:
+// edges producer → consumer in graph order (at each consumer, an
+// anchor's output first):
 //
 //   - a trivial (element-wise or injective) producer fuses into a trivial
 //     or reduce consumer, which inlines it;
@@ -140,7 +141,15 @@ func fuse(g *Graph) []*group {
 		groups = append(groups, grp)
 	}
 	for _, n := range g.Nodes {
-		for _, in := range n.Inputs {
+		// An anchor's output first, so that the anchor takes n as its
+		// epilogue before n's other producers join n: what the anchor
+		// would refuse (movesInnermost) then stays apart whatever the
+		// order of n's operands.
+		inputs := slices.Clone(n.Inputs)
+		slices.SortStableFunc(inputs, func(a, b *Tensor) int {
+			return boolOrder(fromAnchor(b, groupOf), fromAnchor(a, groupOf))
+		})
+		for _, in := range inputs {
 			p := in.Producer
 			if p == nil {
 				continue
@@ -161,6 +170,22 @@ func fuse(g *Graph) []*group {
 	// Order the groups by their first node; dependences between groups
 	// follow graph order, since no merge creates a cycle.
 	return orderGroups(groups, groupOf, g)
+}
+
+// fromAnchor says whether t is computed in a group with an anchor.
+func fromAnchor(t *Tensor, groupOf map[*Node]*group) bool {
+	return t.Producer != nil && groupOf[t.Producer].kind == Anchor
+}
+
+// boolOrder compares false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // fuseSiblings merges reduce groups over one domain that read a common

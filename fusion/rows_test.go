@@ -94,11 +94,13 @@ func TestRowsFuseEpilogues(t *testing.T) {
 // The residual's transpose to NHWC moves the innermost axis: it is a
 // kernel of its own, reading only the input (a layout conversion), and
 // the addition and ReLU run on the product's rows as its epilogue, where
-// they read the converted residual as rows; the bias, whose transpose
-// moves only axes of one element, is read by the epilogue itself. The
-// plans compute what the unfused plan in NCHW does at 0, 1 and 2 images.
+// they read the converted residual as rows, with the addition's operands
+// in either order; the bias, whose transpose moves only axes of one
+// element, is read by the epilogue itself. The plans compute what the
+// unfused plan in NCHW does at 0, 1 and 2 images.
 func TestRowsTransposedResidual(t *testing.T) {
-	g := parseGraph(t, `{"name": "residual",
+	for _, operands := range []string{`"b", "R"`, `"R", "b"`} {
+		g := parseGraph(t, `{"name": "residual",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 16, 5, 3]},
 			{"name": "W", "dtype": "float32", "shape": [32, 16, 1, 1]},
 			{"name": "B", "dtype": "float32", "shape": [32, 1, 1]},
@@ -106,41 +108,42 @@ func TestRowsTransposedResidual(t *testing.T) {
 		"nodes": [
 			{"op": "conv2d", "inputs": ["X", "W"], "output": "c"},
 			{"op": "add", "inputs": ["c", "B"], "output": "b"},
-			{"op": "add", "inputs": ["b", "R"], "output": "r"},
+			{"op": "add", "inputs": [`+operands+`], "output": "r"},
 			{"op": "relu", "inputs": ["r"], "output": "y"}],
 		"outputs": ["y"]}`)
-	p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var anchor, residual *fusion.Kernel
-	for _, k := range p.Kernels {
-		switch {
-		case strings.Join(k.Inputs, " ") == "R":
-			residual = k
-		case slices.ContainsFunc(k.Nodes, func(n string) bool { return strings.HasSuffix(n, "_mm") }):
-			anchor = k
+		p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if residual == nil || anchor == nil {
-		t.Fatalf("want a kernel that converts R alone and the product's kernel:\n%s", p)
-	}
-	for _, name := range residual.Nodes {
-		if n := p.Graph.Tensor(name).Producer; n.Op != "reshape" && !fusion.IsLayoutConversion(n) {
-			t.Errorf("R's kernel computes %s (%s), want layout conversions and views only", name, n.Op)
+		ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, PlainWeights: true, Layout: fusion.LayoutChannelsFirst})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !slices.Contains(anchor.Inputs, "B") || len(anchor.Outputs) != 1 || !slices.Contains(residual.Outputs, anchor.Outputs[0]) && !slices.Contains(anchor.Inputs, residual.Outputs[0]) {
-		t.Errorf("the product's kernel reads %v and writes %v, want B read in its epilogue and the converted residual (%v) read there:\n%s", anchor.Inputs, anchor.Outputs, residual.Outputs, p)
-	}
-	if n := strings.Count(anchor.Func.String(), "max("); n == 0 {
-		t.Errorf("the product's kernel does not apply the ReLU:\n%s", anchor.Func)
-	}
-	for _, n := range []int64{0, 1, 2} {
-		compare(t, g, p, ref, map[string]int64{"N": n})
+		var anchor, residual *fusion.Kernel
+		for _, k := range p.Kernels {
+			switch {
+			case strings.Join(k.Inputs, " ") == "R":
+				residual = k
+			case slices.ContainsFunc(k.Nodes, func(n string) bool { return strings.HasSuffix(n, "_mm") }):
+				anchor = k
+			}
+		}
+		if residual == nil || anchor == nil {
+			t.Fatalf("add(%s): want a kernel that converts R alone and the product's kernel:\n%s", operands, p)
+		}
+		for _, name := range residual.Nodes {
+			if n := p.Graph.Tensor(name).Producer; n.Op != "reshape" && !fusion.IsLayoutConversion(n) {
+				t.Errorf("add(%s): R's kernel computes %s (%s), want layout conversions and views only", operands, name, n.Op)
+			}
+		}
+		if !slices.Contains(anchor.Inputs, "B") || len(anchor.Outputs) != 1 || !slices.Contains(residual.Outputs, anchor.Outputs[0]) && !slices.Contains(anchor.Inputs, residual.Outputs[0]) {
+			t.Errorf("add(%s): the product's kernel reads %v and writes %v, want B read in its epilogue and the converted residual (%v) read there:\n%s", operands, anchor.Inputs, anchor.Outputs, residual.Outputs, p)
+		}
+		if n := strings.Count(anchor.Func.String(), "max("); n == 0 {
+			t.Errorf("add(%s): the product's kernel does not apply the ReLU:\n%s", operands, anchor.Func)
+		}
+		for _, n := range []int64{0, 1, 2} {
+			compare(t, g, p, ref, map[string]int64{"N": n})
+		}
 	}
 }
