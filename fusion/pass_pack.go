@@ -154,8 +154,8 @@ func runtimeMatrixPanels(g *Graph, b *Tensor) ([]*Node, *Tensor, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	f, _ := src.Shape[0].IsConst()
-	dims := []JSONDim{{Dim: Const(f / packPanel)}, {Dim: src.Shape[1]}, {Dim: Const(packPanel)}}
+	f, _ := panelsOf(src.Shape, 0)
+	dims := []JSONDim{{Dim: Const(f)}, {Dim: src.Shape[1]}, {Dim: Const(packPanel)}}
 	m := g.newNode(src.Name+"_matrix_panels", "reshape", Attrs{Shape: dims}, panels)
 	m.Output.DType = src.DType
 	return append(nodes, m), m.Output, true
@@ -182,18 +182,29 @@ func inputPanels(g *Graph, a, b *Tensor) ([]*Node, *Tensor, bool) {
 	if m, ok := a.Shape[len(a.Shape)-2].IsConst(); !ok || m < packRows {
 		return nil, nil, false
 	}
-	n, ok := b.Shape[1].IsConst()
-	elems, err := b.Shape.Elems()
-	size, sized := elems.IsConst()
-	if !ok || n%packPanel != 0 || err != nil || !sized || size < packLeast {
+	n, ok := panelsOf(b.Shape, 1)
+	if !ok {
 		return nil, nil, false
 	}
-	dims := []JSONDim{{Dim: b.Shape[0]}, {Dim: Const(n / packPanel)}, {Dim: Const(packPanel)}}
+	dims := []JSONDim{{Dim: b.Shape[0]}, {Dim: Const(n)}, {Dim: Const(packPanel)}}
 	view := g.newNode(b.Name+"_columns", "reshape", Attrs{Shape: dims}, b)
 	view.Output.DType = b.DType
 	panels := g.newNode(b.Name+"_panels", "transpose", Attrs{Perm: []int{1, 0, 2}, Panel: packPanel}, view.Output)
 	panels.Output.DType = b.DType
 	return []*Node{view, panels}, panels.Output, true
+}
+
+// panelsOf returns how many panels axis k of a tensor of shape s makes:
+// false unless the axis is a constant multiple of the panel and the
+// tensor holds a constant number of elements, at least packLeast.
+func panelsOf(s Shape, k int) (int64, bool) {
+	n, ok := s[k].IsConst()
+	elems, err := s.Elems()
+	size, sized := elems.IsConst()
+	if !ok || n%packPanel != 0 || err != nil || !sized || size < packLeast {
+		return 0, false
+	}
+	return n / packPanel, true
 }
 
 // packRows is the fewest rows (M) of a product whose weight matrix, an
@@ -205,13 +216,11 @@ const packRows = 4 * packPanel
 // p, C/groups, KH, KW], transposed by filterPanels. False when F is not
 // a multiple of the panel or src is smaller than packLeast.
 func filterPanelNodes(g *Graph, src *Tensor) ([]*Node, *Tensor, bool) {
-	f, ok := src.Shape[0].IsConst()
-	elems, err := src.Shape.Elems()
-	size, sized := elems.IsConst()
-	if !ok || f%packPanel != 0 || err != nil || !sized || size < packLeast {
+	f, ok := panelsOf(src.Shape, 0)
+	if !ok {
 		return nil, nil, false
 	}
-	dims := []JSONDim{{Dim: Const(f / packPanel)}, {Dim: Const(packPanel)}, {Dim: src.Shape[1]}, {Dim: src.Shape[2]}, {Dim: src.Shape[3]}}
+	dims := []JSONDim{{Dim: Const(f)}, {Dim: Const(packPanel)}, {Dim: src.Shape[1]}, {Dim: src.Shape[2]}, {Dim: src.Shape[3]}}
 	view := g.newNode(src.Name+"_filters", "reshape", Attrs{Shape: dims}, src)
 	view.Output.DType = src.DType
 	panels := g.newNode(src.Name+"_panels", "transpose", Attrs{Perm: slices.Clone(filterPanels)}, view.Output)
@@ -262,13 +271,11 @@ func convPanelView(w *Tensor, s int) (Shape, []int, bool) {
 	if !w.IsConst() || len(w.Shape) != s+2 || w.Shape[s].Equal(Const(1)) {
 		return nil, nil, false
 	}
-	f, ok := w.Shape[s+1].IsConst()
-	elems, err := w.Shape.Elems()
-	size, sized := elems.IsConst()
-	if !ok || f%packPanel != 0 || err != nil || !sized || size < packLeast || int64(len(w.Data)) != size {
+	f, ok := panelsOf(w.Shape, s+1)
+	if elems, _ := w.Shape.Elems(); !ok || !elems.Equal(Const(int64(len(w.Data)))) {
 		return nil, nil, false
 	}
-	view := append(slices.Clone(w.Shape[:s+1]), Const(f/packPanel), Const(packPanel))
+	view := append(slices.Clone(w.Shape[:s+1]), Const(f), Const(packPanel))
 	perm := []int{s + 1, s}
 	for d := 0; d < s; d++ {
 		perm = append(perm, d)
