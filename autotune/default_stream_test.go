@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,10 +206,10 @@ func TestDefaultChannelwise(t *testing.T) {
 // TestDefaultGroupedConvolution: a grouped convolution in NHWC whose
 // groups are as wide as the register tile's row (16 channels, two
 // vectors) reads one input value for the row, a broadcast: it gets a
-// dense convolution's tile, rows along height and width; with 4 channels
-// a group the lanes read different values and the tile stays
-// channel-wise (rows along the width only). Both compute what the
-// interpreter does.
+// dense convolution's tile, rows along height and width. Groups
+// narrower than a vector (4 channels on AVX2, 4 and 8 on AVX-512) get
+// vectors of a group's lanes, one a row (groupLanes), at every stride.
+// All compute what the interpreter does.
 func TestDefaultGroupedConvolution(t *testing.T) {
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -240,13 +241,43 @@ func TestDefaultGroupedConvolution(t *testing.T) {
     }
   }
 }`
-	for _, g := range []int{16, 4} {
-		_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"GG": g})
-		rows := tileRowsOf(s, "vh")
-		if dense := rows > 1; dense != (g == 16) {
-			t.Errorf("%d channels a group: the register tile has %d rows along the height, want more than one: %v; trace:\n%s", g, rows, g == 16, s.Trace())
+	_, s := defaultOf(t, cache, streamTarget, src, map[string]int{"GG": 16})
+	if rows := tileRowsOf(s, "vh"); rows <= 1 {
+		t.Errorf("16 channels a group: the register tile has %d rows along the height, want more than one; trace:\n%s", rows, s.Trace())
+	}
+	avx512 := streamTarget
+	avx512.VectorLanes = 16
+	for _, c := range []struct {
+		tg           Target
+		group, lanes int64
+		stride       int
+	}{
+		{streamTarget, 4, 4, 1},
+		{avx512, 8, 8, 1},
+		{avx512, 4, 4, 2},
+	} {
+		src := strings.NewReplacer("vh + vrh", fmt.Sprintf("vh * %d + vrh", c.stride), "vw + vrw", fmt.Sprintf("vw * %d + vrw", c.stride), "X: float32[16, 16,", fmt.Sprintf("X: float32[%d, %d,", 13*c.stride+3, 13*c.stride+3)).Replace(src)
+		_, s := defaultOf(t, cache, c.tg, src, map[string]int{"GG": int(c.group)})
+		if got := vectorSplitOf(s); got != c.lanes {
+			t.Errorf("%d channels a group, %d lanes, stride %d: the register tile's vector is %d lanes, want %d; trace:\n%s", c.group, c.tg.VectorLanes, c.stride, got, c.lanes, s.Trace())
 		}
 	}
+}
+
+// vectorSplitOf returns the innermost factor Default split the
+// vectorized loop by in s: the decision of the trace's first categorical
+// whose choices are a vector's lanes or a group's (0 when s has none).
+func vectorSplitOf(s *schedule.Schedule) int64 {
+	for _, in := range s.Trace().Insts {
+		if in.Kind != "sample_categorical" || len(in.Decision) != 1 || len(in.Args) == 0 {
+			continue
+		}
+		choices := in.Args[0].List
+		if len(choices) > 0 && choices[0].Int != nil && *choices[0].Int >= 4 && *choices[0].Int <= 16 && *choices[0].Int&(*choices[0].Int-1) == 0 {
+			return *choices[in.Decision[0]].Int
+		}
+	}
+	return 0
 }
 
 // tileRowsOf returns how many values of variable v of block Y the

@@ -57,6 +57,11 @@ type Target struct {
 	// two registers more: the inputs are operands of the FMAs, not
 	// kept in registers (see wideWindowTile).
 	wideWindows bool
+	// groupLanes, set by MultiLevelTiling for one block, is the lanes
+	// of a grouped convolution's narrow groups (see groupLanes): its
+	// register tile's rows are one vector of them, whatever the target's
+	// vectors are.
+	groupLanes int64
 	// rowless, set by MultiLevelTiling for one block under decide, makes
 	// Default's register tile of a block with no spatial loop but the
 	// vectorized one (a matrix-vector product: one row of outputs) up to
