@@ -113,10 +113,11 @@ func reduceDomain(n *Node) string {
 //     every reduction step, except views: transposes of the outer
 //     dimensions and reshapes that split a dimension, which it reads
 //     through at no cost (no kernel copies them; see viewsOnly);
-//   - a transpose that keeps its innermost dimension does not fuse into
-//     a reshape that merges dimensions for anchors alone to read (a
-//     patch convolution's rows of patches): it is computed at its own
-//     shape and the reshape is a view (mergingView);
+//   - a transpose that keeps its innermost dimension, or a concat, does
+//     not fuse into a reshape that merges dimensions for anchors alone
+//     to read (a patch convolution's rows of patches, channels joined
+//     and read as pixels): it is computed at its own shape and the
+//     reshape is a view (mergingView);
 //   - no fusion may create a cycle between groups.
 //
 // It returns the groups in an order that respects their dependences.
@@ -271,14 +272,19 @@ func canFuse(pg, cg *group, p, c *Node) bool {
 // of its own, and one read by an element-wise node would fuse with it
 // and read through the division anyway, so those fuse; so does a
 // transpose that moves the innermost dimension (no rows to copy whole).
+// A concat is such a p too: apart, it copies each input into its slice
+// whole (concatParts); fused, every element selected among the inputs
+// at the merged shape (SqueezeNet's Fire modules in NHWC, their
+// channels joined and read as pixels by the next 1x1 convolution: 1.0
+// ms a module, 0.14 apart).
 func mergingView(g *Graph, p, c *Node) bool {
-	if p.Op != "transpose" || c.Op != "reshape" || len(c.Inputs) != 1 || len(c.Output.Shape) >= len(c.Inputs[0].Shape) || g.IsOutput(c.Output) {
+	if p.Op != "transpose" && p.Op != "concat" || c.Op != "reshape" || len(c.Inputs) != 1 || len(c.Output.Shape) >= len(c.Inputs[0].Shape) || g.IsOutput(c.Output) {
 		return false
 	}
 	if pre, suf := reshapeEnds(c.Inputs[0].Shape, c.Output.Shape); len(c.Inputs[0].Shape)-pre-suf <= 1 {
 		return false // a view an anchor reads through (viewsOnly)
 	}
-	if q := perm(p); len(q) == 0 || q[len(q)-1] != len(q)-1 {
+	if q := perm(p); p.Op == "transpose" && (len(q) == 0 || q[len(q)-1] != len(q)-1) {
 		return false
 	}
 	return !slices.ContainsFunc(g.Nodes, func(n *Node) bool {

@@ -198,3 +198,61 @@ func elemsOf(shape string) int {
 	}
 	return n
 }
+
+// TestLayoutConcat: SqueezeNet's Fire module in NHWC. The two
+// expansions' results are joined along the channels in NHWC (the
+// concat's axis moved from 1 to 3, at either sign), with no conversion to
+// NCHW and back around it; the joined tensor, read as pixels by the next
+// 1x1 convolution, is computed by parts in a kernel of its own, the view
+// apart (mergingView), whether or not the graph returns it. Checked
+// against the graph as written at batch sizes 0, 1 and 2.
+func TestLayoutConcat(t *testing.T) {
+	for _, c := range []struct{ axis, outputs string }{{"1", `"Y", "Z"`}, {"-3", `"Y", "Z"`}, {"1", `"Y"`}} {
+		axis := c.axis
+		g := parseGraph(t, `{"name": "fire",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 4, 6, 6]}],
+		"constants": [
+			{"name": "S", "dtype": "float32", "shape": [3, 4, 1, 1], "data": `+ramp(12)+`},
+			{"name": "E1", "dtype": "float32", "shape": [5, 3, 1, 1], "data": `+ramp(15)+`},
+			{"name": "E3", "dtype": "float32", "shape": [6, 3, 3, 3], "data": `+ramp(162)+`},
+			{"name": "Q", "dtype": "float32", "shape": [2, 11, 1, 1], "data": `+ramp(22)+`}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "S"], "output": "s"},
+			{"op": "relu", "inputs": ["s"], "output": "r"},
+			{"op": "conv2d", "inputs": ["r", "E1"], "output": "e1"},
+			{"op": "relu", "inputs": ["e1"], "output": "a1"},
+			{"op": "conv2d", "inputs": ["r", "E3"], "output": "e3", "attrs": {"pads": [1, 1, 1, 1]}},
+			{"op": "relu", "inputs": ["e3"], "output": "a3"},
+			{"op": "concat", "inputs": ["a1", "a3"], "output": "Z", "attrs": {"axis": `+axis+`}},
+			{"op": "conv2d", "inputs": ["Z", "Q"], "output": "Y"}],
+		"outputs": [`+c.outputs+`]}`)
+		var dump strings.Builder
+		p, err := fusion.Compile(g, fusion.Options{Layout: fusion.LayoutChannelsLast, Dump: []string{"dce"}, DumpTo: &dump})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var transposes []string
+		for _, line := range strings.Split(dump.String(), "\n") {
+			if strings.Contains(line, "transpose(") {
+				transposes = append(transposes, strings.TrimSpace(line))
+			}
+		}
+		// X in; the outputs back.
+		if want := 1 + strings.Count(c.outputs, ","); len(transposes) != want+1 {
+			t.Errorf("axis %s, outputs %s: %d transposes, want %d (X in, the outputs back):\n%s", axis, c.outputs, len(transposes), want+1, dump.String())
+		}
+		if !strings.Contains(dump.String(), "axis: 3") {
+			t.Errorf("axis %s, outputs %s: no concat along NHWC's channels:\n%s", axis, c.outputs, dump.String())
+		}
+		if plan := p.String(); !strings.Contains(plan, "Z_nhwc_part1") {
+			t.Errorf("axis %s, outputs %s: the concat is not computed by parts:\n%s", axis, c.outputs, plan)
+		}
+		ref, err := fusion.Compile(g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int64{0, 1, 2} {
+			compare(t, g, p, ref, map[string]int64{"N": n})
+		}
+	}
+}

@@ -25,8 +25,10 @@ import (
 // A transpose back that meets the transpose forward of the next
 // convolution cancels with it, so that a chain of convolutions,
 // activations and residual additions converts only at its ends: the
-// graph's inputs and outputs, and operators that need NCHW (a reshape, a
-// concat).
+// graph's inputs and outputs, and operators that need NCHW (a reshape).
+// A concat of transposes back only (SqueezeNet's expansions, an
+// Inception block's branches, DenseNet's features) joins the NHWC
+// tensors along the axis its own was, and is transposed back after.
 func layoutPass(g *Graph, o Options) (bool, error) {
 	if !wantsChannelsLast(g, o) {
 		return false, nil
@@ -40,6 +42,8 @@ func layoutPass(g *Graph, o Options) (bool, error) {
 			r.sinkElementwise(n)
 		case r.sinkableReduce(n):
 			r.sinkReduce(n)
+		case sinkableConcat(n):
+			r.sinkConcat(n)
 		default:
 			r.out = append(r.out, n)
 		}
@@ -480,6 +484,34 @@ func (r *layoutRewriter) onPixels(n *Node, inputs []*Tensor) *Tensor {
 // NHWC.
 func (r *layoutRewriter) sinkableReduce(n *Node) bool {
 	return ops[n.Op].kind == Reduce && len(n.Inputs) == 1 && len(n.Inputs[0].Shape) == 4 && backFromNHWC(n.Inputs[0]) != nil
+}
+
+// sinkableConcat says whether n concatenates rank-4 transposes back from
+// NHWC and nothing else.
+func sinkableConcat(n *Node) bool {
+	if n.Op != "concat" || len(n.Output.Shape) != 4 {
+		return false
+	}
+	return !slices.ContainsFunc(n.Inputs, func(in *Tensor) bool { return backFromNHWC(in) == nil })
+}
+
+// sinkConcat concatenates the NHWC tensors instead, along the axis where
+// NHWC has the one n joins (the channels: its last), and transposes the
+// result back. SqueezeNet 1.1 on default schedules, one thread: each of
+// its Fire modules converted the 1x1 expansion to NCHW and the
+// concatenation back, 0.27-0.63 ms a module, 2.5 ms of 10.3.
+func (r *layoutRewriter) sinkConcat(n *Node) {
+	inputs := make([]*Tensor, len(n.Inputs))
+	for k, in := range n.Inputs {
+		inputs[k] = backFromNHWC(in)
+	}
+	axis := 0
+	if n.Attrs.Axis != nil {
+		axis = (*n.Attrs.Axis%4 + 4) % 4
+	}
+	attrs := n.Attrs.clone()
+	attrs.Axis = &nhwcToNCHW[axis]
+	r.replaceByTwin(n, "concat", attrs, inputs)
 }
 
 // sinkReduce reduces the NHWC tensor over the same axes instead; the
