@@ -18,7 +18,10 @@
 // poolings with their channels last where Options.Layout says (layout:
 // transposes at the ends of each chain only, weights moved once; a 1x1
 // convolution, or one whose window tiles the image, a matrix product of
-// pixels or patches by filters), store
+// pixels or patches by filters; a concat of such results joined in
+// NHWC), move element-wise work after a concat onto its inputs (concat:
+// a batch norm after DenseNet's joined features runs on each input as it
+// is written into its slice), store
 // large constant weight matrices, and the filters of convolutions with
 // their channels last, in panels of 16 columns or filters (pack, unless
 // Options.PlainWeights: constants once, filters computed per call by one

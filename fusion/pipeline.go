@@ -25,6 +25,7 @@ var pipeline = [...]pass{
 	{name: "fold", run: fold},             // constant subgraphs into constants
 	{name: "foldaffine", run: foldAffine}, // per-channel scales and shifts after a convolution into its weights
 	{name: "layout", runWith: layoutPass}, // convolutions and poolings in NHWC where Options.Layout says
+	{name: "concat", run: concatLast},     // element-wise work after a concat onto its inputs
 	{name: "pack", runWith: packWeights},  // constant weight matrices in panels of columns
 	{name: "rows", run: rowsPass},         // element-wise epilogues of a product before its reshape
 	{name: "simplify", run: simplify},     // exact algebraic identities (rules.go)
@@ -34,7 +35,7 @@ var pipeline = [...]pass{
 
 // mustPrecede lists pass orderings the pipeline relies on (checked by a
 // test).
-var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "pack"}, {"pack", "simplify"}, {"rows", "simplify"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "pack"}, {"layout", "concat"}, {"pack", "simplify"}, {"rows", "simplify"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
 
 // Options control Compile.
 type Options struct {
