@@ -38,13 +38,14 @@
 //	element-wise  Abs Add And Cast CastLike Ceil Clip Cos Div Elu Equal Erf
 //	              Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish
 //	              Identity LeakyRelu Less LessOrEqual Log Max Mean Min Mish
-//	              Mul Neg Not Or Pow PRelu Reciprocal Relu Round (halves to
-//	              even) Selu Sigmoid Sign Sin Softplus Sqrt Sub Sum Tan Tanh
-//	              Where Xor Dropout (inference)
+//	              Mod (of values known at import) Mul Neg Not Or Pow PRelu
+//	              Reciprocal Relu Round (halves to even) Selu Sigmoid Sign
+//	              Sin Softplus Sqrt Sub Sum Tan Tanh Where Xor Dropout
+//	              (inference, or a ratio of 0; its mask unread)
 //	shapes        Concat Constant ConstantOfShape Expand Flatten Gather Pad
 //	              (constant mode) Range Reshape Resize (nearest, linear)
-//	              Shape Size Slice Split Squeeze Tile Transpose Trilu
-//	              Unsqueeze
+//	              ScatterND (of values known at import) Shape Size Slice
+//	              Split Squeeze Tile Transpose Trilu Unsqueeze
 //	networks      ArgMax ArgMin AveragePool BatchNormalization Conv ConvTranspose CumSum
 //	              Einsum Gemm GlobalAveragePool GlobalMaxPool
 //	              InstanceNormalization LayerNormalization LogSoftmax MatMul

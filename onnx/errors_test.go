@@ -115,7 +115,11 @@ func TestBadModels(t *testing.T) {
 			[]string{`"tr" (Transpose`, "perm is FLOAT"}},
 		{"bad perm", model([]*onnxpb.NodeProto{node("Transpose", "tr", []string{"x"}, []string{"y"}, ints("perm", 0, 0))}, nil, "y"),
 			[]string{"not a permutation"}},
-		{"missing output", model([]*onnxpb.NodeProto{node("Dropout", "d", []string{"x"}, []string{"y", "mask"})}, nil, "y"),
+		{"run-time Mod", model([]*onnxpb.NodeProto{node("Mod", "md", []string{"x", "x"}, []string{"y"})}, nil, "y"),
+			[]string{`"md" (Mod`, "computed at run time"}},
+		{"run-time ScatterND", model([]*onnxpb.NodeProto{node("ScatterND", "sn", []string{"x", "i", "x"}, []string{"y"})}, []*onnxpb.TensorProto{int64Tensor("i", 0)}, "y"),
+			[]string{`"sn" (ScatterND`, "input 0, data", "computed at run time"}},
+		{"read mask", model([]*onnxpb.NodeProto{node("Dropout", "d", []string{"x"}, []string{"y", "mask"})}, nil, "y", "mask"),
 			[]string{"mask output"}},
 	} {
 		err := importProto(c.model)

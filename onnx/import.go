@@ -140,6 +140,7 @@ type importer struct {
 	symbols map[string]string // loom symbol -> dim_param
 	onnx    map[string]string // loom tensor -> ONNX name
 	consts  map[*known]*fusion.Tensor
+	read    map[string]bool // the ONNX names some node or the graph's outputs read
 }
 
 // value is what an ONNX name stands for: a tensor of the graph, a known
@@ -175,7 +176,15 @@ func convert(m *onnxpb.ModelProto, opts Options) (*Model, error) {
 		name = g.GetName()
 	}
 	im := &importer{opts: opts, opset: opset, vals: map[string]*value{}, names: newNamer(),
-		symbols: map[string]string{}, onnx: map[string]string{}, consts: map[*known]*fusion.Tensor{}}
+		symbols: map[string]string{}, onnx: map[string]string{}, consts: map[*known]*fusion.Tensor{}, read: map[string]bool{}}
+	for _, n := range g.GetNode() {
+		for _, in := range n.GetInput() {
+			im.read[in] = true
+		}
+	}
+	for _, o := range g.GetOutput() {
+		im.read[o.GetName()] = true
+	}
 	gname := im.names.ident(name, "model")
 	im.b = fusion.NewBuilder(gname)
 	if err := im.graph(g); err != nil {
@@ -360,7 +369,7 @@ func (im *importer) node(i int, n *onnxpb.NodeProto) error {
 		return fail("%v", err)
 	}
 	for j, out := range outs {
-		if out != "" && im.vals[out] == nil {
+		if out != "" && im.vals[out] == nil && im.read[out] {
 			return fail("loom does not compute output %d (%q) of %s", j, out, n.GetOpType())
 		}
 	}

@@ -30,7 +30,7 @@ func init() {
 		"Cast": one(convCast), "CastLike": span(convCast, 2, 2, 1), "Not": one(convNot), "Where": span(convWhere, 3, 3, 1),
 		"Sum": span(convSum, 1, -1, 1), "Mean": span(convSum, 1, -1, 1),
 		"Elu": one(convElu), "Selu": one(convSelu), "Mish": one(convMish), "PRelu": span(convPRelu, 2, 2, 1),
-		"Sign": one(convSign), "And": span(convLogic, 2, 2, 1), "Or": span(convLogic, 2, 2, 1), "Xor": span(convLogic, 2, 2, 1),
+		"Sign": one(convSign), "Mod": span(convMod, 2, 2, 1), "And": span(convLogic, 2, 2, 1), "Or": span(convLogic, 2, 2, 1), "Xor": span(convLogic, 2, 2, 1),
 		// Shapes and data movement.
 		"Shape": one(convShape), "Size": one(convSize), "Constant": span(convConstant, 0, 0, 1),
 		"Reshape": span(convReshape, 2, 2, 1), "Flatten": one(convFlatten),
@@ -39,7 +39,7 @@ func init() {
 		"Split": span(convSplit, 1, 2, -1), "Gather": span(convGather, 2, 2, 1),
 		"ConstantOfShape": one(convConstantOfShape), "Expand": span(convExpand, 2, 2, 1),
 		"Range": span(convRange, 3, 3, 1), "Pad": span(convPad, 1, 4, 1),
-		"Tile": span(convTile, 2, 2, 1), "Trilu": span(convTrilu, 1, 2, 1), "Resize": span(convResize, 1, 4, 1),
+		"Tile": span(convTile, 2, 2, 1), "ScatterND": span(convScatterND, 3, 3, 1), "Trilu": span(convTrilu, 1, 2, 1), "Resize": span(convResize, 1, 4, 1),
 		// Neural-network operators.
 		"Conv": span(convConv, 2, 3, 1), "MaxPool": span(convPool, 1, 1, 2), "AveragePool": one(convPool),
 		"GlobalAveragePool": one(convGlobalPool), "GlobalMaxPool": one(convGlobalPool),

@@ -31,12 +31,17 @@ func unary(op string) func(c *ctx) error {
 // passThrough makes output 0 input 0 (Identity; Dropout at inference).
 func passThrough(c *ctx) error {
 	if c.n.GetOpType() == "Dropout" && c.has(2) {
-		if k := c.known(2); k == nil || k.value(0) != 0 {
-			return fmt.Errorf("Dropout in training mode is not supported")
+		// Training mode drops nothing at a ratio of 0 (Swin's attention
+		// dropout, exported with training_mode true and ratio 0).
+		training := c.known(2)
+		ratio := c.known(1)
+		dropsNone := c.has(1) && ratio != nil && ratio.len() == 1 && ratio.value(0) == 0
+		if (training == nil || training.value(0) != 0) && !dropsNone {
+			return fmt.Errorf("Dropout in training mode is not supported (unless its ratio is 0)")
 		}
 	}
-	if len(c.n.GetOutput()) > 1 && c.n.GetOutput()[1] != "" {
-		return fmt.Errorf("Dropout's mask output is not supported")
+	if len(c.n.GetOutput()) > 1 && c.n.GetOutput()[1] != "" && c.im.read[c.n.GetOutput()[1]] {
+		return fmt.Errorf("Dropout's mask output is not supported (it is read)")
 	}
 	if _, err := c.value(0); err != nil {
 		return err
@@ -711,4 +716,54 @@ func convTan(c *ctx) error {
 		return err
 	}
 	return c.result("div", fusion.Attrs{}, sin, cos)
+}
+
+// convMod is ONNX's Mod: the remainder with the divisor's sign (fmod 0,
+// Python's %; integers only) or the dividend's (fmod 1, C's fmod),
+// computed here on known values (Swin's window masks, computed from
+// sizes); a remainder of tensors known only at run time is refused.
+func convMod(c *ctx) error {
+	fmod, err := c.attrInt("fmod", 0)
+	if err != nil {
+		return err
+	}
+	if fmod != 0 && fmod != 1 {
+		return fmt.Errorf("attribute fmod is %d; ONNX allows 0 and 1", fmod)
+	}
+	if a, b := c.known(0), c.known(1); a != nil && b != nil && !a.symbolic() && !b.symbolic() && a.dtype == b.dtype {
+		if fmod == 0 && !a.dtype.IsInt() {
+			return fmt.Errorf("Mod with fmod 0 takes integers (fmod 1 for floats), got %s", a.dtype)
+		}
+		shape, ok := broadcastShapes(a.shape, b.shape)
+		if ok && elems(shape) <= foldLimit {
+			n := int(elems(shape))
+			ia, ib := broadcastIndex(shape, a.shape), broadcastIndex(shape, b.shape)
+			if a.dtype.IsInt() {
+				i := make([]int64, n)
+				for e := range i {
+					x, y := a.i[ia(e)], b.i[ib(e)]
+					if y == 0 {
+						return fmt.Errorf("Mod by zero (element %d of input 1)", ib(e))
+					}
+					i[e] = x % y // the dividend's sign
+					if fmod == 0 && i[e] != 0 && (i[e] < 0) != (y < 0) {
+						i[e] += y
+					}
+				}
+				c.setKnown(0, newInts(a.dtype, shape, i))
+				return nil
+			}
+			f := make([]float64, n)
+			for e := range f {
+				f[e] = math.Mod(a.value(ia(e)), b.value(ib(e)))
+			}
+			k, err := newFloats(ast.Float64, shape, f).toDType(a.dtype)
+			if err != nil {
+				return err
+			}
+			c.setKnown(0, k)
+			return nil
+		}
+	}
+	return fmt.Errorf("Mod of tensors computed at run time is not supported; loom computes it on known values (sizes, constants) only")
 }

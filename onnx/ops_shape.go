@@ -938,6 +938,33 @@ func convExpand(c *ctx) error {
 	if k := c.known(0); k != nil && k.len() == 1 {
 		return fill(c, k, shape)
 	}
+	if k := c.known(0); k != nil && !k.symbolic() {
+		// A known tensor expanded (Swin's window masks, built from
+		// ranges): computed here where the result is small.
+		out := make([]int64, len(shape))
+		small := true
+		for a, d := range shape {
+			v, ok := d.IsConst()
+			out[a], small = v, small && ok
+		}
+		if n := elems(out); small && n >= 0 && n <= foldLimit {
+			at := broadcastIndex(out, k.shape)
+			if k.dtype.IsInt() {
+				i := make([]int64, n)
+				for e := range i {
+					i[e] = k.i[at(e)]
+				}
+				c.setKnown(0, newInts(k.dtype, out, i))
+			} else {
+				f := make([]float64, n)
+				for e := range f {
+					f[e] = k.f[at(e)]
+				}
+				c.setKnown(0, newFloats(k.dtype, out, f))
+			}
+			return nil
+		}
+	}
 	x, err := c.tensor(0)
 	if err != nil {
 		return err
@@ -1247,4 +1274,57 @@ func convTrilu(c *ctx) error {
 		return err
 	}
 	return c.result("where", fusion.Attrs{}, m, x, zero)
+}
+
+// convScatterND is ONNX's ScatterND without a reduction: data with the
+// slices indices name replaced by updates. loom computes it on known
+// values (Swin's attention masks, built from sizes); on tensors known only
+// at run time it is refused.
+func convScatterND(c *ctx) error {
+	if red, err := c.attrString("reduction", "none"); err != nil {
+		return err
+	} else if red != "none" {
+		return fmt.Errorf("ScatterND with reduction %q is not supported", red)
+	}
+	data, idx, upd := c.known(0), c.known(1), c.known(2)
+	for j, k := range []*known{data, idx, upd} {
+		if k == nil || k.symbolic() {
+			return fmt.Errorf("ScatterND of tensors computed at run time is not supported (input %d, %s, is); loom computes it on known values only", j, []string{"data", "indices", "updates"}[j])
+		}
+	}
+	if !idx.dtype.IsInt() || data.dtype != upd.dtype || len(idx.shape) == 0 {
+		return fmt.Errorf("ScatterND takes integer indices and updates of the data's type, got %s indices, %s data, %s updates", idx.dtype, data.dtype, upd.dtype)
+	}
+	k := int(idx.shape[len(idx.shape)-1])
+	if k < 1 || k > len(data.shape) {
+		return fmt.Errorf("ScatterND: the indices' last dimension is %d for data of rank %d", k, len(data.shape))
+	}
+	// updates' shape is indices.shape[:-1] + data.shape[k:].
+	want := append(slices.Clone(idx.shape[:len(idx.shape)-1]), data.shape[k:]...)
+	if !slices.Equal(want, upd.shape) {
+		return fmt.Errorf("ScatterND: updates of shape %v, want %v for indices %v and data %v", upd.shape, want, idx.shape, data.shape)
+	}
+	slice := elems(data.shape[k:])
+	st := strides(data.shape)
+	out := &known{dtype: data.dtype, shape: data.shape, f: slices.Clone(data.f), i: slices.Clone(data.i)}
+	for u := int64(0); u*int64(k) < int64(len(idx.i)); u++ {
+		at := int64(0)
+		for d := range k {
+			j := idx.i[u*int64(k)+int64(d)]
+			if j < 0 {
+				j += data.shape[d]
+			}
+			if j < 0 || j >= data.shape[d] {
+				return fmt.Errorf("ScatterND: index %d out of range for dimension %d of size %d", idx.i[u*int64(k)+int64(d)], d, data.shape[d])
+			}
+			at += j * st[d]
+		}
+		if data.dtype.IsInt() {
+			copy(out.i[at:at+slice], upd.i[u*slice:(u+1)*slice])
+		} else {
+			copy(out.f[at:at+slice], upd.f[u*slice:(u+1)*slice])
+		}
+	}
+	c.setKnown(0, out)
+	return nil
 }

@@ -322,4 +322,23 @@ save("rotary_dynamic", [
            init("ax2", np.array([2], np.int64)), init("s0", np.array([0], np.int64)), init("s4", np.array([4], np.int64)),
            init("s8", np.array([8], np.int64)),
            init("inv_freq", (1.0 / (10000 ** (np.arange(0, 8, 2, dtype=np.float32) / 8))).astype(np.float32))])
+# Swin's window masks: remainders, scatters and expansions of values known
+# when the model is read (computed at import), and an attention dropout
+# exported in training mode at ratio 0 with its mask unread.
+save("swin_mask", [
+    h.make_node("Mod", ["ai", "bi"], ["mi"]), h.make_node("Mod", ["af", "bf"], ["mf"], fmod=1),
+    h.make_node("Cast", ["mi"], ["mic"], to=F), h.make_node("Add", ["mic", "mf"], ["m"]),
+    h.make_node("Range", ["zero", "four", "one"], ["r"]), h.make_node("Reshape", ["r", "col"], ["rc"]),
+    h.make_node("Expand", ["rc", "sq"], ["re"]), h.make_node("Cast", ["re"], ["ref"], to=F),
+    h.make_node("ConstantOfShape", ["sq"], ["z"], value=h.make_tensor("v", F, [1], [0.0])),
+    h.make_node("ScatterND", ["z", "idx", "upd"], ["sc"]),
+    h.make_node("Add", ["x", "sc"], ["a"]), h.make_node("Add", ["a", "m"], ["b"]), h.make_node("Add", ["b", "ref"], ["c"]),
+    h.make_node("Dropout", ["c", "ratio", "train"], ["y", "mask"])],
+    [("x", F, [4, 4])], [("y", F, [4, 4])], [rand(4, 4)],
+    inits=[init("ai", np.array([-7, 7, -3, 5], np.int64)), init("bi", np.array([3, -3, 3, 3], np.int64)),
+           init("af", np.array([-7.5, 7.5, 2.25, -1], np.float32)), init("bf", np.array([2, -2, 1, 3], np.float32)),
+           init("zero", np.int64(0)), init("four", np.int64(4)), init("one", np.int64(1)),
+           init("col", np.array([4, 1], np.int64)), init("sq", np.array([4, 4], np.int64)),
+           init("idx", np.array([[0, 1], [2, 3], [3, 0]], np.int64)), init("upd", np.array([5, 6, -1], np.float32)),
+           init("ratio", np.float32(0)), init("train", np.array(True))])
 print("wrote", len([n for n in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, n))]), "cases under", HERE)
