@@ -286,13 +286,16 @@ func inlineIntoBlock(f *ast.Func, c *ast.ScheduleBlock, buf *ast.Buffer, perm []
 }
 
 // onlyVisible reports whether the indices of l use no variable but those
-// in visible.
+// in visible, and read no buffer.
 func onlyVisible(l *ast.Load, visible map[string]bool) bool {
 	ok := true
 	for _, x := range l.Indices {
 		ast.Inspect(x, func(n ast.Node) bool {
-			if v, isVar := n.(*ast.Var); isVar && !visible[v.Name] {
-				ok = false
+			switch n := n.(type) {
+			case *ast.Var:
+				ok = ok && visible[n.Name]
+			case *ast.Load:
+				ok = false // an index read from data (a gather's): no region of its own either
 			}
 			return ok
 		})

@@ -450,9 +450,17 @@ func permSubstitution(b *ast.ScheduleBlock, perm []*ast.IterVar, indices []ast.E
 		sub[it.Var.Name] = it.Dom.Min
 	}
 	for d, it := range perm {
-		if it != nil {
-			sub[it.Var.Name] = indices[d]
+		if it == nil {
+			continue
 		}
+		idx := indices[d]
+		if idx.Type() != it.Var.DType {
+			// An index of another integer type (a gather's int64
+			// position) takes the variable's type, as the variable's
+			// uses expect.
+			idx = ast.NewCast(it.Var.DType, idx)
+		}
+		sub[it.Var.Name] = idx
 	}
 	return sub
 }

@@ -584,3 +584,54 @@ func TestLongRunSplitUnderVectorizedRow(t *testing.T) {
 func TestLongRunCautiousDependence(t *testing.T) {
 	replayClean(t, "chain_sym", 110, `reverse_compute_at(Q, i); split(i, [-1, 8, 8]); split(i_2, [3, -1, 2]); split(i_2_2, [5, 8, 5]); fuse(i_1, i_2_0, i_2_1); split(j_Out, [-1, 4])`)
 }
+
+// TestComputeInlineAtWideIndex: a producer inlined where its consumer
+// reads it at an int64 index (a gather's position; DeepLabV3's bilinear
+// upsampling reads its rows so) takes that index as its int32 iteration
+// variable, cast: compute_inline made int64 + int32 and failed the
+// function's verification. The consumer's region of the producer's
+// output, not the index read from data, bounds the producer's reads.
+func TestComputeInlineAtWideIndex(t *testing.T) {
+	f, err := ast.Parse(`func gather(X: float32[4, 6], I: int64[3], Y: float32[3, 6]) {
+  ScheduleBlock(root) {
+    alloc T: float32[4, 6]
+    serial for (i, 0, 4) {
+      serial for (j, 0, 6) {
+        ScheduleBlock(T) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 4), vj = spatial(0, 6))
+          reads(X[vi, vj])
+          writes(T[vi, vj])
+          T[vi, vj] = X[vi * 1 + 0, vj] * 2.0f
+        }
+      }
+    }
+    serial for (k, 0, 3) {
+      serial for (l, 0, 6) {
+        ScheduleBlock(Y) {
+          vk, vl = axis.bind(k, l)
+          axis.domain(vk = spatial(0, 3), vl = spatial(0, 6))
+          reads(T[0:+4, vl], I[vk])
+          writes(Y[vk, vl])
+          Y[vk, vl] = T[select(I[vk] < 0L, I[vk] + 4L, I[vk]), vl]
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetBlock("T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ComputeInline(b); err != nil {
+		t.Fatal(err)
+	}
+	sameResult(t, f, s.Func(), nil)
+}
