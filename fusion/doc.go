@@ -14,7 +14,9 @@
 // slice of its input (unstride), fold constants (a reshape or transpose of
 // weights whatever their size), fold a per-channel scale and shift after a
 // convolution (a batch normalization) into its weights (foldaffine: exact
-// to rounding, unlike the other passes), run 2-d convolutions and
+// to rounding, unlike the other passes), drop the taps of a convolution
+// that read only its padding (taps: an atrous convolution dilated past
+// its image is a 1x1 one), run 2-d convolutions and
 // poolings with their channels last where Options.Layout says (layout:
 // transposes at the ends of each chain only, weights moved once; a 1x1
 // convolution, or one whose window tiles the image, a matrix product of

@@ -24,6 +24,7 @@ var pipeline = [...]pass{
 	{name: "unstride", run: unstride},     // strided 1x1 convolutions into a slice and a convolution of stride 1
 	{name: "fold", run: fold},             // constant subgraphs into constants
 	{name: "foldaffine", run: foldAffine}, // per-channel scales and shifts after a convolution into its weights
+	{name: "taps", run: deadTaps},         // taps of a convolution that read only padding dropped
 	{name: "layout", runWith: layoutPass}, // convolutions and poolings in NHWC where Options.Layout says
 	{name: "concat", run: concatLast},     // element-wise work after a concat onto its inputs
 	{name: "pack", runWith: packWeights},  // constant weight matrices in panels of columns
@@ -35,7 +36,7 @@ var pipeline = [...]pass{
 
 // mustPrecede lists pass orderings the pipeline relies on (checked by a
 // test).
-var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "layout"}, {"layout", "pack"}, {"layout", "concat"}, {"pack", "simplify"}, {"rows", "simplify"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
+var mustPrecede = [...][2]string{{"decompose", "fold"}, {"fold", "foldaffine"}, {"foldaffine", "taps"}, {"taps", "layout"}, {"foldaffine", "layout"}, {"layout", "pack"}, {"layout", "concat"}, {"pack", "simplify"}, {"rows", "simplify"}, {"layout", "simplify"}, {"simplify", "dce"}, {"cse", "dce"}}
 
 // Options control Compile.
 type Options struct {
