@@ -1,7 +1,6 @@
 package fusion_test
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,25 +54,7 @@ func TestConcatLast(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int64{0, 1, 2} {
-			sizes := map[string]int64{"N": n}
-			r := rand.New(rand.NewPCG(uint64(n), 3))
-			in := map[string]any{}
-			for _, x := range g.Inputs {
-				d, err := fusion.NewData(x, sizes)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fill(r, d)
-				in[x.Name] = d
-			}
-			got, err := p.Interpret(sizes, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := ref.Interpret(sizes, in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want := interpretBoth(t, g, p, ref, map[string]int64{"N": n})
 			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
 				t.Errorf("%s, N=%d: Y differs from the graph that keeps the concat (max rel err %g)", layout, n, e)
 			}

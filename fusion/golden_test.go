@@ -118,6 +118,23 @@ func parseSizes(t *testing.T, line string) map[string]int64 {
 // the same random inputs and requires the same outputs.
 func compare(t *testing.T, g *fusion.Graph, fused, ref *fusion.Plan, sizes map[string]int64) {
 	t.Helper()
+	got, want := interpretBoth(t, g, fused, ref, sizes)
+	for name, w := range want {
+		if e := workload.MaxRelErr(got[name], w); e > 1e-5 {
+			t.Errorf("sizes %v: output %s differs from the unfused plan (max rel err %g)", sizes, name, e)
+		}
+	}
+	if mem, err := fused.Memory(sizes); err != nil {
+		t.Errorf("sizes %v: memory plan: %v", sizes, err)
+	} else if err := mem.Check(); err != nil {
+		t.Errorf("sizes %v: memory plan: %v", sizes, err)
+	}
+}
+
+// interpretBoth runs plans fused and ref, both of g's inputs, on the same
+// random inputs and returns their outputs.
+func interpretBoth(t *testing.T, g *fusion.Graph, fused, ref *fusion.Plan, sizes map[string]int64) (got, want map[string]any) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(len(sizes)), 7))
 	in := map[string]any{}
 	for _, x := range g.Inputs {
@@ -132,20 +149,11 @@ func compare(t *testing.T, g *fusion.Graph, fused, ref *fusion.Plan, sizes map[s
 	if err != nil {
 		t.Fatalf("sizes %v: fused: %v", sizes, err)
 	}
-	want, err := ref.Interpret(sizes, in)
+	want, err = ref.Interpret(sizes, in)
 	if err != nil {
-		t.Fatalf("sizes %v: one kernel per operator: %v", sizes, err)
+		t.Fatalf("sizes %v: the reference: %v", sizes, err)
 	}
-	for name, w := range want {
-		if e := workload.MaxRelErr(got[name], w); e > 1e-5 {
-			t.Errorf("sizes %v: output %s differs from the unfused plan (max rel err %g)", sizes, name, e)
-		}
-	}
-	if mem, err := fused.Memory(sizes); err != nil {
-		t.Errorf("sizes %v: memory plan: %v", sizes, err)
-	} else if err := mem.Check(); err != nil {
-		t.Errorf("sizes %v: memory plan: %v", sizes, err)
-	}
+	return got, want
 }
 
 func fill(r *rand.Rand, d any) {

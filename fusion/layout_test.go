@@ -86,12 +86,7 @@ func TestLayoutConvertsAtTheEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var transposes []string
-	for _, line := range strings.Split(dump.String(), "\n") {
-		if strings.Contains(line, "transpose(") {
-			transposes = append(transposes, strings.TrimSpace(line))
-		}
-	}
+	transposes := transposesIn(dump.String())
 	// X is moved once, for the first convolution and the residual
 	// addition; the mean, [1, 1, 1, 8], goes back to NCHW for the reshape.
 	if len(transposes) != 2 {
@@ -113,6 +108,17 @@ func TestLayoutConvertsAtTheEnds(t *testing.T) {
 	if slices.ContainsFunc(g.Nodes, func(n *fusion.Node) bool { return n.Attrs.Layout != "" }) {
 		t.Error("Compile changed the caller's graph")
 	}
+}
+
+// transposesIn returns the lines of a dumped graph that transpose.
+func transposesIn(dump string) []string {
+	var out []string
+	for _, line := range strings.Split(dump, "\n") {
+		if strings.Contains(line, "transpose(") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
 }
 
 func parseGraph(t *testing.T, src string) *fusion.Graph {
@@ -231,12 +237,7 @@ func TestLayoutConcat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var transposes []string
-		for _, line := range strings.Split(dump.String(), "\n") {
-			if strings.Contains(line, "transpose(") {
-				transposes = append(transposes, strings.TrimSpace(line))
-			}
-		}
+		transposes := transposesIn(dump.String())
 		// X in; the outputs back.
 		if want := 1 + strings.Count(c.outputs, ","); len(transposes) != want+1 {
 			t.Errorf("axis %s, outputs %s: %d transposes, want %d (X in, the outputs back):\n%s", axis, c.outputs, len(transposes), want+1, dump.String())
