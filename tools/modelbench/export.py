@@ -10,6 +10,12 @@ same models (same seed) to time PyTorch on them.
   bert12         12 of them (nn.TransformerEncoder), 1x128x768
   gpt2_prefill   GPT-2 small (124M) written here: token embedding, 12 pre-norm
                  blocks with causal attention and tanh-GELU, 128 tokens in, logits out
+
+Any other name of a torchvision model (regnet_y_400mf, resnext50_32x4d,
+densenet121, squeezenet1_1, googlenet, inception_v3, swin_t, convnext_tiny,
+..., and deeplabv3_mobilenet_v3_large, its "out" map) is exported the same
+way at 1x3x224x224: the models no issue names, which loom is checked on
+beside ONNX Runtime (loomtime, then ort_time.js).
 """
 import math, os, sys
 import numpy as np
@@ -91,6 +97,32 @@ def models():
     }
 
 
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model's "out" map alone (the models return
+    a dict)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)["out"]
+
+
+def torchvision_model(name):
+    """The maker of torchvision's model NAME (classification, or
+    segmentation), with the arguments that make it exportable."""
+    if hasattr(torchvision.models.segmentation, name):
+        seg = getattr(torchvision.models.segmentation, name)
+        return lambda: SegmentationOut(seg(weights_backbone=None, aux_loss=False))
+    make = getattr(torchvision.models, name, None)
+    if make is None:
+        sys.exit(f"export.py: no model {name!r}: neither loom's table nor torchvision has it")
+    if name in ("inception_v3", "googlenet"):
+        return lambda: make(init_weights=False, aux_logits=False)
+    return make
+
+
 def build(make):
     """The model in eval mode, its random weights from a fixed seed: the
     same whichever models are exported with it (torch_time.py builds it
@@ -105,7 +137,7 @@ def main():
     table = models()
     names = sys.argv[2:] or list(table)
     for name in names:
-        make, x = table[name]
+        make, x = table.get(name) or (torchvision_model(name), torch.randn(1, 3, 224, 224))
         path = os.path.join(out, name + ".onnx")
         if os.path.exists(path):
             continue
