@@ -19,17 +19,7 @@ import (
 func concatLast(g *Graph) (bool, error) {
 	// Readers that no output needs (the layout pass's transposes back,
 	// until dce) do not count.
-	live := map[*Tensor]bool{}
-	for _, t := range g.Outputs {
-		live[t] = true
-	}
-	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		if n := g.Nodes[i]; live[n.Output] {
-			for _, in := range n.Inputs {
-				live[in] = true
-			}
-		}
-	}
+	live := liveTensors(g)
 	readers := map[*Tensor][]*Node{}
 	for _, n := range g.Nodes {
 		if !live[n.Output] {
