@@ -12,6 +12,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -51,7 +52,7 @@ func TestInterpretWorkloads(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := c.Args(7)
-		want := workload.Clone(args)
+		want := check.Clone(args)
 		if err := ast.Interpret(c.Func, c.Sizes, args); err != nil {
 			t.Fatalf("%s: %s", c.Name, ast.Explain(c.Func, err))
 		}
@@ -81,7 +82,7 @@ func TestInterpretGPUMatmul(t *testing.T) {
 	f := goldenFunc(t, "gpu_matmul_shared")
 	ref := workload.Matmul(64, 64, 64)
 	args := ref.Args(3)
-	want := workload.Clone(args)
+	want := check.Clone(args)
 	if err := ast.Interpret(f, nil, args); err != nil {
 		t.Fatal(ast.Explain(f, err))
 	}

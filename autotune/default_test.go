@@ -19,6 +19,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
@@ -242,7 +243,7 @@ func matchesInterpreter(t *testing.T, cache *native.Cache, name string, f *ast.F
 			t.Fatalf("%s at %v: %v", name, at, err)
 		}
 		for _, p := range f.Params {
-			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+			if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
 				t.Fatalf("%s at %v: %s differs from the interpreter by %g\n%s", name, at, p.Name, e, s.Trace())
 			}
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/errbound"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // maxCheckBytes bounds the memory of one set of a function's arguments at
@@ -173,8 +173,7 @@ func (d *Dispatch) Check(sizes []map[string]int64, cache *native.Cache, opts llv
 	var plain *native.Kernel
 	for i, s := range sizes {
 		seed := uint64(i + 1)
-		c := workload.Case{Name: d.f.Name, Func: d.f, Sizes: s}
-		want := c.Args(seed)
+		want := check.Args(d.f, s, seed)
 		if Iterations(d.f, s) <= interpretLimit {
 			if err := ast.Interpret(d.f, s, want); err != nil {
 				return fmt.Errorf("dispatch %s at %s: the interpreter: %w", d.f.Name, sizesKey(s), err)
@@ -190,7 +189,7 @@ func (d *Dispatch) Check(sizes []map[string]int64, cache *native.Cache, opts llv
 				return fmt.Errorf("dispatch %s at %s: the reference: %w", d.f.Name, sizesKey(s), err)
 			}
 		}
-		got := c.Args(seed)
+		got := check.Args(d.f, s, seed)
 		_, bucket, err := d.Kernel(s)
 		if err != nil {
 			return err
@@ -204,8 +203,8 @@ func (d *Dispatch) Check(sizes []map[string]int64, cache *native.Cache, opts llv
 		}
 		var variances map[string][]float64
 		for _, p := range d.f.Params {
-			e := workload.MaxRelErr(got[p.Name], want[p.Name])
-			tol := workload.Tolerance(p.DType)
+			e := check.MaxRelErr(got[p.Name], want[p.Name])
+			tol := check.Tolerance(p.DType)
 			if opts.FastMath {
 				tol *= 100
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -106,7 +107,7 @@ func TestDispatch(t *testing.T) {
 			t.Fatalf("T=%d: %v", c.t, err)
 		}
 		for _, p := range f.Params {
-			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+			if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
 				t.Errorf("T=%d: %s differs from the interpreter by %g", c.t, p.Name, e)
 			}
 		}

@@ -59,10 +59,12 @@
 // auto-bind), for code the cuda package lowers.
 //
 // Measuring: on the CPU, LocalBuilder builds shared objects and
-// ProcessRunner times them in worker processes; on a GPU, CUDABuilder
-// lowers to CUDA C and a ProcessRunner with Target "cuda" compiles (NVRTC),
-// checks and times each candidate in a worker, between device events with
-// the data left on the device. The reference outputs come from where the
+// ProcessRunner times them in worker processes; on a GPU, the Builder of
+// package autotune/cudatune lowers to CUDA C and a ProcessRunner with
+// Target "cuda" compiles (NVRTC), checks and times each candidate in a
+// worker, between device events with the data left on the device. The
+// tuner reaches a GPU only through the Device interface, which cudatune
+// registers, so a program that tunes for its CPU links no GPU back end. The reference outputs come from where the
 // candidates run: on the CPU the unscheduled function, on a GPU its
 // plainest kernel (one thread per output, see referenceKernel), each
 // checked against the interpreter where that is small; a GPU's are

@@ -8,6 +8,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -134,7 +135,7 @@ func TestFuseRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range k.Params {
-				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-5 {
+				if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-5 {
 					t.Fatalf("%dx%d, seed %d: %s differs from the interpreter by %g\n%s", size, size, seed, p.Name, e, s.Trace())
 				}
 			}

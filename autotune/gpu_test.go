@@ -14,6 +14,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/internal/workload"
@@ -74,7 +75,7 @@ func TestGPUSpaceLowers(t *testing.T) {
 				continue
 			}
 			for _, p := range c.Func.Params {
-				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
+				if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-4 {
 					t.Errorf("%s seed %d: %s differs from the interpreter's by %g\n%s", c.Name, seed, p.Name, e, s.Trace())
 				}
 			}
@@ -173,7 +174,7 @@ func emulationMatches(t *testing.T, name string, c defaultCase, m *cuda.Module, 
 	}
 	for i, r := range runs {
 		for _, p := range c.f.Params {
-			if e := workload.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
+			if e := check.MaxRelErr(r.Args[p.Name], wants[i][p.Name]); e > 1e-4 {
 				t.Errorf("%s at %v: %s differs from the interpreter's by %g\n%s", name, r.Sizes, p.Name, e, s.Trace())
 			}
 		}
@@ -313,7 +314,7 @@ func TestGPUDefaultTensorCores(t *testing.T) {
 				t.Errorf("no shared tiles, or accumulators not in registers:\n%s", m.Source)
 			}
 			out := f.Params[len(f.Params)-1].Name
-			if e := workload.MaxRelErr(got[out], want[out]); e > 1e-4 {
+			if e := check.MaxRelErr(got[out], want[out]); e > 1e-4 {
 				t.Errorf("%s differs from the interpreter's by %g\n%s", out, e, s.Trace())
 			}
 		})
@@ -477,7 +478,7 @@ func TestTensorCoreShapes(t *testing.T) {
 			if err := gputest.Run(ctx, m, nil, got); err != nil {
 				t.Fatal(err)
 			}
-			if e := workload.MaxRelErr(got["C"], wantArgs["C"]); e > 1e-4 {
+			if e := check.MaxRelErr(got["C"], wantArgs["C"]); e > 1e-4 {
 				t.Errorf("C differs from the interpreter's by %g\n%s", e, m.Source)
 			}
 		})
@@ -561,7 +562,7 @@ func TestTensorCoreAccumulate(t *testing.T) {
 			m.Arch = "sm_80"
 			h := workload.Case{Name: "gemm", Func: f}
 			got, want := h.Args(1), h.Args(1)
-			args := workload.Clone(got)
+			args := check.Clone(got)
 			if err := ast.Interpret(s.Func(), nil, want); err != nil {
 				t.Fatal(err)
 			}
@@ -646,5 +647,13 @@ func TestGPUSymbolicTiling(t *testing.T) {
 	}
 	if tiled == 0 || !strings.Contains(d.Trace().String(), "reverse_compute_at") {
 		t.Errorf("Default and %d samples: %d tiled with a write cache (Default must be)", seeds, tiled)
+	}
+}
+
+// TestPipelineKey: the tuner's spelling of the pipeline annotation is
+// codegen/cuda's.
+func TestPipelineKey(t *testing.T) {
+	if pipelineKey != cuda.PipelineKey {
+		t.Errorf("autotune's pipelineKey %q, codegen/cuda's PipelineKey %q", pipelineKey, cuda.PipelineKey)
 	}
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/errbound"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // LocalBuilder lowers candidates to LLVM IR and builds their shared
@@ -76,8 +76,8 @@ type ProcessRunner struct {
 	Repeats    int           // timed samples; 0 means 5
 	MinSeconds float64       // each sample repeats the kernel until it takes this long; 0 means 0.01
 	// Target is where candidates run: "" on this CPU, "cuda" on the first
-	// GPU (see CUDABuilder). The reference outputs are computed there too
-	// (on a GPU by the function's plainest kernel, see serveCUDA).
+	// GPU (see Device and package autotune/cudatune). The reference outputs are computed there too
+	// (on a GPU by the function's plainest kernel, see serveDevice).
 	Target string
 
 	mu   sync.Mutex
@@ -118,7 +118,7 @@ type workRequest struct {
 	// sample (0: none).
 	Cutoff float64 `json:"cutoff,omitempty"`
 	// Poison names the outputs whose data starts as NaN: those the
-	// unscheduled function writes first (workload.WrittenFirst), the same
+	// unscheduled function writes first (check.WrittenFirst), the same
 	// for the reference and every candidate.
 	Poison []string `json:"poison,omitempty"`
 }
@@ -126,7 +126,7 @@ type workRequest struct {
 // poisoned returns the outputs of task's function that its data starts
 // with NaN in (see workRequest.Poison).
 func poisoned(f *ast.Func) []string {
-	return slices.Sorted(maps.Keys(workload.WrittenFirst(f)))
+	return slices.Sorted(maps.Keys(check.WrittenFirst(f)))
 }
 
 // args returns the data req's function runs on.
@@ -135,7 +135,7 @@ func (req *workRequest) args(f *ast.Func) map[string]any {
 	for _, name := range req.Poison {
 		poison[name] = true
 	}
-	return workload.Case{Func: f, Sizes: req.Sizes}.ArgsPoisoning(req.Seed, poison)
+	return check.ArgsPoisoning(f, req.Sizes, req.Seed, poison)
 }
 
 // workResponse is what a worker answers, as JSON on stdout.
@@ -283,13 +283,13 @@ func checkAgainstInterpreter(task *Task, refPath string) error {
 	if err != nil {
 		return err
 	}
-	got := workload.Case{Func: task.Func, Sizes: task.Sizes}.Args(1)
+	got := check.Args(task.Func, task.Sizes, 1)
 	if err := ast.Interpret(task.Func, task.Sizes, got); err != nil {
 		return err
 	}
 	for name, w := range want {
 		p := paramOf(task.Func, name)
-		if e := workload.MaxRelErr(w, got[name]); p != nil && e > workload.Tolerance(p.DType) {
+		if e := check.MaxRelErr(w, got[name]); p != nil && e > check.Tolerance(p.DType) {
 			return fmt.Errorf("the compiled reference differs from the interpreter in %s by %g", name, e)
 		}
 	}
@@ -439,9 +439,9 @@ func checkOutputs(req *workRequest, f *ast.Func, args map[string]any) (float64, 
 		if !ok {
 			continue
 		}
-		e := workload.MaxRelErr(args[p.Name], w)
+		e := check.MaxRelErr(args[p.Name], w)
 		worst = max(worst, e)
-		tol := workload.Tolerance(p.DType)
+		tol := check.Tolerance(p.DType)
 		if req.Options.FastMath {
 			tol *= 100
 		}
@@ -452,7 +452,7 @@ func checkOutputs(req *workRequest, f *ast.Func, args map[string]any) (float64, 
 		if !ok && want[normKey] != nil {
 			// A reference without the rounding's variances (made on a
 			// GPU): the error over the whole output, in the 2-norm.
-			if n := workload.NormRelErr(p.DType, args[p.Name], w); n > tol {
+			if n := check.NormRelErr(p.DType, args[p.Name], w); n > tol {
 				return worst, fmt.Errorf("wrong result: %s differs from the reference by %g in the 2-norm (tolerance %g; by %g at worst)", p.Name, n, tol, e)
 			}
 			continue
@@ -470,7 +470,7 @@ func checkOutputs(req *workRequest, f *ast.Func, args map[string]any) (float64, 
 }
 
 // normKey marks a reference file without the variances of the rounding
-// error (one made on a GPU, see writeCUDAReference): an output beyond the
+// error (one made on a GPU, see writeDeviceReference): an output beyond the
 // fixed tolerance element by element is then checked by its error in the
 // 2-norm, ‖got − want‖ / ‖want‖. A NaN (an element never written) fails
 // either way; one wrong element among n shows as about 1/√n of the norm.
@@ -493,8 +493,8 @@ func errorVariances(cache *native.Cache, f *ast.Func, req *workRequest) map[stri
 	if err != nil {
 		return nil
 	}
-	args := workload.Case{Func: g, Sizes: req.Sizes}.Args(req.Seed)
-	in := workload.Case{Func: f, Sizes: req.Sizes}.Args(req.Seed)
+	args := check.Args(g, req.Sizes, req.Seed)
+	in := check.Args(f, req.Sizes, req.Seed)
 	maps.Copy(args, in) // the function's own inputs, whatever Args gives the twin's extra parameters
 	if err := k.Run(req.Sizes, args); err != nil {
 		return nil
@@ -527,8 +527,8 @@ func serve(req *workRequest) *workResponse {
 	if err != nil {
 		return fail(err)
 	}
-	if req.Target == targetCUDA {
-		return serveCUDA(req, f)
+	if req.Target != "" {
+		return serveDevice(req, f)
 	}
 	cache, err := native.DefaultCache()
 	if req.CacheDir != "" {

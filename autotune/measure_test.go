@@ -2,18 +2,16 @@ package autotune
 
 import (
 	"context"
+	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/allocprof"
-	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -127,71 +125,53 @@ func TestLongReductionInAnotherOrder(t *testing.T) {
 	}
 }
 
-// TestCUDAMeasure: the GPU builder lowers candidates (refusing, with the
-// CUDA writer's reason, one that binds no loop to threads). On a machine
-// without CUDA the GPU runner's workers answer each candidate with CUDA's
-// absence instead of crashing; then, loading the stand-in driver of
-// package cudaemu, they compile, run, check and time it, as they do on a
-// GPU where there is one.
-func TestCUDAMeasure(t *testing.T) {
-	// No LLVM: a GPU's machine may have none, and the GPU runner needs
-	// none (its reference is made on the GPU too).
-	r := &ProcessRunner{Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{"LOOM_AUTOTUNE_WORKER=1"}, CacheDir: t.TempDir(),
-		Timeout: 20 * time.Second, Repeats: 3, MinSeconds: 0.001, Target: "cuda"}
-	const src = `func double(A: float32[64], B: float32[64]) {
+// The fake device of this test binary, its workers' too: a package-level
+// variable registers it before package autotune's initialization starts a
+// worker (WorkerEnv). It is never there.
+var _ = func() bool {
+	RegisterDevice("fake", func() (Device, error) { return nil, errors.New("the fake device is not on this machine") })
+	return true
+}()
+
+// TestDeviceMeasure: a runner for a device whose worker cannot open it
+// fails each candidate with the worker's reason, keeping the reference's
+// failure instead of asking the worker again; a target no package
+// registered fails naming the targets the program has (CUDA's own path
+// is tested in package autotune/cudatune).
+func TestDeviceMeasure(t *testing.T) {
+	task := &Task{Name: "double", Func: mustParse(t, `func double(A: float32[64], B: float32[64]) {
   ScheduleBlock(root) {
-    %s for (i0, 0, 2) {
-      %s for (i1, 0, 32) {
-        ScheduleBlock(B) {
-          vi = axis.bind(i0 * 32 + i1)
-          axis.domain(vi = spatial(0, 64))
-          reads(A[vi])
-          writes(B[vi])
-          B[vi] = A[vi] * 2.0f
-        }
+    serial for (i, 0, 64) {
+      ScheduleBlock(B) {
+        vi = axis.bind(i)
+        axis.domain(vi = spatial(0, 64))
+        reads(A[vi])
+        writes(B[vi])
+        B[vi] = A[vi] * 2.0f
       }
     }
   }
-}`
-	task := &Task{Name: "double", Func: mustParse(t, fmt.Sprintf(src, "serial", "serial"))}
-	bound := mustParse(t, fmt.Sprintf(src, "bind(blockIdx.x)", "bind(threadIdx.x)"))
-	cands := []*Candidate{{Func: bound}, {Func: task.Func}}
-	builds := (&CUDABuilder{}).Build(context.Background(), task, cands)
-	if builds[0].Err != nil {
-		t.Fatalf("bound candidate: %v", builds[0].Err)
-	}
-	if builds[1].Err == nil {
-		t.Errorf("a candidate with no GPU-bound loop lowered to CUDA")
-	}
-	run := r.Run(context.Background(), task, cands[:1], builds[:1])[0]
-	if _, err := cuda.Open(); err != nil {
-		if run.Err == nil || !strings.Contains(run.Err.Error(), "CUDA is not available") {
-			t.Errorf("without CUDA: %+v, want CUDA's absence as the error", run)
+}`)}
+	cands := []*Candidate{{Func: task.Func}}
+	builds := []BuildResult{{}}
+	for _, c := range []struct{ target, want string }{
+		{"fake", "the fake device is not on this machine"},
+		{"nosuch", `no device of target "nosuch" is linked into this program; it has fake`},
+		{"cuda", "import github.com/loom-go/loom/autotune/cudatune"},
+	} {
+		r := &ProcessRunner{Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{"LOOM_AUTOTUNE_WORKER=1"}, CacheDir: t.TempDir(),
+			Timeout: 20 * time.Second, Repeats: 3, MinSeconds: 0.001, Target: c.target}
+		run := r.Run(context.Background(), task, cands, builds)[0]
+		if run.Err == nil || !strings.Contains(run.Err.Error(), c.want) {
+			t.Errorf("target %s: %+v, want the error %q", c.target, run, c.want)
 		}
-		lib, err := cudaemu.BuildDriver(context.Background(), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The first runner keeps its failed reference (a runner's
-		// workers do not gain CUDA later); a new one with the stand-in.
 		if len(r.refErrs) != 1 {
-			t.Errorf("the reference's failure, reported by its worker, is not kept: %v", r.refErrs)
+			t.Errorf("target %s: the reference's failure, reported by its worker, is not kept: %v", c.target, r.refErrs)
 		}
-		if again := r.Run(context.Background(), task, cands[:1], builds[:1])[0]; again.Err == nil || again.Err.Error() != run.Err.Error() {
-			t.Errorf("a candidate after the reference failed: %+v, want the same failure", again)
+		if again := r.Run(context.Background(), task, cands, builds)[0]; again.Err == nil || run.Err == nil || again.Err.Error() != run.Err.Error() {
+			t.Errorf("target %s: a candidate after the reference failed: %+v, want the same failure", c.target, again)
 		}
 		r.Close()
-		r = &ProcessRunner{Command: r.Command, Env: append(r.Env, cuda.DriverEnv+"="+lib, cuda.NVRTCEnv+"="+lib), CacheDir: r.CacheDir,
-			Timeout: r.Timeout, Repeats: r.Repeats, MinSeconds: r.MinSeconds, Target: r.Target}
-		defer r.Close()
-		run = r.Run(context.Background(), task, cands[:1], builds[:1])[0]
-		if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
-			t.Errorf("on the stand-in driver: %+v", run)
-		}
-		return
-	}
-	if run.Err != nil || len(run.Seconds) == 0 || run.Seconds[0] <= 0 {
-		t.Errorf("on the GPU: %+v", run)
 	}
 }
 

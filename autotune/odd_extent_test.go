@@ -7,6 +7,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -82,7 +83,7 @@ func TestOddExtentsMatchInterpreter(t *testing.T) {
 		if err := k.Run(nil, got); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if e := workload.MaxRelErr(got["C"], want["C"]); e > 1e-4 {
+		if e := check.MaxRelErr(got["C"], want["C"]); e > 1e-4 {
 			t.Fatalf("%s: C differs from the interpreter by %g\n%s", name, e, s.Trace())
 		}
 	}

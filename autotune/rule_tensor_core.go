@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/intrin"
 	"github.com/loom-go/loom/schedule"
 )
@@ -27,7 +26,7 @@ import (
 // (ko) covers kk mma steps of 16, whose factors' tiles the whole block
 // fetches into shared memory at ko (cooperativeFetch), ldmatrix loading
 // the warps' fragments from there; the fetches run stages-1 steps ahead
-// of the mma (cp.async, a software pipeline: cuda.PipelineKey on ko). The
+// of the mma (cp.async, a software pipeline: pipelineKey on ko). The
 // init is decomposed before ko and spread over each warp's 32 lanes, and
 // the 16 × 8 × 16 nest tensorized with the first intrinsic of package
 // intrin it matches (float16 or bfloat16 factors, B as a tile or
@@ -462,7 +461,7 @@ func tensorCoreSteps(s *schedule.Schedule, t Target, name, intrinsic string, c t
 			}
 		}
 		if c.stages > 1 {
-			if err := s.AnnotateLoop(ks[0], cuda.PipelineKey, c.stages); err != nil {
+			if err := s.AnnotateLoop(ks[0], pipelineKey, c.stages); err != nil {
 				return err
 			}
 		}

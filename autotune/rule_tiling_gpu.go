@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -218,8 +217,8 @@ func (m MultiLevelTilingGPU) apply(s *schedule.Schedule, b schedule.Block, t Tar
 
 // pipeline samples whether the fetches at loop l (shared bytes a step)
 // run a step ahead of their use, a software pipeline of two stages
-// (cuda.PipelineKey): on devices with cp.async (sm_80), when l has two
-// steps or more and the shared memory holds two copies of the tiles.
+// (pipelineKey): on devices with cp.async (sm_80), when l has two steps or
+// more and the shared memory holds two copies of the tiles.
 // Default pipelines wherever it can.
 func pipeline(s *schedule.Schedule, t Target, l schedule.Loop, shared int64) error {
 	steps, ok := s.Extent(l)
@@ -233,8 +232,13 @@ func pipeline(s *schedule.Schedule, t Target, l schedule.Loop, shared int64) err
 	if stages.Int() < 2 {
 		return nil
 	}
-	return s.AnnotateLoopBy(l, cuda.PipelineKey, stages)
+	return s.AnnotateLoopBy(l, pipelineKey, stages)
 }
+
+// pipelineKey is codegen/cuda's PipelineKey, the loop annotation asking
+// for a software pipeline of N stages, spelled here so that the tuner
+// links no GPU back end (a test holds the two equal).
+const pipelineKey = "software_pipeline"
 
 // fetchVectorLanes are the elements each thread copies at once in a
 // cooperative fetch of elements of type dt (a float2 or float4 access for

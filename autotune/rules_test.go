@@ -11,6 +11,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -169,7 +170,7 @@ func TestSampledKernelsMatchInterpreter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range c.Func.Params {
-				if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-5 {
+				if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > 1e-5 {
 					t.Fatalf("%s seed %d: %s differs from the interpreter by %g\n%s", c.Name, seed, p.Name, e, s.Trace())
 				}
 			}

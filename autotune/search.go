@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/sysmem"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -85,14 +85,13 @@ func (t *Task) Check() error {
 			return fmt.Errorf("task %s: no value for size %s", t.Name, s.Name)
 		}
 	}
-	c := workload.Case{Name: t.Name, Func: t.Func, Sizes: t.Sizes}
 	for _, p := range t.Func.Params {
 		if _, err := ast.DataSize(p, t.Sizes); err != nil {
 			return fmt.Errorf("task %s: %v", t.Name, err)
 		}
 	}
 	// The arguments, the reference's outputs and a candidate's run.
-	return sysmem.Check("task "+t.Name, 3*c.Bytes())
+	return sysmem.Check("task "+t.Name, 3*check.Bytes(t.Func, t.Sizes))
 }
 
 // RunAtSizes measures built candidates at the task's sizes, or, for a

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/schedgen"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -38,7 +38,7 @@ func TestSampleKeepsResults(t *testing.T) {
 				t.Fatalf("%s seed %d: %v\n%s", c.Name, seed, err, s.Trace())
 			}
 			for name, w := range want {
-				if e := workload.MaxRelErr(got[name], w); e > 1e-5 {
+				if e := check.MaxRelErr(got[name], w); e > 1e-5 {
 					t.Fatalf("%s seed %d: %s differs (%g)\n%s", c.Name, seed, name, e, s.Trace())
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // TestConcatLast: a batch norm and activations after a concat (DenseNet's
@@ -55,7 +55,7 @@ func TestConcatLast(t *testing.T) {
 		}
 		for _, n := range []int64{0, 1, 2} {
 			got, want := interpretBoth(t, g, p, ref, map[string]int64{"N": n})
-			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
+			if e := check.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
 				t.Errorf("%s, N=%d: Y differs from the graph that keeps the concat (max rel err %g)", layout, n, e)
 			}
 		}

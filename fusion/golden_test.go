@@ -13,8 +13,8 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the want, passes and error sections under testdata/fusion")
@@ -120,7 +120,7 @@ func compare(t *testing.T, g *fusion.Graph, fused, ref *fusion.Plan, sizes map[s
 	t.Helper()
 	got, want := interpretBoth(t, g, fused, ref, sizes)
 	for name, w := range want {
-		if e := workload.MaxRelErr(got[name], w); e > 1e-5 {
+		if e := check.MaxRelErr(got[name], w); e > 1e-5 {
 			t.Errorf("sizes %v: output %s differs from the unfused plan (max rel err %g)", sizes, name, e)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // chainGraph is a chain of n unary operators over X[S, 64].
@@ -176,7 +176,7 @@ func TestReductionChainAligns(t *testing.T) {
 	}
 	sizes := map[string]int64{"S": 3}
 	x, _ := NewData(g.Inputs[0], sizes)
-	workload.FillRandom(x, rand.New(rand.NewPCG(1, 2)))
+	check.FillRandom(x, rand.New(rand.NewPCG(1, 2)))
 	in := map[string]any{"X": x}
 	got, err := p.Interpret(sizes, in)
 	if err != nil {
@@ -187,7 +187,7 @@ func TestReductionChainAligns(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := g.Outputs[0].Name
-	if e := workload.MaxRelErr(got[out], want[out]); e != 0 {
+	if e := check.MaxRelErr(got[out], want[out]); e != 0 {
 		t.Errorf("the fused chain differs from one kernel per operator by %g", e)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // TestDeadTaps: the taps of a convolution with constant weights that read
@@ -76,7 +76,7 @@ func TestDeadTaps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
+			if e := check.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
 				t.Errorf("differs from the convolution with its weights given per call (max rel err %g)", e)
 			}
 		})

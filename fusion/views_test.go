@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // TestAnchorReadsThroughViews: a matmul reads through a transpose of the
@@ -58,7 +58,7 @@ func TestAnchorReadsThroughViews(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				workload.FillRandom(d, r)
+				check.FillRandom(d, r)
 				inputs[x.Name] = d
 			}
 			want, err := apart.Interpret(nil, inputs)
@@ -69,7 +69,7 @@ func TestAnchorReadsThroughViews(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
+			if e := check.MaxRelErr(got["Y"], want["Y"]); e > 1e-6 {
 				t.Errorf("the fused plan differs from the unfused one by %g", e)
 			}
 		})

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/module"
 )
 
@@ -243,7 +243,7 @@ func TestCLibraryMatchesInterpreter(t *testing.T) {
 			for i, want := range wants {
 				runs++
 				for name, w := range want {
-					if e := workload.MaxRelErr(got[i][name], w); e > 1e-4 {
+					if e := check.MaxRelErr(got[i][name], w); e > 1e-4 {
 						t.Errorf("at %v: output %s differs from the interpreter's by %g", gg.sizes[i], name, e)
 					}
 				}
@@ -409,7 +409,7 @@ func TestCLibraryHostileNames(t *testing.T) {
 	got := buildAndRun(t, m, t.TempDir(), "odd", cases, false)
 	for i, want := range wants {
 		for name, w := range want {
-			if e := workload.MaxRelErr(got[i][name], w); e > 1e-5 {
+			if e := check.MaxRelErr(got[i][name], w); e > 1e-5 {
 				t.Errorf("case %d: output %s differs from the interpreter's by %g", i, name, e)
 			}
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // TestCLibraryReservedNames: a library may not take a name C, its library
@@ -58,7 +58,7 @@ func TestCLibraryTensorNamesLikeC(t *testing.T) {
 	got := buildAndRun(t, m, t.TempDir(), "cnames", cases, false)
 	for i, want := range wants {
 		for name, w := range want {
-			if e := workload.MaxRelErr(got[i][name], w); e > 1e-5 {
+			if e := check.MaxRelErr(got[i][name], w); e > 1e-5 {
 				t.Errorf("case %d: output %s differs from the interpreter's by %g", i, name, e)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/module"
 )
 
@@ -58,7 +58,7 @@ func TestInPlaceCompiled(t *testing.T) {
 			if err := m.Run(ins, outs); err != nil {
 				t.Fatalf("N=%d: %v", n, err)
 			}
-			if e := workload.MaxRelErr(outs["Z"].Data, want["Z"]); !(e <= 1e-5) {
+			if e := check.MaxRelErr(outs["Z"].Data, want["Z"]); !(e <= 1e-5) {
 				t.Errorf("N=%d: Z differs from the unfused plan's by %g", n, e)
 			}
 		}

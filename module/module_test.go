@@ -17,9 +17,9 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/instances"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
 
@@ -131,7 +131,7 @@ func inputsAt(t testing.TB, g *fusion.Graph, sizes map[string]int64, seed uint64
 		if err != nil {
 			t.Fatal(err)
 		}
-		workload.FillRandom(d, r)
+		check.FillRandom(d, r)
 		if v, ok := d.([]int32); ok { // indices: small, some negative
 			for i := range v {
 				v[i] = int32(r.IntN(7) - 2)
@@ -204,7 +204,7 @@ func TestGoldensMatchInterpreter(t *testing.T) {
 			}
 			runs++
 			for name, w := range want {
-				if e := workload.MaxRelErr(outs[name].Data, w); e > 1e-4 {
+				if e := check.MaxRelErr(outs[name].Data, w); e > 1e-4 {
 					t.Errorf("%s at %v: output %s differs from the interpreter's by %g", gg.name, sizes, name, e)
 				}
 			}
@@ -341,7 +341,7 @@ func TestConcurrentRuns(t *testing.T) {
 					return
 				}
 				for name, w := range want {
-					if e := workload.MaxRelErr(outs[name].Data, w); e > 1e-4 {
+					if e := check.MaxRelErr(outs[name].Data, w); e > 1e-4 {
 						errs <- fmt.Errorf("at %v: %s differs by %g", sizes, name, e)
 						return
 					}
@@ -429,7 +429,7 @@ func TestRunPointers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, w := range want {
-		if e := workload.MaxRelErr(got[name].Data, w.Data); e != 0 {
+		if e := check.MaxRelErr(got[name].Data, w.Data); e != 0 {
 			t.Errorf("output %s differs from Run's by %g", name, e)
 		}
 	}

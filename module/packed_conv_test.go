@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // TestPackedConvolutionsRun: a model's convolutions of constant weights
@@ -53,7 +53,7 @@ func TestPackedConvolutionsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, w := range want {
-		if e := workload.MaxRelErr(outs[name].Data, w); !(e <= 1e-4) {
+		if e := check.MaxRelErr(outs[name].Data, w); !(e <= 1e-4) {
 			t.Errorf("output %s differs from the interpreter's by %g", name, e)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/module"
 )
 
@@ -80,7 +80,7 @@ func TestTune(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, w := range want {
-		if e := workload.MaxRelErr(got[name].Data, w.Data); e > 1e-5 {
+		if e := check.MaxRelErr(got[name].Data, w.Data); e > 1e-5 {
 			t.Errorf("output %s: the tuned module differs from the default by %g", name, e)
 		}
 	}

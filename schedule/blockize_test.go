@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/schedgen"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/intrin"
@@ -30,7 +31,7 @@ func blockizeSame(t *testing.T, f, g *ast.Func, sizes []map[string]int64) {
 		for seed := uint64(1); seed <= 2; seed++ {
 			c := schedgen.Case{Name: f.Name, Func: f, Sizes: []map[string]int64{sz}}
 			want := c.Args(sz, seed)
-			got := workload.Clone(want)
+			got := check.Clone(want)
 			if err := ast.Interpret(f, sz, want); err != nil {
 				t.Fatalf("sizes %v: the input faults: %s", sz, ast.Explain(f, err))
 			}
@@ -38,7 +39,7 @@ func blockizeSame(t *testing.T, f, g *ast.Func, sizes []map[string]int64) {
 				t.Fatalf("sizes %v: the blockized function faults: %s", sz, ast.Explain(g, err))
 			}
 			for name, w := range want {
-				if workload.MaxRelErr(got[name], w) != 0 {
+				if check.MaxRelErr(got[name], w) != 0 {
 					t.Fatalf("sizes %v, seed %d: buffer %s differs after blockize\n%s", sz, seed, name, ast.Print(g))
 				}
 			}
@@ -210,7 +211,7 @@ func must[T any](t *testing.T) func(T, error) T {
 	}
 }
 
-func check(t *testing.T, err error) {
+func mustSucceed(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(schedule.Explain(err))
@@ -384,7 +385,7 @@ func interleave(t *testing.T, c schedgen.Case, seed uint64, steps int) {
 	r := rand.New(rand.NewPCG(seed, 0xb10c2))
 	sizes := c.SizesFor(seed)
 	args := c.Args(sizes, seed)
-	want := workload.Clone(args)
+	want := check.Clone(args)
 	if err := ast.Interpret(c.Func, sizes, want); err != nil {
 		t.Fatal(err)
 	}
@@ -463,19 +464,19 @@ func interleave(t *testing.T, c schedgen.Case, seed uint64, steps int) {
 		if op.Prim == "blockize" {
 			blockized++
 		}
-		got := workload.Clone(args)
+		got := check.Clone(args)
 		if err := ast.Interpret(s.Func(), sizes, got); err != nil {
 			t.Fatalf("after %v the interpreter faults: %s", log, ast.Explain(s.Func(), err))
 		}
 		for name, w := range want {
-			if reassociated && workload.MaxRelErr(got[name], w) <= 1e-4 || !reassociated && workload.MaxRelErr(got[name], w) == 0 {
+			if reassociated && check.MaxRelErr(got[name], w) <= 1e-4 || !reassociated && check.MaxRelErr(got[name], w) == 0 {
 				continue
 			}
 			t.Fatalf("after %v buffer %s differs:\n%s", log, name, ast.Print(s.Func()))
 		}
 		for _, n := range nests(s.Func()) {
 			flat := flattenNest(t, s.Func(), n)
-			if err := ast.Interpret(flat, sizes, workload.Clone(args)); err != nil {
+			if err := ast.Interpret(flat, sizes, check.Clone(args)); err != nil {
 				t.Fatalf("after %v the regions of block %s do not hold what is inside it: %s", log, n, ast.Explain(flat, err))
 			}
 		}
@@ -485,7 +486,7 @@ func interleave(t *testing.T, c schedgen.Case, seed uint64, steps int) {
 	}
 	t.Logf("%d blockizes in %v", blockized, log)
 	checkTraceRoundTrips(t, c.Func, s)
-	got := workload.Clone(args)
+	got := check.Clone(args)
 	if err := nativeRun(s.Func(), sizes, got); err != nil {
 		if errors.Is(err, schedgen.ErrNotCompiled) {
 			t.Logf("not compiled: %v", err)
@@ -493,12 +494,12 @@ func interleave(t *testing.T, c schedgen.Case, seed uint64, steps int) {
 		}
 		t.Fatalf("after %v: codegen/llvm: %v\n%s", log, err, ast.Print(s.Func()))
 	}
-	ref := workload.Clone(args)
+	ref := check.Clone(args)
 	if err := ast.Interpret(s.Func(), sizes, ref); err != nil {
 		t.Fatal(err)
 	}
 	for name, w := range ref {
-		if e := workload.MaxRelErr(got[name], w); e > workload.Tolerance(c.Func.Param(name).DType) {
+		if e := check.MaxRelErr(got[name], w); e > check.Tolerance(c.Func.Param(name).DType) {
 			t.Fatalf("after %v: the compiled function's %s differs from the interpreter's by %g\n%s", log, name, e, ast.Print(s.Func()))
 		}
 	}
@@ -515,7 +516,7 @@ func nativeAgrees(t *testing.T, f *ast.Func, sizes []map[string]int64) {
 	for _, sz := range sizes {
 		c := schedgen.Case{Name: f.Name, Func: f, Sizes: []map[string]int64{sz}}
 		want := c.Args(sz, 7)
-		got := workload.Clone(want)
+		got := check.Clone(want)
 		if err := ast.Interpret(f, sz, want); err != nil {
 			t.Fatalf("sizes %v: %s", sz, ast.Explain(f, err))
 		}
@@ -526,7 +527,7 @@ func nativeAgrees(t *testing.T, f *ast.Func, sizes []map[string]int64) {
 			t.Fatalf("sizes %v: codegen/llvm: %v\n%s", sz, err, ast.Print(f))
 		}
 		for _, p := range f.Params {
-			if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > workload.Tolerance(p.DType) {
+			if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > check.Tolerance(p.DType) {
 				t.Fatalf("sizes %v: the compiled function's %s differs from the interpreter's by %g\n%s", sz, p.Name, e, ast.Print(f))
 			}
 		}
@@ -684,7 +685,7 @@ func TestBlockizeElementwise(t *testing.T) {
 			ls := mustLoops(t, s, "i", "j")
 			i := must[[]schedule.Loop](t)(s.Split(ls[0], -1, 4))
 			j := must[[]schedule.Loop](t)(s.Split(ls[1], -1, 5))
-			check(t, s.Reorder(i[0], j[0], i[1], j[1]))
+			mustSucceed(t, s.Reorder(i[0], j[0], i[1], j[1]))
 			b := must[schedule.Block](t)(s.Blockize(i[1]))
 			if shape == [2]int{12, 20} {
 				want := strings.Join([]string{
@@ -700,8 +701,8 @@ func TestBlockizeElementwise(t *testing.T) {
 			checkBlockized(t, f, s, b.Name(), nil)
 			nativeAgrees(t, s.Func(), nil)
 			// The new block's loops parallelize and vectorize like any.
-			check(t, s.Parallel(i[0]))
-			check(t, s.Vectorize(j[1]))
+			mustSucceed(t, s.Parallel(i[0]))
+			mustSucceed(t, s.Vectorize(j[1]))
 			blockizeSame(t, f, s.Func(), nil)
 			nativeAgrees(t, s.Func(), nil)
 		})
@@ -1123,22 +1124,22 @@ func TestBlockizeThenOtherPrimitives(t *testing.T) {
 		ko := mustLoops(t, s, "k_0")[0]
 		for _, buf := range []string{"A", "B"} {
 			copy := must[schedule.Block](t)(s.CacheRead(c, buf, "shared"))
-			check(t, s.ComputeAt(copy, ko))
+			mustSucceed(t, s.ComputeAt(copy, ko))
 		}
 		o := blockText(t, s.Func(), b.Name())
 		if !strings.Contains(o, "A_shared[vi_o * 16:+16, vk_o * 16:+16]") || !strings.Contains(o, "B_shared[") || strings.Contains(o, "A[") {
 			t.Errorf("block %s does not read the caches:\n%s", b.Name(), o)
 		}
-		check(t, s.TensorizeBlock(b, "mma_m16n8k16_f16_f32"))
+		mustSucceed(t, s.TensorizeBlock(b, "mma_m16n8k16_f16_f32"))
 		checkBlockized(t, f, s, b.Name(), nil)
 		nativeAgrees(t, s.Func(), nil)
 	})
 	t.Run("loops inside", func(t *testing.T) {
 		f, s, b := blockizedMMA(t)
-		check(t, s.Reorder(mustLoops(t, s, "j_1", "i_1")...))
+		mustSucceed(t, s.Reorder(mustLoops(t, s, "j_1", "i_1")...))
 		must[[]schedule.Loop](t)(s.Split(mustLoops(t, s, "k_1")[0], 4, 4))
-		check(t, s.Unroll(mustLoops(t, s, "k_1_1")[0]))
-		check(t, s.Parallel(mustLoops(t, s, "i_0")[0]))
+		mustSucceed(t, s.Unroll(mustLoops(t, s, "k_1_1")[0]))
+		mustSucceed(t, s.Parallel(mustLoops(t, s, "i_0")[0]))
 		checkBlockized(t, f, s, b.Name(), nil)
 		nativeAgrees(t, s.Func(), nil)
 	})
@@ -1152,7 +1153,7 @@ func TestBlockizeNested(t *testing.T) {
 	s := must[*schedule.Schedule](t)(schedule.New(f))
 	i := must[[]schedule.Loop](t)(s.Split(mustLoops(t, s, "i")[0], -1, 8))
 	j := must[[]schedule.Loop](t)(s.Split(mustLoops(t, s, "j")[0], -1, 6))
-	check(t, s.Reorder(i[0], j[0], i[1], j[1]))
+	mustSucceed(t, s.Reorder(i[0], j[0], i[1], j[1]))
 	outer := must[schedule.Block](t)(s.Blockize(i[1]))
 	i2 := must[[]schedule.Loop](t)(s.Split(i[1], -1, 2))
 	inner := must[schedule.Block](t)(s.Blockize(i2[1]))
@@ -1204,12 +1205,12 @@ func TestBlockizeInlinedProducer(t *testing.T) {
 	s := must[*schedule.Schedule](t)(schedule.New(f))
 	i := must[[]schedule.Loop](t)(s.Split(mustLoops(t, s, "i")[0], -1, 4))
 	b := must[schedule.Block](t)(s.Blockize(i[1]))
-	check(t, s.ComputeInline(must[schedule.Block](t)(s.GetBlock("P"))))
+	mustSucceed(t, s.ComputeInline(must[schedule.Block](t)(s.GetBlock("P"))))
 	if got := blockText(t, s.Func(), b.Name()); got != "vi_o = axis.bind(i_0)\naxis.domain(vi_o = spatial(0, 2))\nreads(X[vi_o * 4:+4, 0:+8])\nwrites(Y[vi_o * 4:+4, 0:+8])" {
 		t.Errorf("block %s after compute_inline:\n%s", b.Name(), got)
 	}
 	wb := must[schedule.Block](t)(s.CacheWrite(must[schedule.Block](t)(s.GetBlock("Y")), "Y", "local"))
-	check(t, s.ReverseComputeAt(wb, i[0]))
+	mustSucceed(t, s.ReverseComputeAt(wb, i[0]))
 	if got := blockText(t, s.Func(), b.Name()); !strings.Contains(got, "writes(Y_local[vi_o * 4:+4, 0:+8])") {
 		t.Errorf("block %s after cache_write:\n%s", b.Name(), got)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -139,7 +140,7 @@ func checkSameResults(t *testing.T, f, g *ast.Func, sizes map[string]int64) {
 	t.Helper()
 	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
 	args := c.Args(rand.Uint64())
-	want := workload.Clone(args)
+	want := check.Clone(args)
 	if err := ast.Interpret(f, sizes, want); err != nil {
 		t.Fatalf("interpreting the input: %v", err)
 	}
@@ -147,7 +148,7 @@ func checkSameResults(t *testing.T, f, g *ast.Func, sizes map[string]int64) {
 		t.Fatalf("interpreting the scheduled function: %s", ast.Explain(g, err))
 	}
 	for name, w := range want {
-		if workload.MaxRelErr(args[name], w) > 1e-5 {
+		if check.MaxRelErr(args[name], w) > 1e-5 {
 			t.Fatalf("buffer %s differs after scheduling", name)
 		}
 	}

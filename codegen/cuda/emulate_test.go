@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/gputest"
 	"github.com/loom-go/loom/internal/workload"
@@ -33,7 +34,7 @@ func TestEmulate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range gc.c.Func.Params {
-				if e := workload.MaxRelErr(got[b.Name], want[b.Name]); e > 1e-4 {
+				if e := check.MaxRelErr(got[b.Name], want[b.Name]); e > 1e-4 {
 					t.Errorf("%s differs from the interpreter's by %g", b.Name, e)
 				}
 			}
@@ -91,8 +92,8 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 			c := workload.Case{Name: "rowsum", Func: f, Sizes: sizes}
 			got, want := c.Args(3), c.Args(3)
 			// Y holds values before, to be replaced by the init at K = 0.
-			workload.FillRandom(got["Y"], rand.New(rand.NewPCG(1, 2)))
-			workload.FillRandom(want["Y"], rand.New(rand.NewPCG(1, 2)))
+			check.FillRandom(got["Y"], rand.New(rand.NewPCG(1, 2)))
+			check.FillRandom(want["Y"], rand.New(rand.NewPCG(1, 2)))
 			if err := ast.Interpret(f, sizes, want); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestEmptyCrossThreadReduction(t *testing.T) {
 		}
 		emulateEach(t, m, runs)
 		for i, r := range runs {
-			if e := workload.MaxRelErr(r.Args["Y"], wants[i]["Y"]); e > 1e-4 {
+			if e := check.MaxRelErr(r.Args["Y"], wants[i]["Y"]); e > 1e-4 {
 				t.Errorf("%d threads, K=%d: Y differs from the interpreter's by %g\n%s", threads, r.Sizes["K"], e, m.Source)
 			}
 		}
@@ -175,7 +176,7 @@ func TestRootConditions(t *testing.T) {
 	emulateEach(t, m, runs)
 	for i, r := range runs {
 		for _, b := range []string{"Z", "W"} {
-			if e := workload.MaxRelErr(r.Args[b], wants[i][b]); e > 0 {
+			if e := check.MaxRelErr(r.Args[b], wants[i][b]); e > 0 {
 				t.Errorf("N=%d: %s differs from the interpreter's by %g\n%s", r.Sizes["N"], b, e, m.Source)
 			}
 		}

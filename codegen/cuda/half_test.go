@@ -12,8 +12,8 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/gputest"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -105,7 +105,7 @@ func runHalf(t *testing.T, f *ast.Func, s *schedule.Schedule, sizes map[string]i
 		if arch != "sm_80" {
 			continue // one run in the emulation
 		}
-		got, want := workload.Clone(args), workload.Clone(args)
+		got, want := check.Clone(args), check.Clone(args)
 		if err := ast.Interpret(f, sizes, want); err != nil {
 			t.Fatal(err)
 		}

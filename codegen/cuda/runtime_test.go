@@ -12,6 +12,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/cuda"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/cudaemu"
 	"github.com/loom-go/loom/internal/workload"
 )
@@ -68,7 +69,7 @@ func TestRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range gc.c.Func.Params {
-				if e := workload.MaxRelErr(got[b.Name], want[b.Name]); e > 1e-4 {
+				if e := check.MaxRelErr(got[b.Name], want[b.Name]); e > 1e-4 {
 					t.Errorf("%s differs from the interpreter's by %g", b.Name, e)
 				}
 			}
@@ -99,7 +100,7 @@ func TestRun(t *testing.T) {
 		if err := ast.Interpret(s.Func(), nil, want); err != nil {
 			t.Fatal(err)
 		}
-		if e := workload.MaxRelErr(got["C"], want["C"]); e > 1e-4 {
+		if e := check.MaxRelErr(got["C"], want["C"]); e > 1e-4 {
 			t.Errorf("C differs from the interpreter's by %g", e)
 		}
 	})

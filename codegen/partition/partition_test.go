@@ -16,6 +16,7 @@ import (
 	"github.com/loom-go/loom/codegen/internal/compact"
 	"github.com/loom-go/loom/codegen/partition"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/instances"
 	"github.com/loom-go/loom/internal/schedgen"
@@ -33,7 +34,7 @@ func same(t *testing.T, name string, f, g *ast.Func, sizes map[string]int64) {
 		if err != nil {
 			t.Fatalf("%s at %v: %v", name, sizes, err)
 		}
-		workload.FillRandom(d, r)
+		check.FillRandom(d, r)
 		if v, ok := d.([]int32); ok {
 			for i := range v {
 				v[i] = int32(r.IntN(5))
@@ -47,7 +48,7 @@ func same(t *testing.T, name string, f, g *ast.Func, sizes map[string]int64) {
 		t.Fatalf("%s at %v: before %v, after %v", name, sizes, errA, errB)
 	}
 	for _, p := range f.Params {
-		if e := workload.MaxRelErr(b[p.Name], a[p.Name]); e != 0 {
+		if e := check.MaxRelErr(b[p.Name], a[p.Name]); e != 0 {
 			t.Errorf("%s at %v: %s differs by %g after partitioning\n%s", name, sizes, p.Name, e, ast.Print(g))
 		}
 	}

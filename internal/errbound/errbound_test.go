@@ -8,6 +8,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/errbound"
 	"github.com/loom-go/loom/internal/workload"
 )
@@ -109,7 +110,7 @@ func TestTwinComputesTheSameValues(t *testing.T) {
 			}
 			for name, sh := range shadows {
 				p := c.f.Param(name)
-				if d := workload.MaxRelErr(got[name], want[name]); d != 0 {
+				if d := check.MaxRelErr(got[name], want[name]); d != 0 {
 					t.Errorf("%s: the twin's values differ from the function's by %g", name, d)
 				}
 				for i, v := range got[sh[1]].([]float64) {
@@ -189,7 +190,7 @@ func TestColumnSumInAnyOrder(t *testing.T) {
 		if ex, at := errbound.Excess(ast.Float32, got, want, variance); ex > 1 {
 			t.Errorf("%s: a correct sum is rejected: %g of the tolerance at column %d", name, ex, at)
 		}
-		if e := workload.MaxRelErr(got, want); e > workload.Tolerance(ast.Float32) {
+		if e := check.MaxRelErr(got, want); e > check.Tolerance(ast.Float32) {
 			t.Logf("%s: beyond the fixed tolerance (%g), within the bounds", name, e)
 			fixed++
 		}
@@ -353,7 +354,7 @@ func TestTwinCompiles(t *testing.T) {
 			}
 			for name, sh := range shadows {
 				for _, b := range []string{name, sh[0], sh[1]} {
-					if d := workload.MaxRelErr(got[b], want[b]); d > 1e-5 {
+					if d := check.MaxRelErr(got[b], want[b]); d > 1e-5 {
 						t.Errorf("%s: compiled and interpreted differ by %g", b, d)
 					}
 				}

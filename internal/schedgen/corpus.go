@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -38,19 +39,19 @@ func (c Case) SizesFor(seed uint64) map[string]int64 {
 // Args returns data for every buffer parameter of c.Func at the given
 // sizes, filled with reproducible random values (from seed), but for the
 // outputs that a block writes before any block reads them
-// (workload.WrittenFirst), which are poisoned (NaN): an element a
+// (check.WrittenFirst), which are poisoned (NaN): an element a
 // schedule, or the function itself, leaves unwritten shows in the
 // results. An in-place output starts from data.
 func (c Case) Args(sizes map[string]int64, seed uint64) map[string]any {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	first := workload.WrittenFirst(c.Func)
+	first := check.WrittenFirst(c.Func)
 	args := map[string]any{}
 	for _, p := range c.Func.Params {
 		data, err := ast.NewData(p, sizes)
 		if err != nil {
 			panic(fmt.Sprintf("schedgen: case %s: %v", c.Name, err))
 		}
-		workload.FillRandom(data, rng)
+		check.FillRandom(data, rng)
 		if first[p.Name] {
 			ast.Poison(p.DType, data)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -354,7 +354,7 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 	st.Sequences = 1
 	sizes := c.SizesFor(seed)
 	args := c.Args(sizes, seed)
-	want := workload.Clone(args)
+	want := check.Clone(args)
 	spent, err := ast.InterpretWithin(c.Func, sizes, want, 0)
 	if err != nil {
 		panic(fmt.Sprintf("schedgen: case %s does not run at sizes %v: %s", c.Name, sizes, ast.Explain(c.Func, err)))
@@ -433,7 +433,7 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 		}
 		src.observe(op, before, s.Func(), true)
 		t0 := time.Now()
-		got := workload.Clone(args)
+		got := check.Clone(args)
 		if _, err := ast.InterpretWithin(s.Func(), sizes, got, budget); errors.Is(err, ast.ErrBudget) {
 			// Legal, but its loops are padded so far beyond what they
 			// split that checking it would take hours: the sequence
@@ -472,7 +472,7 @@ func run(c Case, seed uint64, cfg Config, src opSource, steps, tries int, replay
 		if checked != nil {
 			f = checked
 		}
-		got := workload.Clone(args)
+		got := check.Clone(args)
 		if _, err := ast.InterpretWithin(f, sizes, got, budget); err == nil {
 			if msg := native(cfg, st, f, sizes, args, got); msg != "" {
 				last := ops[len(ops)-1]
@@ -503,14 +503,14 @@ func interpBudget(spent int64) int64 { return max(2_000_000, 64*spent) }
 // compare returns what differs between got and want, or "". Results must
 // be exactly equal, unless a reduction was reassociated (rfactor, or a
 // reorder of its reduce loops): then
-// within workload.Tolerance of the buffer's type.
+// within check.Tolerance of the buffer's type.
 func compare(f *ast.Func, got, want map[string]any, reassociated bool) string {
 	for _, p := range f.Params {
 		tol := 0.0
 		if reassociated {
-			tol = workload.Tolerance(p.DType)
+			tol = check.Tolerance(p.DType)
 		}
-		if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > tol {
+		if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > tol {
 			return fmt.Sprintf("buffer %s differs by %g (tolerance %g)%s", p.Name, e, tol, firstDiff(got[p.Name], want[p.Name]))
 		}
 	}
@@ -555,7 +555,7 @@ func firstDiff(got, want any) string {
 // native compiles f with the Native hook and compares its results with
 // the interpreter's (interp); it returns what went wrong, or "".
 func native(cfg Config, st *Stats, f *ast.Func, sizes map[string]int64, args, interp map[string]any) string {
-	out := workload.Clone(args)
+	out := check.Clone(args)
 	if err := cfg.Native(f, sizes, out); err != nil {
 		if errors.Is(err, ErrNotCompiled) {
 			st.NotCompiled[firstWords(strings.TrimPrefix(err.Error(), ErrNotCompiled.Error()+": "), 8)]++
@@ -565,7 +565,7 @@ func native(cfg Config, st *Stats, f *ast.Func, sizes map[string]int64, args, in
 	}
 	st.Compiled++
 	for _, p := range f.Params {
-		if e := workload.MaxRelErr(out[p.Name], interp[p.Name]); e > workload.Tolerance(p.DType) {
+		if e := check.MaxRelErr(out[p.Name], interp[p.Name]); e > check.Tolerance(p.DType) {
 			return fmt.Sprintf("the compiled kernel's buffer %s differs from the interpreter's by %g%s", p.Name, e, firstDiff(out[p.Name], interp[p.Name]))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 )
 
 func TestArgs(t *testing.T) {
@@ -24,7 +25,7 @@ func TestArgs(t *testing.T) {
 			t.Fatal("the output is not poisoned (NaN): an element left unwritten would not show")
 		}
 	}
-	cl := Clone(a)
+	cl := check.Clone(a)
 	cl["A"].([]float32)[0] = 42
 	if a["A"].([]float32)[0] == 42 {
 		t.Error("Clone shares data with its argument")
@@ -101,7 +102,7 @@ func TestSymbolicDimensions(t *testing.T) {
 				got := at.Args(3)
 				at.Ref(got)
 				for name, w := range want {
-					if e := MaxRelErr(got[name], w); e != 0 {
+					if e := check.MaxRelErr(got[name], w); e != 0 {
 						t.Errorf("%s %v at %v: the reference's %s differs from the interpreter's by %g", c.name, sym, sizes, name, e)
 					}
 				}
@@ -122,7 +123,7 @@ func TestSymbolicDimensions(t *testing.T) {
 					t.Fatal(err)
 				}
 				for name, w := range want {
-					if e := MaxRelErr(fixed[name], w); e != 0 {
+					if e := check.MaxRelErr(fixed[name], w); e != 0 {
 						t.Errorf("%s %v at %v: %s differs from the constant-size function's by %g", c.name, sym, sizes, name, e)
 					}
 				}

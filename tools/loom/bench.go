@@ -12,9 +12,9 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // runBench: loom bench -workload W [-size N] [-threads T] [-schedule hand]

@@ -13,8 +13,8 @@ import (
 
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/npy"
-	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/module"
 )
 
@@ -262,7 +262,7 @@ func randomInputs(g *fusion.Graph, m *module.Module, sizes map[string]int64) (ma
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %v", x.Name, err)
 		}
-		workload.FillRandom(d, rng)
+		check.FillRandom(d, rng)
 		n := int64(4)
 		if b, ok := gatherBound(g, x.Name, sizes); ok {
 			n = b

@@ -25,7 +25,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/internal/check"
 )
 
 // suiteLine is what loom bench -suite prints per case: one JSON line.
@@ -481,7 +481,7 @@ func oneDNNCase(bin, file string, threads int) (res oneDNNResult, ok bool, err e
 	name := g.Outputs[0].Name
 	w, _ := want[name].([]float32)
 	gotF := bytesFloat(got)
-	if e := workload.MaxRelErr(gotF, w); e > 1e-3 {
+	if e := check.MaxRelErr(gotF, w); e > 1e-3 {
 		return res, false, fmt.Errorf("oneDNN's result differs from loom's by %g (max relative error; tolerance 1e-3)", e)
 	}
 	return res, true, nil

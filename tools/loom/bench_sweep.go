@@ -14,8 +14,9 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // sweepLine is one size of loom bench -sweep: each kernel's time at it,
@@ -161,9 +162,9 @@ func runSweep(jobs []*job, spec, oneSize string, threads int, rf *recordFlags, s
 				continue
 			}
 			for _, p := range f.Params {
-				e := workload.MaxRelErr(got[p.Name], want[p.Name])
+				e := check.MaxRelErr(got[p.Name], want[p.Name])
 				line.MaxRelErr = max(line.MaxRelErr, e)
-				if tol := 100 * workload.Tolerance(p.DType); e > tol {
+				if tol := 100 * check.Tolerance(p.DType); e > tol {
 					// Beyond what summing in another order explains at
 					// the sweep's sizes: the dispatch check of loom tune
 					// (with error bounds) says more.

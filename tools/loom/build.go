@@ -10,10 +10,10 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/module"
 	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // runBuild compiles functions with a schedule chosen without tuning, into

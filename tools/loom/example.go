@@ -10,6 +10,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -48,7 +49,7 @@ the interpreter.`, stderr)
 	rep.Function = ast.Print(c.Func)
 
 	args2 := c.Args(1)
-	want := workload.Clone(args2)
+	want := check.Clone(args2)
 	if err := ast.Interpret(c.Func, c.Sizes, args2); err != nil {
 		fmt.Fprintln(stderr, ast.Explain(c.Func, err))
 		return 1
@@ -131,12 +132,12 @@ func compileExample(c workload.Case, interpreted map[string]any, rep *exampleRep
 		fmt.Fprintf(stderr, "loom example: %v\n", err)
 		return 1
 	}
-	diff := workload.MaxRelErr(got["F"], interpreted["F"])
+	diff := check.MaxRelErr(got["F"], interpreted["F"])
 	fmt.Fprintf(stdout, "\n// Compiled by LLVM for this CPU (%s, %d-bit vectors) in %.0f ms%s;\n",
 		target.Arch(), target.VectorBits(), k.Stats.Total().Seconds()*1e3, cachedNote(k.Stats.Cached))
 	fmt.Fprintf(stdout, "// run on the same X: max relative difference from the interpreter = %.2g\n", diff)
 	rep.Arch, rep.VectorBits, rep.CompileMS, rep.Cached, rep.MaxRelErr = target.Arch(), target.VectorBits(), k.Stats.Total().Seconds()*1e3, k.Stats.Cached, diff
-	if diff > workload.Tolerance(ast.Float32) {
+	if diff > check.Tolerance(ast.Float32) {
 		fmt.Fprintln(stderr, "loom example: the compiled kernel disagrees with the interpreter")
 		return 1
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/sysmem"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // checkBudget is how many block instances the default check interprets
@@ -78,7 +78,7 @@ each check.`, stderr)
 	noFuse := fs.Bool("nofuse", false, "one kernel per operator")
 	sizes := sizeFlags{}
 	fs.Var(sizes, "size", "a value for a symbol, NAME=VALUE (repeatable, or comma-separated)")
-	check := fs.String("check", "auto", "the check against one kernel per operator: auto, full or off")
+	checkMode := fs.String("check", "auto", "the check against one kernel per operator: auto, full or off")
 	asJSON := fs.Bool("json", false, "print one JSON object per line instead of text")
 	var layout layoutChoice
 	layoutFlag(fs, &layout)
@@ -95,10 +95,10 @@ each check.`, stderr)
 	case path == "":
 		path = fs.Arg(0)
 	}
-	switch *check {
+	switch *checkMode {
 	case "auto", "full", "off":
 	default:
-		fmt.Fprintf(stderr, "loom fuse: unknown -check %q (have auto, full, off)\n", *check)
+		fmt.Fprintf(stderr, "loom fuse: unknown -check %q (have auto, full, off)\n", *checkMode)
 		return 2
 	}
 	g, err := readGraph(path)
@@ -146,7 +146,7 @@ each check.`, stderr)
 	} else {
 		fmt.Fprintf(stdout, "\nmemory plan:\n%s", mem)
 	}
-	if *check == "off" {
+	if *checkMode == "off" {
 		return 0
 	}
 	ref, err := fusion.Compile(g, fusion.Options{NoFuse: true})
@@ -154,7 +154,7 @@ each check.`, stderr)
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	at, note := checkSizes(p, ref, sizes, *check == "full")
+	at, note := checkSizes(p, ref, sizes, *checkMode == "full")
 	runKernel, with := ast.Interpret, "interpreter"
 	if at == nil {
 		// Too much to interpret even at smaller sizes (a layer of fixed
@@ -205,7 +205,7 @@ each check.`, stderr)
 	}
 	status := 0
 	for _, t := range g.Outputs {
-		e := workload.MaxRelErr(got[t.Name], want[t.Name])
+		e := check.MaxRelErr(got[t.Name], want[t.Name])
 		ok := e <= 1e-5
 		if !ok {
 			status = 1

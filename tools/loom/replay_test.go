@@ -15,9 +15,9 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // TestReplayRebuildsTuned: for every built-in workload, a short search
@@ -129,7 +129,7 @@ import (
 	"os"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/internal/bench"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 	"github.com/loom-go/loom/schedule"
 )
 

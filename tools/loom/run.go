@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/sysmem"
-	"github.com/loom-go/loom/internal/workload"
 )
 
 // sizeFlags collects -size NAME=VALUE flags; a name given twice is an
@@ -126,7 +126,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, ast.Explain(f, err))
 			return 1
 		}
-		workload.FillRandom(d, rng)
+		check.FillRandom(d, rng)
 		data[p.Name] = d
 	}
 	if _, err := ast.InterpretWithin(f, sizes, data, *maxIter); err != nil {

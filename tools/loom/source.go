@@ -17,9 +17,9 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 
 	"golang.org/x/tools/txtar"
 )

@@ -18,11 +18,12 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/autotune/cudatune"
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // version is written into every tuning record.
@@ -399,8 +400,8 @@ func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string
 		opts:    autotune.Options{Trials: trials, Seed: seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: confirm},
 	}
 	if dev != nil {
-		runner.Target = "cuda"
-		t.builder = &autotune.CUDABuilder{Arch: dev.Arch()}
+		runner.Target = cudatune.Target
+		t.builder = &cudatune.Builder{Arch: dev.Arch()}
 		t.rules, t.target, t.targetKey = autotune.GPURules(), autotune.CUDATargetFor(dev.Arch()), autotune.CUDATargetKey(dev.Arch())
 		t.arch = dev.Arch()
 		return t, nil

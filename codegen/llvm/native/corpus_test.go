@@ -11,6 +11,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/fusion"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/schedgen"
@@ -26,7 +27,7 @@ func agree(t *testing.T, f *ast.Func, sizes map[string]int64, opts llvm.Options,
 	t.Helper()
 	c := workload.Case{Name: f.Name, Func: f, Sizes: sizes}
 	got := c.Args(seed)
-	want := workload.Clone(got)
+	want := check.Clone(got)
 	if err := ast.Interpret(f, sizes, want); err != nil {
 		t.Fatalf("interpret %s: %s", f.Name, ast.Explain(f, err))
 	}
@@ -38,11 +39,11 @@ func agree(t *testing.T, f *ast.Func, sizes map[string]int64, opts llvm.Options,
 		t.Fatalf("run %s: %v", f.Name, err)
 	}
 	for _, p := range f.Params {
-		tol := workload.Tolerance(p.DType)
+		tol := check.Tolerance(p.DType)
 		if opts.FastMath {
 			tol *= 100
 		}
-		if e := workload.MaxRelErr(got[p.Name], want[p.Name]); e > tol {
+		if e := check.MaxRelErr(got[p.Name], want[p.Name]); e > tol {
 			t.Fatalf("%s: buffer %s differs from the interpreter's by %g (tolerance %g)\n%s\nIR:\n%s", f.Name, p.Name, e, tol, ast.Print(f), k.Module)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -101,7 +102,7 @@ func TestDivisionByZeroReported(t *testing.T) {
 		if err := ast.Interpret(f, map[string]int64{"D": d}, map[string]any{"A": a, "B": want}); err != nil {
 			t.Fatal(err)
 		}
-		if workload.MaxRelErr(got, want) != 0 {
+		if check.MaxRelErr(got, want) != 0 {
 			t.Errorf("D = %d: got %v, want %v", d, got, want)
 		}
 	}

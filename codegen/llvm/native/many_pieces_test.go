@@ -7,6 +7,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 )
 
@@ -40,7 +41,7 @@ func TestCompileManyPieceDependences(t *testing.T) {
 		if err := k.Run(sizes, got); err != nil {
 			t.Fatalf("at %v: %v", sizes, err)
 		}
-		if e := workload.MaxRelErr(got["Y"], want["Y"]); e > 1e-5 {
+		if e := check.MaxRelErr(got["Y"], want["Y"]); e > 1e-5 {
 			t.Errorf("at %v: Y differs from the interpreter by %g", sizes, e)
 		}
 	}

@@ -7,7 +7,6 @@ package bench
 
 import (
 	"fmt"
-	"github.com/loom-go/loom/internal/suggest"
 	"math"
 	"os"
 	"slices"
@@ -19,7 +18,9 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/hand"
+	"github.com/loom-go/loom/internal/suggest"
 	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -417,11 +418,11 @@ func Run(o Options) (*Result, error) {
 	if err := call.Run(); err != nil { // warm-up, and the result to check
 		return nil, err
 	}
-	want := workload.Clone(args)
+	want := check.Clone(args)
 	c.Ref(want)
 	maxErr := 0.0
 	for _, p := range c.Func.Params {
-		maxErr = math.Max(maxErr, workload.MaxRelErr(args[p.Name], want[p.Name]))
+		maxErr = math.Max(maxErr, check.MaxRelErr(args[p.Name], want[p.Name]))
 	}
 	timing, err := Measure(call.Run)
 	if err != nil {
@@ -439,7 +440,7 @@ func Run(o Options) (*Result, error) {
 		g := w.Flops(d) / best.Seconds() / 1e9
 		r.GFlops = &g
 	}
-	if maxErr > workload.Tolerance(ast.Float32)*10 {
+	if maxErr > check.Tolerance(ast.Float32)*10 {
 		return r, fmt.Errorf("%s: the kernel's result differs from the reference by %g", w.Name, maxErr)
 	}
 	return r, nil

@@ -1,23 +1,22 @@
 package autotune
 
 import (
-	"context"
 	"encoding/gob"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/loom-go/loom/ast"
-	"github.com/loom-go/loom/codegen/cuda"
 )
 
-// Measuring on a GPU. The builder lowers each candidate to CUDA C here,
-// so that a schedule the CUDA writer refuses fails at once with its
-// reason; the runner (a ProcessRunner with Target "cuda") sends the
-// function to a worker process, which compiles it with NVRTC, runs it
-// once on the first GPU, checks the outputs against the reference, and
-// times it between device events, with the data kept on the device: no
-// copies in the measured time. A kernel that faults leaves the GPU's
+// Measuring on a device (a GPU; see Device). The builder lowers each
+// candidate to the device's code in the tuning process (for CUDA,
+// cudatune.Builder), so that a schedule the code generator refuses fails
+// at once with its reason; the runner (a ProcessRunner whose Target names
+// the device) sends the function to a worker process, which compiles it
+// (NVRTC for CUDA), runs it once on the first device, checks the outputs
+// against the reference, and times it between device events, with the
+// data kept on the device: no copies in the measured time. A kernel that faults leaves the GPU's
 // context unusable, one more reason it runs in a process of its own.
 //
 // The reference is made on the same GPU, by the simplest kernel of the
@@ -29,60 +28,35 @@ import (
 // targetCUDA is the worker's target name for the GPU.
 const targetCUDA = "cuda"
 
-// CUDABuilder lowers candidates to CUDA C for Arch (cuda.Options).
-type CUDABuilder struct {
-	Arch string
-}
-
-func (b *CUDABuilder) Build(ctx context.Context, task *Task, cands []*Candidate) []BuildResult {
-	out := make([]BuildResult, len(cands))
-	for i, c := range cands {
-		if ctx.Err() != nil {
-			out[i].Err = ctx.Err()
-			continue
-		}
-		m, err := cuda.Lower(c.Func, cuda.Options{Arch: b.Arch})
-		out[i] = BuildResult{Artifact: m, Err: err}
-	}
-	return out
-}
-
 // CUDATargetKey is the key of the records tuned for the GPU of
 // compute capability arch ("sm_90").
 func CUDATargetKey(arch string) string { return "cuda/" + arch }
 
-// serveCUDA is serve for a GPU: compile, run once and check, time.
-func serveCUDA(req *workRequest, f *ast.Func) *workResponse {
+// serveDevice is serve for a device: compile, run once and check, time.
+func serveDevice(req *workRequest, f *ast.Func) *workResponse {
 	fail := func(err error) *workResponse { return &workResponse{Err: err.Error()} }
-	dev, err := cuda.Open()
+	dev, err := openDevice(req.Target)
 	if err != nil {
 		return fail(err)
 	}
 	if req.Write {
-		if err := writeCUDAReference(dev, req, f); err != nil {
+		if err := writeDeviceReference(dev, req, f); err != nil {
 			return fail(fmt.Errorf("the reference kernel: %w", err))
 		}
 		return &workResponse{}
 	}
-	m, err := cuda.Lower(f, cuda.Options{Arch: dev.Arch()})
+	k, err := dev.Load(f)
 	if err != nil {
 		return fail(err)
 	}
-	prog, err := dev.Compile(m)
-	if err != nil {
-		return fail(err)
-	}
-	defer prog.Close()
+	defer k.Close()
 	args := req.args(f)
-	call, err := prog.Bind(req.Sizes, args)
+	call, err := k.Bind(req.Sizes, args)
 	if err != nil {
 		return fail(err)
 	}
 	defer call.Release()
-	if err := call.Launch(); err != nil {
-		return fail(err)
-	}
-	if err := call.Read(); err != nil {
+	if err := call.Run(); err != nil {
 		return fail(err)
 	}
 	resp := &workResponse{}
@@ -132,29 +106,30 @@ func referenceKernel(f *ast.Func) (*ast.Func, error) {
 }
 
 // runPlain runs f's reference kernel once on dev at sizes on args.
-func runPlain(dev *cuda.Device, f *ast.Func, sizes map[string]int64, args map[string]any) error {
+func runPlain(dev Device, f *ast.Func, sizes map[string]int64, args map[string]any) error {
 	g, err := referenceKernel(f)
 	if err != nil {
 		return err
 	}
-	m, err := cuda.Lower(g, cuda.Options{Arch: dev.Arch()})
+	k, err := dev.Load(g)
 	if err != nil {
 		return err
 	}
-	prog, err := dev.Compile(m)
+	defer k.Close()
+	call, err := k.Bind(sizes, args)
 	if err != nil {
 		return err
 	}
-	defer prog.Close()
-	return prog.Run(sizes, args)
+	defer call.Release()
+	return call.Run()
 }
 
-// writeCUDAReference writes req's reference file from f's reference
+// writeDeviceReference writes req's reference file from f's reference
 // kernel run on dev. It has no variances of the rounding error: f's error
 // twin keeps its terms in scratch cells that every iteration shares, so
 // its plain kernel runs on one thread (hours for a 4096³ gemm); the
 // outputs are checked in the 2-norm instead (normKey).
-func writeCUDAReference(dev *cuda.Device, req *workRequest, f *ast.Func) error {
+func writeDeviceReference(dev Device, req *workRequest, f *ast.Func) error {
 	ref := req.args(f)
 	if err := runPlain(dev, f, req.Sizes, ref); err != nil {
 		return err

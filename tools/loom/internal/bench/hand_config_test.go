@@ -1,13 +1,13 @@
-package hand_test
+package bench_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/loom-go/loom/internal/bench"
 	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/schedule"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // TestConfigChecked: every hand schedule refuses a configuration it
