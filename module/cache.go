@@ -64,10 +64,12 @@ var loomVersion = sync.OnceValue(func() string {
 	return ""
 })
 
+// memoryCache holds the graphs compiled in this process (while a handle
+// on them is open), by graphKey.
 var memoryCache = struct {
 	sync.Mutex
-	m map[string]*Module
-}{m: map[string]*Module{}}
+	m map[string]*compiled
+}{m: map[string]*compiled{}}
 
 // graphKey is the memory cache's key for g compiled with these options.
 func graphKey(g *fusion.Graph, threads int, target, layout string, plainWeights bool, cacheDir, db string) string {
@@ -98,16 +100,27 @@ func databaseState(path string) string {
 	return fmt.Sprintf("%s %d bytes", path, st.Size())
 }
 
+// cachedModule returns a new handle on the graph compiled under key, or
+// nil.
 func cachedModule(key string) *Module {
 	memoryCache.Lock()
 	defer memoryCache.Unlock()
-	return memoryCache.m[key]
+	c := memoryCache.m[key]
+	if c == nil {
+		return nil
+	}
+	c.refs++
+	return &Module{compiled: c}
 }
 
 func keepModule(key string, m *Module) {
 	memoryCache.Lock()
 	defer memoryCache.Unlock()
-	memoryCache.m[key] = m
+	if _, kept := memoryCache.m[key]; kept {
+		return // another Compile of the same graph finished first
+	}
+	m.key = key
+	memoryCache.m[key] = m.compiled
 }
 
 // savedSchedules is the disk record of a module's schedules.

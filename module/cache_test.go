@@ -47,14 +47,14 @@ func TestCompileCache(t *testing.T) {
 	if n == 0 {
 		t.Fatal("the first compile decided no schedule")
 	}
-	if m2, n := compile(g, opts); m2 != m1 || n != 0 {
-		t.Errorf("a second compile gave another module (%v) or decided %d schedules", m2 != m1, n)
+	if m2, n := compile(g, opts); m2.compiled != m1.compiled || n != 0 {
+		t.Errorf("a second compile gave another module (%v) or decided %d schedules", m2.compiled != m1.compiled, n)
 	}
 	// Another process: the memory cache is empty, the disk has them.
 	forgetModules()
 	m3, n := compile(g, opts)
-	if m3 == m1 || n != 0 {
-		t.Errorf("after forgetting: same module %v, %d schedules decided (want a new module, none decided)", m3 == m1, n)
+	if m3.compiled == m1.compiled || n != 0 {
+		t.Errorf("after forgetting: same module %v, %d schedules decided (want a new module, none decided)", m3.compiled == m1.compiled, n)
 	}
 	for i := range m1.kernels {
 		if m1.kernels[i].f.String() != m3.kernels[i].f.String() || m1.kernels[i].Schedule != m3.kernels[i].Schedule {
@@ -77,10 +77,10 @@ func TestCompileCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2.Constants[0].Data[7] = 9
-	if m, _ := compile(g2, opts); m == m1 || m == m3 {
+	if m, _ := compile(g2, opts); m.compiled == m1.compiled || m.compiled == m3.compiled {
 		t.Error("a graph with other constant values hit the cache")
 	}
-	if m, _ := compile(g, Options{Cache: cache, Threads: 1}); m == m3 {
+	if m, _ := compile(g, Options{Cache: cache, Threads: 1}); m.compiled == m3.compiled {
 		t.Error("another thread count hit the cache")
 	}
 	// A damaged file is ignored (and rewritten).

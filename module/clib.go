@@ -70,6 +70,9 @@ type BuildOptions struct {
 
 // BuildWith is Build with options.
 func (m *Module) BuildWith(dir, name string, opts BuildOptions) (*Library, error) {
+	if m.closed {
+		return nil, ErrClosed
+	}
 	if !isCIdent(name) {
 		return nil, fmt.Errorf("module: build: %q is not a C identifier", name)
 	}

@@ -24,6 +24,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	defer m.Close() // a program that runs for long closes what it no longer calls
 	in := map[string]module.Tensor{
 		"X": {Shape: []int64{3, 4}, Data: []float32{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12}},
 		"B": {Shape: []int64{4}, Data: []float32{1, 1, 1, 1}},

@@ -38,6 +38,7 @@
 package module
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -79,8 +80,24 @@ type Options struct {
 	PlainWeights bool
 }
 
-// Module is a compiled graph.
+// Module is a compiled graph: a handle on its kernels and memory, which
+// stay loaded until every handle on them is closed (Close). Compile
+// gives a handle to each call, also when it finds the graph compiled
+// already in this process, so that each caller closes its own.
 type Module struct {
+	*compiled
+	closed bool
+}
+
+// ErrClosed is the error of a call of a closed Module.
+var ErrClosed = errors.New("module: the module is closed")
+
+// compiled is a compiled graph, which the handles of one Compile result
+// share.
+type compiled struct {
+	refs int    // open handles; memoryCache's lock guards it
+	key  string // its key in memoryCache; "" when not kept there
+
 	plan    *fusion.Plan
 	symbols []string // the graph's, sorted
 	kernels []*kernel
@@ -156,14 +173,14 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	key := graphKey(g, threads, tkey, opts.Layout, opts.PlainWeights, cache.Dir, databaseState(dbPath))
 	if !opts.NoCache {
 		if m := cachedModule(key); m != nil {
-			return m, nil
+			return m, nil // a new handle
 		}
 	}
 	plan, err := fusion.Compile(g, fusion.Options{Layout: opts.Layout, PlainWeights: opts.PlainWeights})
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{plan: plan, symbols: plan.Graph.Symbols(), memory: map[string]*memoryPlan{}, bindings: map[string]*binding{}}
+	m := &Module{compiled: &compiled{refs: 1, plan: plan, symbols: plan.Graph.Symbols(), memory: map[string]*memoryPlan{}, bindings: map[string]*binding{}}}
 	m.constNames, m.constData, m.constPtrs = constantPointers(plan)
 	for _, name := range inputNames(plan) {
 		m.inputs = append(m.inputs, plan.Graph.Tensor(name))
@@ -177,6 +194,7 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 		funcs, from, buckets = loadSchedules(file, plan)
 	}
 	if m.kernels, err = compileKernels(plan, funcs, from, buckets, target, tkey, opts.Database, cache); err != nil {
+		m.Close()
 		return nil, err
 	}
 	for _, k := range m.kernels {

@@ -37,6 +37,9 @@ func (m *Module) RunProfiled(inputs, outputs map[string]Tensor) ([]time.Duration
 }
 
 func (m *Module) run(inputs, outputs map[string]Tensor, times []time.Duration) error {
+	if m.closed {
+		return ErrClosed
+	}
 	sizes, err := m.Sizes(inputs)
 	if err != nil {
 		return err
@@ -92,6 +95,9 @@ type Pointer struct {
 // says, of the tensor's type, and no output may overlap another buffer.
 // A nil address is accepted for a tensor of no elements only.
 func (m *Module) RunPointers(inputs, outputs []Pointer) error {
+	if m.closed {
+		return ErrClosed
+	}
 	if len(inputs) != len(m.inputs) || len(outputs) != len(m.outputs) {
 		return fmt.Errorf("module: %d inputs and %d outputs given; graph %s takes %d (%s) and writes %d (%s)",
 			len(inputs), len(outputs), m.plan.Graph.Name, len(m.inputs), names(m.inputs), len(m.outputs), names(m.outputs))

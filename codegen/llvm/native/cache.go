@@ -99,7 +99,7 @@ func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
 	k := c.mem[key]
 	c.mu.Unlock()
 	if k != nil {
-		return k, nil
+		return k.newHandle(), nil
 	}
 	if k = c.fromIndex(f, opts); k == nil {
 		start := time.Now()
@@ -114,8 +114,17 @@ func (c *Cache) Compile(f *ast.Func, opts llvm.Options) (*Kernel, error) {
 		k.Stats.Lower = lower
 		c.index(f, opts, k)
 	}
+	// The cache's memory keeps a handle of its own (not counted), which
+	// no caller closes: the object leaves when the last of the callers'
+	// handles closes. A kernel another Compile put there meanwhile wins.
 	c.mu.Lock()
-	c.mem[key] = k
+	if kept := c.mem[key]; kept != nil {
+		c.mu.Unlock()
+		k.Close()
+		return kept.newHandle(), nil
+	}
+	k.obj.cache, k.obj.key = c, key
+	c.mem[key] = &Kernel{Module: k.Module, Path: k.Path, Stats: k.Stats, fn: k.fn, opts: k.opts, symbol: k.symbol, entry: k.entry, obj: k.obj}
 	c.mu.Unlock()
 	return k, nil
 }

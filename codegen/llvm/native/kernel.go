@@ -14,7 +14,10 @@ import (
 	"github.com/loom-go/loom/codegen/llvm"
 )
 
-// Kernel is a compiled function loaded into this process.
+// Kernel is a compiled function loaded into this process: a handle on
+// its shared object, which stays loaded until every handle on it is
+// closed (Close). A Cache gives a handle to each Compile, so that a
+// program that compiles the same function twice closes each once.
 type Kernel struct {
 	// Module is the lowered function; nil for a kernel the cache found
 	// through its index without lowering (Lowered lowers it then).
@@ -24,13 +27,82 @@ type Kernel struct {
 
 	fn     *ast.Func // the function, as lowered
 	opts   llvm.Options
-	symbol string // the packed entry point's symbol
-	handle uintptr
+	symbol string  // the packed entry point's symbol
 	entry  uintptr // the packed entry point
+	obj    *object
+	closed bool
+}
+
+// object is a loaded shared object, which the handles of one kernel
+// share.
+type object struct {
+	handle uintptr
+	refs   int // open handles; the cache's mu guards it, or objectMu
+	cache  *Cache
+	key    string // the object's key in cache.mem, when the cache keeps it
 
 	lowerOnce sync.Once
 	lowered   *llvm.Module
 	lowerErr  error
+}
+
+// objectMu guards the handle counts of objects no cache keeps.
+var objectMu sync.Mutex
+
+// ErrClosed is the error of a call on a closed kernel.
+var ErrClosed = errors.New("the kernel is closed")
+
+// newHandle returns a new handle on k's object, counted.
+func (k *Kernel) newHandle() *Kernel {
+	k.obj.lock()
+	k.obj.refs++
+	k.obj.unlock()
+	return &Kernel{Module: k.Module, Path: k.Path, Stats: k.Stats, fn: k.fn, opts: k.opts, symbol: k.symbol, entry: k.entry, obj: k.obj}
+}
+
+func (o *object) lock() {
+	if o.cache != nil {
+		o.cache.mu.Lock()
+	} else {
+		objectMu.Lock()
+	}
+}
+
+func (o *object) unlock() {
+	if o.cache != nil {
+		o.cache.mu.Unlock()
+	} else {
+		objectMu.Unlock()
+	}
+}
+
+// Close releases the handle: a call through it (or a Call bound before)
+// then fails with ErrClosed, and when it was the last handle on its
+// shared object, the object leaves the cache's memory and the process
+// (the file stays in the cache). Close must not run while a call through
+// the handle does; closing twice does nothing.
+func (k *Kernel) Close() error {
+	if k.closed || k.obj == nil {
+		return nil
+	}
+	k.closed = true
+	o := k.obj
+	o.lock()
+	o.refs--
+	last := o.refs == 0
+	if last && o.cache != nil && o.cache.mem[o.key] != nil && o.cache.mem[o.key].obj == o {
+		delete(o.cache.mem, o.key)
+	}
+	o.unlock()
+	if !last || o.handle == 0 {
+		return nil
+	}
+	h := o.handle
+	o.handle = 0
+	if err := purego.Dlclose(h); err != nil {
+		return fmt.Errorf("codegen/llvm/native: unloading %s: %w", k.Path, err)
+	}
+	return nil
 }
 
 // name is the kernel's C symbol (its packed entry point's, less _packed).
@@ -42,8 +114,9 @@ func (k *Kernel) Lowered() (*llvm.Module, error) {
 	if k.Module != nil {
 		return k.Module, nil
 	}
-	k.lowerOnce.Do(func() { k.lowered, k.lowerErr = llvm.Lower(k.fn, k.opts) })
-	return k.lowered, k.lowerErr
+	o := k.obj
+	o.lowerOnce.Do(func() { o.lowered, o.lowerErr = llvm.Lower(k.fn, k.opts) })
+	return o.lowered, o.lowerErr
 }
 
 // Stats tells where the time to get a kernel went.
@@ -68,7 +141,8 @@ func (k *Kernel) load() error {
 	if err != nil {
 		return fmt.Errorf("codegen/llvm/native: %s has no %s: %w", k.Path, k.symbol, err)
 	}
-	k.handle, k.entry = h, sym
+	k.entry = sym
+	k.obj = &object{handle: h, refs: 1}
 	return nil
 }
 
@@ -144,6 +218,9 @@ func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, er
 	f := k.fn
 	fail := func(format string, args ...any) (*Call, error) {
 		return nil, fmt.Errorf("codegen/llvm/native: kernel %s: %s", k.name(), fmt.Sprintf(format, args...))
+	}
+	if k.closed {
+		return nil, fmt.Errorf("codegen/llvm/native: kernel %s: %w", k.name(), ErrClosed)
 	}
 	for name := range sizes {
 		if f.Size(name) == nil {
@@ -223,6 +300,9 @@ func (k *Kernel) Bind(sizes map[string]int64, buffers map[string]any) (*Call, er
 
 // Run calls the kernel once.
 func (c *Call) Run() error {
+	if c.k.closed {
+		return fmt.Errorf("codegen/llvm/native: kernel %s: %w", c.k.name(), ErrClosed)
+	}
 	r, _, _ := purego.SyscallN(c.k.entry, uintptr(unsafe.Pointer(&c.ptrs[0])), uintptr(unsafe.Pointer(&c.sizes[0])))
 	runtime.KeepAlive(c)
 	if err := StatusError(int32(r)); err != nil {
