@@ -104,3 +104,21 @@ func TestSweepWithoutSize(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, errs, out)
 	}
 }
+
+// TestHelpConventions: loom help lists the conventions every command
+// keeps (and exits 0; loom alone is a usage mistake, 2), and each command
+// that writes files takes -o.
+func TestHelpConventions(t *testing.T) {
+	code, _, errs := runLoom(t, "help")
+	if code != 0 || !strings.Contains(errs, "exit status 0 on success, 1 when the work failed, 2 for a usage mistake") || !strings.Contains(errs, "flags go before or after") {
+		t.Errorf("loom help: exit %d, conventions missing:\n%s", code, errs)
+	}
+	if code, _, _ := runLoom(t); code != 2 {
+		t.Errorf("loom alone: exit %d, want 2", code)
+	}
+	for _, cmd := range []string{"build", "import", "plot", "tune"} {
+		if _, _, errs := runLoom(t, cmd, "-h"); !strings.Contains(errs, "\n  -o ") {
+			t.Errorf("loom %s has no -o:\n%s", cmd, errs)
+		}
+	}
+}

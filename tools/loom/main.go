@@ -126,7 +126,21 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].synopsis)
 	}
+	fmt.Fprint(w, conventions)
 }
+
+// conventions are what every command keeps to (loom help prints them).
+const conventions = `
+every command:
+  flags go before or after its file arguments (loom fuse g.json -json)
+  -json prints JSON lines instead of text; -o DIR or FILE names where the
+    commands that write files (build, import, plot, tune) put them
+  exit status 0 on success, 1 when the work failed, 2 for a usage mistake
+    (an unknown command, flag or name, with the closest names suggested)
+  progress is one line redrawn on a terminal, plain lines otherwise
+  Ctrl-C stops a search between candidates: what was measured is kept,
+    candidates cut short are not recorded
+`
 
 // clipWriter writes each message with its words longer than 160 bytes
 // cut (ast.ClipWords): the CLI's errors quote names, file paths and

@@ -103,6 +103,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same search")
 	dbPath := fs.String("db", "", "the tuning database, JSON lines (default: tuning.jsonl in loom's cache directory)")
 	out := fs.String("out", "", "write each best kernel into this directory, ready to link into a C program: NAME.o, NAME.h (its comment shows the cc line), NAME.ll and loomrt.c, loom's runtime")
+	fs.StringVar(out, "o", "", "the same as -out")
 	symbol := fs.String("name", "", "with -out, the kernel's C symbol and file name (default: the workload's, or each graph kernel's; a graph's kernels are NAME_0, NAME_1, ...)")
 	confirm := fs.Int("confirm", 6, "after the search, measure the `K` fastest candidates again, side by side in two rounds, and keep the fastest of those (a busy machine makes single measurements lucky or not; 0: off)")
 	timeout := fs.Duration("timeout", time.Minute, "per-candidate limit: a slower candidate is recorded as failed")
