@@ -115,10 +115,13 @@ func init() {
 			return fmt.Errorf("annotate needs a loop or a block, got %T", args[0])
 		},
 		goCall: func(args []string) string {
-			if len(args[0]) > 0 && args[0][0] == 'b' {
+			return fmt.Sprintf("sch.AnnotateLoop(%s, %s, %s)", args[0], args[1], args[2])
+		},
+		goTyped: func(args []string, kinds []byte) string {
+			if kinds[0] == 'b' {
 				return fmt.Sprintf("sch.AnnotateBlock(%s, %s, %s)", args[0], args[1], args[2])
 			}
-			if len(args[2]) > 0 && args[2][0] == 'v' {
+			if kinds[2] == 'v' {
 				return fmt.Sprintf("sch.AnnotateLoopBy(%s, %s, %s)", args[0], args[1], args[2])
 			}
 			return fmt.Sprintf("sch.AnnotateLoop(%s, %s, %s)", args[0], args[1], args[2])

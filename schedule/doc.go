@@ -82,7 +82,10 @@
 // the schedule ([Trace.Go]) and as text ([Trace.String], read back by
 // [ParseTraceText]), and [Replay] applies it to a fresh copy of the
 // function, optionally with edited sampling decisions: that is how the
-// autotuner mutates a schedule.
+// autotuner mutates a schedule. [Trace.Simplified] rewrites a trace for a
+// reader (loom replay prints it): each block and loop looked up once and
+// named after itself, the decisions written into the primitives, the
+// sampling steps gone; it rebuilds the same function.
 //
 // # A worked example
 //

@@ -247,8 +247,9 @@ func init() {
 			_, err = s.split(l, vals, fargs)
 			return err
 		},
-		goCall: func(args []string) string {
-			if len(args) > 1 && strings.Contains(args[1], "v") {
+		goCall: func(args []string) string { return fmt.Sprintf("sch.Split(%s, %s)", args[0], args[1]) },
+		goTyped: func(args []string, kinds []byte) string {
+			if len(args) > 1 && kinds[1] == 'v' {
 				// Sampled factors; an inferred one is the zero Value.
 				parts := strings.Split(args[1], ", ")
 				for i, p := range parts {

@@ -151,8 +151,9 @@ func init() {
 			}
 			return s.Tensorize(l, name)
 		},
-		goCall: func(args []string) string {
-			if strings.HasPrefix(args[0], "b") {
+		goCall: func(args []string) string { return fmt.Sprintf("sch.Tensorize(%s, %s)", args[0], args[1]) },
+		goTyped: func(args []string, kinds []byte) string {
+			if kinds[0] == 'b' {
 				return fmt.Sprintf("sch.TensorizeBlock(%s, %s)", args[0], args[1])
 			}
 			return fmt.Sprintf("sch.Tensorize(%s, %s)", args[0], args[1])

@@ -184,6 +184,10 @@ type instKind struct {
 	// goCall returns the Go call (without the outputs) for the arguments
 	// already printed as Go expressions.
 	goCall func(args []string) string
+	// goTyped, when set, is goCall for an instruction whose Go call
+	// depends on what its arguments are: kinds[i] is 'b' for a block,
+	// 'l' for a loop, 'v' for a sampled value and 0 for a literal.
+	goTyped func(args []string, kinds []byte) string
 	// goDecided, for a sampling instruction, returns the Go call that
 	// takes the recorded decision instead of drawing one ("" when the
 	// decision does not fit the instruction: goCall's draw is printed).
@@ -224,39 +228,9 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		return nil, err
 	}
 	for i, in := range t.Insts {
-		k, ok := instKinds[in.Kind]
-		if !ok {
-			return nil, fmt.Errorf("schedule: replay: instruction %d: unknown kind %q", i, in.Kind)
-		}
-		if k.args >= 0 && len(in.Args) != k.args || k.args < 0 && len(in.Args) == 0 {
-			return nil, fmt.Errorf("schedule: replay: instruction %d: %s takes %d arguments, not %d", i, in.Kind, max(k.args, 1), len(in.Args))
-		}
-		args := make([]any, len(in.Args))
-		for j, a := range in.Args {
-			v, err := resolveArg(s.handles, a)
-			if err != nil {
-				return nil, fmt.Errorf("schedule: replay: instruction %d (%s): %w", i, in.Kind, err)
-			}
-			args[j] = v
-		}
-		s.replaying, s.replayOutputs, s.replayDecision = true, append([]string(nil), in.Outputs...), in.Decision
-		if d, ok := decisions[i]; ok {
-			s.replayDecision = d
-		}
-		before := len(s.trace.Insts)
-		err := k.replay(s, args)
-		unused := len(s.replayOutputs)
-		s.replaying, s.replayOutputs, s.replayDecision = false, nil, nil
-		if err != nil {
-			return nil, &ReplayError{Index: i, Kind: in.Kind, Err: err}
-		}
-		// A trace whose instruction names more or fewer outputs than it
-		// makes now (get_loops of a block with another nest) would bind
-		// its later arguments to the wrong loops.
-		if made := len(s.trace.Insts); made > before && len(in.Outputs) > 0 {
-			if n := len(s.trace.Insts[made-1].Outputs); unused > 0 || n != len(in.Outputs) {
-				return nil, &ReplayError{Index: i, Kind: in.Kind, Err: fmt.Errorf("it makes %d outputs now, but the trace names %d (%s)", n, len(in.Outputs), strings.Join(in.Outputs, ", "))}
-			}
+		d, replaced := decisions[i]
+		if err := s.replayInst(i, in, d, replaced); err != nil {
+			return nil, err
 		}
 	}
 	// Primitives applied after the replay name their outputs after the
@@ -269,6 +243,46 @@ func Replay(f *ast.Func, t *Trace, decisions map[int][]int64, opts ...Option) (*
 		}
 	}
 	return s, nil
+}
+
+// replayInst applies instruction i of a trace, in, to s; decision
+// replaces its recorded decision when replaced is true.
+func (s *Schedule) replayInst(i int, in Inst, decision []int64, replaced bool) error {
+	k, ok := instKinds[in.Kind]
+	if !ok {
+		return fmt.Errorf("schedule: replay: instruction %d: unknown kind %q", i, in.Kind)
+	}
+	if k.args >= 0 && len(in.Args) != k.args || k.args < 0 && len(in.Args) == 0 {
+		return fmt.Errorf("schedule: replay: instruction %d: %s takes %d arguments, not %d", i, in.Kind, max(k.args, 1), len(in.Args))
+	}
+	args := make([]any, len(in.Args))
+	for j, a := range in.Args {
+		v, err := resolveArg(s.handles, a)
+		if err != nil {
+			return fmt.Errorf("schedule: replay: instruction %d (%s): %w", i, in.Kind, err)
+		}
+		args[j] = v
+	}
+	s.replaying, s.replayOutputs, s.replayDecision = true, append([]string(nil), in.Outputs...), in.Decision
+	if replaced {
+		s.replayDecision = decision
+	}
+	before := len(s.trace.Insts)
+	err := k.replay(s, args)
+	unused := len(s.replayOutputs)
+	s.replaying, s.replayOutputs, s.replayDecision = false, nil, nil
+	if err != nil {
+		return &ReplayError{Index: i, Kind: in.Kind, Err: err}
+	}
+	// A trace whose instruction names more or fewer outputs than it
+	// makes now (get_loops of a block with another nest) would bind
+	// its later arguments to the wrong loops.
+	if made := len(s.trace.Insts); made > before && len(in.Outputs) > 0 {
+		if n := len(s.trace.Insts[made-1].Outputs); unused > 0 || n != len(in.Outputs) {
+			return &ReplayError{Index: i, Kind: in.Kind, Err: fmt.Errorf("it makes %d outputs now, but the trace names %d (%s)", n, len(in.Outputs), strings.Join(in.Outputs, ", "))}
+		}
+	}
+	return nil
 }
 
 func resolveArg(handles map[string]any, a Arg) (any, error) {
@@ -305,7 +319,7 @@ func resolveArg(handles map[string]any, a Arg) (any, error) {
 // a new schedule of the function the trace was made on:
 //
 //	func apply(sch *schedule.Schedule) error {
-//		b0, err := sch.GetBlock("C")
+//		C, err := sch.GetBlock("C")
 //		if err != nil {
 //			return err
 //		}
@@ -316,10 +330,40 @@ func resolveArg(handles map[string]any, a Arg) (any, error) {
 // form, which takes that decision (sch.SamplePerfectTileWith(l1, 2, 16,
 // []int64{8, 4})); one without prints as a draw. So the function applies
 // exactly the trace's instructions and decisions: the schedule it makes
-// has the same function and the same trace as Replay(f, t, nil).
+// has the same function and the same trace as Replay(f, t, nil). An
+// output nothing uses is not named (_). For the shortest Go, print the
+// Simplified trace.
 func (t *Trace) Go() string {
+	used := map[string]bool{}
+	for _, in := range t.Insts {
+		markUsed(in.Args, used)
+	}
+	taken := map[string]bool{"sch": true, "err": true}
+	for _, in := range t.Insts {
+		for _, o := range in.Outputs {
+			taken[o] = true
+		}
+	}
+	listName := func(in Inst) string {
+		base := "outs"
+		switch {
+		case in.Kind == "get_loops" && len(in.Args) > 0 && in.Args[0].RV != "":
+			base = "loops_" + in.Args[0].RV
+		case in.Kind == "split" && len(in.Args) > 0 && in.Args[0].RV != "":
+			base = "split_" + in.Args[0].RV
+		case in.Kind == "sample_perfect_tile" && len(in.Args) > 0 && in.Args[0].RV != "":
+			base = "tiles_" + in.Args[0].RV
+		}
+		name := base
+		for n := 2; taken[name]; n++ {
+			name = fmt.Sprintf("%s_%d", base, n)
+		}
+		taken[name] = true
+		return name
+	}
 	var b strings.Builder
 	b.WriteString("func apply(sch *schedule.Schedule) error {\n")
+	kinds := map[string]byte{} // of the variables defined so far
 	for _, in := range t.Insts {
 		k, ok := instKinds[in.Kind]
 		if !ok {
@@ -334,27 +378,79 @@ func (t *Trace) Go() string {
 		if in.Decision != nil && k.goDecided != nil {
 			call = k.goDecided(args, in.Decision)
 		}
+		if call == "" && k.goTyped != nil {
+			call = k.goTyped(args, argKinds(in.Args, kinds))
+		}
 		if call == "" {
 			call = k.goCall(args)
+		}
+		for j, o := range in.Outputs {
+			kinds[o] = outputKind(in.Kind, j)
+		}
+		if !anyUsed(in.Outputs, used) && k.outputs != "plain" {
+			fmt.Fprintf(&b, "\tif %s := %s; err != nil {\n\t\treturn err\n\t}\n", discard(k.outputs, len(in.Outputs)), call)
+			continue
 		}
 		switch {
 		case k.outputs == "plain":
 			fmt.Fprintf(&b, "\t%s\n", call)
-		case k.outputs == "none" || len(in.Outputs) == 0:
-			fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn err\n\t}\n", call)
+			continue
 		case k.outputs == "list":
-			name := "rv_" + strings.Join(in.Outputs, "_")
+			name := listName(in)
 			fmt.Fprintf(&b, "\t%s, err := %s\n\tif err != nil {\n\t\treturn err\n\t}\n", name, call)
+			var lhs, rhs []string
 			for i, o := range in.Outputs {
-				fmt.Fprintf(&b, "\t%s := %s[%d]\n", o, name, i)
+				if used[o] {
+					lhs = append(lhs, o)
+					rhs = append(rhs, fmt.Sprintf("%s[%d]", name, i))
+				}
 			}
-			fmt.Fprintf(&b, "\t_ = %s\n", strings.Join(in.Outputs, "\n\t_ = "))
+			fmt.Fprintf(&b, "\t%s := %s\n", strings.Join(lhs, ", "), strings.Join(rhs, ", "))
 		default:
-			fmt.Fprintf(&b, "\t%s, err := %s\n\tif err != nil {\n\t\treturn err\n\t}\n\t_ = %s\n", in.Outputs[0], call, in.Outputs[0])
+			fmt.Fprintf(&b, "\t%s, err := %s\n\tif err != nil {\n\t\treturn err\n\t}\n", in.Outputs[0], call)
 		}
 	}
 	b.WriteString("\treturn nil\n}\n")
 	return b.String()
+}
+
+// discard is the left side of a call whose outputs nothing uses.
+func discard(outputs string, n int) string {
+	if outputs == "none" || n == 0 {
+		return "err"
+	}
+	return "_, err"
+}
+
+// outputKind is what output j of an instruction of kind kind is: 'b' a
+// block, 'v' a sampled value, 'l' a loop.
+func outputKind(kind string, j int) byte {
+	switch kind {
+	case "get_block", "blockize", "rfactor", "decompose_reduction", "cache_read", "cache_write", "accumulate":
+		return 'b'
+	case "sample_categorical", "sample_perfect_tile":
+		return 'v'
+	}
+	return 'l'
+}
+
+// argKinds returns the kind of each argument (goTyped's kinds): a list's
+// is its first element's.
+func argKinds(args []Arg, kinds map[string]byte) []byte {
+	out := make([]byte, len(args))
+	for i, a := range args {
+		switch {
+		case a.RV != "":
+			out[i] = kinds[a.RV]
+		case a.IsList:
+			for _, x := range a.List {
+				if x.RV != "" && kinds[x.RV] == 'v' {
+					out[i] = 'v' // a list with a sampled value
+				}
+			}
+		}
+	}
+	return out
 }
 
 // goInts prints a decision as a Go slice literal.

@@ -18,9 +18,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 machine, replays its trace (checking that it still applies), and prints the
 schedule as a Go function over loom's schedule API, with the record's
 measured time: paste it into a program to schedule the function the same
-way without the database. The function takes the record's sampling
-decisions and makes every step the tuner applied after its rules, so that
-it rebuilds exactly the function loom lower prints and loom bench
+way without the database. The function makes every step the tuner applied,
+with the record's decisions written into them (split factors, unroll
+limits), each block and loop looked up once and named after itself, so
+that it rebuilds exactly the function loom lower prints and loom bench
 -schedule tuned runs.`, stderr)
 	var src source
 	src.register(fs)
@@ -46,12 +47,22 @@ it rebuilds exactly the function loom lower prints and loom bench
 			status = 1
 			continue
 		}
+		// The trace as a person would write it: look-ups made once,
+		// decisions written into the primitives, variables named after
+		// the blocks and loops (it rebuilds the same function, or
+		// Simplified says why not and the full trace prints).
+		tr := s.Trace()
+		if simple, err := tr.Simplified(j.Case.Func); err == nil {
+			tr = simple
+		} else {
+			fmt.Fprintf(stderr, "loom replay: %s: printing the trace as recorded: %v\n", j.Name, err)
+		}
 		if *asJSON {
 			json.NewEncoder(stdout).Encode(replayed{
 				Kernel: j.Name, Shape: j.Shape, RecordShape: recordShape(r), SameSizes: sameRecordSizes(r, j),
 				Target: r.Target, Ms: r.Median * 1e3, Speed: j.speed(r.Median), Runs: len(r.Seconds),
 				Measured: r.Time.Format(time.RFC3339), Version: r.Version, Run: r.Run, Trial: r.Trial,
-				Hash: ast.Hash(s.Func()).String(), Go: s.Trace().Go(),
+				Hash: ast.Hash(s.Func()).String(), Go: tr.Go(),
 			})
 			continue
 		}
@@ -61,7 +72,7 @@ it rebuilds exactly the function loom lower prints and loom bench
 		fmt.Fprintf(stdout, "// Schedule of %s (%s, workload %.12s) on %s:\n// %.3f ms (%s) median of %d runs, measured %s by %s, run %q trial %d.\n"+
 			"// Given sch, a new schedule of the function, apply(sch) rebuilds the tuned function (structural hash %.12s).\n%s",
 			j.Name, j.Shape, ast.Hash(j.Case.Func).String(), r.Target, r.Median*1e3, j.speed(r.Median), len(r.Seconds),
-			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, ast.Hash(s.Func()).String(), s.Trace().Go())
+			r.Time.Format("2006-01-02 15:04"), r.Version, r.Run, r.Trial, ast.Hash(s.Func()).String(), tr.Go())
 	}
 	return status
 }
