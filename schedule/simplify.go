@@ -40,6 +40,7 @@ func (t *Trace) Simplified(f *ast.Func) (*Trace, error) {
 	ints := map[string]int64{}   // a dropped sampling's output -> its decision
 	held := map[string]string{}  // "b:NAME" or "l:NAME" -> the variable holding it
 	roots := map[string]bool{}   // sampled locations that are the root
+	blank := map[string]bool{}   // outputs another variable stands for: _
 	var out []Inst
 	for i, in := range t.Insts {
 		if err := s.replayInst(i, in, nil, false); err != nil {
@@ -85,6 +86,7 @@ func (t *Trace) Simplified(f *ast.Func) (*Trace, error) {
 			case keys[j] == "":
 			case lookup && held[keys[j]] != "":
 				alias[o] = held[keys[j]] // a look-up kept for its other outputs
+				blank[o] = true
 			default:
 				held[keys[j]] = o
 			}
@@ -92,7 +94,7 @@ func (t *Trace) Simplified(f *ast.Func) (*Trace, error) {
 		out = append(out, in)
 	}
 	out = dropUnused(out)
-	simple := &Trace{Insts: renameVariables(out, s)}
+	simple := &Trace{Insts: renameVariables(out, s, blank)}
 	check, err := Replay(f, simple, nil)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: the simplified trace does not replay: %w", err)
@@ -191,8 +193,9 @@ func markUsed(args []Arg, used map[string]bool) {
 
 // renameVariables names each variable after what it denotes in the
 // schedule s the trace was replayed into (a block after the block, a
-// loop after its loop variable, a value vN), each name once.
-func renameVariables(insts []Inst, s *Schedule) []Inst {
+// loop after its loop variable, a value vN), each name once; those in
+// blank are _.
+func renameVariables(insts []Inst, s *Schedule, blank map[string]bool) []Inst {
 	names := map[string]string{}
 	taken := map[string]bool{"true": true, "false": true, "sch": true, "err": true}
 	fresh := func(base string) string {
@@ -214,6 +217,10 @@ func renameVariables(insts []Inst, s *Schedule) []Inst {
 		in.Args = renameArgs(in.Args, names)
 		outs := make([]string, len(in.Outputs))
 		for j, o := range in.Outputs {
+			if blank[o] {
+				outs[j] = "_"
+				continue
+			}
 			switch h := s.handles[o].(type) {
 			case Block:
 				outs[j] = fresh(h.name)

@@ -65,6 +65,7 @@ type tuneSummary struct {
 
 	internal     []*autotune.Record // the Internal trials' records
 	searchBestMs float64            // the search's best, even when the start is kept
+	readable     string             // the best trace simplified (schedule.Trace.Simplified), for the text output
 }
 
 // spread says how the best time was measured: the median of how many
@@ -307,7 +308,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if len(sum.Files) > 0 {
 			fmt.Fprintf(stdout, "kernel written to %s\n", strings.Join(sum.Files, ", "))
 		}
-		fmt.Fprintf(stdout, "best schedule:\n%s\n", sum.Trace)
+		fmt.Fprintf(stdout, "best schedule (the record's trace simplified; loom replay prints it as Go):\n%s\n", sum.readable)
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "loom tune: interrupted; the records measured so far are in", *dbPath)
@@ -523,6 +524,10 @@ func (t *tuner) tune(ctx context.Context, j *job) (*tuneSummary, *ast.Func, erro
 		sum.StartMs, sum.Start, sum.Speedup = baseSeconds*1e3, j.speed(baseSeconds), baseSeconds/res.Best.Median
 	}
 	sum.searchBestMs = sum.BestMs
+	sum.readable = sum.Trace
+	if simple, err := res.Best.Trace.Simplified(j.Case.Func); err == nil {
+		sum.readable = simple.String()
+	}
 	if keptStart {
 		sum.KeptStart = true
 		sum.BestMs, sum.Best, sum.Speedup = sum.StartMs, sum.Start, 1
