@@ -12,8 +12,14 @@ GO ?= go
 # package's share of the run on two cores, longest first), so that no
 # long package starts last and runs alone while the other core idles.
 SLOW_FIRST = ./autotune ./tools/loom ./module ./schedule ./codegen/cuda ./codegen/partition ./fusion ./poly
+#
+# The code generator's packages (LLVM_PKGS) run again with the newest LLVM
+# loom supports (LOOM_LLVM=19; the first run takes the LLVM on PATH, 14
+# on Debian 12), so that the IR stays good for LLVM 14 to 19.
+LLVM_PKGS = ./codegen/llvm/...
 test: tools check
 	GOGC=400 $(GO) test -timeout 45m $$($(GO) list $(SLOW_FIRST) ./...)
+	LOOM_LLVM=19 GOGC=400 $(GO) test -timeout 20m $(LLVM_PKGS)
 
 # test-long runs the packages of LONG_PKGS with -long (their randomized
 # runs at full size, every seed, the validator on every step: hours) and
@@ -22,19 +28,23 @@ LONG_PKGS = poly schedule autotune codegen/cuda codegen/partition module
 test-long: tools check
 	GOGC=400 $(GO) test -timeout 12h $$($(GO) list ./... | grep -v -E '/($(subst $(eval) ,|,$(LONG_PKGS)))$$')
 	GOGC=400 $(GO) test -timeout 12h $(addprefix ./,$(LONG_PKGS)) -long
+	LOOM_LLVM=19 GOGC=400 $(GO) test -timeout 12h $(LLVM_PKGS)
 
 # tools installs what the tests need besides Go: clang-14 and clang-16
 # (sm_90), which compile the generated CUDA to PTX on machines without a
 # GPU, and g++ (C++20),
 # which runs the generated CUDA on the CPU, a thread per GPU thread
-# (codegen/cuda).
+# (codegen/cuda); LLVM 14 and 19, the oldest and newest LLVM the CPU code
+# generator is checked with.
 tools:
 	@missing=; \
 	command -v clang-14 >/dev/null 2>&1 || missing="$$missing clang-14"; \
 	command -v clang-16 >/dev/null 2>&1 || missing="$$missing clang-16"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	command -v opt-14 >/dev/null 2>&1 || command -v opt >/dev/null 2>&1 || missing="$$missing llvm-14"; \
+	command -v opt-19 >/dev/null 2>&1 || missing="$$missing llvm-19"; \
 	if [ -n "$$missing" ]; then \
-		echo "installing$$missing for the CUDA checks"; \
+		echo "installing$$missing for the code generators' checks"; \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi

@@ -3,8 +3,10 @@
 //
 // # Building
 //
-// A build pipes the module's IR through LLVM 14's opt -O3 and llc -O3 (as
-// programs: opt-14 and llc-14, or opt and llc, found on PATH) into an
+// A build pipes the module's IR through opt -O3 and llc -O3 of one LLVM
+// release from 14 to 19 (as programs: those LOOM_LLVM names, else opt-14
+// and llc-14, opt and llc, or the newest of opt-19 to opt-15 on PATH; a
+// release outside 14 to 19 is refused, see FindToolchain) into an
 // object file, and links it with ld -shared against loom's runtime. LLVM's
 // own loop unrolling is off unless the module's options ask for it: the
 // schedule decides what to unroll. Built with -tags loomcapi, the package

@@ -5,21 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loom-go/loom/codegen/llvm"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loom-go/loom/codegen/llvm"
 )
 
 // Toolchain is the set of programs that turn LLVM IR into a shared
 // object: LLVM's optimizer and static compiler, and a linker.
 type Toolchain struct {
-	Opt, LLC string // paths of opt and llc (LLVM 14)
+	Opt, LLC string // paths of opt and llc, of one LLVM release from 14 to 19
+	Version  int    // their LLVM release (major version)
 	Linker   string // path of ld, or of the C compiler when LinkWithCC
 	// LinkWithCC links through the system C compiler ("cc -shared")
 	// instead of calling ld directly; it costs about 30 ms a kernel.
@@ -32,24 +35,38 @@ type Toolchain struct {
 // that is not installed.
 var ErrToolMissing = errors.New("build tool not found")
 
+// The LLVM releases loom's IR is built and tested with.
+const (
+	MinLLVM = 14
+	MaxLLVM = 19
+)
+
+// LLVMEnv names the LLVM loom builds with: a release number (19: opt-19
+// and llc-19 on PATH, or in /usr/lib/llvm-19/bin) or the directory that
+// holds opt and llc.
+const LLVMEnv = "LOOM_LLVM"
+
 var (
 	findOnce   sync.Once
 	found      *Toolchain
 	findFailed error
 )
 
-// FindToolchain locates opt and llc of LLVM 14 (as opt-14 and llc-14, or
-// as opt and llc) and a linker on PATH. The error for a missing program
-// says which package provides it.
+// FindToolchain locates opt and llc of one LLVM release and a linker on
+// PATH: the LLVM LLVMEnv names, else LLVM 14 (opt-14 and llc-14), else
+// opt and llc, else the newest of opt-19 to opt-15. A release outside 14
+// to 19, or opt and llc of different releases, is an error that says
+// what was found; a missing program's error names the package that
+// provides it.
 func FindToolchain() (*Toolchain, error) {
 	findOnce.Do(func() {
 		tc := &Toolchain{}
 		var err error
-		if tc.Opt, err = lookPath("opt", "llvm-14 (apt-get install llvm-14)", "opt-14", "opt"); err != nil {
+		if tc.Opt, tc.LLC, err = findLLVM(os.Getenv(LLVMEnv)); err != nil {
 			findFailed = err
 			return
 		}
-		if tc.LLC, err = lookPath("llc", "llvm-14 (apt-get install llvm-14)", "llc-14", "llc"); err != nil {
+		if tc.Version, err = llvmVersion(tc.Opt, tc.LLC); err != nil {
 			findFailed = err
 			return
 		}
@@ -67,6 +84,80 @@ func FindToolchain() (*Toolchain, error) {
 	}
 	c := *found
 	return &c, nil
+}
+
+// findLLVM returns the paths of opt and llc: those choice names (see
+// LLVMEnv), or the first pair found on PATH.
+func findLLVM(choice string) (opt, llc string, err error) {
+	if choice != "" {
+		var opts, llcs []string
+		if n, err := strconv.Atoi(choice); err == nil {
+			dir := fmt.Sprintf("/usr/lib/llvm-%d/bin/", n)
+			opts = []string{fmt.Sprintf("opt-%d", n), dir + "opt"}
+			llcs = []string{fmt.Sprintf("llc-%d", n), dir + "llc"}
+		} else {
+			opts = []string{filepath.Join(choice, "opt")}
+			llcs = []string{filepath.Join(choice, "llc")}
+		}
+		pkg := fmt.Sprintf("the LLVM %s=%s names", LLVMEnv, choice)
+		if opt, err = lookPath("opt", pkg, opts...); err != nil {
+			return "", "", err
+		}
+		if llc, err = lookPath("llc", pkg, llcs...); err != nil {
+			return "", "", err
+		}
+		return opt, llc, nil
+	}
+	names := []string{fmt.Sprint(MinLLVM), ""}
+	for v := MaxLLVM; v > MinLLVM; v-- {
+		names = append(names, fmt.Sprint(v))
+	}
+	for _, v := range names {
+		suffix := ""
+		if v != "" {
+			suffix = "-" + v
+		}
+		o, errO := exec.LookPath("opt" + suffix)
+		l, errL := exec.LookPath("llc" + suffix)
+		if errO == nil && errL == nil {
+			return o, l, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: opt and llc of LLVM %d to %d are not on PATH; they come with llvm-%d (apt-get install llvm-%d), or set %s", ErrToolMissing, MinLLVM, MaxLLVM, MinLLVM, MinLLVM, LLVMEnv)
+}
+
+var versionLine = regexp.MustCompile(`LLVM version (\d+)\.`)
+
+// llvmVersion returns the LLVM release of opt and llc, which must be one
+// and the same, from 14 to 19.
+func llvmVersion(opt, llc string) (int, error) {
+	version := func(tool string) (int, error) {
+		out, err := exec.Command(tool, "--version").Output()
+		if err != nil {
+			return 0, fmt.Errorf("codegen/llvm/native: %s --version: %w", tool, err)
+		}
+		m := versionLine.FindSubmatch(out)
+		if m == nil {
+			return 0, fmt.Errorf("codegen/llvm/native: %s --version names no LLVM version: %.200q", tool, out)
+		}
+		v, _ := strconv.Atoi(string(m[1]))
+		if v < MinLLVM || v > MaxLLVM {
+			return 0, fmt.Errorf("codegen/llvm/native: %s is LLVM %d; loom builds with LLVM %d to %d (set %s to one, e.g. %s=%d)", tool, v, MinLLVM, MaxLLVM, LLVMEnv, LLVMEnv, MinLLVM)
+		}
+		return v, nil
+	}
+	vo, err := version(opt)
+	if err != nil {
+		return 0, err
+	}
+	vl, err := version(llc)
+	if err != nil {
+		return 0, err
+	}
+	if vo != vl {
+		return 0, fmt.Errorf("codegen/llvm/native: %s is LLVM %d but %s is LLVM %d; set %s to one release", opt, vo, llc, vl, LLVMEnv)
+	}
+	return vo, nil
 }
 
 func lookPath(what, pkg string, names ...string) (string, error) {
@@ -114,8 +205,19 @@ func (e *BuildError) Error() string {
 
 var stdinPos = regexp.MustCompile(`<stdin>:(\d+):(\d+)`)
 
+// forLLVM returns the IR a Module prints (typed pointers) in the form the
+// toolchain's LLVM reads: as it is for LLVM 14, with opaque pointers for
+// LLVM 15 and later, whose parsers take typed pointers only for a time.
+func (tc *Toolchain) forLLVM(ir string) string {
+	if tc.Version >= 15 {
+		return llvm.OpaquePointers(ir)
+	}
+	return ir
+}
+
 // compile runs opt -O3 and llc -O3 on ir, piped, writing an object file.
 func (tc *Toolchain) compile(ctx context.Context, ir string, t targetArgs, obj string) error {
+	ir = tc.forLLVM(ir)
 	optArgs := append([]string{"-O3"}, t.OptFlags...)
 	optArgs = append(optArgs, t.args()...)
 	optArgs = append(optArgs, "-", "-o", "-")
@@ -251,7 +353,7 @@ func Emit(m *llvm.Module, stage string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	t := buildArgs(m)
-	ir := m.String()
+	ir := tc.forLLVM(m.String())
 	run := func(tool, path string, args []string, in string) (string, error) {
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Stdin = strings.NewReader(in)

@@ -1,0 +1,63 @@
+package native
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestToolchainVersion: the toolchain found is one LLVM release from 14
+// to 19, the one LOOM_LLVM names when it names one.
+func TestToolchainVersion(t *testing.T) {
+	tc, err := FindToolchain()
+	if err != nil {
+		t.Skip(err)
+	}
+	if tc.Version < MinLLVM || tc.Version > MaxLLVM {
+		t.Errorf("LLVM %d found", tc.Version)
+	}
+	if n, err := strconv.Atoi(os.Getenv(LLVMEnv)); err == nil && tc.Version != n {
+		t.Errorf("%s=%d, but the toolchain is LLVM %d (%s)", LLVMEnv, n, tc.Version, tc.Opt)
+	}
+}
+
+// TestToolchainRefusals: a directory without opt, an LLVM outside 14 to
+// 19 and opt and llc of two releases are refused, each saying what it
+// found; opt and llc of one supported release in a directory are taken.
+func TestToolchainRefusals(t *testing.T) {
+	fake := func(dir, tool, version string) {
+		t.Helper()
+		script := "#!/bin/sh\necho 'LLVM (http://llvm.org/):'\necho '  LLVM version " + version + "'\n"
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := t.TempDir()
+	if _, _, err := findLLVM(empty); !errors.Is(err, ErrToolMissing) || !strings.Contains(err.Error(), LLVMEnv+"="+empty) {
+		t.Errorf("a directory without opt: %v", err)
+	}
+	for _, c := range []struct{ opt, llc, want string }{
+		{"12.0.1", "12.0.1", "is LLVM 12; loom builds with LLVM 14 to 19"},
+		{"20.1.0", "20.1.0", "is LLVM 20; loom builds with LLVM 14 to 19"},
+		{"19.1.7", "14.0.6", "is LLVM 19 but"},
+		{"16.0.6", "16.0.6", ""},
+	} {
+		dir := t.TempDir()
+		fake(dir, "opt", c.opt)
+		fake(dir, "llc", c.llc)
+		opt, llc, err := findLLVM(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := llvmVersion(opt, llc)
+		switch {
+		case c.want == "" && (err != nil || v != 16):
+			t.Errorf("opt %s, llc %s: %d, %v; want LLVM 16", c.opt, c.llc, v, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("opt %s, llc %s: %d, %v; want an error saying %q", c.opt, c.llc, v, err, c.want)
+		}
+	}
+}
