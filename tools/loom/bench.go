@@ -203,14 +203,17 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 		if *asJSON {
 			line, _ := json.Marshal(r)
 			fmt.Fprintln(stdout, string(line))
-			continue
+		} else {
+			gflops := "-"
+			if r.GFlops != nil {
+				gflops = fmt.Sprintf("%.1f GFLOP/s", *r.GFlops)
+			}
+			fmt.Fprintf(stdout, "%-15s %-22s %2d threads  %9.3f ms (median %.3f, slowest %.3f of %d, cv %.0f%%)  %14s  %6.1f GB/s  compile %6.1f ms  max rel err %.2g\n",
+				r.Workload, r.Shape, r.Threads, r.Ms, r.MedianMs, r.WorstMs, r.Samples, 100*r.CV, gflops, r.GBps, r.CompileMs, r.MaxRelErr)
 		}
-		gflops := "-"
-		if r.GFlops != nil {
-			gflops = fmt.Sprintf("%.1f GFLOP/s", *r.GFlops)
+		if r.CV > autotune.BusyVariation {
+			fmt.Fprintf(stderr, "loom bench: %s: the samples vary by %.0f%% (coefficient of variation): the machine is busy, and the figures are not to be trusted to better than that\n", r.Workload, 100*r.CV)
 		}
-		fmt.Fprintf(stdout, "%-15s %-22s %2d threads  %9.3f ms (median %.3f, slowest %.3f of %d)  %14s  %6.1f GB/s  compile %6.1f ms  max rel err %.2g\n",
-			r.Workload, r.Shape, r.Threads, r.Ms, r.MedianMs, r.WorstMs, r.Samples, gflops, r.GBps, r.CompileMs, r.MaxRelErr)
 	}
 	return status
 }

@@ -8,14 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/npy"
 	"github.com/loom-go/loom/module"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // graphLine is loom bench -graph's result.
@@ -54,6 +57,11 @@ type graphLine struct {
 	CompileMS       float64 `json:"compile_ms"`
 	CompileCachedMS float64 `json:"compile_cached_ms"`
 	Samples         int     `json:"samples"`
+	// MedianMS is the median sample's time a call, and CV the samples'
+	// coefficient of variation: above 0.1 the machine was too busy for
+	// the figures to be trusted to better than that.
+	MedianMS float64 `json:"median_ms"`
+	CV       float64 `json:"cv"`
 	// EachKernel is each kernel's best call alone, in the order they run:
 	// where the time goes.
 	EachKernel []kernelTime `json:"each_kernel"`
@@ -199,6 +207,7 @@ func benchGraph(path string, layout layoutChoice, sizes map[string]int64, thread
 		bestKernel[i] = 1 << 62
 	}
 	var total time.Duration
+	var samples []time.Duration
 	runtime := time.Duration(1 << 62)
 	for line.Samples < 5 || (total < 300*time.Millisecond && line.Samples < 30) {
 		start := time.Now()
@@ -211,6 +220,7 @@ func benchGraph(path string, layout layoutChoice, sizes map[string]int64, thread
 		d := time.Since(start)
 		total += d
 		best = min(best, d/time.Duration(reps))
+		samples = append(samples, d/time.Duration(reps))
 		// The kernels alone, in separate calls; and the time of each
 		// such call outside its kernels.
 		for range reps {
@@ -230,6 +240,11 @@ func benchGraph(path string, layout layoutChoice, sizes map[string]int64, thread
 		line.Samples++
 	}
 	line.MS = ms(best)
+	slices.Sort(samples)
+	line.MedianMS, line.CV = ms(samples[len(samples)/2]), bench.Variation(samples)
+	if line.CV > autotune.BusyVariation {
+		fmt.Fprintf(stderr, "loom bench: %s: the samples vary by %.0f%% (coefficient of variation): the machine is busy, and the figures are not to be trusted to better than that\n", line.Graph, 100*line.CV)
+	}
 	names := m.Kernels()
 	for i, t := range bestKernel {
 		line.KernelMS += ms(t)

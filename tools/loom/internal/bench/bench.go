@@ -306,6 +306,7 @@ type Result struct {
 	// of them): the spread a busy machine widens.
 	MedianMs  float64  `json:"median_ms"`
 	WorstMs   float64  `json:"worst_ms"`
+	CV        float64  `json:"cv"` // the samples' coefficient of variation
 	Samples   int      `json:"samples"`
 	GFlops    *float64 `json:"gflops"`
 	GBps      float64  `json:"gbps"`
@@ -432,7 +433,7 @@ func Run(o Options) (*Result, error) {
 	ms := best.Seconds() * 1e3
 	r := &Result{
 		Workload: w.Name, Size: size, Shape: w.Shape(d), Threads: threads, Schedule: o.Schedule,
-		Ms: ms, MedianMs: timing.Median.Seconds() * 1e3, WorstMs: timing.Worst.Seconds() * 1e3, Samples: timing.Samples,
+		Ms: ms, MedianMs: timing.Median.Seconds() * 1e3, WorstMs: timing.Worst.Seconds() * 1e3, Samples: timing.Samples, CV: timing.CV,
 		GBps:      float64(Traffic(c)) / best.Seconds() / 1e9,
 		CompileMs: k.Stats.Total().Seconds() * 1e3, MaxRelErr: maxErr, ScheduleMs: scheduleMs,
 	}
@@ -473,6 +474,10 @@ func runtimeThreads() int {
 type Timing struct {
 	Best, Median, Worst time.Duration
 	Samples             int
+	// CV is the samples' coefficient of variation (standard deviation
+	// over mean): above autotune.BusyVariation the machine was too busy
+	// for the figures to be trusted to better than that.
+	CV float64
 }
 
 // Measure times run: samples of enough calls to last at least 20 ms, at
@@ -502,7 +507,24 @@ func Measure(run func() error) (Timing, error) {
 		per = append(per, d/time.Duration(reps))
 	}
 	slices.Sort(per)
-	return Timing{Best: per[0], Median: per[len(per)/2], Worst: per[len(per)-1], Samples: len(per)}, nil
+	return Timing{Best: per[0], Median: per[len(per)/2], Worst: per[len(per)-1], Samples: len(per), CV: Variation(per)}, nil
+}
+
+// Variation is the coefficient of variation of samples (standard
+// deviation over mean).
+func Variation(samples []time.Duration) float64 {
+	var sum, sq float64
+	for _, d := range samples {
+		sum += d.Seconds()
+	}
+	mean := sum / float64(len(samples))
+	for _, d := range samples {
+		sq += (d.Seconds() - mean) * (d.Seconds() - mean)
+	}
+	if mean == 0 || len(samples) < 2 {
+		return 0
+	}
+	return math.Sqrt(sq/float64(len(samples)-1)) / mean
 }
 
 // Time returns the best per-call time Measure measures.

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"time"
 )
 
 // TestMeasure: the samples' fastest, median and slowest are in order, at
@@ -41,5 +43,30 @@ func TestMeasure(t *testing.T) {
 		return nil
 	}); !errors.Is(err, boom) {
 		t.Errorf("a failing call: %v", err)
+	}
+}
+
+// TestVariation: the coefficient of variation of samples (the sample
+// standard deviation over the mean), 0 for equal samples or one.
+func TestVariation(t *testing.T) {
+	ms := func(xs ...float64) []time.Duration {
+		var out []time.Duration
+		for _, x := range xs {
+			out = append(out, time.Duration(x*float64(time.Millisecond)))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		samples []time.Duration
+		want    float64
+	}{
+		{ms(1, 1, 1), 0},
+		{ms(2), 0},
+		{ms(1, 3), 0.7071067811865476}, // sd sqrt(2), mean 2
+		{ms(2, 4, 4, 4, 5, 5, 7, 9), 0.4276179870598791},
+	} {
+		if got := Variation(c.samples); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("Variation(%v) = %v, want %v", c.samples, got, c.want)
+		}
 	}
 }
