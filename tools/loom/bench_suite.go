@@ -26,6 +26,7 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/internal/check"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // suiteLine is what loom bench -suite prints per case: one JSON line.
@@ -44,7 +45,11 @@ type suiteLine struct {
 	// for a memory-bound kernel can be several times its warm time.
 	LoomMs   float64   `json:"loom_ms"`
 	KernelMs []float64 `json:"kernel_ms"`
-	SearchMs float64   `json:"search_ms"`
+	// LoomCV is the largest coefficient of variation of the kernels'
+	// timed samples: above 0.1 the machine was too busy for LoomMs (and
+	// the ratio) to be trusted to better than that.
+	LoomCV   float64 `json:"loom_cv"`
+	SearchMs float64 `json:"search_ms"`
 	// OneDNNMs is the same computation's time with oneDNN, measured in
 	// the same run by the harness -onednn names: the faster of its plain
 	// layouts (OneDNNPlainMs: the graph's, NCHW and row-major) and its
@@ -273,6 +278,9 @@ func runSuite(dir, cases, onednn string, threads, trials int, dbPath, results st
 		}
 		data, _ := json.Marshal(line)
 		fmt.Fprintln(stdout, string(data))
+		if line.LoomCV > autotune.BusyVariation {
+			fmt.Fprintf(stderr, "loom bench: %s: loom's samples vary by %.0f%% (coefficient of variation): the machine is busy, and the figures are not to be trusted to better than that\n", line.Case, 100*line.LoomCV)
+		}
 		printed = append(printed, line)
 		if resultsFile != nil && ctx.Err() == nil { // an interrupted case's line is partial
 			if _, err := resultsFile.Write(append(data, '\n')); err == nil {
@@ -329,13 +337,15 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 		line.Failed += sum.Failed
 		line.Distinct += sum.Distinct
 		line.SearchMs += sum.BestMs
-		ms := warmCall(best, j)
-		if ms == nil {
+		timing := warmTiming(best, j)
+		if timing == nil {
 			line.Error = fmt.Sprintf("%s: the tuned kernel did not run in process", j.Name)
 			return line
 		}
-		line.KernelMs = append(line.KernelMs, *ms)
-		line.LoomMs += *ms
+		ms := float64(timing.Best) / 1e6
+		line.KernelMs = append(line.KernelMs, ms)
+		line.LoomMs += ms
+		line.LoomCV = max(line.LoomCV, timing.CV)
 		d := math.NaN()
 		if ms := defaultCall(t, j); ms != nil {
 			d = *ms
@@ -371,6 +381,16 @@ func defaultCall(t *tuner, j *job) *float64 {
 // inputs, in ms, run warm in this process (timeCall); nil when it does not
 // compile or run.
 func warmCall(f *ast.Func, j *job) *float64 {
+	t := warmTiming(f, j)
+	if t == nil {
+		return nil
+	}
+	ms := float64(t.Best) / 1e6
+	return &ms
+}
+
+// warmTiming is warmCall's measurement with its spread.
+func warmTiming(f *ast.Func, j *job) *bench.Timing {
 	cache, err := native.DefaultCache()
 	if err != nil {
 		return nil
@@ -379,7 +399,7 @@ func warmCall(f *ast.Func, j *job) *float64 {
 	if err != nil {
 		return nil
 	}
-	return timeCall(k, j.Case.Sizes, j.Case.Args(1))
+	return timeSamples(k, j.Case.Sizes, j.Case.Args(1))
 }
 
 // oneDNNResult is what oneDNN's side of a case prints: the best per-call

@@ -205,6 +205,17 @@ func bucketText(b map[string][2]int64) string {
 // timeCall is the best per-call time of k on args, in ms, as bench.Time
 // takes it (and ../shared/peers); nil when it does not run.
 func timeCall(k *native.Kernel, sizes map[string]int64, args map[string]any) *float64 {
+	t := timeSamples(k, sizes, args)
+	if t == nil {
+		return nil
+	}
+	ms := float64(t.Best) / 1e6
+	return &ms
+}
+
+// timeSamples is timeCall's measurement with its spread: nil where the
+// kernel does not run.
+func timeSamples(k *native.Kernel, sizes map[string]int64, args map[string]any) *bench.Timing {
 	c, err := k.Bind(sizes, args)
 	if err != nil {
 		return nil
@@ -213,10 +224,9 @@ func timeCall(k *native.Kernel, sizes map[string]int64, args map[string]any) *fl
 	if c.Run() != nil {
 		return nil
 	}
-	best, err := bench.Time(c.Run)
+	t, err := bench.Measure(c.Run)
 	if err != nil {
 		return nil
 	}
-	ms := float64(best) / 1e6
-	return &ms
+	return &t
 }
