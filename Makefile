@@ -12,14 +12,12 @@ GO ?= go
 # package's share of the run on two cores, longest first), so that no
 # long package starts last and runs alone while the other core idles.
 SLOW_FIRST = ./autotune ./tools/loom ./module ./schedule ./codegen/cuda ./codegen/partition ./fusion ./poly
-#
-# The code generator's packages (LLVM_PKGS) run again with the newest LLVM
-# loom supports (LOOM_LLVM=19; the first run takes the LLVM on PATH, 14
-# on Debian 12), so that the IR stays good for LLVM 14 to 19.
-LLVM_PKGS = ./codegen/llvm/...
+# The build's tests (codegen/llvm/native) run once more inside that run
+# with the newest LLVM loom supports (TestNewestLLVM: LOOM_LLVM=19; the
+# run itself takes the LLVM on PATH, 14 on Debian 12), so that the IR
+# stays good for LLVM 14 to 19.
 test: tools check
 	GOGC=400 $(GO) test -timeout 45m $$($(GO) list $(SLOW_FIRST) ./...)
-	LOOM_LLVM=19 GOGC=400 $(GO) test -timeout 20m $(LLVM_PKGS)
 
 # test-long runs the packages of LONG_PKGS with -long (their randomized
 # runs at full size, every seed, the validator on every step: hours) and
@@ -28,7 +26,6 @@ LONG_PKGS = poly schedule autotune codegen/cuda codegen/partition module
 test-long: tools check
 	GOGC=400 $(GO) test -timeout 12h $$($(GO) list ./... | grep -v -E '/($(subst $(eval) ,|,$(LONG_PKGS)))$$')
 	GOGC=400 $(GO) test -timeout 12h $(addprefix ./,$(LONG_PKGS)) -long
-	LOOM_LLVM=19 GOGC=400 $(GO) test -timeout 12h $(LLVM_PKGS)
 
 # tools installs what the tests need besides Go: clang-14 and clang-16
 # (sm_90), which compile the generated CUDA to PTX on machines without a

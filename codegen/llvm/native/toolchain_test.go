@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,5 +60,31 @@ func TestToolchainRefusals(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("opt %s, llc %s: %d, %v; want an error saying %q", c.opt, c.llc, v, err, c.want)
 		}
+	}
+}
+
+// TestNewestLLVM runs this package's tests again with the newest LLVM
+// loom supports (LOOM_LLVM=19), when it is installed and this run builds
+// with another: the IR must stay good for LLVM 14 to 19 (opaque pointers
+// from 15 on). It runs inside go test's own run, beside the other
+// packages, rather than after them.
+func TestNewestLLVM(t *testing.T) {
+	if os.Getenv(LLVMEnv) != "" {
+		t.Skipf("%s chooses the LLVM of this run", LLVMEnv)
+	}
+	tc, err := FindToolchain()
+	if err != nil {
+		t.Skip(err)
+	}
+	if tc.Version == MaxLLVM {
+		t.Skipf("this run builds with LLVM %d", MaxLLVM)
+	}
+	if _, _, err := findLLVM(strconv.Itoa(MaxLLVM)); err != nil {
+		t.Skipf("LLVM %d is not installed (make tools installs it): %v", MaxLLVM, err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.skip=^TestNewestLLVM$")
+	cmd.Env = append(os.Environ(), LLVMEnv+"="+strconv.Itoa(MaxLLVM), "LOOM_CACHE_DIR="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the tests with %s=%d: %v\n%s", LLVMEnv, MaxLLVM, err, out)
 	}
 }
