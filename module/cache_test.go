@@ -14,6 +14,20 @@ const cacheGraph = `{"name": "scaled", "inputs": [{"name": "X", "dtype": "float3
   "nodes": [{"op": "mul", "inputs": ["X", "W"], "output": "T"}, {"op": "reduce_sum", "inputs": ["T"], "output": "Y", "attrs": {"axes": [1]}}],
   "outputs": ["Y"]}`
 
+// cacheGraphIn parses cacheGraph and makes an empty kernel cache for it.
+func cacheGraphIn(t *testing.T) (*fusion.Graph, *native.Cache) {
+	t.Helper()
+	g, err := fusion.ParseJSON([]byte(cacheGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, cache
+}
+
 func forgetModules() {
 	memoryCache.Lock()
 	defer memoryCache.Unlock()
@@ -25,14 +39,7 @@ func forgetModules() {
 // from disk and none is decided again; a change of the graph's constants
 // or of the thread count misses; a damaged file is ignored.
 func TestCompileCache(t *testing.T) {
-	g, err := fusion.ParseJSON([]byte(cacheGraph))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cache := cacheGraphIn(t)
 	opts := Options{Cache: cache, Threads: 2}
 	compile := func(g *fusion.Graph, opts Options) (*Module, int64) {
 		t.Helper()

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm/native"
-	"github.com/loom-go/loom/fusion"
 )
 
 // TestClose: two Compiles of one graph are two handles on one compiled
@@ -14,14 +13,7 @@ import (
 // fails with ErrClosed (a C library too), closing twice does nothing, and
 // the graph compiles and runs again after.
 func TestClose(t *testing.T) {
-	g, err := fusion.ParseJSON([]byte(cacheGraph))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cache := cacheGraphIn(t)
 	opts := Options{Cache: cache, Threads: 1}
 	compile := func() *Module {
 		t.Helper()
