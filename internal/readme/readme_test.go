@@ -1,6 +1,7 @@
 // Package readme checks the project's README: every Go snippet in it
-// compiles, as a program of its own with the imports it names, so that
-// the README cannot drift from the API.
+// compiles, as a program of its own with the imports it names, and each
+// that needs no file the reader brings (a model, a tuning database) runs
+// to its end, so that the README cannot drift from the API.
 package readme
 
 import (
@@ -45,7 +46,8 @@ func snippets(t *testing.T) []string {
 
 // TestSnippetsCompile builds each snippet as the body of a main function,
 // importing the packages it names, with go vet's checks (an unused
-// variable fails the build; vet catches the rest).
+// variable fails the build; vet catches the rest), and runs those that
+// read no file of the reader's: they must end without an error.
 func TestSnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: it builds a program per README snippet")
@@ -88,6 +90,15 @@ func TestSnippetsCompile(t *testing.T) {
 		out, err := exec.Command(go_, "vet", "./"+pkg).CombinedOutput()
 		if err != nil {
 			t.Errorf("the README's Go snippet %d does not compile: %v\n%s\n%s", i+1, err, out, src)
+			continue
+		}
+		if strings.Contains(body, ".onnx") || strings.Contains(body, ".jsonl") {
+			continue // it reads the reader's model or database
+		}
+		run := exec.Command(go_, "run", "./"+pkg)
+		run.Env = append(os.Environ(), "LOOM_CACHE_DIR="+t.TempDir())
+		if out, err := run.CombinedOutput(); err != nil || strings.Contains(string(out), "error") {
+			t.Errorf("the README's Go snippet %d does not run: %v\n%s\n%s", i+1, err, out, src)
 		}
 	}
 }
