@@ -197,7 +197,7 @@ func markUsed(args []Arg, used map[string]bool) {
 // blank are _.
 func renameVariables(insts []Inst, s *Schedule, blank map[string]bool) []Inst {
 	names := map[string]string{}
-	taken := map[string]bool{"true": true, "false": true, "sch": true, "err": true}
+	taken := map[string]bool{"true": true, "false": true, "sch": true, "err": true, "schedule": true, "apply": true}
 	fresh := func(base string) string {
 		name := identifier(base)
 		if token.Lookup(name).IsKeyword() || taken[name] {
