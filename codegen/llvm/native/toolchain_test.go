@@ -15,7 +15,7 @@ import (
 func TestToolchainVersion(t *testing.T) {
 	tc, err := FindToolchain()
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("no LLVM toolchain to build with: %v", err)
 	}
 	if tc.Version < MinLLVM || tc.Version > MaxLLVM {
 		t.Errorf("LLVM %d found", tc.Version)
@@ -74,7 +74,7 @@ func TestNewestLLVM(t *testing.T) {
 	}
 	tc, err := FindToolchain()
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("no LLVM toolchain to build with: %v", err)
 	}
 	if tc.Version == MaxLLVM {
 		t.Skipf("this run builds with LLVM %d", MaxLLVM)
