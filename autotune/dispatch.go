@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/loom-go/loom/ast"
@@ -136,6 +137,16 @@ func DispatchFromDatabase(f *ast.Func, db *Database, target string, t Target, ca
 		return nil, err
 	}
 	return NewDispatch(f, choices, s.Func(), cache, opts)
+}
+
+// Close closes d's kernels (native.Kernel.Close): a run after it fails
+// with native.ErrClosed. It must not run while a run of d does.
+func (d *Dispatch) Close() error {
+	errs := []error{d.fallback.Close()}
+	for _, b := range d.buckets {
+		errs = append(errs, b.kernel.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Buckets is the number of buckets d picks among (the fallback aside).

@@ -184,6 +184,7 @@ func (d *Dispatch) Check(sizes []map[string]int64, cache *native.Cache, opts llv
 				if plain, err = cache.Compile(d.f, opts); err != nil {
 					return fmt.Errorf("dispatch %s: the reference: %w", d.f.Name, err)
 				}
+				defer plain.Close()
 			}
 			if err := plain.Run(s, want); err != nil {
 				return fmt.Errorf("dispatch %s at %s: the reference: %w", d.f.Name, sizesKey(s), err)

@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -315,5 +316,27 @@ func TestDispatchSymbolicCorpus(t *testing.T) {
 	}
 	if checked < 2 {
 		t.Errorf("checked %d functions of the corpus", checked)
+	}
+}
+
+// TestDispatchClose: a closed dispatch's runs fail with native.ErrClosed.
+func TestDispatchClose(t *testing.T) {
+	c := workload.Chain(2, 3, 32)
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDispatch(c.Func, nil, nil, cache, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(c.Sizes, c.Args(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(c.Sizes, c.Args(1)); !errors.Is(err, native.ErrClosed) {
+		t.Errorf("a run after Close: %v, want native.ErrClosed", err)
 	}
 }
