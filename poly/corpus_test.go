@@ -81,6 +81,23 @@ func TestDependencesByPairs(t *testing.T) {
 			if got := key(fresh.DepsAmong(some)); !slices.Equal(got, key(want)) {
 				t.Errorf("%s: DepsAmong(%s, %s) = %v, want %v", c.Name, some[0].Block.Name, some[1].Block.Name, got, key(want))
 			}
+			// DepsOn, fresh and after DepsAmong computed the pairs.
+			for _, d := range want {
+				var on []*Dependence
+				for _, e := range want {
+					if e.Buffer == d.Buffer && e.Kind != WAW {
+						on = append(on, e)
+					}
+				}
+				again, _ := Extract(c.Func)
+				againSome := []*Instances{again.Blocks[i], again.Blocks[len(again.Blocks)-1]}
+				if got := key(again.DepsOn(againSome, d.Buffer, RAW, WAR)); !slices.Equal(got, key(on)) {
+					t.Errorf("%s: DepsOn(%s, %s; %s) = %v, want %v", c.Name, some[0].Block.Name, some[1].Block.Name, d.Buffer.Name, got, key(on))
+				}
+				if got := key(fresh.DepsOn(some, d.Buffer, RAW, WAR)); !slices.Equal(got, key(on)) {
+					t.Errorf("%s: DepsOn(%s, %s; %s) after DepsAmong = %v, want %v", c.Name, some[0].Block.Name, some[1].Block.Name, d.Buffer.Name, got, key(on))
+				}
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package poly
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,6 +147,12 @@ func (p *Program) Dependences() []*Dependence {
 // dependences returns the dependences from instances of s to instances of
 // t.
 func (p *Program) dependences(s, t *Instances) []*Dependence {
+	return p.dependencesOf(s, t, nil, RAW, WAR, WAW)
+}
+
+// dependencesOf returns the dependences of the given kinds from instances
+// of s to instances of t, through buf alone when it is not nil.
+func (p *Program) dependencesOf(s, t *Instances, buf *ast.Buffer, kinds ...DepKind) []*Dependence {
 	common, sFirst := order(s, t)
 	var out []*Dependence
 	pairs := []struct {
@@ -153,9 +160,12 @@ func (p *Program) dependences(s, t *Instances) []*Dependence {
 		a, b []Access
 	}{{RAW, s.Writes, t.Reads}, {WAR, s.Reads, t.Writes}, {WAW, s.Writes, t.Writes}}
 	for _, pr := range pairs {
+		if !slices.Contains(kinds, pr.kind) {
+			continue
+		}
 		for _, a := range pr.a {
 			for _, b := range pr.b {
-				if a.Buffer != b.Buffer {
+				if a.Buffer != b.Buffer || buf != nil && a.Buffer != buf {
 					continue
 				}
 				if d := p.dependence(pr.kind, s, t, a, b, common, sFirst); d != nil {

@@ -40,6 +40,35 @@ func (p *Program) DepsAmong(blocks []*Instances) []*Dependence {
 	return out
 }
 
+// DepsOn returns the dependences of the given kinds through buf between
+// blocks, in the order DepsAmong gives them: whether a temporary can live
+// for one iteration of a loop asks only for the flows through it (RAW)
+// and the reads before a write (WAR), not for the dependences through
+// every buffer its users touch.
+func (p *Program) DepsOn(blocks []*Instances, buf *ast.Buffer, kinds ...DepKind) []*Dependence {
+	var out []*Dependence
+	for i, s := range p.Blocks {
+		if !slices.Contains(blocks, s) {
+			continue
+		}
+		for j, t := range p.Blocks {
+			if !slices.Contains(blocks, t) {
+				continue
+			}
+			if d, ok := p.pairDeps[[2]int{i, j}]; ok {
+				for _, dep := range d {
+					if dep.Buffer == buf && slices.Contains(kinds, dep.Kind) {
+						out = append(out, dep)
+					}
+				}
+				continue
+			}
+			out = append(out, p.dependencesOf(s, t, buf, kinds...)...)
+		}
+	}
+	return out
+}
+
 // pairDependences returns the dependences from p.Blocks[i] to p.Blocks[j],
 // computed once: a question about one loop (CarriedBy) needs only the
 // pairs of blocks inside it.

@@ -53,8 +53,10 @@ func Borders(f *ast.Func) *ast.Func {
 	if v.budget == maxBorderVersions {
 		return f
 	}
+	// The interior's and the border's own temporaries (see
+	// tail_buffers.go).
 	out := *f
-	out.Body = body
+	out.Body = privatize(body, localTemporaries(f), nil, v.buffers, "_in")
 	return &out
 }
 

@@ -28,9 +28,10 @@
 // annotations); a parallel loop whose main part would run fewer than two
 // iterations is versioned inside its body instead (each iteration
 // chooses the main part's body or the tail's); unrolled, vectorized and
-// GPU-bound loops are left alone. A temporary the loop's iterations use
-// on their own (one that compacts inside it) gets a copy of its own in
-// the tail, so that each part's still compacts to a tile.
+// GPU-bound loops are left alone. A temporary that compacts at a loop
+// gets a buffer of its own in each copy of that loop (the tail's, each
+// version's, the interior's and the border's), so that each copy's
+// still compacts to a tile.
 //
 // Borders does the same for the tests of a padded read (a select whose
 // condition holds away from an image's border): it versions the loop
@@ -51,9 +52,16 @@ const maxParts = 4
 // Func returns f with its predicated loops partitioned (f itself when
 // none is).
 func Func(f *ast.Func) *ast.Func {
-	p := &partitioner{f: f, names: map[string]bool{}, blocks: map[string]bool{}, fallbacks: map[ast.Stmt]bool{}, ranges: ast.NewAnalyzer()}
+	p := &partitioner{names: map[string]bool{}, origin: map[string]string{}, blocks: map[string]bool{}, fallbacks: map[ast.Stmt]bool{}, ranges: ast.NewAnalyzer()}
 	for _, b := range f.Params {
 		p.names[b.Name] = true
+	}
+	// Sizes are never negative: a main part's end over a tile loop of
+	// floordiv(S + 31, 32) iterations, max(0, floordiv(S - 32, 32) + 1),
+	// is floordiv(S, 32), which package poly holds exactly (and so
+	// proves the tail's temporaries carry no value between tiles).
+	for _, s := range f.Sizes {
+		p.ranges.Bind(s.Name, ast.Interval{Min: 0, Max: maxOf(s.DType)})
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -70,20 +78,18 @@ func Func(f *ast.Func) *ast.Func {
 	if p.parts == 0 {
 		return f
 	}
+	// The copies' own temporaries (see tail_buffers.go).
 	out := *f
-	out.Body = body
+	out.Body = privatize(body, localTemporaries(f), p.origin, p.names, "_tail")
 	return &out
 }
 
 type partitioner struct {
-	f      *ast.Func
 	names  map[string]bool // every variable and buffer name of the function
 	blocks map[string]bool // every block name
-	// local are f's temporaries that compact, by the loop they compact
-	// at (localTemporaries), found at the first split.
-	local map[*ast.For][]*ast.Buffer
-	found bool
-	parts int
+	// origin maps the variable of a split's tail to the split loop's.
+	origin map[string]string
+	parts  int
 	// fallbacks are the bodies versionTail keeps for the values of its
 	// bound no version takes: left as they are (no part of the budget).
 	fallbacks map[ast.Stmt]bool
@@ -107,16 +113,10 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 		}
 		if ok {
 			p.parts++
-			if !p.found {
-				p.local, p.found = localTemporaries(p.f), true
-			}
-			// The tail's own copies of the temporaries its iterations
-			// use alone (see tail_buffers.go).
-			tail, decls := p.ownBuffers(tail, p.tailTemporaries(l))
 			// The tail keeps the conjuncts that made the split: split
 			// again, its main part would be empty. Only the loops
 			// inside it are partitioned.
-			return ast.NewSeq(append(append([]ast.Stmt{p.stmt(main)}, decls...), ast.MapChildren(p.versionTail(narrowTail(tail)), p.stmt, func(e ast.Expr) ast.Expr { return e }))...)
+			return ast.NewSeq(p.stmt(main), ast.MapChildren(p.versionTail(narrowTail(tail)), p.stmt, func(e ast.Expr) ast.Expr { return e }))
 		}
 	}
 	return ast.MapChildren(s, p.stmt, func(e ast.Expr) ast.Expr { return e })
@@ -133,12 +133,6 @@ func (p *partitioner) stmt(s ast.Stmt) ast.Stmt {
 // every vector FMA), twice the work of the partitioned one-thread code.
 func (p *partitioner) versionParallel(l, main, tail *ast.For) ast.Stmt {
 	p.parts++
-	if !p.found {
-		p.local, p.found = localTemporaries(p.f), true
-	}
-	// The tail's own copies of the temporaries its iterations use alone,
-	// declared in its branch, so that both branches' still compact.
-	tail, decls := p.ownBuffers(tail, p.tailTemporaries(l))
 	end := ast.Simplify(ast.Add(main.Min, main.Extent))
 	var tailBody ast.Stmt
 	if narrowed := narrowTail(tail); narrowed != tail {
@@ -147,8 +141,16 @@ func (p *partitioner) versionParallel(l, main, tail *ast.For) ast.Stmt {
 		tailBody = ast.Substitute(tail.Body, map[string]ast.Expr{tail.Var.Name: l.Var})
 	}
 	out := *l
-	out.Body = ast.NewIf(ast.LT(l.Var, end), p.stmt(main.Body), ast.NewSeq(append(decls, p.stmt(tailBody))...))
+	out.Body = ast.NewIf(ast.LT(l.Var, end), p.stmt(main.Body), p.stmt(tailBody))
 	return &out
+}
+
+// maxOf returns the largest value of integer type t.
+func maxOf(t ast.DType) int64 {
+	if t == ast.Int64 {
+		return 1<<63 - 1
+	}
+	return 1<<31 - 1
 }
 
 // fewerThanTwo reports whether loop l runs a constant number of
@@ -223,6 +225,10 @@ func (p *partitioner) split(l *ast.For) (main, tail *ast.For, ok bool) {
 	}
 	main = &ast.For{Var: x, Min: lo, Extent: ast.Simplify(ast.Sub(m, lo)), Kind: l.Kind, Annotations: l.Annotations, Body: dropPredicates(l.Body)}
 	tv := ast.NewVar(p.fresh(x.Name+"_tail"), t)
+	p.origin[tv.Name] = x.Name
+	if o, ok := p.origin[x.Name]; ok {
+		p.origin[tv.Name] = o
+	}
 	// The tail's blocks are copies: they get names of their own (block
 	// names are unique in a function).
 	tailBody := mapBlocks(ast.Substitute(l.Body, map[string]ast.Expr{x.Name: tv}), func(b *ast.ScheduleBlock) *ast.ScheduleBlock {

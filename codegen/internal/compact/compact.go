@@ -93,7 +93,7 @@ func planCompaction(f *ast.Func, p *poly.Program, buf *ast.Buffer, declDepth int
 	if len(users) == 0 {
 		return nil
 	}
-	deps := p.DepsAmong(users) // buf's are among them
+	deps := p.DepsOn(users, buf, poly.RAW, poly.WAR)
 	common := users[0].Loops
 	for _, u := range users[1:] {
 		n := 0
