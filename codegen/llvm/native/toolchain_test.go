@@ -2,6 +2,7 @@ package native
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,11 +64,22 @@ func TestToolchainRefusals(t *testing.T) {
 	}
 }
 
-// TestNewestLLVM runs this package's tests again with the newest LLVM
-// loom supports (LOOM_LLVM=19), when it is installed and this run builds
-// with another: the IR must stay good for LLVM 14 to 19 (opaque pointers
-// from 15 on). It runs inside go test's own run, beside the other
-// packages, rather than after them.
+// newestLLVMTests are the tests TestNewestLLVM runs again (every one with
+// -long): those that build the IR's every kind of statement, access and
+// intrinsic (the corpora of functions, schedules and fused kernels,
+// vector widths, masked and strided loads, gathers, math, the C ABI, an
+// error's IR line), not those of the cache, the runtime's threads or
+// poly's work on many-piece accesses, which do not depend on LLVM.
+const newestLLVMTests = "^(TestCABI|TestWorkloads|TestASTGoldens|TestScheduleGoldens|TestFusionGoldens|TestHandSchedules|TestRandomSchedules|TestVectorWidths|TestNestedParallel|TestCastOfIndexProductWraps|TestVectorDivModOfRamps|TestMergeHeadsLoadsRows|TestLLVMErrorShowsIRLine|TestFusedLoopAccesses|TestGatherTwoIndices|TestGuardedLoads|TestMathIntrinsics|TestMinMax|TestBlockAroundNest|TestStridedLoads|TestToolchainVersion)$"
+
+var long = flag.Bool("long", false, "TestNewestLLVM runs every test of the package again, not newestLLVMTests")
+
+// TestNewestLLVM runs this package's tests that build IR (newestLLVMTests;
+// all of them with -long) again with the newest LLVM loom supports
+// (LOOM_LLVM=19), when it is installed and this run builds with another:
+// the IR must stay good for LLVM 14 to 19 (opaque pointers from 15 on).
+// It runs inside go test's own run, beside the other packages, rather
+// than after them.
 func TestNewestLLVM(t *testing.T) {
 	if os.Getenv(LLVMEnv) != "" {
 		t.Skipf("%s chooses the LLVM of this run", LLVMEnv)
@@ -82,7 +94,11 @@ func TestNewestLLVM(t *testing.T) {
 	if _, _, err := findLLVM(strconv.Itoa(MaxLLVM)); err != nil {
 		t.Skipf("LLVM %d is not installed (make tools installs it): %v", MaxLLVM, err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.skip=^TestNewestLLVM$")
+	run := newestLLVMTests
+	if *long {
+		run = "."
+	}
+	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.skip=^TestNewestLLVM$", "-test.run="+run)
 	cmd.Env = append(os.Environ(), LLVMEnv+"="+strconv.Itoa(MaxLLVM), "LOOM_CACHE_DIR="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the tests with %s=%d: %v\n%s", LLVMEnv, MaxLLVM, err, out)
