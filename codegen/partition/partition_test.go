@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -542,5 +543,46 @@ func TestTailOwnsItsTemporaries(t *testing.T) {
 	}
 	for _, n := range []int64{0, 1, 5, 8, 11} {
 		same(t, "running", running, after, map[string]int64{"S": n})
+	}
+}
+
+// TestSymbolicTailsCompactTheSameEachTime: a matrix product of symbolic
+// rows (tiles of 8 rows with a tail versioned per row count) at one and
+// two threads, partitioned: every temporary compacts, and planning the
+// compaction again gives the same plan (the buffers are planned in the
+// order they are declared: a map's order once decided which of them got
+// the dependence analysis's budget).
+func TestSymbolicTailsCompactTheSameEachTime(t *testing.T) {
+	mm, err := workload.NewMatmul(16, 256, 32, "M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 2} {
+		_, after := partitionedDefault(t, mm.Func, threads)
+		allowed := func(*ast.Buffer, []*ast.For) bool { return true }
+		plan := func() string {
+			var lines []string
+			for b, c := range compact.Plan(after, allowed) {
+				lines = append(lines, fmt.Sprintf("%s at %s: %v from %v", b.Name, c.Loop.Var.Name, c.Shape, c.Origin))
+			}
+			slices.Sort(lines)
+			return strings.Join(lines, "\n")
+		}
+		first := plan()
+		allocs := 0
+		ast.Inspect(after, func(n ast.Node) bool {
+			if _, ok := n.(*ast.Alloc); ok {
+				allocs++
+			}
+			return true
+		})
+		if got := strings.Count(first, "\n") + 1; first == "" || got != allocs {
+			t.Errorf("%d threads: %d of %d temporaries compact:\n%s\n%s", threads, got, allocs, first, ast.Print(after))
+		}
+		for range 3 {
+			if again := plan(); again != first {
+				t.Fatalf("%d threads: the plan changed:\n%s\nthen\n%s", threads, first, again)
+			}
+		}
 	}
 }

@@ -45,11 +45,13 @@ type Allowed func(buf *ast.Buffer, loops []*ast.For) bool
 // none.
 func Plan(f *ast.Func, allowed Allowed) map[*ast.Buffer]*Compaction {
 	allocLoops := map[*ast.Buffer][]*ast.For{}
+	var order []*ast.Buffer // by declaration: the dependence budget goes to the first
 	var walk func(s ast.Stmt, loops []*ast.For)
 	walk = func(s ast.Stmt, loops []*ast.For) {
 		switch s := s.(type) {
 		case *ast.Alloc:
 			allocLoops[s.Buffer] = loops
+			order = append(order, s.Buffer)
 		case *ast.For:
 			walk(s.Body, append(slices.Clone(loops), s))
 		case *ast.Seq:
@@ -73,8 +75,8 @@ func Plan(f *ast.Func, allowed Allowed) map[*ast.Buffer]*Compaction {
 		return nil
 	}
 	plans := map[*ast.Buffer]*Compaction{}
-	for buf, outer := range allocLoops {
-		if c := planCompaction(f, p, buf, len(outer), allowed); c != nil {
+	for _, buf := range order {
+		if c := planCompaction(f, p, buf, len(allocLoops[buf]), allowed); c != nil {
 			plans[buf] = c
 		}
 	}
