@@ -39,6 +39,14 @@ func (a *Analyzer) Bind(name string, iv Interval) (undo func()) {
 	}
 }
 
+// BindSizes records that each of sizes (a function's symbolic sizes) is
+// non-negative and within its type: an extent is never below zero.
+func (a *Analyzer) BindSizes(sizes []*Var) {
+	for _, s := range sizes {
+		a.Bind(s.Name, Interval{Min: 0, Max: maxOf(s.DType)})
+	}
+}
+
 // BindRange records that the variable named name lies in
 // [min, min+extent), as a loop variable does, using the constant bounds of
 // min and extent. It returns a function that restores what the analyzer knew

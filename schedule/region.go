@@ -26,13 +26,7 @@ func scopeVars(f *ast.Func, loops []*ast.For) map[string]*ast.Var {
 // and that sizes are non-negative.
 func analyzerFor(f *ast.Func, loops []*ast.For) *ast.Analyzer {
 	a := ast.NewAnalyzer()
-	for _, s := range f.Sizes {
-		hi := int64(1<<31 - 1)
-		if s.DType == ast.Int64 {
-			hi = 1<<63 - 1
-		}
-		a.Bind(s.Name, ast.Interval{Min: 0, Max: hi})
-	}
+	a.BindSizes(f.Sizes)
 	for _, l := range loops {
 		a.BindRange(l.Var.Name, l.Min, l.Extent)
 	}

@@ -60,9 +60,7 @@ func Func(f *ast.Func) *ast.Func {
 	// floordiv(S + 31, 32) iterations, max(0, floordiv(S - 32, 32) + 1),
 	// is floordiv(S, 32), which package poly holds exactly (and so
 	// proves the tail's temporaries carry no value between tiles).
-	for _, s := range f.Sizes {
-		p.ranges.Bind(s.Name, ast.Interval{Min: 0, Max: maxOf(s.DType)})
-	}
+	p.ranges.BindSizes(f.Sizes)
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.Var:
@@ -143,14 +141,6 @@ func (p *partitioner) versionParallel(l, main, tail *ast.For) ast.Stmt {
 	out := *l
 	out.Body = ast.NewIf(ast.LT(l.Var, end), p.stmt(main.Body), p.stmt(tailBody))
 	return &out
-}
-
-// maxOf returns the largest value of integer type t.
-func maxOf(t ast.DType) int64 {
-	if t == ast.Int64 {
-		return 1<<63 - 1
-	}
-	return 1<<31 - 1
 }
 
 // fewerThanTwo reports whether loop l runs a constant number of
