@@ -94,7 +94,10 @@ func Finish(s *schedule.Schedule) error {
 			return err
 		}
 	}
-	for _, w := range vectorWidths(f) {
+	if err := unrollReductions(s); err != nil {
+		return err
+	}
+	for _, w := range vectorWidths(s.Func()) {
 		l, err := s.GetLoop(w.loop)
 		if err != nil {
 			return err

@@ -62,6 +62,62 @@ func MaxRelErr(got, want any) float64 {
 	return worst
 }
 
+// MaxScaledErr is the largest difference between got and want, element
+// by element, relative to the largest magnitude in want (or to 1 if that
+// is smaller): the measure for results that sum long chains of
+// reductions (a network's layers), where an element near zero is the
+// small remainder of large terms that cancel, and its rounding error is
+// that of the terms, not of itself. A wrong element (a term dropped, a
+// value from the wrong place) is off by the size of a term, far more
+// than rounding. NaN matches NaN; data other than float32 and float64 is
+// MaxRelErr's.
+func MaxScaledErr(got, want any) float64 {
+	scaled := func(g, w []float64) float64 {
+		if len(g) != len(w) {
+			return math.Inf(1)
+		}
+		scale, worst := 1.0, 0.0
+		for i := range w {
+			if !math.IsNaN(w[i]) && !math.IsInf(w[i], 0) {
+				scale = math.Max(scale, math.Abs(w[i]))
+			}
+		}
+		for i := range w {
+			if g[i] == w[i] || math.IsNaN(g[i]) && math.IsNaN(w[i]) {
+				continue
+			}
+			d := math.Abs(g[i] - w[i])
+			if math.IsNaN(d) {
+				return math.Inf(1)
+			}
+			worst = math.Max(worst, d/scale)
+		}
+		return worst
+	}
+	widen := func(v []float32) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out
+	}
+	switch w := want.(type) {
+	case []float32:
+		g, ok := got.([]float32)
+		if !ok {
+			return math.Inf(1)
+		}
+		return scaled(widen(g), widen(w))
+	case []float64:
+		g, ok := got.([]float64)
+		if !ok {
+			return math.Inf(1)
+		}
+		return scaled(g, w)
+	}
+	return MaxRelErr(got, want)
+}
+
 // NormRelErr is the error of got against want, data of type t, over the
 // whole data, in the 2-norm: ‖got − want‖ / max(‖want‖, 1). NaN anywhere
 // in got where want has none, or data of another type or length, is

@@ -1,0 +1,69 @@
+package autotune
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/schedule"
+)
+
+// TestDefaultUnrollsReductionAroundTile: Default's register tile of a
+// matmul and of a dense 3x3 convolution (AVX-512) runs four steps of the
+// channel reduction as straight code: the reduce loop around the tile is
+// split by four and its inner part unrolled, past the window's taps for
+// the convolution. A reduction that four does not divide, or shorter
+// than two unrolled stretches, stays as it was. The unrolled kernels
+// compute what the interpreter does, and finishing the schedule again
+// adds nothing.
+func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
+	// rk_1 (the reduction's inner tile factor) split into rk_1_0 and an
+	// unrolled rk_1_1 of 4, with the tile under it.
+	unrolledFour := regexp.MustCompile(`unrolled for \((k|rc)_1_1, 0, 4\) \{\s*unrolled for`)
+	for _, c := range []struct {
+		description string
+		src         string
+		sizes       map[string]int
+		unrolled    bool
+		run         *native.Cache
+	}{
+		{"matmul 56 x 64 x 256", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 256}, true, cache},
+		{"matmul, a reduction of 6", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 6}, false, nil},
+		{"matmul, a reduction of 4", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 4}, false, nil},
+		{"matmul, a reduction of 250", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 250}, false, nil},
+		{"dense 3x3 over 64 channels", denseConvSrc, map[string]int{"CC": 64}, true, cache},
+	} {
+		f, s := defaultOf(t, c.run, avx512, c.src, c.sizes)
+		fn := s.Func().String()
+		if got := unrolledFour.MatchString(fn); got != c.unrolled {
+			t.Errorf("%s: the reduction unrolled by four around the tile: %v, want %v; function:\n%s", c.description, got, c.unrolled, fn)
+			continue
+		}
+		if c.src == denseConvSrc && c.unrolled {
+			// The taps run outside the unrolled channels.
+			if !regexp.MustCompile(`for \(rh, 0, 3\)[^\n]*\{\s*serial for \(rw, 0, 3\)[^\n]*\{\s*unrolled for \(rc_1_1, 0, 4\)`).MatchString(fn) {
+				t.Errorf("%s: want the taps outside the unrolled channels; function:\n%s", c.description, fn)
+			}
+		}
+		before := len(s.Trace().Insts)
+		if err := Finish(s); err != nil {
+			t.Fatalf("%s: finishing again: %v", c.description, err)
+		}
+		if after := len(s.Trace().Insts); after != before {
+			t.Errorf("%s: finishing again added %d steps", c.description, after-before)
+		}
+		// The trace replays to the same function.
+		r, err := schedule.Replay(f, s.Trace(), nil)
+		if err != nil {
+			t.Fatalf("%s: replay: %v", c.description, err)
+		}
+		if r.Func().String() != fn {
+			t.Errorf("%s: the replayed trace builds another function", c.description)
+		}
+	}
+}
