@@ -13,7 +13,8 @@
 // A candidate's trace is all of it: the rules' instructions with their
 // decisions, then, after an enter_postproc mark, the steps Finish derives
 // from them (the sampled unroll limits and vector widths, as unroll and
-// annotate instructions). So a record's trace, replayed or printed as Go
+// annotate instructions, and four steps of a channel reduction unrolled
+// around a register tile, as split, reorder and unroll). So a record's trace, replayed or printed as Go
 // (schedule.Trace.Go), rebuilds exactly the function that was measured.
 // A mutant replays the trace before the mark with one decision changed
 // and is finished anew (Replay does the same for a trace edited by hand,

@@ -68,10 +68,12 @@ func (sp *Space) Sample(f *ast.Func, seed uint64) (*schedule.Schedule, error) {
 // Finish applies the steps that follow the rules to s, after an
 // EnterPostproc mark, as schedule instructions recorded in its trace:
 // under each loop annotated with a sampled unroll limit, the loops that
-// limit unrolls are unrolled (see unrolls), and under each loop
-// annotated with a sampled vector width, the vectorized loops get the
-// code generator's annotation of that width (llvm.VectorBitsKey). So the
-// trace rebuilds exactly the function that is built and measured.
+// limit unrolls are unrolled (see unrolls), a channel reduction around a
+// register tile gets four steps unrolled (see reductionsToUnroll), and
+// under each loop annotated with a sampled vector width, the vectorized
+// loops get the code generator's annotation of that width
+// (llvm.VectorBitsKey). So the trace rebuilds exactly the function that
+// is built and measured.
 //
 // Space.Sample ends with Finish. The steps follow from the decisions
 // before the mark: a trace replayed with another decision (a mutant)
