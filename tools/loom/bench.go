@@ -137,6 +137,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 			if err != nil {
 				return nil, fmt.Errorf("%s", schedule.Explain(err))
 			}
+			noteReplacedSteps(stderr, "bench", *tracePath, trace, s.Trace())
 			return s.Func(), nil
 		}
 	}

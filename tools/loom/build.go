@@ -123,11 +123,11 @@ and outputs' data and shapes; the graph's sizes stay symbolic (no -size).`, stde
 				continue
 			}
 		}
-		f, used, err := buildSchedule(j, src, *sched, trace, &rf)
+		f, used, err := buildSchedule(j, src, *sched, trace, *tracePath, &rf, stderr)
 		if err != nil && len(choices) > 0 {
 			// Tuned for buckets of the sizes, not at these: the default
 			// for the sizes no bucket holds.
-			f, used, err = buildSchedule(j, src, "default", nil, &rf)
+			f, used, err = buildSchedule(j, src, "default", nil, "", &rf, stderr)
 		}
 		if err == nil && len(choices) > 0 {
 			var files []string
@@ -240,13 +240,14 @@ type builtGraph struct {
 
 // buildSchedule returns the job's function scheduled as asked, and what
 // it used.
-func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, rf *recordFlags) (*ast.Func, string, error) {
+func buildSchedule(j *job, src source, sched string, trace *schedule.Trace, tracePath string, rf *recordFlags, stderr io.Writer) (*ast.Func, string, error) {
 	f := j.Case.Func
 	if trace != nil {
 		s, err := autotune.Replay(f, trace)
 		if err != nil {
 			return nil, "", err
 		}
+		noteReplacedSteps(stderr, "build", tracePath, trace, s.Trace())
 		return s.Func(), "the trace", nil
 	}
 	if sched == "tuned" || sched == "auto" {

@@ -91,7 +91,9 @@ opt -O3) or asm (llc's assembly), with the flags of the real build.`, stderr)
 		case *tracePath != "":
 			var trace *schedule.Trace
 			if trace, err = readTrace(*tracePath); err == nil {
-				s, err = autotune.Replay(f, trace, hook)
+				if s, err = autotune.Replay(f, trace, hook); err == nil {
+					noteReplacedSteps(stderr, "lower", *tracePath, trace, s.Trace())
+				}
 			}
 		default:
 			var r *autotune.Record

@@ -852,3 +852,57 @@ func TestBenchSuiteLayout(t *testing.T) {
 		t.Errorf("want the convolution alone timed in NHWC, its conversions apart: %s", out)
 	}
 }
+
+// TestTraceStepsAfterPostprocNoted: loom replays a trace file up to its
+// enter_postproc mark and derives the steps after it, so a step written
+// there by hand does not run: lower and build say so on stderr, and say
+// nothing for a trace whose steps after the mark are the derived ones.
+func TestTraceStepsAfterPostprocNoted(t *testing.T) {
+	dir := t.TempDir()
+	fn := filepath.Join(dir, "scale.loom")
+	src := `func scale(X: float32[64, 64], Y: float32[64, 64]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 64) {
+      serial for (j, 0, 64) {
+        ScheduleBlock(Y) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 64), vj = spatial(0, 64))
+          reads(X[vi, vj])
+          writes(Y[vi, vj])
+          Y[vi, vj] = X[vi, vj] * 3.0f
+        }
+      }
+    }
+  }
+}
+`
+	if err := os.WriteFile(fn, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	derived := "b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\nvectorize(l2)\nenter_postproc()\n"
+	handWritten := derived + "l3 = get_loop(\"i\")\nl4, l5 = split(l3, [-1, 4])\n"
+	for _, c := range []struct {
+		name, trace string
+		noted       bool
+	}{
+		{"derived", derived, false},
+		{"hand-written", handWritten, true},
+	} {
+		path := filepath.Join(dir, c.name+".txt")
+		if err := os.WriteFile(path, []byte(c.trace), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range [][]string{
+			{"lower", "-func", fn, "-trace", path},
+			{"build", "-func", fn, "-trace", path, "-out", filepath.Join(dir, "out-"+c.name)},
+		} {
+			code, out, errs := runLoom(t, cmd...)
+			if code != 0 {
+				t.Fatalf("%s %s: exit %d: %s\n%s", cmd[0], c.name, code, errs, out)
+			}
+			if noted := strings.Contains(errs, "steps after enter_postproc() were replaced"); noted != c.noted {
+				t.Errorf("%s with the %s trace: noted %v, want %v; stderr:\n%s", cmd[0], c.name, noted, c.noted, errs)
+			}
+		}
+	}
+}

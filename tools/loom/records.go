@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"maps"
 	"os"
 	"runtime"
@@ -154,6 +155,28 @@ func recordShape(r *autotune.Record) string {
 // sameRecordSizes says whether a record was measured at the job's sizes.
 func sameRecordSizes(r *autotune.Record, j *job) bool {
 	return r.Workload == ast.Hash(j.Case.Func).String() && (maps.Equal(r.Sizes, j.Case.Sizes) || len(r.Sizes) == 0 && len(j.Case.Sizes) == 0)
+}
+
+// noteReplacedSteps tells on w when a trace file's steps after its
+// enter_postproc mark are not the ones the schedule got: loom replays a
+// trace up to the mark and derives the rest (autotune.Replay), so steps
+// written there by hand, or derived by another version of loom, are
+// replaced, and the user should know which ones ran.
+func noteReplacedSteps(w io.Writer, cmd, path string, written, built *schedule.Trace) {
+	after := func(t *schedule.Trace) []string {
+		lines := strings.Split(strings.TrimSpace(t.String()), "\n")
+		for i, l := range lines {
+			if strings.TrimSpace(l) == "enter_postproc()" {
+				return lines[i+1:]
+			}
+		}
+		return nil
+	}
+	got, want := after(written), after(built)
+	if !written.HasPostproc() || slices.Equal(got, want) {
+		return
+	}
+	fmt.Fprintf(w, "loom %s: %s: the %d steps after enter_postproc() were replaced by the %d loom derives from the steps before it (the unrolls and vector widths the decisions ask for); steps of your own go before enter_postproc()\n", cmd, path, len(got), len(want))
 }
 
 // readTrace reads a trace file, as JSON or as text.
