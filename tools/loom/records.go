@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/loom-go/loom/ast"
