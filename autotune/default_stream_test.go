@@ -50,6 +50,10 @@ func defaultOf(t *testing.T, cache *native.Cache, tg Target, src string, subst m
 	return f, s
 }
 
+// avx512Server is one core of an AVX-512 server (Ice Lake's caches), the
+// target of the tests that pin Default's register tiles.
+var avx512Server = Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
+
 // matmulSrc is C[MM, NN] = A[MM, KK] B[KK, NN], its sizes placeholders
 // for defaultOf.
 const matmulSrc = `func mm(A: float32[MM, KK], B: float32[KK, NN], C: float32[MM, NN]) {
@@ -364,14 +368,13 @@ func TestDefaultAVX512Accumulators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
 	for _, c := range []struct {
 		channels, most, least int64
 	}{
 		{64, 28, 28},
 		{3, 24, 1},
 	} {
-		_, s := defaultOf(t, cache, avx512, denseConvSrc, map[string]int{"CC": int(c.channels)})
+		_, s := defaultOf(t, cache, avx512Server, denseConvSrc, map[string]int{"CC": int(c.channels)})
 		height, width := tileRowsOf(s, "vh"), tileRowsOf(s, "vw")
 		accs := height * width * vectorTileOf(s) / 16
 		if accs > c.most || accs < c.least {

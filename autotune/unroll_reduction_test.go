@@ -21,7 +21,6 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
 	// rk_1 (the reduction's inner tile factor) split into rk_1_0 and an
 	// unrolled rk_1_1 of 4, with the tile under it.
 	unrolledFour := regexp.MustCompile(`unrolled for \((k|rc)_1_1, 0, 4\) \{\s*unrolled for`)
@@ -38,7 +37,7 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 		{"matmul, a reduction of 250", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 250}, false, nil},
 		{"dense 3x3 over 64 channels", denseConvSrc, map[string]int{"CC": 64}, true, cache},
 	} {
-		f, s := defaultOf(t, c.run, avx512, c.src, c.sizes)
+		f, s := defaultOf(t, c.run, avx512Server, c.src, c.sizes)
 		fn := s.Func().String()
 		if got := unrolledFour.MatchString(fn); got != c.unrolled {
 			t.Errorf("%s: the reduction unrolled by four around the tile: %v, want %v; function:\n%s", c.description, got, c.unrolled, fn)

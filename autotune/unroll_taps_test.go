@@ -42,7 +42,6 @@ func TestDefaultUnrollsSharedTaps(t *testing.T) {
     }
   }
 }`
-	avx512 := Target{VectorLanes: 16, Threads: 1, Caches: Caches{L1D: 48 << 10, L2: 1280 << 10}}
 	for _, c := range []struct {
 		description string
 		src         string
@@ -55,7 +54,7 @@ func TestDefaultUnrollsSharedTaps(t *testing.T) {
 		{"depthwise 3x3, stride 2", depthwise, map[string]int{"HP": 29, "KK": 3, "SS": 2}, false, nil},
 		{"dense 3x3, stride 1", denseConvSrc, map[string]int{"CC": 64}, false, nil},
 	} {
-		_, s := defaultOf(t, c.run, avx512, c.src, c.sizes)
+		_, s := defaultOf(t, c.run, avx512Server, c.src, c.sizes)
 		if unrolled := strings.Contains(s.Func().String(), "unrolled for (rw,"); unrolled != c.unrolled {
 			t.Errorf("%s: the taps along the row unrolled: %v, want %v; trace:\n%s", c.description, unrolled, c.unrolled, s.Trace())
 		}
