@@ -24,13 +24,7 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 	// rk_1 (the reduction's inner tile factor) split into rk_1_0 and an
 	// unrolled rk_1_1 of 4, with the tile under it.
 	unrolledFour := regexp.MustCompile(`unrolled for \((k|rc)_1_1, 0, 4\) \{\s*unrolled for`)
-	for _, c := range []struct {
-		description string
-		src         string
-		sizes       map[string]int
-		unrolled    bool
-		run         *native.Cache
-	}{
+	for _, c := range []unrollCase{
 		{"matmul 56 x 64 x 256", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 256}, true, cache},
 		{"matmul, a reduction of 6", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 6}, false, nil},
 		{"matmul, a reduction of 4", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 4}, false, nil},

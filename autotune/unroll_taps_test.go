@@ -7,6 +7,17 @@ import (
 	"github.com/loom-go/loom/codegen/llvm/native"
 )
 
+// unrollCase is a function for Default (src with sizes substituted for
+// defaultOf) and whether the loops a test asks about come out unrolled;
+// run, when not nil, also checks the kernel against the interpreter.
+type unrollCase struct {
+	description string
+	src         string
+	sizes       map[string]int
+	unrolled    bool
+	run         *native.Cache
+}
+
 // TestDefaultUnrollsSharedTaps: with AVX-512, Default's register tile of
 // a depthwise convolution in NHWC at stride 1 (seven pixels along the
 // width by two vectors of channels) is unrolled with the taps along the
@@ -42,13 +53,7 @@ func TestDefaultUnrollsSharedTaps(t *testing.T) {
     }
   }
 }`
-	for _, c := range []struct {
-		description string
-		src         string
-		sizes       map[string]int
-		unrolled    bool
-		run         *native.Cache
-	}{
+	for _, c := range []unrollCase{
 		{"depthwise 3x3, stride 1", depthwise, map[string]int{"HP": 16, "KK": 3, "SS": 1}, true, cache},
 		{"depthwise 5x5, stride 1", depthwise, map[string]int{"HP": 18, "KK": 5, "SS": 1}, true, nil},
 		{"depthwise 3x3, stride 2", depthwise, map[string]int{"HP": 29, "KK": 3, "SS": 2}, false, nil},
