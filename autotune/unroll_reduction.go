@@ -9,9 +9,11 @@ import (
 
 // reductionUnroll is how many steps of a channel reduction Finish unrolls
 // around a register tile (see reductionsToUnroll). Four is what hand
-// written kernels use (ONNX Runtime's SGEMM and NCHWc kernels unroll their
-// reduction by four); two made LLVM keep a 14 x 2 tile's accumulators on
-// the stack (2.4x slower on ResNet-50's 1x1 convolutions), four did not.
+// written kernels use (ONNX Runtime's SGEMM kernels unroll their
+// reduction by four). Other counts made LLVM keep a 28-accumulator
+// tile's accumulators on the stack on some of ResNet-50's convolutions:
+// two on a 1x1 (2.4x slower), eight on a 3x3 (1.3x), sixteen on another
+// 1x1 (1.3x); four on none of them.
 const reductionUnroll = 4
 
 // tileReduction is a reduce loop to unroll around a register tile: the
