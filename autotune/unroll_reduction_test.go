@@ -2,9 +2,11 @@ package autotune
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -12,8 +14,9 @@ import (
 // matmul and of a dense 3x3 convolution (AVX-512) runs four steps of the
 // channel reduction as straight code: the reduce loop around the tile is
 // split by four and its inner part unrolled, past the window's taps for
-// the convolution. A reduction that four does not divide, or shorter
-// than two unrolled stretches, stays as it was. The unrolled kernels
+// the convolution. A reduction that four does not divide, shorter than
+// two unrolled stretches, or unrolled whole by the unroll limit (one row
+// of eight steps), stays as it was. The unrolled kernels
 // compute what the interpreter does, and finishing the schedule again
 // adds nothing.
 func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
@@ -26,6 +29,8 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 	unrolledFour := regexp.MustCompile(`unrolled for \((k|rc)_1_1, 0, 4\) \{\s*unrolled for`)
 	for _, c := range []unrollCase{
 		{"matmul 56 x 64 x 256", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 256}, true, cache},
+		{"matmul 56 x 64 x 8 (the shortest reduction split)", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 8}, true, cache},
+		{"matmul 1 x 64 x 8 (unrolled whole by the limit already)", matmulSrc, map[string]int{"MM": 1, "NN": 64, "KK": 8}, false, cache},
 		{"matmul, a reduction of 6", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 6}, false, nil},
 		{"matmul, a reduction of 4", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 4}, false, nil},
 		{"matmul, a reduction of 250", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 250}, false, nil},
@@ -59,4 +64,23 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 			t.Errorf("%s: the replayed trace builds another function", c.description)
 		}
 	}
+}
+
+// TestUnrolledReductionSymbolicRows: a matmul of symbolic rows on two
+// threads, whose tiles the code generator partitions into an interior and
+// tails, keeps the unrolled reduction and computes what the interpreter
+// does at 0, 1 and 13 rows.
+func TestUnrolledReductionSymbolicRows(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(matmulSrc, "func mm(", "func mm[MM: int32](", 1)
+	f, s := defaultOf(t, nil, Target{VectorLanes: 16, Threads: 2, Caches: avx512Server.Caches}, src, map[string]int{"NN": 64, "KK": 32})
+	if fn := s.Func().String(); !strings.Contains(fn, "unrolled for (k_1_1, 0, 4)") {
+		t.Fatalf("the reduction is not unrolled by four; function:\n%s", fn)
+	}
+	matchesInterpreter(t, cache, f.Name, f, s, []map[string]int64{{"MM": 0}, {"MM": 1}, {"MM": 13}}, func(sizes map[string]int64, seed uint64) map[string]any {
+		return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
+	})
 }
