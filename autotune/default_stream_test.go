@@ -272,6 +272,67 @@ func TestDefaultGroupedConvolution(t *testing.T) {
 	}
 }
 
+// TestDefaultGroupedConvolutionChannelsFirst: a grouped convolution in
+// NCHW, its filters' loop not vectorized, reads its input at
+// floordiv(c, G)*G + rc: the G filters of a group share that input, so
+// Default tiles the filters (it used to leave them whole, one filter a
+// register tile, each loading the same inputs again), by a factor that
+// keeps a tile inside its groups: a multiple of G, or a divisor of G
+// where the tile holds fewer filters. The code computes what the
+// interpreter does.
+func TestDefaultGroupedConvolutionChannelsFirst(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = `func gconv_nchw(X: float32[32, XX, XX], W: float32[32, GG, 3, 3], Y: float32[32, 14, 14]) {
+  ScheduleBlock(root) {
+    serial for (c, 0, 32) {
+      serial for (h, 0, 14) {
+        serial for (w, 0, 14) {
+          serial for (rc, 0, GG) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vc, vh, vw, vrc, vrh, vrw = axis.bind(c, h, w, rc, rh, rw)
+                  axis.domain(vc = spatial(0, 32), vh = spatial(0, 14), vw = spatial(0, 14), vrc = reduce(0, GG), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vc, vh, vw], X[floordiv(vc, GG) * GG + vrc, vh * SS + vrh, vw * SS + vrw], W[vc, vrc, vrh, vrw])
+                  writes(Y[vc, vh, vw])
+                  init {
+                    Y[vc, vh, vw] = 0.0f
+                  }
+                  Y[vc, vh, vw] = Y[vc, vh, vw] + X[floordiv(vc, GG) * GG + vrc, vh * SS + vrh, vw * SS + vrw] * W[vc, vrc, vrh, vrw]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+	for _, c := range []struct {
+		tg            Target
+		group, stride int
+	}{
+		{streamTarget, 4, 1},
+		{streamTarget, 8, 2},
+		{avx512Server, 4, 1},
+		{avx512Server, 8, 2},
+		{avx512Server, 16, 1},
+	} {
+		run := cache
+		if c.tg.VectorLanes != streamTarget.VectorLanes && !*long {
+			run = nil // the tile is checked; code of its kind runs in the cases above
+		}
+		_, s := defaultOf(t, run, c.tg, src, map[string]int{"GG": c.group, "SS": c.stride, "XX": 13*c.stride + 3})
+		g, filters := int64(c.group), tileRowsOf(s, "vc")
+		if filters <= 1 || filters%g != 0 && g%filters != 0 {
+			t.Errorf("%d channels a group, stride %d, %d lanes: the register tile holds %d filters, want more than one, a multiple or a divisor of the group; trace:\n%s", c.group, c.stride, c.tg.VectorLanes, filters, s.Trace())
+		}
+	}
+}
+
 // vectorSplitOf returns the innermost factor Default split the
 // vectorized loop by in s: the decision of the trace's first categorical
 // whose choices are a vector's lanes or a group's (0 when s has none).
