@@ -396,7 +396,7 @@ func reusedAlong(bi *blockInfo, it *ast.IterVar) bool {
 func groupAligned(s *schedule.Schedule, bi *blockInfo, l schedule.Loop, limit int64) int64 {
 	it := iterOf(bi, l)
 	ext, ok := s.Extent(l)
-	if it == nil || !ok || limit < 1 {
+	if it == nil || !ok || ext < 1 || limit < 1 {
 		return limit
 	}
 	g := int64(0)
