@@ -333,6 +333,97 @@ func TestDefaultGroupedConvolutionChannelsFirst(t *testing.T) {
 	}
 }
 
+// TestDefaultPadsGroupedConvolutionPerTile: the pad of a grouped
+// convolution in NHWC, which the convolution reads at floordiv(c, G)*G +
+// rc, goes under the convolution's first tile level, at its innermost
+// loop the pad's region moves with (it used to stay at the root: a pass
+// over the whole padded image of its own), and the code computes what
+// the interpreter does. A dense convolution's pad (read at affine
+// indices) keeps its place under the outermost loop.
+func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
+	cache, err := native.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = `func padded_gconv(X: float32[14, 14, 32], W: float32[3, 3, GG, 32], Y: float32[14, 14, 32]) {
+  ScheduleBlock(root) {
+    alloc P: float32[16, 16, 32]
+    serial for (ph, 0, 16) {
+      serial for (pw, 0, 16) {
+        serial for (pc, 0, 32) {
+          ScheduleBlock(P) {
+            vph, vpw, vpc = axis.bind(ph, pw, pc)
+            axis.domain(vph = spatial(0, 16), vpw = spatial(0, 16), vpc = spatial(0, 32))
+            reads(X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc])
+            writes(P[vph, vpw, vpc])
+            P[vph, vpw, vpc] = select(vph >= 1 && vph < 15 && (vpw >= 1 && vpw < 15), X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc], 0.0f)
+          }
+        }
+      }
+    }
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, 32) {
+          serial for (rc, 0, GG) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, GG), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], P[vh + vrh, vw + vrw, floordiv(vc, GG) * GG + vrc], W[vrh, vrw, vrc, vc])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + P[vh + vrh, vw + vrw, floordiv(vc, GG) * GG + vrc] * W[vrh, vrw, vrc, vc]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+	oneThread := streamTarget
+	oneThread.Threads = 1
+	for _, c := range []struct {
+		group   int // input channels a filter reads; 32: dense
+		tg      Target
+		perTile bool
+	}{
+		{8, oneThread, true},
+		{4, oneThread, true},
+		{8, streamTarget, false}, // the outer loop runs in parallel: the tiles' halos would race
+		{32, oneThread, false},   // read at affine indices: under the outermost loop, as before
+	} {
+		text := src
+		if c.group == 32 {
+			text = strings.ReplaceAll(text, "floordiv(vc, GG) * GG + vrc", "vrc")
+		}
+		_, s := defaultOf(t, cache, c.tg, text, map[string]int{"GG": c.group})
+		var padLoops, convLoops []*ast.For
+		eachBlock(s.Func(), func(b *ast.ScheduleBlock, loops []*ast.For) {
+			switch b.Name {
+			case "P":
+				padLoops = slices.Clone(loops)
+			case "Y":
+				convLoops = slices.Clone(loops)
+			}
+		})
+		shared := 0
+		for shared < min(len(padLoops), len(convLoops)) && padLoops[shared] == convLoops[shared] {
+			shared++
+		}
+		if c.perTile && shared < 2 {
+			t.Errorf("groups of %d, %d threads: the pad shares %d loops with the convolution, want it under the first tile level (two or more); trace:\n%s", c.group, c.tg.Threads, shared, s.Trace())
+		}
+		if !c.perTile && shared > 1 {
+			t.Errorf("groups of %d, %d threads: the pad shares %d loops with the convolution, want at most the outermost; trace:\n%s", c.group, c.tg.Threads, shared, s.Trace())
+		}
+	}
+}
+
 // vectorSplitOf returns the innermost factor Default split the
 // vectorized loop by in s: the decision of the trace's first categorical
 // whose choices are a vector's lanes or a group's (0 when s has none).
