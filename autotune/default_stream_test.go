@@ -334,7 +334,8 @@ func TestDefaultGroupedConvolutionChannelsFirst(t *testing.T) {
 }
 
 // TestDefaultPadsGroupedConvolutionPerTile: the pad of a grouped
-// convolution in NHWC, which the convolution reads at floordiv(c, G)*G +
+// convolution in NHWC (in a loop of one iteration, as a batch of one
+// leaves it), which the convolution reads at floordiv(c, G)*G +
 // rc, goes under the convolution's first tile level, at its innermost
 // loop the pad's region moves with (it used to stay at the root: a pass
 // over the whole padded image of its own), and the code computes what
@@ -345,31 +346,32 @@ func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const src = `func padded_gconv(X: float32[14, 14, 32], W: float32[3, 3, GG, 32], Y: float32[14, 14, 32]) {
+	const src = `func padded_gconv(X: float32[HH, HH, CC], W: float32[3, 3, GG, CC], Y: float32[HH, HH, CC]) {
   ScheduleBlock(root) {
-    alloc P: float32[16, 16, 32]
-    serial for (ph, 0, 16) {
-      serial for (pw, 0, 16) {
-        serial for (pc, 0, 32) {
+    alloc P: float32[PP, PP, CC]
+    serial for (ph, 0, PP) {
+      serial for (pw, 0, PP) {
+        serial for (pc, 0, CC) {
           ScheduleBlock(P) {
             vph, vpw, vpc = axis.bind(ph, pw, pc)
-            axis.domain(vph = spatial(0, 16), vpw = spatial(0, 16), vpc = spatial(0, 32))
-            reads(X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc])
+            axis.domain(vph = spatial(0, PP), vpw = spatial(0, PP), vpc = spatial(0, CC))
+            reads(X[min(LL, max(0, vph - 1)), min(LL, max(0, vpw - 1)), vpc])
             writes(P[vph, vpw, vpc])
-            P[vph, vpw, vpc] = select(vph >= 1 && vph < 15 && (vpw >= 1 && vpw < 15), X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc], 0.0f)
+            P[vph, vpw, vpc] = select(vph >= 1 && vph < EE && (vpw >= 1 && vpw < EE), X[min(LL, max(0, vph - 1)), min(LL, max(0, vpw - 1)), vpc], 0.0f)
           }
         }
       }
     }
-    serial for (h, 0, 14) {
-      serial for (w, 0, 14) {
-        serial for (c, 0, 32) {
+    serial for (n, 0, 1) {
+    serial for (h, 0, HH) {
+      serial for (w, 0, HH) {
+        serial for (c, 0, CC) {
           serial for (rc, 0, GG) {
             serial for (rh, 0, 3) {
               serial for (rw, 0, 3) {
                 ScheduleBlock(Y) {
                   vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
-                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, GG), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  axis.domain(vh = spatial(0, HH), vw = spatial(0, HH), vc = spatial(0, CC), vrc = reduce(0, GG), vrh = reduce(0, 3), vrw = reduce(0, 3))
                   reads(Y[vh, vw, vc], P[vh + vrh, vw + vrw, floordiv(vc, GG) * GG + vrc], W[vrh, vrw, vrc, vc])
                   writes(Y[vh, vw, vc])
                   init {
@@ -382,6 +384,7 @@ func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
           }
         }
       }
+    }
     }
   }
 }`
@@ -401,20 +404,8 @@ func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
 		if c.group == 32 {
 			text = strings.ReplaceAll(text, "floordiv(vc, GG) * GG + vrc", "vrc")
 		}
-		_, s := defaultOf(t, cache, c.tg, text, map[string]int{"GG": c.group})
-		var padLoops, convLoops []*ast.For
-		eachBlock(s.Func(), func(b *ast.ScheduleBlock, loops []*ast.For) {
-			switch b.Name {
-			case "P":
-				padLoops = slices.Clone(loops)
-			case "Y":
-				convLoops = slices.Clone(loops)
-			}
-		})
-		shared := 0
-		for shared < min(len(padLoops), len(convLoops)) && padLoops[shared] == convLoops[shared] {
-			shared++
-		}
+		_, s := defaultOf(t, cache, c.tg, text, map[string]int{"GG": c.group, "HH": 14, "PP": 16, "CC": 32, "LL": 13, "EE": 15})
+		shared := sharedLoops(s.Func(), "P", "Y")
 		if c.perTile && shared < 2 {
 			t.Errorf("groups of %d, %d threads: the pad shares %d loops with the convolution, want it under the first tile level (two or more); trace:\n%s", c.group, c.tg.Threads, shared, s.Trace())
 		}
@@ -422,6 +413,34 @@ func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
 			t.Errorf("groups of %d, %d threads: the pad shares %d loops with the convolution, want at most the outermost; trace:\n%s", c.group, c.tg.Threads, shared, s.Trace())
 		}
 	}
+	// A dense convolution at ResNet-50's first 3x3 (64 channels at
+	// 56x56), whose outer tile levels have more than one iteration at
+	// one thread: its pad stays under the outermost loop (compiled, not
+	// run).
+	dense := strings.ReplaceAll(src, "floordiv(vc, GG) * GG + vrc", "vrc")
+	_, s := defaultOf(t, nil, avx512Server, dense, map[string]int{"GG": 64, "HH": 56, "PP": 58, "CC": 64, "LL": 55, "EE": 57})
+	if shared := sharedLoops(s.Func(), "P", "Y"); shared > 1 {
+		t.Errorf("dense at 56x56: the pad shares %d loops with the convolution, want at most the outermost; trace:\n%s", shared, s.Trace())
+	}
+}
+
+// sharedLoops returns how many loops, outermost first, are around both
+// block a and block b of f.
+func sharedLoops(f *ast.Func, a, b string) int {
+	var la, lb []*ast.For
+	eachBlock(f, func(blk *ast.ScheduleBlock, loops []*ast.For) {
+		switch blk.Name {
+		case a:
+			la = slices.Clone(loops)
+		case b:
+			lb = slices.Clone(loops)
+		}
+	})
+	n := 0
+	for n < min(len(la), len(lb)) && la[n] == lb[n] {
+		n++
+	}
+	return n
 }
 
 // vectorSplitOf returns the innermost factor Default split the

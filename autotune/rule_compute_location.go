@@ -84,21 +84,23 @@ func readThroughClamp(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
 // readThroughGroups reports whether the one block that reads what blk
 // writes (a grouped convolution reading its padded input at
 // floordiv(c, G)*G + rc) does so at indices that are affine but for
-// divisions of an iteration variable by a constant, and MultiLevelTiling
-// tiled it. Its cache tile's reads are then a box (the division of a
+// divisions of an iteration variable by a constant, with at least one
+// such division, and MultiLevelTiling tiled it. Its cache tile's reads are then a box (the division of a
 // range of c is a range), which cacheTileLocation computes blk for.
 func readThroughGroups(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
 	readers := 0
-	grouped := true
+	grouped, divided := true, false
 	anyRead(s, blk, func(x *ast.ScheduleBlock, r ast.Region) bool {
 		readers++
 		_, tiled := x.Annotations[tiledKey]
 		grouped = grouped && tiled && !slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool {
 			return !groupDivisionsOnly(rg.Min) || notAffine(rg.Extent)
 		})
+		divided = divided || slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool { return notAffine(rg.Min) })
 		return false
 	})
-	return readers == 1 && grouped
+	// Affine reads (a dense convolution's pad) keep the location below.
+	return readers == 1 && grouped && divided
 }
 
 // groupDivisionsOnly reports whether the only operations of e that are
@@ -135,10 +137,10 @@ func groupDivisionsOnly(e ast.Expr) bool {
 // blk is computed twice but where tiles overlap, a window's halo).
 // Computed there, blk (a pad) writes each cache tile's inputs just
 // before the tile reads them, while they are in cache, instead of all
-// of them in a pass of its own. ResNeXt-50's 3x3 convolution over 256 channels in groups of
-// 8, stride 2 at 56x56, NHWC, one thread on an Ice Lake Xeon: 0.87-0.89
-// of the time with the pad at the root (paired calls). None where a
-// loop of that level runs in parallel.
+// of them in a pass of its own. ResNeXt-50's 3x3 convolution over 256
+// channels in groups of 8, stride 2 at 56x56, NHWC, one thread on an Ice
+// Lake Xeon: 0.87-0.89 of the time with the pad at the root (paired
+// calls). None where a loop of that level runs in parallel.
 func cacheTileLocation(s *schedule.Schedule, blk *ast.ScheduleBlock) (int64, bool) {
 	var reader *ast.ScheduleBlock
 	anyRead(s, blk, func(x *ast.ScheduleBlock, _ ast.Region) bool {
