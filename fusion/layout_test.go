@@ -257,3 +257,59 @@ func TestLayoutConcat(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutLanelessGroups: under LayoutAuto a grouped convolution whose
+// groups hold 6 input channels (no vector of 4 or more lanes inside a
+// group) stays NCHW between dense convolutions that go channels last,
+// converted around; alone in a graph it leaves the graph NCHW. Asked for
+// NHWC, it goes channels last too. Each is checked against the graph as
+// written at batch sizes 0, 1 and 2.
+func TestLayoutLanelessGroups(t *testing.T) {
+	chain := parseGraph(t, `{"name": "chain",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 12, 7, 6]}],
+		"constants": [
+			{"name": "W1", "dtype": "float32", "shape": [12, 12, 3, 3], "data": `+ramp(1296)+`},
+			{"name": "W2", "dtype": "float32", "shape": [12, 6, 3, 3], "data": `+ramp(648)+`},
+			{"name": "W3", "dtype": "float32", "shape": [8, 12, 1, 1], "data": `+ramp(96)+`}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "a", "attrs": {"pads": [1, 1, 1, 1]}},
+			{"op": "relu", "inputs": ["a"], "output": "b"},
+			{"op": "conv2d", "inputs": ["b", "W2"], "output": "c", "attrs": {"groups": 2, "pads": [1, 1, 1, 1], "strides": [2, 2]}},
+			{"op": "relu", "inputs": ["c"], "output": "d"},
+			{"op": "conv2d", "inputs": ["d", "W3"], "output": "Y"}],
+		"outputs": ["Y"]}`)
+	alone := parseGraph(t, `{"name": "alone",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 12, 7, 6]}],
+		"constants": [{"name": "W2", "dtype": "float32", "shape": [12, 6, 3, 3], "data": `+ramp(648)+`}],
+		"nodes": [{"op": "conv2d", "inputs": ["X", "W2"], "output": "Y", "attrs": {"groups": 2, "pads": [1, 1, 1, 1]}}],
+		"outputs": ["Y"]}`)
+	for _, c := range []struct {
+		name   string
+		g      *fusion.Graph
+		layout string
+		nhwc   int // nodes in layout NHWC
+	}{
+		{"chain auto", chain, fusion.LayoutAuto, 1},         // the dense 3x3; the 1x1 is a product
+		{"chain NHWC", chain, fusion.LayoutChannelsLast, 2}, // the grouped one too
+		{"alone auto", alone, fusion.LayoutAuto, 0},         // no reason to convert
+		{"alone NHWC", alone, fusion.LayoutChannelsLast, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var dump strings.Builder
+			p, err := fusion.Compile(c.g, fusion.Options{Layout: c.layout, Dump: []string{"dce"}, DumpTo: &dump})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(dump.String(), `layout: "NHWC"`); n != c.nhwc {
+				t.Errorf("%d nodes in layout NHWC, want %d:\n%s", n, c.nhwc, dump.String())
+			}
+			ref, err := fusion.Compile(c.g, fusion.Options{NoFuse: true, Layout: fusion.LayoutChannelsFirst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{0, 1, 2} {
+				compare(t, c.g, p, ref, map[string]int64{"N": n})
+			}
+		})
+	}
+}

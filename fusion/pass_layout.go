@@ -36,7 +36,7 @@ func layoutPass(g *Graph, o Options) (bool, error) {
 	r := layoutRewriter{g: g, pixels: map[*Tensor]*Tensor{}}
 	for _, n := range g.Nodes {
 		switch {
-		case channelsFirstWindow(n):
+		case channelsFirstWindow(n) && !(o.Layout == LayoutAuto && lanelessGroups(n)):
 			r.toChannelsLast(n)
 		case r.sinkable(n):
 			r.sinkElementwise(n)
@@ -98,7 +98,7 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 		return true
 	case LayoutAuto:
 		return slices.ContainsFunc(g.Nodes, func(n *Node) bool {
-			if !channelsFirstWindow(n) || n.Op != "conv2d" || !n.Inputs[1].IsConst() {
+			if !channelsFirstWindow(n) || n.Op != "conv2d" || !n.Inputs[1].IsConst() || lanelessGroups(n) {
 				return false
 			}
 			grouped := n.Attrs.Groups != nil && *n.Attrs.Groups > 1
@@ -106,6 +106,21 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 		})
 	}
 	return false
+}
+
+// lanelessGroups says whether n is a grouped convolution whose groups
+// hold a number of input channels with no power-of-two factor of 4 or
+// more (2, 3, 6 or 10 a group). With its channels last a vector's lanes
+// would read across groups and gather, where in NCHW they are pixels:
+// 48 channels in groups of 6 at 10x10, one thread on an Ice Lake Xeon,
+// 0.116 ms in NHWC, 0.009 in NCHW. Under LayoutAuto it stays NCHW,
+// converted around where its neighbours go channels last.
+func lanelessGroups(n *Node) bool {
+	if n.Op != "conv2d" || n.Attrs.Groups == nil || *n.Attrs.Groups <= 1 || len(n.Inputs[1].Shape) != 4 {
+		return false
+	}
+	g, ok := n.Inputs[1].Shape[1].IsConst()
+	return ok && g > 1 && g&-g < 4
 }
 
 // channelsFirstWindow says whether n is a 2-d convolution or pooling in
