@@ -183,15 +183,35 @@ func cacheTileLocation(s *schedule.Schedule, blk *ast.ScheduleBlock) (int64, boo
 		if n, ok := ast.ConstIntValue(l.Extent); ok && n == 1 {
 			continue // one iteration: nothing computed again
 		}
-		if !readAlong(s, blk, l.Var.Name) {
+		if !readAlong(s, blk, l.Var.Name) || it != nil && rereadInGroups(s, blk, reader, it, l) {
 			// What the reader reads of blk does not move with this
-			// loop (a matrix product's row tiles all read one panel):
-			// under it, blk would be computed again in each iteration.
+			// loop (a matrix product's row tiles all read one panel),
+			// or not with each of its steps: under it, blk would be
+			// computed again in each iteration.
 			break
 		}
 		at = i
 	}
 	return int64(at), at >= 0
+}
+
+// rereadInGroups reports whether the reader reads blk at floordiv(v,
+// G) of the variable it that loop l steps, by a step that is not a
+// multiple of G: neighbouring iterations of l then read the same group
+// (four heads' tiles of one a grouped-query attention's keys), and blk
+// computed under l would be computed once for each.
+func rereadInGroups(s *schedule.Schedule, blk, reader *ast.ScheduleBlock, it *ast.IterVar, l *ast.For) bool {
+	coefs, ok := ast.AffineCoefs(it.Binding)
+	step := coefs[l.Var.Name]
+	if !ok || step == 0 {
+		return true
+	}
+	return anyRead(s, blk, func(x *ast.ScheduleBlock, r ast.Region) bool {
+		return x == reader && slices.ContainsFunc(r.Ranges, func(rg ast.Range) bool {
+			g := groupOf(rg.Min, it.Var.Name)
+			return g > 1 && step%g != 0
+		})
+	})
 }
 
 // readAlong reports whether some block reads what blk writes at an index
