@@ -105,28 +105,7 @@ func readThroughGroups(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
 
 // groupDivisionsOnly reports whether the only operations of e that are
 // not affine are floordiv(v, G) of a variable by a positive constant.
-func groupDivisionsOnly(e ast.Expr) bool {
-	ok := true
-	ast.Inspect(e, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.Binary:
-			if n.Op == ast.OpFloorDiv {
-				_, isVar := n.A.(*ast.Var)
-				d, c := ast.ConstIntValue(n.B)
-				ok = ok && isVar && c && d > 0
-				return false
-			}
-			switch n.Op {
-			case ast.OpMin, ast.OpMax, ast.OpDiv, ast.OpMod, ast.OpFloorMod:
-				ok = false
-			}
-		case *ast.Select, *ast.Load:
-			ok = false
-		}
-		return ok
-	})
-	return ok
-}
+func groupDivisionsOnly(e ast.Expr) bool { return !nonAffine(e, true) }
 
 // cacheTileLocation returns the index, among blk's compute locations
 // (the loops around its one reader, outermost first), of the innermost
@@ -241,13 +220,25 @@ func anyRead(s *schedule.Schedule, blk *ast.ScheduleBlock, f func(x *ast.Schedul
 }
 
 // notAffine reports whether e holds an operation that is not affine.
-func notAffine(e ast.Expr) bool {
+func notAffine(e ast.Expr) bool { return nonAffine(e, false) }
+
+// nonAffine reports whether e holds an operation that is not affine,
+// floordiv(v, G) of a variable by a positive constant excepted when
+// groups is set.
+func nonAffine(e ast.Expr, groups bool) bool {
 	found := false
 	ast.Inspect(e, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.Binary:
 			switch n.Op {
-			case ast.OpMin, ast.OpMax, ast.OpDiv, ast.OpMod, ast.OpFloorDiv, ast.OpFloorMod:
+			case ast.OpFloorDiv:
+				_, isVar := n.A.(*ast.Var)
+				d, c := ast.ConstIntValue(n.B)
+				if groups && isVar && c && d > 0 {
+					return false // v as floordiv(v, G): nothing inside to look at
+				}
+				found = true
+			case ast.OpMin, ast.OpMax, ast.OpDiv, ast.OpMod, ast.OpFloorMod:
 				found = true
 			}
 		case *ast.Select, *ast.Load:
