@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -38,20 +40,27 @@ import (
 // cacheVersion changes when the file format or what the key covers does,
 // and when the schedules loom decides change what they compute (4: the
 // write-back of an rfactor and a decomposed init run for a reduction over
-// an empty axis, issue 45). A released loom's version is in the key too
+// an empty axis, issue 45). The build of loom is in the key too
 // (loomVersion).
 const cacheVersion = "loom module cache 4"
 
 // loomVersion is the version of the loom module this program was built
-// with, when it is a released one ("" in loom's own builds and tests).
+// with: a released one, the commit Go stamped into a build of loom's own
+// tree, or, for a build of loom's tree that names neither (-buildvcs=false,
+// a tree with uncommitted changes), a hash of the program itself, so that
+// a cache written by one build of loom is not read by another whose
+// kernels differ ("" where the program cannot be read).
 var loomVersion = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
 	}
 	const path = "github.com/loom-go/loom"
-	if info.Main.Path == path && info.Main.Version != "(devel)" {
-		return info.Main.Version
+	if info.Main.Path == path {
+		if v := info.Main.Version; v != "" && v != "(devel)" && !strings.HasSuffix(v, "+dirty") {
+			return v
+		}
+		return executableHash()
 	}
 	for _, d := range info.Deps {
 		if d.Path == path {
@@ -63,6 +72,24 @@ var loomVersion = sync.OnceValue(func() string {
 	}
 	return ""
 })
+
+// executableHash is a hash of the running program's file, or "".
+func executableHash() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return "build " + hex.EncodeToString(h.Sum(nil))
+}
 
 // memoryCache holds the graphs compiled in this process (while a handle
 // on them is open), by graphKey.

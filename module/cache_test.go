@@ -3,6 +3,7 @@ package module
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm/native"
@@ -106,5 +107,19 @@ func TestCompileCache(t *testing.T) {
 	}
 	if _, n := compile(g, Options{Cache: cache, Threads: 2, NoCache: true}); n == 0 {
 		t.Error("NoCache looked the module up")
+	}
+}
+
+// A build of loom's own tree names itself in the cache key, so that a
+// module cache written by one build (its schedules) is not read by
+// another: this test binary is such a build (named by the commit Go
+// stamped into it, else by its own hash).
+func TestLoomVersionNamesTheBuild(t *testing.T) {
+	v := loomVersion()
+	if v == "" {
+		t.Fatal("loomVersion() is empty for a build of loom's own tree")
+	}
+	if strings.HasPrefix(v, "build ") && v != executableHash() {
+		t.Fatalf("loomVersion() = %q, then executableHash() = %q", v, executableHash())
 	}
 }

@@ -85,7 +85,7 @@ func main() {
 	compileOnly := flag.Bool("compile-only", false, "read and compile the graph, print the line (no calls), and stop")
 	dbPath := flag.String("db", "", "a tuning database: each kernel runs its fastest record there (loom tune -model), the default schedule where it has none")
 	profile := flag.String("profile", "", "also write each kernel's time within whole calls to this file (JSON lines)")
-	flag.BoolVar(&noCache, "no-cache", false, "compile every kernel afresh, without the module cache (whose key does not see a change to loom itself: for comparing two builds of loom)")
+	flag.BoolVar(&noCache, "no-cache", false, "compile every kernel afresh, without the module cache (its key names the build of loom, so two builds never share it; this rules the cache out altogether, to time compilation)")
 	flag.Parse()
 	if *compileOnly {
 		*minCalls = 0
