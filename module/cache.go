@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -47,9 +47,10 @@ const cacheVersion = "loom module cache 4"
 // loomVersion is the version of the loom module this program was built
 // with: a released one, the commit Go stamped into a build of loom's own
 // tree, or, for a build of loom's tree that names neither (-buildvcs=false,
-// a tree with uncommitted changes), a hash of the program itself, so that
-// a cache written by one build of loom is not read by another whose
-// kernels differ ("" where the program cannot be read).
+// a tree with uncommitted changes), the program file itself
+// (native.ProgramKey: a rebuilt program is another), so that a cache
+// written by one build of loom is not read by another whose schedules
+// differ.
 var loomVersion = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -60,7 +61,7 @@ var loomVersion = sync.OnceValue(func() string {
 		if v := info.Main.Version; v != "" && v != "(devel)" && !strings.HasSuffix(v, "+dirty") {
 			return v
 		}
-		return executableHash()
+		return "build " + native.ProgramKey()
 	}
 	for _, d := range info.Deps {
 		if d.Path == path {
@@ -72,24 +73,6 @@ var loomVersion = sync.OnceValue(func() string {
 	}
 	return ""
 })
-
-// executableHash is a hash of the running program's file, or "".
-func executableHash() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return "build " + hex.EncodeToString(h.Sum(nil))
-}
 
 // memoryCache holds the graphs compiled in this process (while a handle
 // on them is open), by graphKey.

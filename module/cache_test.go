@@ -3,7 +3,6 @@ package module
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm/native"
@@ -113,13 +112,10 @@ func TestCompileCache(t *testing.T) {
 // A build of loom's own tree names itself in the cache key, so that a
 // module cache written by one build (its schedules) is not read by
 // another: this test binary is such a build (named by the commit Go
-// stamped into it, else by its own hash).
+// stamped into it, else by its file).
 func TestLoomVersionNamesTheBuild(t *testing.T) {
 	v := loomVersion()
-	if v == "" {
-		t.Fatal("loomVersion() is empty for a build of loom's own tree")
-	}
-	if strings.HasPrefix(v, "build ") && v != executableHash() {
-		t.Fatalf("loomVersion() = %q, then executableHash() = %q", v, executableHash())
+	if v == "" || v == "build " {
+		t.Fatalf("loomVersion() = %q for a build of loom's own tree", v)
 	}
 }

@@ -31,9 +31,10 @@ type indexEntry struct {
 	Symbol string `json:"symbol"` // the packed entry point
 }
 
-// programKey identifies the running executable ("" when it cannot be
-// known: then nothing is indexed).
-var programKey = sync.OnceValue(func() string {
+// ProgramKey identifies the running executable, its path, size and
+// modification time, so that a rebuilt program has another ("" when it
+// cannot be known: then nothing is indexed).
+var ProgramKey = sync.OnceValue(func() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
@@ -47,7 +48,7 @@ var programKey = sync.OnceValue(func() string {
 
 // indexFile returns the index file of f lowered with opts.
 func (c *Cache) indexFile(f *ast.Func, opts llvm.Options) (string, bool) {
-	prog := programKey()
+	prog := ProgramKey()
 	if prog == "" {
 		return "", false
 	}
