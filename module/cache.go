@@ -46,8 +46,9 @@ const cacheVersion = "loom module cache 4"
 
 // loomVersion is the version of the loom module this program was built
 // with: a released one, the commit Go stamped into a build of loom's own
-// tree, or, for a build of loom's tree that names neither (-buildvcs=false,
-// a tree with uncommitted changes), the program file itself
+// tree, or, for a build that names neither (loom's tree built with
+// -buildvcs=false or with uncommitted changes, a program whose go.mod
+// replaces loom by a directory), the program file itself
 // (native.ProgramKey: a rebuilt program is another), so that a cache
 // written by one build of loom is not read by another whose schedules
 // differ.
@@ -66,6 +67,9 @@ var loomVersion = sync.OnceValue(func() string {
 	for _, d := range info.Deps {
 		if d.Path == path {
 			if d.Replace != nil {
+				if d.Replace.Version == "" { // a directory: its contents have no version
+					return "build " + native.ProgramKey()
+				}
 				return d.Replace.Path + " " + d.Replace.Version
 			}
 			return d.Version
