@@ -46,6 +46,10 @@ type Record struct {
 	// trial order draw its tuning curve.
 	Run   string `json:"run,omitempty"`
 	Trial int    `json:"trial,omitempty"`
+	// Job, for a record measured through a work queue (package
+	// cluster), is the ID of the job that measured it: one record per
+	// job, however often the job ran.
+	Job string `json:"job,omitempty"`
 	// Confirmed, when not 0, is the number of rounds in which the run
 	// re-measured this trial's candidate among its leaders, after the
 	// search (Options.Confirm): Seconds and Median are its fastest round,

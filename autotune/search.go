@@ -110,6 +110,10 @@ func RunAtSizes(ctx context.Context, r Runner, task *Task, cands []*Candidate, b
 		sub.Sizes, sub.SizeSets = set, nil
 		runs := r.Run(ctx, &sub, cands, builds)
 		for i, run := range runs {
+			out[i].Job = joinJobs(out[i].Job, run.Job)
+			if run.Machine != "" {
+				out[i].Machine = run.Machine
+			}
 			switch {
 			case out[i].Err != nil:
 			case run.Err != nil:
@@ -137,6 +141,14 @@ func RunAtSizes(ctx context.Context, r Runner, task *Task, cands []*Candidate, b
 		}
 	}
 	return out
+}
+
+// joinJobs lists the jobs a record stands for, comma separated.
+func joinJobs(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "," + b
 }
 
 // record starts the record of one trial of the task.
@@ -184,6 +196,10 @@ type Runner interface {
 type RunResult struct {
 	Seconds []float64
 	Err     error
+	// Job and Machine, from a runner that measures elsewhere (package
+	// cluster), name the job that measured it and the host it ran on;
+	// the record keeps them.
+	Job, Machine string
 }
 
 // Options control Tune.
@@ -492,6 +508,10 @@ func (s *searcher) measure(ctx context.Context, batch []*Candidate, decidedHash 
 			rec.Seconds = runs[i].Seconds
 			rec.Median, rec.Spread = Summarize(runs[i].Seconds)
 		}
+		rec.Job = runs[i].Job
+		if runs[i].Machine != "" {
+			rec.Machine = runs[i].Machine
+		}
 		if rec.OK() {
 			s.parents = append(s.parents, parent{c, rec.Median})
 			s.trialOf[c.Hash] = rec
@@ -597,6 +617,8 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 		median  float64
 		rounds  int   // rounds that measured it
 		err     error // of a failed round: the leader is out
+		jobs    string
+		machine string
 	}
 	got := make([]fastest, len(leaders))
 	builds := b.Build(ctx, task, leaders)
@@ -619,6 +641,10 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 		for k, i := range order {
 			g := &got[i]
 			g.rounds++
+			g.jobs = joinJobs(g.jobs, runs[k].Job)
+			if runs[k].Machine != "" {
+				g.machine = runs[k].Machine
+			}
 			switch {
 			case bs[k].Err != nil:
 				g.err = fmt.Errorf("confirm: build: %w", bs[k].Err)
@@ -651,6 +677,10 @@ func confirm(ctx context.Context, task *Task, b Builder, r Runner, opts Options,
 		}
 		rec := *trial
 		rec.Confirmed = got[i].rounds
+		rec.Job = got[i].jobs
+		if got[i].machine != "" {
+			rec.Machine = got[i].machine
+		}
 		if got[i].err != nil {
 			// A wrong result now, a race its first check missed, or a
 			// crash: the leader is out (see eligible).

@@ -1,0 +1,477 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ClientOptions say what a tuner's jobs ask for.
+type ClientOptions struct {
+	// Campaign names the tuning run across restarts (see Campaign); its
+	// jobs and results carry it. Required: letters, digits, '-', '_'.
+	Campaign string
+	// Target is the name of the machines that build and measure; "":
+	// DefaultTarget(), machines like this one.
+	Target  string
+	Threads int // threads each kernel runs on; 0: one per core of the measuring machine
+	Options Options
+	// Repeats, MinSeconds and Timeout: how a candidate is timed (see
+	// autotune.ProcessRunner; 0: its defaults).
+	Repeats    int
+	MinSeconds float64
+	Timeout    time.Duration
+	// Attempts is how many deliveries a job gets before it fails without
+	// running (its workers died or hung each time); 0: 3.
+	Attempts int
+	// DB is where results that arrive for no waiting request are
+	// recorded (a job finished while the tuner was stopped); nil: they
+	// are dropped.
+	DB *autotune.Database
+	// NoWorker is how long a request waits while no worker of Target
+	// announces itself before it fails; 0: two minutes.
+	NoWorker time.Duration
+	// Log, when set, gets a line per recovered result and per wait.
+	Log io.Writer
+}
+
+// Client is a tuner's side of the queues: Builder and Runner publish
+// jobs and wait for their results, for autotune.Tune and TuneModel.
+// NewClient makes one; Close stops it.
+type Client struct {
+	js     jetstream.JetStream
+	o      ClientOptions
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	results  map[string]Result // the campaign's results read so far, by job ID
+	waiters  map[string]chan Result
+	counts   map[string]int  // by base ID: the next count a measurement takes
+	recorded map[string]bool // job IDs the database has a record of
+	// Recovered counts the results recorded for no waiting request.
+	recovered int
+}
+
+// NewClient connects a tuner to the queues on nc. It reads the
+// campaign's results published so far, records in o.DB those it lacks,
+// and waits until the campaign has no job in flight (one published
+// before a restart), so that the search that follows resumes from the
+// database with everything measured.
+func NewClient(ctx context.Context, nc *nats.Conn, o ClientOptions) (*Client, error) {
+	if !isToken(o.Campaign) {
+		return nil, fmt.Errorf("cluster: campaign %q: want letters, digits, '-' and '_'", o.Campaign)
+	}
+	if o.Target == "" {
+		o.Target = DefaultTarget()
+	}
+	if !isToken(o.Target) {
+		return nil, fmt.Errorf("cluster: target %q: want letters, digits, '-' and '_'", o.Target)
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3
+	}
+	if o.NoWorker <= 0 {
+		o.NoWorker = 2 * time.Minute
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ensureStreams(ctx, js); err != nil {
+		return nil, err
+	}
+	c := &Client{js: js, o: o, done: make(chan struct{}), results: map[string]Result{}, waiters: map[string]chan Result{}, counts: map[string]int{}, recorded: map[string]bool{}}
+	if o.DB != nil {
+		recs, _, err := o.DB.Load()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			for _, id := range strings.Split(r.Job, ",") {
+				if id != "" {
+					c.recorded[id] = true
+				}
+			}
+		}
+	}
+	stream, err := js.Stream(ctx, resultStream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(resultSubject(o.Campaign)))
+	if err != nil {
+		return nil, err
+	}
+	have := info.State.Subjects[resultSubject(o.Campaign)]
+	cons, err := js.OrderedConsumer(ctx, resultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject(o.Campaign)}})
+	if err != nil {
+		return nil, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, err
+	}
+	for range have {
+		msg, err := it.Next()
+		if err != nil {
+			it.Stop()
+			return nil, fmt.Errorf("cluster: reading the campaign's results: %w", err)
+		}
+		c.accept(msg.Data())
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		go func() { <-bg.Done(); it.Stop() }()
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				if bg.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return
+				}
+				continue
+			}
+			c.accept(msg.Data())
+		}
+	}()
+	if err := c.awaitInFlight(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops reading results.
+func (c *Client) Close() error {
+	c.cancel()
+	<-c.done
+	return nil
+}
+
+// Recovered returns how many results the client recorded for no waiting
+// request (jobs that finished while their tuner was stopped).
+func (c *Client) Recovered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recovered
+}
+
+// awaitInFlight waits until the campaign has no job in the queue.
+func (c *Client) awaitInFlight(ctx context.Context) error {
+	stream, err := c.js.Stream(ctx, jobStream)
+	if err != nil {
+		return err
+	}
+	filter := "loom.job.*.*." + c.o.Campaign
+	lastWorker := time.Now()
+	for said := false; ; {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return err
+		}
+		n := uint64(0)
+		for _, k := range info.State.Subjects {
+			n += k
+		}
+		if n == 0 {
+			return nil
+		}
+		if !said {
+			c.logf("campaign %s has %d jobs in flight from before; waiting for them", c.o.Campaign, n)
+			said = true
+		}
+		if c.hasWorker(ctx) {
+			lastWorker = time.Now()
+		} else if time.Since(lastWorker) > c.o.NoWorker {
+			return fmt.Errorf("cluster: campaign %s has %d jobs in flight and no worker of target %s has announced itself for %v", c.o.Campaign, n, c.o.Target, c.o.NoWorker)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// hasWorker reports whether a worker of the client's target announced
+// itself lately.
+func (c *Client) hasWorker(ctx context.Context) bool {
+	ws, err := Workers(ctx, c.js)
+	if err != nil {
+		return true // the registry cannot be read: do not give up on it
+	}
+	for _, w := range ws {
+		if w.Target == c.o.Target {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.o.Log != nil {
+		fmt.Fprintf(c.o.Log, "loom tune: %s\n", fmt.Sprintf(format, args...))
+	}
+}
+
+// accept takes one published result: the first of each job ID counts.
+// One that no request waits for is recorded in the database when it is
+// a measurement the database lacks.
+func (c *Client) accept(data []byte) {
+	var r Result
+	if json.Unmarshal(data, &r) != nil || r.V != Version || r.ID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.results[r.ID]; dup {
+		return
+	}
+	c.results[r.ID] = r
+	if r.Kind == KindMeasure {
+		base, n := baseID(r.ID), countOf(r.ID)
+		c.counts[base] = max(c.counts[base], n+1)
+	}
+	if w, ok := c.waiters[r.ID]; ok {
+		delete(c.waiters, r.ID)
+		if r.Kind == KindMeasure {
+			c.recorded[r.ID] = true // the search records it
+		}
+		w <- r
+		return
+	}
+	if r.Kind != KindMeasure || c.recorded[r.ID] || c.o.DB == nil {
+		return
+	}
+	rec := &autotune.Record{}
+	if json.Unmarshal(r.Note, rec) != nil || rec.Trace == nil {
+		return
+	}
+	rec.Seconds, rec.Error = r.Seconds, r.Err
+	if r.Err == "" {
+		rec.Median, rec.Spread = autotune.Summarize(r.Seconds)
+	}
+	rec.Job, rec.Machine, rec.Time, rec.Run = r.ID, r.Machine, time.Now().UTC(), "recovered from campaign "+r.Campaign
+	if err := c.o.DB.Append(rec); err != nil {
+		c.logf("recording the result of %s: %v", r.ID, err)
+		return
+	}
+	c.recorded[r.ID] = true
+	c.recovered++
+	c.logf("recorded %s, which finished while no tuner waited for it", r.ID)
+}
+
+// countOf is a job ID's count (see jobID).
+func countOf(id string) int {
+	i := strings.LastIndexByte(id, '-')
+	n, _ := strconv.Atoi(id[i+1:])
+	return n
+}
+
+// Builder returns the client as an autotune.Builder: each candidate is
+// built by a worker of the target (once per campaign).
+func (c *Client) Builder() autotune.Builder { return builder{c} }
+
+// Runner returns the client as an autotune.Runner: each candidate is
+// checked and timed by a worker of the target.
+func (c *Client) Runner() autotune.Runner { return runner{c} }
+
+type builder struct{ c *Client }
+
+func (b builder) Build(ctx context.Context, task *autotune.Task, cands []*autotune.Candidate) []autotune.BuildResult {
+	out := make([]autotune.BuildResult, len(cands))
+	for i, r := range b.c.do(ctx, KindBuild, task, cands, nil) {
+		out[i].Err = r.err
+	}
+	return out
+}
+
+type runner struct{ c *Client }
+
+func (r runner) Run(ctx context.Context, task *autotune.Task, cands []*autotune.Candidate, builds []autotune.BuildResult) []autotune.RunResult {
+	out := make([]autotune.RunResult, len(cands))
+	skip := make([]bool, len(cands))
+	for i, b := range builds {
+		if b.Err != nil {
+			out[i].Err, skip[i] = b.Err, true
+		}
+	}
+	for i, res := range r.c.do(ctx, KindMeasure, task, cands, skip) {
+		if skip[i] {
+			continue
+		}
+		out[i] = autotune.RunResult{Seconds: res.r.Seconds, Err: res.err, Job: res.r.ID, Machine: res.r.Machine}
+	}
+	return out
+}
+
+type outcome struct {
+	r   Result
+	err error
+}
+
+// do publishes a job of kind for each candidate not skipped and waits
+// for their results. A build already done in the campaign is not done
+// again; a measurement is, as the campaign's next one of that candidate.
+func (c *Client) do(ctx context.Context, kind string, task *autotune.Task, cands []*autotune.Candidate, skip []bool) []outcome {
+	out := make([]outcome, len(cands))
+	waits := map[int]chan Result{}
+	fn := ast.Print(task.Func)
+	for i, cand := range cands {
+		if skip != nil && skip[i] {
+			continue
+		}
+		job, err := c.job(kind, task, cand, fn)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		c.mu.Lock()
+		if r, ok := c.results[job.ID]; ok {
+			c.mu.Unlock()
+			out[i] = outcome{r, resultErr(r)}
+			continue
+		}
+		ch := make(chan Result, 1)
+		c.waiters[job.ID] = ch
+		c.mu.Unlock()
+		waits[i] = ch
+		if err := c.publish(ctx, job); err != nil {
+			c.mu.Lock()
+			delete(c.waiters, job.ID)
+			c.mu.Unlock()
+			delete(waits, i)
+			out[i].err = err
+		}
+	}
+	lastWorker := time.Now()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for i, ch := range waits {
+	wait:
+		for {
+			select {
+			case r := <-ch:
+				out[i] = outcome{r, resultErr(r)}
+				break wait
+			case <-ctx.Done():
+				out[i].err = ctx.Err()
+				break wait
+			case <-tick.C:
+				if c.hasWorker(ctx) {
+					lastWorker = time.Now()
+				} else if time.Since(lastWorker) > c.o.NoWorker {
+					out[i].err = fmt.Errorf("cluster: no worker of target %s has announced itself for %v", c.o.Target, c.o.NoWorker)
+					break wait
+				}
+			}
+		}
+	}
+	// Requests not answered (interrupted): their results, when they come,
+	// are recorded as the tuner's own would have been.
+	c.mu.Lock()
+	for i := range waits {
+		if out[i].err != nil && out[i].r.ID == "" {
+			for id, ch := range c.waiters {
+				if ch == waits[i] {
+					delete(c.waiters, id)
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	return out
+}
+
+func resultErr(r Result) error {
+	if r.Err == "" {
+		return nil
+	}
+	return errors.New(r.Err)
+}
+
+// job makes the job of kind for a candidate of task.
+func (c *Client) job(kind string, task *autotune.Task, cand *autotune.Candidate, fn string) (*Job, error) {
+	tr, err := json.Marshal(cand.Sched.Trace())
+	if err != nil {
+		return nil, err
+	}
+	base := jobID(c.o.Campaign, kind, c.o.Target, c.o.Threads, cand.Hash, task.Sizes, 0)
+	base = baseID(base)
+	n := 0
+	if kind == KindMeasure {
+		c.mu.Lock()
+		n = c.counts[base]
+		c.counts[base] = n + 1
+		c.mu.Unlock()
+	}
+	note, err := json.Marshal(&autotune.Record{
+		Workload: ast.Hash(task.Func).String(), Name: task.Name, Sizes: task.Sizes, Shape: task.Shape,
+		Target: task.Target, Trace: cand.Sched.Trace(), Bucket: task.Bucket,
+		Features: cand.Features, FeaturesVersion: autotune.FeaturesVersion,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Job{
+		V: Version, Kind: kind, ID: fmt.Sprintf("%s-%d", base, n), Campaign: c.o.Campaign, Target: c.o.Target,
+		Func: fn, Trace: tr, Hash: cand.Hash, Sizes: task.Sizes, Options: c.o.Options, Threads: c.o.Threads,
+		Repeats: c.o.Repeats, MinSeconds: c.o.MinSeconds, Timeout: c.o.Timeout.Seconds(), Attempts: c.o.Attempts,
+		Note: note,
+	}, nil
+}
+
+func (c *Client) publish(ctx context.Context, job *Job) error {
+	data, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	if len(data) > MaxPayload {
+		return fmt.Errorf("cluster: job of %d bytes, more than %d", len(data), MaxPayload)
+	}
+	_, err = c.js.Publish(ctx, jobSubject(job.Kind, job.Target, job.Campaign), data, jetstream.WithMsgID(job.ID))
+	return err
+}
+
+// Campaign returns the campaign of the tuning run whose database is at
+// dbPath: the one a stopped run left (in dbPath + ".campaign"), resumed,
+// or a new one, written there. finish removes the file once the run is
+// done, so that the next run is a campaign of its own.
+func Campaign(dbPath string) (id string, resumed bool, finish func() error, err error) {
+	path := dbPath + ".campaign"
+	finish = func() error { return os.Remove(path) }
+	data, err := os.ReadFile(path)
+	if err == nil {
+		id = strings.TrimSpace(string(data))
+		if !isToken(id) {
+			return "", false, nil, fmt.Errorf("cluster: %s holds %q, not a campaign", path, id)
+		}
+		return id, true, finish, nil
+	}
+	if !os.IsNotExist(err) {
+		return "", false, nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	id = time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", false, nil, err
+	}
+	return id, false, finish, nil
+}

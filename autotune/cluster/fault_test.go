@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loom-go/loom/autotune"
+)
+
+// tuneOverQueue is the test's tuner process: one task tuned as a model
+// (resumable from its database and state) over the queue at url.
+func tuneOverQueue(url, dbPath string, trials int) error {
+	nc, err := Connect(url, "test tuner", Security{})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	campaign, _, finish, err := Campaign(dbPath)
+	if err != nil {
+		return err
+	}
+	db, err := autotune.OpenDatabase(dbPath)
+	if err != nil {
+		return err
+	}
+	c, err := NewClient(context.Background(), nc, ClientOptions{Campaign: campaign, Threads: 1, Timeout: time.Minute, DB: db})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	task := rowsumTask(nil)
+	o := testOptions
+	o.Trials, o.DB = trials, db
+	_, err = autotune.TuneModel(context.Background(), []autotune.ModelTask{{Task: task, Weight: 1}}, c.Builder(), c.Runner(),
+		autotune.ModelOptions{Options: o, State: dbPath + ".state.json"})
+	if err != nil {
+		return err
+	}
+	return finish()
+}
+
+func tuner(t *testing.T, url, dbPath string, trials int) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,,%d", testTunerEnv, url, dbPath, trials))
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}
+
+// records loads the database, failing the test on an error.
+func records(t *testing.T, path string) []*autotune.Record {
+	t.Helper()
+	db, err := autotune.OpenDatabase(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := db.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// waitFor polls cond (every 20 ms) up to a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("waited two minutes for %s", what)
+		}
+	}
+}
+
+// A worker killed with kill -9 in the middle of a measurement, then the
+// tuner, lose no record and duplicate none: every measurement result the
+// campaign published has exactly one record, and the run, started again,
+// finishes its trials.
+func TestKillWorkerThenTuner(t *testing.T) {
+	url := startServer(t)
+	cache, busy, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	target := DefaultTarget()
+	victim := worker(t, url, "victim", target, cache, busy, 400)
+	worker(t, url, "steady", target, cache, busy, 400)
+	dbPath := filepath.Join(dir, "tuning.jsonl")
+	const trials = 16
+	tn := tuner(t, url, dbPath, trials)
+
+	waitFor(t, "the victim to measure", func() bool {
+		_, err := os.Stat(filepath.Join(busy, "victim.busy"))
+		return err == nil
+	})
+	victim.Process.Signal(syscall.SIGKILL)
+	victim.Wait()
+	worker(t, url, "late", target, cache, busy, 400)
+	waitFor(t, "six records and a measurement in flight", func() bool {
+		if len(records(t, dbPath)) < 6 {
+			return false
+		}
+		for _, w := range []string{"steady", "late"} {
+			if _, err := os.Stat(filepath.Join(busy, w+".busy")); err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	tn.Process.Signal(syscall.SIGKILL)
+	tn.Wait()
+	before := len(records(t, dbPath))
+
+	again := tuner(t, url, dbPath, trials)
+	if err := again.Wait(); err != nil {
+		t.Fatalf("the tuner started again failed: %v", err)
+	}
+	recs := records(t, dbPath)
+	if len(recs) < before || len(recs) < trials {
+		t.Fatalf("%d records after the restart, %d before it; want at least %d", len(recs), before, trials)
+	}
+	jobs := map[string]int{}
+	for _, r := range recs {
+		if r.Job == "" {
+			t.Errorf("record without a job: %+v", r)
+		}
+		for _, id := range strings.Split(r.Job, ",") {
+			jobs[id]++
+		}
+	}
+	for id, n := range jobs {
+		if n > 1 {
+			t.Errorf("job %s has %d records", id, n)
+		}
+	}
+	campaign := ""
+	for _, r := range recs {
+		if strings.HasPrefix(r.Run, "recovered from campaign ") {
+			campaign = strings.TrimPrefix(r.Run, "recovered from campaign ")
+		}
+	}
+	if campaign == "" {
+		t.Error("no record of a measurement that finished while the tuner was down")
+	}
+	measured := 0
+	for _, id := range jobIDsOfMeasurements(t, url, recs) {
+		measured++
+		if jobs[id] != 1 {
+			t.Errorf("result of job %s has %d records", id, jobs[id])
+		}
+	}
+	if measured != len(jobs) {
+		t.Errorf("%d measurement results, %d jobs with records", measured, len(jobs))
+	}
+	if _, err := os.Stat(dbPath + ".campaign"); !os.IsNotExist(err) {
+		t.Errorf("the finished run left its campaign file: %v", err)
+	}
+}
+
+// jobIDsOfMeasurements returns the IDs of the measurement results of the
+// campaigns the records name.
+func jobIDsOfMeasurements(t *testing.T, url string, recs []*autotune.Record) []string {
+	t.Helper()
+	campaigns := map[string]bool{}
+	// A job ID does not name its campaign; every test run has one, so the
+	// campaign of the results is the one the stream holds.
+	_ = recs
+	nc, err := Connect(url, "test reader", Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var ids []string
+	for _, r := range allResults(t, url) {
+		campaigns[r.Campaign] = true
+		if r.Kind == KindMeasure {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(campaigns) != 1 {
+		t.Errorf("results of %d campaigns, want 1", len(campaigns))
+	}
+	return ids
+}
+
+func allResults(t *testing.T, url string) []Result {
+	return campaignResults(t, url, "*")
+}
