@@ -30,7 +30,9 @@ func (l *lockFile) Close() error { return nil }
 
 func (l *lockFile) shared(ctx context.Context) (func(), error) { return l.lock(ctx, syscall.LOCK_SH) }
 
-func (l *lockFile) exclusive(ctx context.Context) (func(), error) { return l.lock(ctx, syscall.LOCK_EX) }
+func (l *lockFile) exclusive(ctx context.Context) (func(), error) {
+	return l.lock(ctx, syscall.LOCK_EX)
+}
 
 // lock takes the lock on a descriptor of its own (flock locks belong to
 // the open file, so each holder opens it), polling so that ctx ends the
