@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,43 +361,89 @@ func (c *Client) do(ctx context.Context, kind string, task *autotune.Task, cands
 			out[i].err = err
 		}
 	}
-	lastWorker := time.Now()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
+	c.await(ctx, kind, task, cands, fn, waits, out)
+	return out
+}
+
+// await waits for the results of waits (by candidate). A measurement
+// still out when the others of its batch are in, and four times their
+// median time has passed, is published again as the candidate's next
+// measurement (a backup, to another worker): a slow or stuck machine
+// delays a batch by no more than that. The first of the two results
+// counts; the other is dropped when it comes.
+func (c *Client) await(ctx context.Context, kind string, task *autotune.Task, cands []*autotune.Candidate, fn string, waits map[int]chan Result, out []outcome) {
+	pending := map[int][]chan Result{}
 	for i, ch := range waits {
-	wait:
-		for {
-			select {
-			case r := <-ch:
-				out[i] = outcome{r, resultErr(r)}
-				break wait
-			case <-ctx.Done():
-				out[i].err = ctx.Err()
-				break wait
-			case <-tick.C:
-				if c.hasWorker(ctx) {
-					lastWorker = time.Now()
-				} else if time.Since(lastWorker) > c.o.NoWorker {
-					out[i].err = fmt.Errorf("cluster: no worker of target %s has announced itself for %v", c.o.Target, c.o.NoWorker)
-					break wait
+		pending[i] = []chan Result{ch}
+	}
+	start, lastWorker, lastCheck := time.Now(), time.Now(), time.Now()
+	var took []time.Duration
+	for len(pending) > 0 {
+		for i, chs := range pending {
+			for _, ch := range chs {
+				select {
+				case r := <-ch:
+					out[i] = outcome{r, resultErr(r)}
+					delete(pending, i)
+					took = append(took, time.Since(start))
+				default:
 				}
 			}
 		}
-	}
-	// Requests not answered (interrupted): their results, when they come,
-	// are recorded as the tuner's own would have been.
-	c.mu.Lock()
-	for i := range waits {
-		if out[i].err != nil && out[i].r.ID == "" {
-			for id, ch := range c.waiters {
-				if ch == waits[i] {
-					delete(c.waiters, id)
+		if len(pending) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			for i := range pending {
+				out[i].err = ctx.Err()
+			}
+			break
+		}
+		if time.Since(lastCheck) > 2*time.Second {
+			lastCheck = time.Now()
+			if c.hasWorker(ctx) {
+				lastWorker = time.Now()
+			} else if time.Since(lastWorker) > c.o.NoWorker {
+				for i := range pending {
+					out[i].err = fmt.Errorf("cluster: no worker of target %s has announced itself for %v", c.o.Target, c.o.NoWorker)
 				}
+				break
+			}
+		}
+		if kind == KindMeasure && len(took) > 0 && len(pending) <= len(took) {
+			slices.Sort(took)
+			late := 4*took[len(took)/2] + time.Second
+			for i, chs := range pending {
+				if len(chs) > 1 || time.Since(start) < late {
+					continue
+				}
+				if job, err := c.job(kind, task, cands[i], fn); err == nil {
+					ch := make(chan Result, 1)
+					c.mu.Lock()
+					c.waiters[job.ID] = ch
+					c.mu.Unlock()
+					if c.publish(ctx, job) == nil {
+						pending[i] = append(chs, ch)
+						c.logf("measuring %s again on another worker: %v and no result", cands[i].Hash[:12], time.Since(start).Round(time.Millisecond))
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The waiters of requests not answered (interrupted, no worker) go:
+	// their results, when they come, are recorded as the tuner's own
+	// would have been. Those of dropped backups stay, so that their
+	// results are dropped too.
+	c.mu.Lock()
+	for _, chs := range pending {
+		for id, ch := range c.waiters {
+			if slices.Contains(chs, ch) {
+				delete(c.waiters, id)
 			}
 		}
 	}
 	c.mu.Unlock()
-	return out
 }
 
 func resultErr(r Result) error {

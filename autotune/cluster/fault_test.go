@@ -126,13 +126,23 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	if len(recs) < before || len(recs) < trials {
 		t.Fatalf("%d records after the restart, %d before it; want at least %d", len(recs), before, trials)
 	}
-	jobs := map[string]int{}
+	// No job has two records, no candidate two trials; every
+	// measurement's candidate has its record (a backup measurement, see
+	// Client.await, is the same candidate's next job, dropped when the
+	// first came back: its base ID has the record).
+	jobs, bases, schedules := map[string]int{}, map[string]bool{}, map[string]int{}
+	recovered := 0
 	for _, r := range recs {
 		if r.Job == "" {
 			t.Errorf("record without a job: %+v", r)
 		}
 		for _, id := range strings.Split(r.Job, ",") {
 			jobs[id]++
+			bases[baseID(id)] = true
+		}
+		schedules[r.Trace.String()]++
+		if strings.HasPrefix(r.Run, "recovered from campaign ") {
+			recovered++
 		}
 	}
 	for id, n := range jobs {
@@ -140,56 +150,57 @@ func TestKillWorkerThenTuner(t *testing.T) {
 			t.Errorf("job %s has %d records", id, n)
 		}
 	}
-	campaign := ""
-	for _, r := range recs {
-		if strings.HasPrefix(r.Run, "recovered from campaign ") {
-			campaign = strings.TrimPrefix(r.Run, "recovered from campaign ")
+	for tr, n := range schedules {
+		if n > 1 {
+			t.Errorf("%d records of one schedule:\n%s", n, tr)
 		}
 	}
-	if campaign == "" {
+	if recovered == 0 {
 		t.Error("no record of a measurement that finished while the tuner was down")
 	}
-	measured := 0
-	for _, id := range jobIDsOfMeasurements(t, url, recs) {
-		measured++
-		if jobs[id] != 1 {
-			t.Errorf("result of job %s has %d records", id, jobs[id])
+	campaigns := map[string]bool{}
+	for _, r := range campaignResults(t, url, "*") {
+		campaigns[r.Campaign] = true
+		if r.Kind == KindMeasure && !bases[baseID(r.ID)] {
+			t.Errorf("the result of job %s (by %s) has no record", r.ID, r.Worker)
 		}
 	}
-	if measured != len(jobs) {
-		t.Errorf("%d measurement results, %d jobs with records", measured, len(jobs))
+	if len(campaigns) != 1 {
+		t.Errorf("results of %d campaigns; the restarted tuner should have kept its own", len(campaigns))
 	}
 	if _, err := os.Stat(dbPath + ".campaign"); !os.IsNotExist(err) {
 		t.Errorf("the finished run left its campaign file: %v", err)
 	}
 }
 
-// jobIDsOfMeasurements returns the IDs of the measurement results of the
-// campaigns the records name.
-func jobIDsOfMeasurements(t *testing.T, url string, recs []*autotune.Record) []string {
-	t.Helper()
-	campaigns := map[string]bool{}
-	// A job ID does not name its campaign; every test run has one, so the
-	// campaign of the results is the one the stream holds.
-	_ = recs
-	nc, err := Connect(url, "test reader", Security{})
+// A worker that takes three seconds a measurement does not stall the
+// run: the others take the jobs it cannot, and it holds one at a time.
+func TestSlowWorker(t *testing.T) {
+	url := startServer(t)
+	cache, busy := t.TempDir(), t.TempDir()
+	target := DefaultTarget()
+	// The slow worker is a machine of its own (a cache directory, and so
+	// a measurement lock, of its own): on one machine the lock would
+	// make the others wait for it.
+	worker(t, url, "slow", target, t.TempDir(), busy, 3000)
+	worker(t, url, "quick1", target, cache, busy, 0)
+	worker(t, url, "quick2", target, cache, busy, 0)
+	c := client(t, url, ClientOptions{Campaign: "slow", Target: target, Threads: 1, Timeout: time.Minute})
+	res, err := autotune.Tune(context.Background(), rowsumTask(t), c.Builder(), c.Runner(), testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	var ids []string
-	for _, r := range allResults(t, url) {
-		campaigns[r.Campaign] = true
+	if len(res.Records) != testOptions.Trials {
+		t.Fatalf("%d records, want %d", len(res.Records), testOptions.Trials)
+	}
+	by := map[string]int{}
+	for _, r := range campaignResults(t, url, "slow") {
 		if r.Kind == KindMeasure {
-			ids = append(ids, r.ID)
+			by[r.Worker]++
 		}
 	}
-	if len(campaigns) != 1 {
-		t.Errorf("results of %d campaigns, want 1", len(campaigns))
+	if by["slow"] >= testOptions.Trials/2 {
+		t.Errorf("the slow worker measured %d of %d candidates (by worker: %v)", by["slow"], testOptions.Trials, by)
 	}
-	return ids
-}
-
-func allResults(t *testing.T, url string) []Result {
-	return campaignResults(t, url, "*")
+	t.Logf("measurements by worker: %v", by)
 }
