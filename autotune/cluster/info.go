@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -93,4 +95,29 @@ func Workers(ctx context.Context, js jetstream.JetStream) ([]WorkerInfo, error) 
 		return 0
 	})
 	return out, nil
+}
+
+// WaitForWorker returns the announcement of a worker of target, waiting
+// for one while ctx lasts.
+func WaitForWorker(ctx context.Context, nc *nats.Conn, target string) (WorkerInfo, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return WorkerInfo{}, err
+	}
+	for {
+		ws, err := Workers(ctx, js)
+		if err != nil {
+			return WorkerInfo{}, err
+		}
+		for _, w := range ws {
+			if w.Target == target {
+				return w, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return WorkerInfo{}, fmt.Errorf("cluster: no worker of target %s has announced itself", target)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

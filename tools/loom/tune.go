@@ -118,6 +118,8 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	budget := fs.Duration("budget", 0, "tune a graph's kernels as one model within this time (30m, 2h), confirmations included: the task scheduler gives each round to the kernel expected to cut the model's time most; the run's state and cost model are kept beside -db, so the same command run again continues the budget (-trials then caps the trials of all kernels together)")
 	asModel := fs.Bool("model", false, "tune a graph's kernels as one model with the task scheduler (implied by -budget): its distinct kernels are tuned together, weighted by how often the graph runs each, and -trials counts the trials of all of them (default 64 per distinct kernel); each kernel's first trial is its default schedule, and at the end its two fastest are confirmed (-confirm 0 or 1: fewer)")
 	sequential := fs.Bool("sequential", false, "with -model or -budget, tune the kernels one after the other with an equal share each of the budget or trials, instead of the task scheduler's choice (the baseline it is measured against)")
+	var queue queueFlags
+	queue.register(fs, true)
 	profile := profileFlag(fs)
 	src.symbolicDims = func() []string { return specNames(*bucketsFlag, *sizesFlag, *specialize) }
 	jobs, code, ok := src.parse(fs, args, stderr)
@@ -172,6 +174,23 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 	t, err := newTuner(dev, *threads, *trials, *seed, dbPath, *confirm, *timeout, stderr)
 	if err != nil {
 		return fail(err)
+	}
+	if queue.url != "" {
+		if dev != nil {
+			return fail(fmt.Errorf("-nats measures on CPU workers; -target cuda tunes on this machine's GPU"))
+		}
+		if *bucketsFlag != "" || *sizesFlag != "" || *specialize != "" {
+			return fail(fmt.Errorf("-nats tunes at one size: tune buckets without it"))
+		}
+		stopQueue, err := t.useQueue(&queue, *dbPath, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		defer stopQueue()
+		*asModel = true
+	} else if queue.workers > 0 || queue.target != "" {
+		fmt.Fprintln(stderr, "loom tune: -workers and -nats-target need -nats")
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -398,6 +417,7 @@ func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string
 	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cacheDir, Threads: nt, Timeout: timeout}
 	t := &tuner{
 		threads: nt,
+		timeout: timeout,
 		runner:  runner,
 		opts:    autotune.Options{Trials: trials, Seed: seed, Population: 32, Batch: 8, DB: db, Version: version, Confirm: confirm},
 	}
@@ -433,6 +453,10 @@ type tuner struct {
 	target    autotune.Target
 	targetKey string // as records store it
 	arch      string // the GPU's, when tuning for one
+	timeout   time.Duration
+	// finishCampaign, when tuning through a queue (-nats), ends the
+	// campaign after a run that finished (see cluster.Campaign).
+	finishCampaign func() error
 }
 
 // task is j's tuning task on t's target.
@@ -676,7 +700,10 @@ func writeCUDAKernel(arch string) func(dir, name string, f *ast.Func) ([]string,
 }
 
 // runWorker serves one candidate measurement for loom tune (internal).
-func runWorker(_ []string, stdout, stderr io.Writer) int {
+func runWorker(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		return runClusterWorker(args, stdout, stderr)
+	}
 	if err := autotune.ServeWorker(os.Stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, "loom worker:", err)
 		return 1

@@ -127,6 +127,11 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 		fmt.Fprintln(stderr, "loom tune: interrupted; the records measured so far are in", dbPath)
 		return 130
 	}
+	if t.finishCampaign != nil && ctx.Err() == nil {
+		if err := t.finishCampaign(); err != nil {
+			fmt.Fprintln(stderr, "loom tune:", err)
+		}
+	}
 	var kernels []kernelResult
 	status := 0
 	for d, tr := range res.Tasks {
