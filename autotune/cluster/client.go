@@ -372,31 +372,48 @@ func (c *Client) do(ctx context.Context, kind string, task *autotune.Task, cands
 // delays a batch by no more than that. The first of the two results
 // counts; the other is dropped when it comes.
 func (c *Client) await(ctx context.Context, kind string, task *autotune.Task, cands []*autotune.Candidate, fn string, waits map[int]chan Result, out []outcome) {
+	type answer struct {
+		i int
+		r Result
+	}
+	answers := make(chan answer, 2*len(cands)+1)
+	stop := make(chan struct{})
+	defer close(stop)
+	forward := func(i int, ch chan Result) {
+		go func() {
+			select {
+			case r := <-ch:
+				answers <- answer{i, r}
+			case <-stop:
+			}
+		}()
+	}
 	pending := map[int][]chan Result{}
 	for i, ch := range waits {
 		pending[i] = []chan Result{ch}
+		forward(i, ch)
 	}
-	start, lastWorker, lastCheck := time.Now(), time.Now(), time.Now()
+	start, lastWorker := time.Now(), time.Now()
 	var took []time.Duration
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastCheck := time.Now()
 	for len(pending) > 0 {
-		for i, chs := range pending {
-			for _, ch := range chs {
-				select {
-				case r := <-ch:
-					out[i] = outcome{r, resultErr(r)}
-					delete(pending, i)
-					took = append(took, time.Since(start))
-				default:
-				}
+		select {
+		case a := <-answers:
+			if _, ok := pending[a.i]; ok {
+				out[a.i] = outcome{a.r, resultErr(a.r)}
+				delete(pending, a.i)
+				took = append(took, time.Since(start))
 			}
-		}
-		if len(pending) == 0 {
-			break
-		}
-		if ctx.Err() != nil {
+			continue
+		case <-ctx.Done():
 			for i := range pending {
 				out[i].err = ctx.Err()
 			}
+		case <-tick.C:
+		}
+		if ctx.Err() != nil {
 			break
 		}
 		if time.Since(lastCheck) > 2*time.Second {
@@ -424,17 +441,18 @@ func (c *Client) await(ctx context.Context, kind string, task *autotune.Task, ca
 					c.mu.Unlock()
 					if c.publish(ctx, job) == nil {
 						pending[i] = append(chs, ch)
+						forward(i, ch)
 						c.logf("measuring %s again on another worker: %v and no result", cands[i].Hash[:12], time.Since(start).Round(time.Millisecond))
 					}
 				}
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	// The waiters of requests not answered (interrupted, no worker) go:
 	// their results, when they come, are recorded as the tuner's own
 	// would have been. Those of dropped backups stay, so that their
-	// results are dropped too.
+	// results are dropped too: a forwarder that stopped left its
+	// channel's buffer free for them.
 	c.mu.Lock()
 	for _, chs := range pending {
 		for id, ch := range c.waiters {

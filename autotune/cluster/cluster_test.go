@@ -24,7 +24,7 @@ import (
 // testWorkerEnv set it runs a worker with fake timings, with testTunerEnv
 // a tuning run.
 const (
-	testWorkerEnv = "LOOM_CLUSTER_TEST_WORKER" // url,name,target,cache,busy-dir,sleep-ms
+	testWorkerEnv = "LOOM_CLUSTER_TEST_WORKER" // url,name,target,cache,busy-dir,sleep-ms[,die]
 	testTunerEnv  = "LOOM_CLUSTER_TEST_TUNER"  // url,db,cache,trials
 )
 
@@ -32,8 +32,12 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(testWorkerEnv); v != "" {
 		p := strings.Split(v, ",")
 		sleep, _ := strconv.Atoi(p[5])
+		die := len(p) > 6 && p[6] == "die"
 		w := &Worker{Name: p[1], Target: p[2], CacheDir: p[3], Builds: 1, Deadline: 3 * time.Second,
 			Timing: func(f *ast.Func, secs []float64) []float64 {
+				if die {
+					os.Exit(3) // the worker dies in the middle of every measurement
+				}
 				busy := filepath.Join(p[4], p[1]+".busy")
 				os.WriteFile(busy, nil, 0o644)
 				time.Sleep(time.Duration(sleep) * time.Millisecond)

@@ -204,3 +204,40 @@ func TestSlowWorker(t *testing.T) {
 	}
 	t.Logf("measurements by worker: %v", by)
 }
+
+// A candidate that kills every worker it reaches is recorded as failed
+// once: after its Attempts deliveries the next worker answers for it
+// without running it.
+func TestJobThatKillsEveryWorker(t *testing.T) {
+	url := startServer(t)
+	busy := t.TempDir()
+	target := DefaultTarget()
+	for i := range 3 {
+		c := exec.Command(os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), testWorkerEnv+"="+strings.Join([]string{url, fmt.Sprint("doomed", i), target, t.TempDir(), busy, "0", "die"}, ","))
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
+	c := client(t, url, ClientOptions{Campaign: "doomed", Target: target, Threads: 1, Attempts: 2, NoWorker: time.Minute})
+	task := rowsumTask(t)
+	opts := testOptions
+	opts.Trials, opts.Population, opts.Batch = 1, 1, 1
+	res, err := autotune.Tune(context.Background(), task, c.Builder(), c.Runner(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 1 || !strings.Contains(res.Records[0].Error, "abandoned after 2 deliveries") {
+		t.Fatalf("records %v; want one, failed as abandoned", traces(res.Records))
+	}
+	n := 0
+	for _, r := range campaignResults(t, url, "doomed") {
+		if r.Kind == KindMeasure {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d measurement results, want 1", n)
+	}
+}

@@ -23,6 +23,12 @@ const (
 	workerCacheEnv  = "LOOM_CLUSTER_WORKER_CACHE"
 	workerBuildsEnv = "LOOM_CLUSTER_WORKER_BUILDS"
 	workerLogEnv    = "LOOM_CLUSTER_WORKER_LOG" // set: a line per job on stderr
+	// The Security of the workers, file names, one variable each.
+	workerCredsEnv = "LOOM_CLUSTER_WORKER_CREDS"
+	workerNKeyEnv  = "LOOM_CLUSTER_WORKER_NKEY"
+	workerCAEnv    = "LOOM_CLUSTER_WORKER_TLS_CA"
+	workerCertEnv  = "LOOM_CLUSTER_WORKER_TLS_CERT"
+	workerKeyEnv   = "LOOM_CLUSTER_WORKER_TLS_KEY"
 )
 
 func init() {
@@ -35,7 +41,8 @@ func init() {
 	if os.Getenv(workerLogEnv) != "" {
 		w.Log = os.Stderr
 	}
-	if err := ServeWorker(url, Security{}, w); err != nil {
+	sec := Security{Creds: os.Getenv(workerCredsEnv), NKey: os.Getenv(workerNKeyEnv), CA: os.Getenv(workerCAEnv), Cert: os.Getenv(workerCertEnv), Key: os.Getenv(workerKeyEnv)}
+	if err := ServeWorker(url, sec, w); err != nil {
 		fmt.Fprintln(os.Stderr, "loom worker:", err)
 		os.Exit(1)
 	}
@@ -75,6 +82,9 @@ type LocalWorkers struct {
 	// this one.
 	Command []string
 	Env     []string // added to their environment
+	// Security is how they connect (the URL's user and password, if any,
+	// go with the URL).
+	Security Security
 }
 
 // StartWorkers starts n worker processes on this machine connected to
@@ -113,7 +123,8 @@ func StartWorkers(url string, n int, o LocalWorkers) (stop func(), err error) {
 		c := exec.Command(cmdline[0], cmdline[1:]...)
 		c.Env = append(os.Environ(), o.Env...)
 		c.Env = append(c.Env, WorkerURLEnv+"="+url, workerTargetEnv+"="+o.Target, workerCacheEnv+"="+o.CacheDir,
-			workerBuildsEnv+"="+strconv.Itoa(builds))
+			workerBuildsEnv+"="+strconv.Itoa(builds), workerCredsEnv+"="+o.Security.Creds, workerNKeyEnv+"="+o.Security.NKey,
+			workerCAEnv+"="+o.Security.CA, workerCertEnv+"="+o.Security.Cert, workerKeyEnv+"="+o.Security.Key)
 		c.Stderr = os.Stderr
 		setParentDeath(c)
 		if err := c.Start(); err != nil {

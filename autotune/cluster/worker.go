@@ -54,6 +54,51 @@ type Worker struct {
 	done    atomic.Int64
 	mu      sync.Mutex
 	runners map[string]*autotune.ProcessRunner
+	// replayed keeps the last candidates replayed (a candidate's build
+	// and measurement usually come to the same worker), oldest first in
+	// replayOrder.
+	replayed    map[string]replay
+	replayOrder []string
+}
+
+type replay struct {
+	task *autotune.Task
+	cand *autotune.Candidate
+}
+
+// replayKeep is how many replayed candidates a worker keeps.
+const replayKeep = 256
+
+// candidate returns job's task and candidate, replayed once per worker
+// for the job's function, trace and sizes.
+func (w *Worker) candidate(job *Job) (*autotune.Task, *autotune.Candidate, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v", job.Func, job.Trace, job.Hash, job.Sizes)
+	key := string(h.Sum(nil))
+	w.mu.Lock()
+	r, ok := w.replayed[key]
+	w.mu.Unlock()
+	if ok {
+		return r.task, r.cand, nil
+	}
+	task, cand, err := job.candidate()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.replayed == nil {
+		w.replayed = map[string]replay{}
+	}
+	if _, ok := w.replayed[key]; !ok {
+		w.replayed[key] = replay{task, cand}
+		w.replayOrder = append(w.replayOrder, key)
+		if len(w.replayOrder) > replayKeep {
+			delete(w.replayed, w.replayOrder[0])
+			w.replayOrder = w.replayOrder[1:]
+		}
+	}
+	return task, cand, nil
 }
 
 // DefaultTarget names this machine's kind: its architecture, vector
@@ -284,7 +329,7 @@ func (w *Worker) do(ctx context.Context, job *Job, res *Result, cache *native.Ca
 			res.Err = fmt.Sprintf("internal: loom panicked: %v", p)
 		}
 	}()
-	task, cand, err := job.candidate()
+	task, cand, err := w.candidate(job)
 	if err != nil {
 		res.Err = err.Error()
 		return

@@ -92,14 +92,14 @@ func orDefault(s, d string) string {
 // stops them.
 func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop func(), err error) {
 	var stops []func()
-	stop = func() {
+	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			stopAll()
 		}
 	}()
 	url := q.url
@@ -115,7 +115,7 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop f
 		workers = max(workers, 1)
 	}
 	if workers > 0 {
-		ws, err := cluster.StartWorkers(url, workers, cluster.LocalWorkers{Target: q.target, Command: []string{os.Args[0]}})
+		ws, err := cluster.StartWorkers(url, workers, cluster.LocalWorkers{Target: q.target, Command: []string{os.Args[0]}, Security: q.security()})
 		if err != nil {
 			return nil, err
 		}
@@ -155,6 +155,5 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop f
 	stops = append(stops, func() { c.Close() })
 	t.builder, t.runner = c.Builder(), c.Runner()
 	t.finishCampaign = finish
-	return stop, nil
+	return stopAll, nil
 }
-

@@ -59,7 +59,7 @@ var commands = map[string]command{
 	"replay":  {"apply the best tuning record of a function and print its schedule as Go code", runReplay},
 	"run":     {"interpret a .loom function on random inputs", runRun},
 	"tune":    {"search schedules of a workload, keep the records, write the best kernel", runTune},
-	"worker":  {"(internal) measure one candidate for loom tune", runWorker},
+	"worker":  {"take build and measurement jobs of loom tune -nats from a NATS server (with no arguments: measure one candidate for loom tune, internal)", runWorker},
 }
 
 func main() {
@@ -104,13 +104,11 @@ func loom(args []string, stdout, stderr io.Writer) int {
 	return cmd.run(args[1:], stdout, stderr)
 }
 
-// commandNames are the commands, the internal worker aside.
+// commandNames are the commands.
 func commandNames() []string {
 	var names []string
 	for name := range commands {
-		if name != "worker" {
-			names = append(names, name)
-		}
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names

@@ -352,9 +352,6 @@ func TestTunedCommands(t *testing.T) {
 	}
 	// -h explains the flags of every command and exits 0.
 	for name := range commands {
-		if name == "worker" {
-			continue
-		}
 		if code, _, errs := runLoom(t, name, "-h"); code != 0 || !strings.Contains(errs, "usage: loom "+name) {
 			t.Errorf("%s -h: exit %d, %s", name, code, errs)
 		}
