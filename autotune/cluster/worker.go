@@ -47,6 +47,9 @@ type Worker struct {
 	Command []string
 	// Log, when set, gets a line per job and per refused payload.
 	Log io.Writer
+	// OnJob, when set, is called after each job with its result and how
+	// long it took.
+	OnJob func(job *Job, res *Result, took time.Duration)
 	// Timing, when set, replaces the seconds a measurement gave (tests:
 	// fake timings that do not depend on the machine's load).
 	Timing func(f *ast.Func, seconds []float64) []float64
@@ -280,7 +283,11 @@ func (w *Worker) handle(ctx context.Context, js jetstream.JetStream, msg jetstre
 			msg.Nak()
 			return
 		}
-		w.logf("%s %s in %.2fs%s", job.Kind, job.ID, time.Since(start).Seconds(), errSuffix(res.Err))
+		took := time.Since(start)
+		w.logf("%s %s in %.2fs%s", job.Kind, job.ID, took.Seconds(), errSuffix(res.Err))
+		if w.OnJob != nil {
+			w.OnJob(job, res, took)
+		}
 	}
 	data, err := json.Marshal(res)
 	if err == nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/loom-go/loom/autotune"
@@ -22,7 +24,7 @@ type queueFlags struct {
 	creds, nkey         string
 	ca, cert, key       string
 	workers             int
-	verbose             bool
+	verbose, asJSON     bool
 	builds              int
 	deadline            time.Duration
 	cacheDir            string
@@ -43,6 +45,7 @@ func (q *queueFlags) register(fs *flag.FlagSet, forTune bool) {
 		fs.DurationVar(&q.deadline, "deadline", 30*time.Second, "a job in hand whose worker stops answering for this long goes to another worker")
 		fs.StringVar(&q.cacheDir, "cache", "", "where kernels are compiled and kept (default: loom's cache directory); workers of one machine share it, and with it the lock that keeps their measurements apart")
 		fs.BoolVar(&q.verbose, "v", false, "print a line per job")
+		fs.BoolVar(&q.asJSON, "json", false, "print one JSON line per job done (kind, id, seconds it took, error)")
 	}
 	fs.StringVar(&q.creds, "creds", "", "a NATS credentials `FILE` (JWT and nkey seed) to authenticate with")
 	fs.StringVar(&q.nkey, "nkey", "", "a `FILE` holding an nkey seed to authenticate with")
@@ -71,6 +74,20 @@ func runClusterWorker(args []string, stdout, stderr io.Writer) int {
 	w := &cluster.Worker{Name: q.name, Target: q.target, CacheDir: q.cacheDir, Builds: q.builds, Deadline: q.deadline}
 	if q.verbose {
 		w.Log = stderr
+	}
+	if q.asJSON {
+		var mu sync.Mutex
+		enc := json.NewEncoder(stdout)
+		w.OnJob = func(job *cluster.Job, res *cluster.Result, took time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			enc.Encode(struct {
+				Kind    string  `json:"kind"`
+				ID      string  `json:"id"`
+				Seconds float64 `json:"seconds"`
+				Err     string  `json:"error,omitempty"`
+			}{job.Kind, job.ID, took.Seconds(), res.Err})
+		}
 	}
 	fmt.Fprintf(stderr, "loom worker: taking jobs of target %s from %s\n", orDefault(q.target, cluster.DefaultTarget()), q.url)
 	if err := cluster.ServeWorker(q.url, q.security(), w); err != nil {
