@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		p := strings.Split(v, ",")
 		sleep, _ := strconv.Atoi(p[5])
 		die := len(p) > 6 && p[6] == "die"
-		w := &Worker{Name: p[1], Target: p[2], CacheDir: p[3], Builds: 1, Deadline: 3 * time.Second,
+		w := &Worker{Name: p[1], Target: p[2], CacheDir: p[3], Builds: 1, Deadline: 1500 * time.Millisecond,
 			Timing: func(f *ast.Func, secs []float64) []float64 {
 				if die {
 					os.Exit(3) // the worker dies in the middle of every measurement

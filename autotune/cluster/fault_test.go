@@ -90,10 +90,10 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	url := startServer(t)
 	cache, busy, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	target := DefaultTarget()
-	victim := worker(t, url, "victim", target, cache, busy, 400)
-	worker(t, url, "steady", target, cache, busy, 400)
+	victim := worker(t, url, "victim", target, cache, busy, 250)
+	worker(t, url, "steady", target, cache, busy, 250)
 	dbPath := filepath.Join(dir, "tuning.jsonl")
-	const trials = 16
+	const trials = 12
 	tn := tuner(t, url, dbPath, trials)
 
 	waitFor(t, "the victim to measure", func() bool {
@@ -102,9 +102,9 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	})
 	victim.Process.Signal(syscall.SIGKILL)
 	victim.Wait()
-	worker(t, url, "late", target, cache, busy, 400)
-	waitFor(t, "six records and a measurement in flight", func() bool {
-		if len(records(t, dbPath)) < 6 {
+	worker(t, url, "late", target, cache, busy, 250)
+	waitFor(t, "four records and a measurement in flight", func() bool {
+		if len(records(t, dbPath)) < 4 {
 			return false
 		}
 		for _, w := range []string{"steady", "late"} {
@@ -173,7 +173,7 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	}
 }
 
-// A worker that takes three seconds a measurement does not stall the
+// A worker that takes two seconds a measurement does not stall the
 // run: the others take the jobs it cannot, and it holds one at a time.
 func TestSlowWorker(t *testing.T) {
 	url := startServer(t)
@@ -182,16 +182,18 @@ func TestSlowWorker(t *testing.T) {
 	// The slow worker is a machine of its own (a cache directory, and so
 	// a measurement lock, of its own): on one machine the lock would
 	// make the others wait for it.
-	worker(t, url, "slow", target, t.TempDir(), busy, 3000)
+	worker(t, url, "slow", target, t.TempDir(), busy, 2000)
 	worker(t, url, "quick1", target, cache, busy, 0)
 	worker(t, url, "quick2", target, cache, busy, 0)
 	c := client(t, url, ClientOptions{Campaign: "slow", Target: target, Threads: 1, Timeout: time.Minute})
-	res, err := autotune.Tune(context.Background(), rowsumTask(t), c.Builder(), c.Runner(), testOptions)
+	opts := testOptions
+	opts.Trials = 12
+	res, err := autotune.Tune(context.Background(), rowsumTask(t), c.Builder(), c.Runner(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Records) != testOptions.Trials {
-		t.Fatalf("%d records, want %d", len(res.Records), testOptions.Trials)
+	if len(res.Records) != opts.Trials {
+		t.Fatalf("%d records, want %d", len(res.Records), opts.Trials)
 	}
 	by := map[string]int{}
 	for _, r := range campaignResults(t, url, "slow") {
@@ -199,8 +201,8 @@ func TestSlowWorker(t *testing.T) {
 			by[r.Worker]++
 		}
 	}
-	if by["slow"] >= testOptions.Trials/2 {
-		t.Errorf("the slow worker measured %d of %d candidates (by worker: %v)", by["slow"], testOptions.Trials, by)
+	if by["slow"] >= opts.Trials/2 {
+		t.Errorf("the slow worker measured %d of %d candidates (by worker: %v)", by["slow"], opts.Trials, by)
 	}
 	t.Logf("measurements by worker: %v", by)
 }
