@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/schedule"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // tuneOverQueue is the test's tuner process: one task tuned as a model
@@ -242,4 +245,88 @@ func TestJobThatKillsEveryWorker(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d measurement results, want 1", n)
 	}
+}
+
+// A job that finishes twice (redelivered after its first worker went
+// quiet, and both finished) is recorded once: the server keeps one
+// result per job ID within its de-duplication window, and the tuner
+// records one per job ID beyond it.
+func TestResultTwiceRecordedOnce(t *testing.T) {
+	url := startServer(t)
+	dbPath := filepath.Join(t.TempDir(), "tuning.jsonl")
+	db, err := autotune.OpenDatabase(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := rowsumTask(t)
+	sch, err := schedule.New(task.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, _ := json.Marshal(&autotune.Record{Workload: "w", Name: "rowsum", Target: task.Target, Trace: sch.Trace()})
+	res, _ := json.Marshal(Result{V: Version, ID: "job-0", Kind: KindMeasure, Campaign: "twice", Seconds: []float64{1e-3}, Worker: "a", Note: note})
+	nc, err := Connect(url, "test", Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := ensureStreams(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := js.Publish(ctx, resultSubject("twice"), res, jetstream.WithMsgID("job-0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Past the window: published again without its ID.
+	if _, err := js.Publish(ctx, resultSubject("twice"), res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(campaignResults(t, url, "twice")); n != 2 {
+		t.Errorf("the stream holds %d results, want 2 (the second publication with the ID dropped)", n)
+	}
+	c := client(t, url, ClientOptions{Campaign: "twice", Target: "t", DB: db})
+	if c.Recovered() != 1 {
+		t.Errorf("recorded %d results, want 1", c.Recovered())
+	}
+	c.Close()
+	// A tuner started again reads them again and records none.
+	c2 := client(t, url, ClientOptions{Campaign: "twice", Target: "t", DB: db})
+	if c2.Recovered() != 0 {
+		t.Errorf("started again, recorded %d more", c2.Recovered())
+	}
+	if recs := records(t, dbPath); len(recs) != 1 || recs[0].Job != "job-0" || recs[0].Median != 1e-3 {
+		t.Errorf("records %+v, want one of job-0", recs)
+	}
+}
+
+// StartWorkers starts worker processes (here the test binary, which
+// this package's initialization makes a worker): a tuning run over them
+// finishes, and stop ends them.
+func TestStartWorkers(t *testing.T) {
+	url := startServer(t)
+	stop, err := StartWorkers(url, 2, LocalWorkers{Target: "local", CacheDir: t.TempDir(), Command: []string{os.Args[0], "-test.run=^$"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c := client(t, url, ClientOptions{Campaign: "local", Target: "local", Threads: 1})
+	opts := testOptions
+	opts.Trials, opts.Population, opts.Batch = 4, 4, 4
+	res, err := autotune.Tune(context.Background(), rowsumTask(t), c.Builder(), c.Runner(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 4 || res.Best == nil || res.Best.Job == "" {
+		t.Fatalf("records %v", traces(res.Records))
+	}
+	nc, _ := Connect(url, "test", Security{})
+	defer nc.Close()
+	info, err := WaitForWorker(context.Background(), nc, "local")
+	if err != nil || info.Threads < 1 || info.VectorBits == 0 || info.CPU == "" && info.Arch == "amd64" {
+		t.Errorf("a local worker announces %+v, %v", info, err)
+	}
+	stop()
 }

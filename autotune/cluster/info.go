@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loom-go/loom/autotune"
@@ -30,10 +31,12 @@ type WorkerInfo struct {
 	Features   string          `json:"features,omitempty"`
 	VectorBits int             `json:"vector_bits"`
 	Caches     autotune.Caches `json:"caches"`
-	// Cores is how many the machine has; Builds how many builds the
+	// Cores is how many physical cores the machine has (0: unknown),
+	// Threads how many hardware threads; Builds how many builds the
 	// worker runs at once.
-	Cores  int `json:"cores"`
-	Builds int `json:"builds"`
+	Cores   int `json:"cores"`
+	Threads int `json:"threads"`
+	Builds  int `json:"builds"`
 	// GPUs are the NVIDIA GPUs the driver lists, by bus ID.
 	GPUs    []string  `json:"gpus,omitempty"`
 	Version int       `json:"version"`
@@ -45,9 +48,30 @@ func (w *Worker) info() WorkerInfo {
 	return WorkerInfo{
 		Name: w.Name, Target: w.Target, Host: hostname(), Arch: runtime.GOARCH,
 		CPU: native.HostCPU(), Features: cpuFlags(), VectorBits: llvm.Host().VectorBits(),
-		Caches: autotune.HostCaches(), Cores: runtime.NumCPU(), Builds: w.Builds,
+		Caches: autotune.HostCaches(), Cores: physicalCores(), Threads: runtime.NumCPU(), Builds: w.Builds,
 		GPUs: nvidiaGPUs(), Version: Version, Started: time.Now().UTC(),
 	}
+}
+
+// physicalCores counts the distinct (physical id, core id) pairs of
+// /proc/cpuinfo; 0 where it does not say.
+func physicalCores() int {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	seen := map[string]bool{}
+	phys := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "physical id":
+			phys = strings.TrimSpace(v)
+		case "core id":
+			seen[phys+"/"+strings.TrimSpace(v)] = true
+		}
+	}
+	return len(seen)
 }
 
 // nvidiaGPUs lists the GPUs the NVIDIA driver knows (none without it).
