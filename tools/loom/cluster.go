@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/autotune/cluster"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/codegen/llvm/native"
 )
 
 // queueFlags are the flags of loom tune and loom worker that reach a NATS
@@ -34,7 +32,7 @@ type queueFlags struct {
 func (q *queueFlags) register(fs *flag.FlagSet, forTune bool) {
 	q.forTune = forTune
 	if forTune {
-		fs.StringVar(&q.url, "nats", "", "build and measure the candidates through the NATS JetStream server at `URL` (nats://host:4222, tls://host:4222, user:password@ or a token in it; several comma separated), on the `loom worker` processes of the target, on any machines; \"embedded\" starts a server in this process (its streams in loom's cache directory) and -workers local workers. The kernels are then tuned as a model (-model): a run stopped at any moment, kill -9 included, and started again with the same -db continues it, measuring nothing twice")
+		fs.StringVar(&q.url, "nats", "", "build and measure the candidates through the NATS JetStream server at `URL` (nats://host:4222, tls://host:4222, user:password@ or a token in it; several comma separated), on the `loom worker` processes of the target, on any machines; \"embedded\" starts a server in this process (its streams kept beside -db, in DB.nats) and -workers local workers. The kernels are then tuned as a model (-model): a run stopped at any moment, kill -9 included, and started again with the same -db continues it, measuring nothing twice")
 		fs.IntVar(&q.workers, "workers", 0, "with -nats embedded, start `N` worker processes on this machine (default 1); with a server URL, as many local workers besides the remote ones")
 		fs.StringVar(&q.target, "nats-target", "", "with -nats, the `NAME` of the machines that build and measure (a worker's -target): candidates are searched for that kind of machine as its workers announce it (vector width, caches); default: machines like this one")
 	} else {
@@ -122,8 +120,9 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop f
 	url := q.url
 	workers := q.workers
 	if url == "embedded" {
-		dir := filepath.Join(native.DefaultCacheDir(), "nats")
-		s, err := cluster.StartServer(dir)
+		// The streams beside the database: a run started again with the
+		// same -db finds its campaign's jobs and results.
+		s, err := cluster.StartServer(dbPath + ".nats")
 		if err != nil {
 			return nil, err
 		}
