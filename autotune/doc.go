@@ -69,5 +69,8 @@
 // candidates run: on the CPU the unscheduled function, on a GPU its
 // plainest kernel (one thread per output, see referenceKernel), each
 // checked against the interpreter where that is small; a GPU's are
-// compared in the 2-norm, without the error twin's bounds.
+// compared in the 2-norm, without the error twin's bounds. Package
+// autotune/cluster is a Builder and a Runner that send the candidates, as
+// traces, to workers on other machines through NATS JetStream; their
+// records name the job that measured them (Record.Job).
 package autotune
