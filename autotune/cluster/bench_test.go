@@ -14,12 +14,12 @@ import (
 // whose work is nothing (its schedule replays to another function than it
 // names, which the worker finds at once).
 func BenchmarkQueueRoundTrip(b *testing.B) {
-	s, err := StartServer(b.TempDir())
+	s, url, err := StartServer(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Shutdown()
-	nc, err := Connect(s.ClientURL(), "bench", Security{})
+	nc, err := Connect(url, "bench", Security{})
 	if err != nil {
 		b.Fatal(err)
 	}

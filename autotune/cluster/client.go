@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loom-go/loom/ast"
@@ -59,9 +60,12 @@ type Client struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// seq is the stream sequence of the last result read.
+	seq atomic.Uint64
+
 	mu       sync.Mutex
 	results  map[string]Result // the campaign's results read so far, by job ID
-	waiters  map[string]chan Result
+	waiters  map[string][]chan Result
 	counts   map[string]int  // by base ID: the next count a measurement takes
 	recorded map[string]bool // job IDs the database has a record of
 	// Recovered counts the results recorded for no waiting request.
@@ -96,7 +100,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, o ClientOptions) (*Client, er
 	if _, err := ensureStreams(ctx, js); err != nil {
 		return nil, err
 	}
-	c := &Client{js: js, o: o, done: make(chan struct{}), results: map[string]Result{}, waiters: map[string]chan Result{}, counts: map[string]int{}, recorded: map[string]bool{}}
+	c := &Client{js: js, o: o, done: make(chan struct{}), results: map[string]Result{}, waiters: map[string][]chan Result{}, counts: map[string]int{}, recorded: map[string]bool{}}
 	if o.DB != nil {
 		recs, _, err := o.DB.Load()
 		if err != nil {
@@ -110,15 +114,6 @@ func NewClient(ctx context.Context, nc *nats.Conn, o ClientOptions) (*Client, er
 			}
 		}
 	}
-	stream, err := js.Stream(ctx, resultStream)
-	if err != nil {
-		return nil, err
-	}
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(resultSubject(o.Campaign)))
-	if err != nil {
-		return nil, err
-	}
-	have := info.State.Subjects[resultSubject(o.Campaign)]
 	cons, err := js.OrderedConsumer(ctx, resultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject(o.Campaign)}})
 	if err != nil {
 		return nil, err
@@ -126,14 +121,6 @@ func NewClient(ctx context.Context, nc *nats.Conn, o ClientOptions) (*Client, er
 	it, err := cons.Messages()
 	if err != nil {
 		return nil, err
-	}
-	for range have {
-		msg, err := it.Next()
-		if err != nil {
-			it.Stop()
-			return nil, fmt.Errorf("cluster: reading the campaign's results: %w", err)
-		}
-		c.accept(msg.Data())
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -149,13 +136,52 @@ func NewClient(ctx context.Context, nc *nats.Conn, o ClientOptions) (*Client, er
 				continue
 			}
 			c.accept(msg.Data())
+			if md, err := msg.Metadata(); err == nil {
+				c.seq.Store(md.Sequence.Stream)
+			}
 		}
 	}()
+	// The results published so far, then the jobs still in flight and
+	// their results: the search that follows starts from a database with
+	// all of them.
+	if err := c.caughtUp(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
 	if err := c.awaitInFlight(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
+	if err := c.caughtUp(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// caughtUp waits until the client has read the campaign's last result.
+func (c *Client) caughtUp(ctx context.Context) error {
+	stream, err := c.js.Stream(ctx, resultStream)
+	if err != nil {
+		return err
+	}
+	last, err := stream.GetLastMsgForSubject(ctx, resultSubject(c.o.Campaign))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: the campaign's results: %w", err)
+	}
+	for c.seq.Load() < last.Sequence {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return errors.New("cluster: the reader of results stopped (the connection closed)")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Close stops reading results.
@@ -173,22 +199,28 @@ func (c *Client) Recovered() int {
 	return c.recovered
 }
 
-// awaitInFlight waits until the campaign has no job in the queue.
+// awaitInFlight waits until the campaign has no job in the queue. It
+// gives up when a target with jobs in flight has had no worker for
+// o.NoWorker, naming it.
 func (c *Client) awaitInFlight(ctx context.Context) error {
 	stream, err := c.js.Stream(ctx, jobStream)
 	if err != nil {
 		return err
 	}
 	filter := "loom.job.*.*." + c.o.Campaign
-	lastWorker := time.Now()
+	lastSeen := map[string]time.Time{} // target → when a worker of it was last seen
+	start := time.Now()
 	for said := false; ; {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err != nil {
 			return err
 		}
-		n := uint64(0)
-		for _, k := range info.State.Subjects {
+		n, targets := uint64(0), map[string]bool{}
+		for subj, k := range info.State.Subjects {
 			n += k
+			if tok := strings.Split(subj, "."); len(tok) == 5 {
+				targets[tok[3]] = true
+			}
 		}
 		if n == 0 {
 			return nil
@@ -197,10 +229,20 @@ func (c *Client) awaitInFlight(ctx context.Context) error {
 			c.logf("campaign %s has %d jobs in flight from before; waiting for them", c.o.Campaign, n)
 			said = true
 		}
-		if c.hasWorker(ctx) {
-			lastWorker = time.Now()
-		} else if time.Since(lastWorker) > c.o.NoWorker {
-			return fmt.Errorf("cluster: campaign %s has %d jobs in flight and no worker of target %s has announced itself for %v", c.o.Campaign, n, c.o.Target, c.o.NoWorker)
+		ws, err := Workers(ctx, c.js)
+		if err == nil {
+			for _, w := range ws {
+				lastSeen[w.Target] = time.Now()
+			}
+			for t := range targets {
+				seen, ok := lastSeen[t]
+				if !ok {
+					seen = start
+				}
+				if time.Since(seen) > c.o.NoWorker {
+					return fmt.Errorf("cluster: campaign %s has jobs in flight for target %s, and no worker of it has announced itself for %v: start one (loom worker -target %s), or remove %s.campaign beside the database to start a new campaign", c.o.Campaign, t, c.o.NoWorker, t, "the run's")
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -249,12 +291,14 @@ func (c *Client) accept(data []byte) {
 		base, n := baseID(r.ID), countOf(r.ID)
 		c.counts[base] = max(c.counts[base], n+1)
 	}
-	if w, ok := c.waiters[r.ID]; ok {
+	if ws, ok := c.waiters[r.ID]; ok {
 		delete(c.waiters, r.ID)
 		if r.Kind == KindMeasure {
 			c.recorded[r.ID] = true // the search records it
 		}
-		w <- r
+		for _, w := range ws {
+			w <- r
+		}
 		return
 	}
 	if r.Kind != KindMeasure || c.recorded[r.ID] || c.o.DB == nil {
@@ -317,7 +361,7 @@ func (r runner) Run(ctx context.Context, task *autotune.Task, cands []*autotune.
 		if skip[i] {
 			continue
 		}
-		out[i] = autotune.RunResult{Seconds: res.r.Seconds, Err: res.err, Job: res.r.ID, Machine: res.r.Machine}
+		out[i] = autotune.RunResult{Seconds: res.r.Seconds, Err: res.err, Job: strings.Join(res.ids, ","), Machine: res.r.Machine}
 	}
 	return out
 }
@@ -325,6 +369,10 @@ func (r runner) Run(ctx context.Context, task *autotune.Task, cands []*autotune.
 type outcome struct {
 	r   Result
 	err error
+	// ids are the jobs published for the candidate (a backup's too):
+	// its record names them all, so that one that comes back later, to
+	// a tuner started again, is known as measured.
+	ids []string
 }
 
 // do publishes a job of kind for each candidate not skipped and waits
@@ -343,26 +391,37 @@ func (c *Client) do(ctx context.Context, kind string, task *autotune.Task, cands
 			out[i].err = err
 			continue
 		}
+		out[i].ids = []string{job.ID}
 		c.mu.Lock()
 		if r, ok := c.results[job.ID]; ok {
 			c.mu.Unlock()
-			out[i] = outcome{r, resultErr(r)}
+			out[i].r, out[i].err = r, resultErr(r)
 			continue
 		}
 		ch := make(chan Result, 1)
-		c.waiters[job.ID] = ch
+		c.waiters[job.ID] = append(c.waiters[job.ID], ch)
 		c.mu.Unlock()
 		waits[i] = ch
 		if err := c.publish(ctx, job); err != nil {
-			c.mu.Lock()
-			delete(c.waiters, job.ID)
-			c.mu.Unlock()
+			c.forget(job.ID, ch)
 			delete(waits, i)
 			out[i].err = err
 		}
 	}
 	c.await(ctx, kind, task, cands, fn, waits, out)
 	return out
+}
+
+// forget removes the waiter ch of job id.
+func (c *Client) forget(id string, ch chan Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ws := slices.DeleteFunc(c.waiters[id], func(w chan Result) bool { return w == ch })
+	if len(ws) == 0 {
+		delete(c.waiters, id)
+	} else {
+		c.waiters[id] = ws
+	}
 }
 
 // await waits for the results of waits (by candidate). A measurement
@@ -376,92 +435,119 @@ func (c *Client) await(ctx context.Context, kind string, task *autotune.Task, ca
 		i int
 		r Result
 	}
+	type waiter struct {
+		id string
+		ch chan Result
+	}
 	answers := make(chan answer, 2*len(cands)+1)
 	stop := make(chan struct{})
-	defer close(stop)
+	var forwarders sync.WaitGroup
 	forward := func(i int, ch chan Result) {
-		go func() {
+		forwarders.Go(func() {
 			select {
 			case r := <-ch:
 				answers <- answer{i, r}
 			case <-stop:
 			}
-		}()
+		})
 	}
-	pending := map[int][]chan Result{}
+	pending := map[int][]waiter{}
 	for i, ch := range waits {
-		pending[i] = []chan Result{ch}
+		pending[i] = []waiter{{out[i].ids[0], ch}}
 		forward(i, ch)
 	}
-	start, lastWorker := time.Now(), time.Now()
+	fail := func(err error) {
+		for i := range pending {
+			out[i].err = err
+		}
+	}
+	start, lastWorker, lastCheck := time.Now(), time.Now(), time.Now()
 	var took []time.Duration
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	lastCheck := time.Now()
+wait:
 	for len(pending) > 0 {
 		select {
 		case a := <-answers:
 			if _, ok := pending[a.i]; ok {
-				out[a.i] = outcome{a.r, resultErr(a.r)}
+				out[a.i].r, out[a.i].err = a.r, resultErr(a.r)
 				delete(pending, a.i)
 				took = append(took, time.Since(start))
 			}
 			continue
 		case <-ctx.Done():
-			for i := range pending {
-				out[i].err = ctx.Err()
-			}
+			fail(ctx.Err())
+			break wait
+		case <-c.done:
+			fail(errors.New("cluster: the reader of results stopped (the connection closed)"))
+			break wait
 		case <-tick.C:
-		}
-		if ctx.Err() != nil {
-			break
 		}
 		if time.Since(lastCheck) > 2*time.Second {
 			lastCheck = time.Now()
 			if c.hasWorker(ctx) {
 				lastWorker = time.Now()
 			} else if time.Since(lastWorker) > c.o.NoWorker {
-				for i := range pending {
-					out[i].err = fmt.Errorf("cluster: no worker of target %s has announced itself for %v", c.o.Target, c.o.NoWorker)
-				}
-				break
+				fail(fmt.Errorf("cluster: no worker of target %s has announced itself for %v", c.o.Target, c.o.NoWorker))
+				break wait
 			}
 		}
-		if kind == KindMeasure && len(took) > 0 && len(pending) <= len(took) {
-			slices.Sort(took)
-			late := 4*took[len(took)/2] + time.Second
-			for i, chs := range pending {
-				if len(chs) > 1 || time.Since(start) < late {
-					continue
-				}
-				if job, err := c.job(kind, task, cands[i], fn); err == nil {
-					ch := make(chan Result, 1)
-					c.mu.Lock()
-					c.waiters[job.ID] = ch
-					c.mu.Unlock()
-					if c.publish(ctx, job) == nil {
-						pending[i] = append(chs, ch)
-						forward(i, ch)
-						c.logf("measuring %s again on another worker: %v and no result", cands[i].Hash[:12], time.Since(start).Round(time.Millisecond))
-					}
+		if kind != KindMeasure || len(took) == 0 || len(pending) > len(took) {
+			continue
+		}
+		slices.Sort(took)
+		late := 4*took[len(took)/2] + time.Second
+		for i, ws := range pending {
+			if len(ws) > 1 || time.Since(start) < late {
+				continue
+			}
+			job, err := c.job(kind, task, cands[i], fn)
+			if err != nil {
+				continue
+			}
+			ch := make(chan Result, 1)
+			c.mu.Lock()
+			c.waiters[job.ID] = append(c.waiters[job.ID], ch)
+			c.mu.Unlock()
+			if err := c.publish(ctx, job); err != nil {
+				c.forget(job.ID, ch)
+				continue
+			}
+			pending[i] = append(ws, waiter{job.ID, ch})
+			out[i].ids = append(out[i].ids, job.ID)
+			forward(i, ch)
+			c.logf("measuring %s again on another worker: %v and no result", cands[i].Hash[:12], time.Since(start).Round(time.Millisecond))
+		}
+	}
+	close(stop)
+	forwarders.Wait()
+	// A result a forwarder passed on as the wait ended is the
+	// candidate's after all.
+	for len(answers) > 0 {
+		a := <-answers
+		if _, ok := pending[a.i]; ok {
+			out[a.i].r, out[a.i].err = a.r, resultErr(a.r)
+			delete(pending, a.i)
+		}
+	}
+	// The requests still unanswered: a result already handed to their
+	// waiters is theirs. Interrupted, the search records none of them:
+	// their waiters go, so that results that come later are recorded as
+	// the tuner's own would have been. Failed (no worker), their record
+	// names their jobs: the waiters stay, and drop what comes, as those
+	// of the backups that lost do.
+	for i, ws := range pending {
+		for _, w := range ws {
+			select {
+			case r := <-w.ch:
+				out[i].r, out[i].err = r, resultErr(r)
+			default:
+				if ctx.Err() != nil {
+					c.forget(w.id, w.ch)
 				}
 			}
 		}
 	}
-	// The waiters of requests not answered (interrupted, no worker) go:
-	// their results, when they come, are recorded as the tuner's own
-	// would have been. Those of dropped backups stay, so that their
-	// results are dropped too: a forwarder that stopped left its
-	// channel's buffer free for them.
-	c.mu.Lock()
-	for _, chs := range pending {
-		for id, ch := range c.waiters {
-			if slices.Contains(chs, ch) {
-				delete(c.waiters, id)
-			}
-		}
-	}
-	c.mu.Unlock()
 }
 
 func resultErr(r Result) error {
@@ -507,8 +593,9 @@ func (c *Client) publish(ctx context.Context, job *Job) error {
 	if err != nil {
 		return err
 	}
-	if len(data) > MaxPayload {
-		return fmt.Errorf("cluster: job of %d bytes, more than %d", len(data), MaxPayload)
+	// A job the workers would refuse is refused here, with the reason.
+	if _, err := Decode(data); err != nil {
+		return err
 	}
 	_, err = c.js.Publish(ctx, jobSubject(job.Kind, job.Target, job.Campaign), data, jetstream.WithMsgID(job.ID))
 	return err
@@ -535,7 +622,12 @@ func Campaign(dbPath string) (id string, resumed bool, finish func() error, err 
 	var b [8]byte
 	rand.Read(b[:])
 	id = time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+	// Written whole or not at all: a crash leaves no empty file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", false, nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		return "", false, nil, err
 	}
 	return id, false, finish, nil

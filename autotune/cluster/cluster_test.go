@@ -101,12 +101,12 @@ func rowsumTask(t testing.TB) *autotune.Task {
 
 func startServer(t *testing.T) string {
 	t.Helper()
-	s, err := StartServer(t.TempDir())
+	s, url, err := StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
+	return url
 }
 
 // worker starts a worker process with fake timings that sleep sleepMS

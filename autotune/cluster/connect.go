@@ -29,15 +29,17 @@ func Connect(rawURL, name string, sec Security) (*nats.Conn, error) {
 	if rawURL == "" {
 		return nil, errors.New("cluster: no server URL")
 	}
-	for _, u := range strings.Split(rawURL, ",") {
+	for k, u := range strings.Split(rawURL, ",") {
+		// The messages name the URL without its password: the URL may
+		// carry one, and the error may end up in a log.
 		p, err := url.Parse(strings.TrimSpace(u))
 		if err != nil {
-			return nil, fmt.Errorf("cluster: server URL %q: %v", u, err)
+			return nil, fmt.Errorf("cluster: server URL %d of the list does not parse (want nats://[user:password@]host:port)", k+1)
 		}
 		switch p.Scheme {
 		case "nats", "tls", "ws", "wss":
 		default:
-			return nil, fmt.Errorf("cluster: server URL %q: scheme %q, want nats://, tls://, ws:// or wss://", u, p.Scheme)
+			return nil, fmt.Errorf("cluster: server URL %s: scheme %q, want nats://, tls://, ws:// or wss://", Redact(u), p.Scheme)
 		}
 	}
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second), nats.Timeout(10 * time.Second)}
@@ -68,16 +70,19 @@ func Connect(rawURL, name string, sec Security) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(rawURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: connecting to %s: %w", redact(rawURL), err)
+		return nil, fmt.Errorf("cluster: connecting to %s: %w", Redact(rawURL), err)
 	}
 	return nc, nil
 }
 
-// redact hides the passwords and tokens of a URL list for messages.
-func redact(raw string) string {
+// Redact returns a list of server URLs with their passwords and tokens
+// hidden, for messages.
+func Redact(raw string) string {
 	var out []string
 	for _, u := range strings.Split(raw, ",") {
-		if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.User != nil {
+		if p, err := url.Parse(strings.TrimSpace(u)); err != nil {
+			u = "(an URL that does not parse)"
+		} else if p.User != nil {
 			p.User = url.User("***")
 			u = p.String()
 		}

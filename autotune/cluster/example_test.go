@@ -19,12 +19,12 @@ import (
 func ExampleClient() {
 	dir, _ := os.MkdirTemp("", "cluster-example")
 	defer os.RemoveAll(dir)
-	srv, err := cluster.StartServer(dir + "/nats")
+	srv, url, err := cluster.StartServer(dir + "/nats")
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Shutdown()
-	nc, err := cluster.Connect(srv.ClientURL(), "example", cluster.Security{})
+	nc, err := cluster.Connect(url, "example", cluster.Security{})
 	if err != nil {
 		panic(err)
 	}

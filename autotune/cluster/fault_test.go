@@ -330,3 +330,64 @@ func TestStartWorkers(t *testing.T) {
 	}
 	stop()
 }
+
+// A job the workers refuse (a tuner of another version, settings out of
+// range) fails with the reason instead of waiting: the tuner refuses its
+// own before publishing, a worker answers one that came anyway.
+func TestRefusedJobAnswered(t *testing.T) {
+	url := startServer(t)
+	target := DefaultTarget()
+	worker(t, url, "w", target, t.TempDir(), t.TempDir(), 0)
+	c := client(t, url, ClientOptions{Campaign: "refused", Target: target, Repeats: 5000})
+	task := rowsumTask(t)
+	sch, err := schedule.New(task.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := &autotune.Candidate{Sched: sch, Func: task.Func, Hash: "h"}
+	if r := c.Runner().Run(context.Background(), task, []*autotune.Candidate{cand}, []autotune.BuildResult{{}}); r[0].Err == nil || !strings.Contains(r[0].Err.Error(), "out of range") {
+		t.Errorf("a job of 5000 repeats: %v", r[0].Err)
+	}
+	// A job of a later version, published by hand.
+	nc, err := Connect(url, "test", Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	payload := fmt.Sprintf(`{"v":%d,"kind":"measure","id":"future-0","campaign":"refused","func":"x","trace":{},"attempts":1,"new_field":true}`, Version+1)
+	if _, err := js.Publish(context.Background(), jobSubject(KindMeasure, target, "refused"), []byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refusal", func() bool {
+		for _, r := range campaignResults(t, url, "refused") {
+			if r.ID == "future-0" && strings.Contains(r.Err, "refused by worker w") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// A tuner started again whose campaign has jobs in flight for a target
+// no worker serves gives up, naming the target, instead of waiting.
+func TestInFlightForAbsentTarget(t *testing.T) {
+	url := startServer(t)
+	nc, err := Connect(url, "test", Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := ensureStreams(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, jobSubject(KindMeasure, "gone", "stuck"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewClient(ctx, nc, ClientOptions{Campaign: "stuck", Target: "here", NoWorker: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "target gone") {
+		t.Errorf("got %v, want an error naming target gone", err)
+	}
+}

@@ -95,7 +95,8 @@ type Result struct {
 
 // Decode reads a job, refusing a payload that is not a loom job of
 // Version: unknown fields, another version or kind, a missing ID or
-// function, sizes out of range, a payload over MaxPayload.
+// function, settings out of range, a payload over MaxPayload. (The
+// function and its sizes are checked when the job is done.)
 func Decode(data []byte) (*Job, error) {
 	if len(data) > MaxPayload {
 		return nil, fmt.Errorf("cluster: job of %d bytes, more than %d", len(data), MaxPayload)
@@ -114,8 +115,10 @@ func Decode(data []byte) (*Job, error) {
 		return nil, fmt.Errorf("cluster: job version %d; this worker knows %d", j.V, Version)
 	case j.Kind != KindBuild && j.Kind != KindMeasure:
 		return nil, fmt.Errorf("cluster: job kind %q; want %q or %q", j.Kind, KindBuild, KindMeasure)
-	case j.ID == "" || j.Func == "" || len(j.Trace) == 0:
-		return nil, errors.New("cluster: job without an id, a function or a trace")
+	case j.Func == "" || len(j.Trace) == 0:
+		return nil, errors.New("cluster: job without a function or a trace")
+	case !isToken(j.ID):
+		return nil, fmt.Errorf("cluster: job id %q: want letters, digits, '-' and '_', at most 128", j.ID)
 	case !isToken(j.Campaign):
 		return nil, fmt.Errorf("cluster: job campaign %q: want letters, digits, '-' and '_'", j.Campaign)
 	case j.Threads < 0 || j.Threads > 4096 || j.Repeats < 0 || j.Repeats > 1000 || j.Attempts < 1 || j.Attempts > 100:
@@ -214,4 +217,22 @@ func TargetName(name string) (string, error) {
 func isToken(s string) bool {
 	t, err := TargetName(s)
 	return err == nil && t == s
+}
+
+// identify reads what a refused payload says of itself, for the failed
+// result that answers it: its ID, kind and campaign, when they are names
+// a result can carry.
+func identify(data []byte) (id, kind, campaign string, ok bool) {
+	var head struct {
+		ID       string `json:"id"`
+		Kind     string `json:"kind"`
+		Campaign string `json:"campaign"`
+	}
+	if len(data) > MaxPayload || json.Unmarshal(data, &head) != nil || !isToken(head.ID) || !isToken(head.Campaign) {
+		return "", "", "", false
+	}
+	if head.Kind != KindBuild && head.Kind != KindMeasure {
+		head.Kind = KindMeasure
+	}
+	return head.ID, head.Kind, head.Campaign, true
 }

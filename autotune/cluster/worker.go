@@ -72,6 +72,10 @@ type replay struct {
 // replayKeep is how many replayed candidates a worker keeps.
 const replayKeep = 256
 
+// maxRunners bounds the measurement settings whose runners (and their
+// reference outputs) a worker keeps.
+const maxRunners = 8
+
 // candidate returns job's task and candidate, replayed once per worker
 // for the job's function, trace and sizes.
 func (w *Worker) candidate(job *Job) (*autotune.Task, *autotune.Candidate, error) {
@@ -105,12 +109,12 @@ func (w *Worker) candidate(job *Job) (*autotune.Task, *autotune.Candidate, error
 }
 
 // DefaultTarget names this machine's kind: its architecture, vector
-// width and a hash of its CPU model and features, so that machines that
-// build and time kernels alike share a name.
+// width, hardware threads and a hash of its CPU model and features, so
+// that machines that build and time kernels alike share a name.
 func DefaultTarget() string {
 	info := native.HostCPU() + "|" + cpuFlags()
 	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + info))
-	name, _ := TargetName(fmt.Sprintf("%s-%dbit-%s", runtime.GOARCH, llvm.Host().VectorBits(), hex.EncodeToString(sum[:4])))
+	name, _ := TargetName(fmt.Sprintf("%s-%dbit-%dt-%s", runtime.GOARCH, llvm.Host().VectorBits(), runtime.NumCPU(), hex.EncodeToString(sum[:4])))
 	return name
 }
 
@@ -149,6 +153,9 @@ func (w *Worker) defaults() error {
 	}
 	if w.Deadline <= 0 {
 		w.Deadline = 30 * time.Second
+	}
+	if w.Deadline < time.Second {
+		return fmt.Errorf("cluster: deadline %v: at least a second", w.Deadline)
 	}
 	if w.Command == nil {
 		exe, err := os.Executable()
@@ -223,7 +230,7 @@ func (w *Worker) Run(ctx context.Context, nc *nats.Conn) error {
 				}
 				continue
 			}
-			w.handle(ctx, js, msg, cache, lock)
+			w.handle(ctx, js, c, msg, cache, lock)
 		}
 	}
 	for range w.Builds {
@@ -254,15 +261,24 @@ func (w *Worker) logf(format string, args ...any) {
 // handle does one job: refuses it when it is not a loom job, fails it
 // when it was delivered more often than it allows, else builds or
 // measures it, publishes the result and acknowledges the job.
-func (w *Worker) handle(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, cache *native.Cache, lock *lockFile) {
+func (w *Worker) handle(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, msg jetstream.Msg, cache *native.Cache, lock *lockFile) {
 	job, err := Decode(msg.Data())
-	if err != nil {
-		w.logf("refused a payload on %s: %v", msg.Subject(), err)
-		msg.Term()
-		return
+	if err == nil {
+		if want := jobSubject(job.Kind, w.Target, job.Campaign); msg.Subject() != want {
+			err = fmt.Errorf("cluster: job %s came on %s, not %s", job.ID, msg.Subject(), want)
+		}
 	}
-	if want := jobSubject(job.Kind, w.Target, job.Campaign); msg.Subject() != want {
-		w.logf("refused job %s: it came on %s, not %s", job.ID, msg.Subject(), want)
+	if err != nil {
+		// Refused: answered with the reason when the payload says whose
+		// it is (a tuner of another version waits for it), and never
+		// delivered again.
+		w.logf("refused a payload on %s: %v", msg.Subject(), err)
+		if id, kind, campaign, ok := identify(msg.Data()); ok {
+			res := &Result{V: Version, ID: id, Kind: kind, Campaign: campaign, Worker: w.Name, Machine: hostname(), Err: "refused by worker " + w.Name + ": " + err.Error()}
+			if data, err := json.Marshal(res); err == nil {
+				js.Publish(ctx, resultSubject(campaign), data, jetstream.WithMsgID(id))
+			}
+		}
 		msg.Term()
 		return
 	}
@@ -274,7 +290,7 @@ func (w *Worker) handle(ctx context.Context, js jetstream.JetStream, msg jetstre
 	case md.NumDelivered > uint64(job.Attempts):
 		res.Err = fmt.Sprintf("abandoned after %d deliveries: every worker that took it died or stopped answering", job.Attempts)
 	default:
-		stop := w.keepAlive(msg)
+		stop := w.keepAlive(ctx, cons, msg)
 		start := time.Now()
 		w.do(ctx, job, res, cache, lock)
 		stop()
@@ -310,11 +326,18 @@ func errSuffix(e string) string {
 }
 
 // keepAlive tells the server, every third of the deadline, that the job
-// is in progress, until the returned function is called.
-func (w *Worker) keepAlive(msg jetstream.Msg) func() {
+// is in progress, until the returned function is called. The deadline is
+// the consumer's as it is now (the last worker of the target to start
+// set it), or the worker's when that cannot be read.
+func (w *Worker) keepAlive(ctx context.Context, cons jetstream.Consumer, msg jetstream.Msg) func() {
+	every := w.Deadline / 3
+	if info, err := cons.Info(ctx); err == nil && info.Config.AckWait > 0 {
+		every = min(every, info.Config.AckWait/3)
+	}
+	every = max(every, 100*time.Millisecond)
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(w.Deadline / 3)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -349,9 +372,14 @@ func (w *Worker) do(ctx context.Context, job *Job, res *Result, cache *native.Ca
 			return
 		}
 		defer unlock()
-		b := &autotune.LocalBuilder{Cache: cache, Options: job.Options.llvm(), Parallel: 1}
-		if r := b.Build(ctx, task, []*autotune.Candidate{cand})[0]; r.Err != nil {
-			res.Err = r.Err.Error()
+		// Here, not in a builder's goroutine: a panic of loom's is this
+		// job's failure, not the worker's end.
+		m, err := llvm.Lower(cand.Func, job.Options.llvm())
+		if err == nil {
+			_, _, err = cache.BuildFile(m)
+		}
+		if err != nil {
+			res.Err = err.Error()
 		}
 	case KindMeasure:
 		unlock, err := lock.exclusive(ctx)
@@ -383,6 +411,14 @@ func (w *Worker) runner(job *Job, cache *native.Cache) *autotune.ProcessRunner {
 	}
 	if w.runners == nil {
 		w.runners = map[string]*autotune.ProcessRunner{}
+	}
+	if len(w.runners) >= maxRunners {
+		// Each keeps its tasks' reference outputs on disk: a long-lived
+		// worker keeps those of the latest settings only.
+		for k, r := range w.runners {
+			r.Close()
+			delete(w.runners, k)
+		}
 	}
 	r := &autotune.ProcessRunner{
 		Command: w.Command, Env: []string{autotune.WorkerEnv + "=1"}, CacheDir: cache.Dir,

@@ -87,7 +87,7 @@ func runClusterWorker(args []string, stdout, stderr io.Writer) int {
 			}{job.Kind, job.ID, took.Seconds(), res.Err})
 		}
 	}
-	fmt.Fprintf(stderr, "loom worker: taking jobs of target %s from %s\n", orDefault(q.target, cluster.DefaultTarget()), q.url)
+	fmt.Fprintf(stderr, "loom worker: taking jobs of target %s from %s\n", orDefault(q.target, cluster.DefaultTarget()), cluster.Redact(q.url))
 	if err := cluster.ServeWorker(q.url, q.security(), w); err != nil {
 		fmt.Fprintln(stderr, "loom worker:", err)
 		return 1
@@ -103,9 +103,10 @@ func orDefault(s, d string) string {
 }
 
 // useQueue makes t build and measure through the queues of q: a server
-// started here for "embedded", local workers when asked. It returns what
-// stops them.
-func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop func(), err error) {
+// started here for "embedded", local workers when asked. Without
+// -threads (threadsFlag 0), kernels run on as many threads as the
+// measuring machines have. It returns what stops them.
+func (t *tuner) useQueue(q *queueFlags, dbPath string, threadsFlag int, stderr io.Writer) (stop func(), err error) {
 	var stops []func()
 	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -122,12 +123,12 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop f
 	if url == "embedded" {
 		// The streams beside the database: a run started again with the
 		// same -db finds its campaign's jobs and results.
-		s, err := cluster.StartServer(dbPath + ".nats")
+		s, surl, err := cluster.StartServer(dbPath + ".nats")
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, s.Shutdown)
-		url = s.ClientURL()
+		url = surl
 		workers = max(workers, 1)
 	}
 	if workers > 0 {
@@ -158,6 +159,9 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, stderr io.Writer) (stop f
 		info, err := cluster.WaitForWorker(ctx, nc, target)
 		if err != nil {
 			return nil, err
+		}
+		if threadsFlag <= 0 {
+			t.threads = info.Threads // one per hardware thread of the machines that measure
 		}
 		t.target = autotune.Target{VectorLanes: info.VectorBits / 32, Threads: t.threads, Caches: info.Caches}
 		t.targetKey = autotune.TargetKey(llvm.Target{Triple: info.Arch, CPU: target, Features: ""}, t.threads)

@@ -182,7 +182,7 @@ as failed, with the reason, reported at the end, and loom tune exits 1.`, stderr
 		if *bucketsFlag != "" || *sizesFlag != "" || *specialize != "" {
 			return fail(fmt.Errorf("-nats tunes at one size: tune buckets without it"))
 		}
-		stopQueue, err := t.useQueue(&queue, *dbPath, stderr)
+		stopQueue, err := t.useQueue(&queue, *dbPath, *threads, stderr)
 		if err != nil {
 			return fail(err)
 		}
