@@ -123,7 +123,7 @@ func worker(t *testing.T, url, name, target, cache, busyDir string, sleepMS int)
 	return c
 }
 
-var testOptions = autotune.Options{Trials: 16, Population: 8, Batch: 4, Seed: 7, Confirm: 0}
+var testOptions = autotune.Options{Trials: 12, Population: 8, Batch: 4, Seed: 7, Confirm: 0}
 
 // fakeRunner times candidates as the test workers do.
 type fakeRunner struct{ autotune.Runner }
