@@ -165,6 +165,7 @@ func traces(recs []*autotune.Record) []string {
 // trial (fixed seed, fake timings); a worker of another target takes no
 // job.
 func TestSameRecordsAsLocal(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	cache, busy := t.TempDir(), t.TempDir()
 	target := DefaultTarget()

@@ -90,6 +90,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // campaign published has exactly one record, and the run, started again,
 // finishes its trials.
 func TestKillWorkerThenTuner(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	cache, busy, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	target := DefaultTarget()
@@ -179,6 +180,7 @@ func TestKillWorkerThenTuner(t *testing.T) {
 // A worker that takes two seconds a measurement does not stall the
 // run: the others take the jobs it cannot, and it holds one at a time.
 func TestSlowWorker(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	cache, busy := t.TempDir(), t.TempDir()
 	target := DefaultTarget()
@@ -214,6 +216,7 @@ func TestSlowWorker(t *testing.T) {
 // once: after its Attempts deliveries the next worker answers for it
 // without running it.
 func TestJobThatKillsEveryWorker(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	busy := t.TempDir()
 	target := DefaultTarget()
@@ -306,6 +309,7 @@ func TestResultTwiceRecordedOnce(t *testing.T) {
 // this package's initialization makes a worker): a tuning run over them
 // finishes, and stop ends them.
 func TestStartWorkers(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	stop, err := StartWorkers(url, 2, LocalWorkers{Target: "local", CacheDir: t.TempDir(), Command: []string{os.Args[0], "-test.run=^$"}})
 	if err != nil {
@@ -335,6 +339,7 @@ func TestStartWorkers(t *testing.T) {
 // range) fails with the reason instead of waiting: the tuner refuses its
 // own before publishing, a worker answers one that came anyway.
 func TestRefusedJobAnswered(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	target := DefaultTarget()
 	worker(t, url, "w", target, t.TempDir(), t.TempDir(), 0)
@@ -372,6 +377,7 @@ func TestRefusedJobAnswered(t *testing.T) {
 // A tuner started again whose campaign has jobs in flight for a target
 // no worker serves gives up, naming the target, instead of waiting.
 func TestInFlightForAbsentTarget(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
 	nc, err := Connect(url, "test", Security{})
 	if err != nil {
