@@ -83,8 +83,7 @@ func Redact(raw string) string {
 		if p, err := url.Parse(strings.TrimSpace(u)); err != nil {
 			u = "(an URL that does not parse)"
 		} else if p.User != nil {
-			p.User = url.User("***")
-			u = p.String()
+			u = p.Scheme + "://***@" + p.Host + p.Path
 		}
 		out = append(out, u)
 	}
