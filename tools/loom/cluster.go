@@ -37,7 +37,7 @@ func (q *queueFlags) register(fs *flag.FlagSet, forTune bool) {
 		fs.StringVar(&q.target, "nats-target", "", "with -nats, the `NAME` of the machines that build and measure (a worker's -target): candidates are searched for that kind of machine as its workers announce it (vector width, caches); default: machines like this one")
 	} else {
 		fs.StringVar(&q.url, "nats", "", "the NATS JetStream server to take jobs from, `URL` as loom tune -nats takes it (required)")
-		fs.StringVar(&q.target, "target", "", "the `NAME` of the jobs this worker takes (letters, digits, '-', '_'); default: this machine's kind, its architecture, vector width and a hash of its CPU model and features, the name loom tune -nats uses for machines like the one it runs on")
+		fs.StringVar(&q.target, "target", "", "the `NAME` of the jobs this worker takes (letters, digits, '-', '_'); default: this machine's kind, its architecture, vector width, hardware threads and a hash of its CPU model and features, the name loom tune -nats uses for machines like the one it runs on")
 		fs.StringVar(&q.name, "name", "", "the worker's `NAME` in announcements and results (default: host name and process id)")
 		fs.IntVar(&q.builds, "builds", 0, "build jobs run at once (default: one per core); measurements run one at a time per machine, never beside a build")
 		fs.DurationVar(&q.deadline, "deadline", 30*time.Second, "a job in hand whose worker stops answering for this long goes to another worker")
