@@ -12,7 +12,6 @@ import (
 
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/autotune/cluster"
-	"github.com/loom-go/loom/codegen/llvm"
 )
 
 // queueFlags are the flags of loom tune and loom worker that reach a NATS
@@ -164,7 +163,9 @@ func (t *tuner) useQueue(q *queueFlags, dbPath string, threadsFlag int, stderr i
 			t.threads = info.Threads // one per hardware thread of the machines that measure
 		}
 		t.target = autotune.Target{VectorLanes: info.VectorBits / 32, Threads: t.threads, Caches: info.Caches}
-		t.targetKey = autotune.TargetKey(llvm.Target{Triple: info.Arch, CPU: target, Features: ""}, t.threads)
+		// Keyed as TargetKey keys a CPU, with the target's name for
+		// the CPU and its announced vector width.
+		t.targetKey = fmt.Sprintf("%s/%s/%dbit/%dT", info.Arch, target, info.VectorBits, t.threads)
 	}
 	c, err := cluster.NewClient(context.Background(), nc, cluster.ClientOptions{
 		Campaign: campaign, Target: target, Threads: t.threads, Timeout: t.timeout, DB: t.opts.DB, Log: stderr,
