@@ -268,16 +268,8 @@ func TestResultTwiceRecordedOnce(t *testing.T) {
 	}
 	note, _ := json.Marshal(&autotune.Record{Workload: "w", Name: "rowsum", Target: task.Target, Trace: sch.Trace()})
 	res, _ := json.Marshal(Result{V: Version, ID: "job-0", Kind: KindMeasure, Campaign: "twice", Seconds: []float64{1e-3}, Worker: "a", Note: note})
-	nc, err := Connect(url, "test", Security{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := queues(t, url)
 	ctx := context.Background()
-	if _, err := ensureStreams(ctx, js); err != nil {
-		t.Fatal(err)
-	}
 	for range 2 {
 		if _, err := js.Publish(ctx, resultSubject("twice"), res, jetstream.WithMsgID("job-0")); err != nil {
 			t.Fatal(err)
@@ -326,9 +318,7 @@ func TestStartWorkers(t *testing.T) {
 	if len(res.Records) != 4 || res.Best == nil || res.Best.Job == "" {
 		t.Fatalf("records %v", traces(res.Records))
 	}
-	nc, _ := Connect(url, "test", Security{})
-	defer nc.Close()
-	info, err := WaitForWorker(context.Background(), nc, "local")
+	info, err := WaitForWorker(context.Background(), queues(t, url).Conn(), "local")
 	if err != nil || info.Threads < 1 || info.VectorBits == 0 || info.CPU == "" && info.Arch == "amd64" {
 		t.Errorf("a local worker announces %+v, %v", info, err)
 	}
@@ -354,12 +344,7 @@ func TestRefusedJobAnswered(t *testing.T) {
 		t.Errorf("a job of 5000 repeats: %v", r[0].Err)
 	}
 	// A job of a later version, published by hand.
-	nc, err := Connect(url, "test", Security{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := queues(t, url)
 	payload := fmt.Sprintf(`{"v":%d,"kind":"measure","id":"future-0","campaign":"refused","func":"x","trace":{},"attempts":1,"new_field":true}`, Version+1)
 	if _, err := js.Publish(context.Background(), jobSubject(KindMeasure, target, "refused"), []byte(payload)); err != nil {
 		t.Fatal(err)
@@ -379,21 +364,32 @@ func TestRefusedJobAnswered(t *testing.T) {
 func TestInFlightForAbsentTarget(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes
 	url := startServer(t)
+	js := queues(t, url)
+	ctx := context.Background()
+	if _, err := js.Publish(ctx, jobSubject(KindMeasure, "gone", "stuck"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewClient(ctx, js.Conn(), ClientOptions{Campaign: "stuck", Target: "here", NoWorker: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "target gone") {
+		t.Errorf("got %v, want an error naming target gone", err)
+	}
+}
+
+// queues connects to the server at url (closed when the test ends) and
+// makes loom's streams there.
+func queues(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
 	nc, err := Connect(url, "test", Security{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	if _, err := ensureStreams(ctx, js); err != nil {
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, jobSubject(KindMeasure, "gone", "stuck"), []byte(`{}`)); err != nil {
+	if _, err := ensureStreams(context.Background(), js); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewClient(ctx, nc, ClientOptions{Campaign: "stuck", Target: "here", NoWorker: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "target gone") {
-		t.Errorf("got %v, want an error naming target gone", err)
-	}
+	return js
 }

@@ -47,7 +47,7 @@ type WorkerInfo struct {
 func (w *Worker) info() WorkerInfo {
 	return WorkerInfo{
 		Name: w.Name, Target: w.Target, Host: hostname(), Arch: runtime.GOARCH,
-		CPU: native.HostCPU(), Features: cpuFlags(), VectorBits: llvm.Host().VectorBits(),
+		CPU: native.HostCPU(), Features: native.HostCPUFlags(), VectorBits: llvm.Host().VectorBits(),
 		Caches: autotune.HostCaches(), Cores: physicalCores(), Threads: runtime.NumCPU(), Builds: w.Builds,
 		GPUs: nvidiaGPUs(), Version: Version, Started: time.Now().UTC(),
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,22 +111,10 @@ func (w *Worker) candidate(job *Job) (*autotune.Task, *autotune.Candidate, error
 // width, hardware threads and a hash of its CPU model and features, so
 // that machines that build and time kernels alike share a name.
 func DefaultTarget() string {
-	info := native.HostCPU() + "|" + cpuFlags()
+	info := native.HostCPU() + "|" + native.HostCPUFlags()
 	sum := sha256.Sum256([]byte(runtime.GOARCH + "|" + info))
 	name, _ := TargetName(fmt.Sprintf("%s-%dbit-%dt-%s", runtime.GOARCH, llvm.Host().VectorBits(), runtime.NumCPU(), hex.EncodeToString(sum[:4])))
 	return name
-}
-
-// cpuFlags returns the feature flags of the first CPU in /proc/cpuinfo.
-func cpuFlags() string {
-	data, _ := os.ReadFile("/proc/cpuinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if k = strings.TrimSpace(k); ok && (k == "flags" || k == "Features") {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 // Done returns how many jobs the worker has finished.

@@ -265,6 +265,14 @@ func HostCPU() string {
 	return model
 }
 
+// HostCPUFlags returns this machine's CPU feature flags as
+// /proc/cpuinfo lists them ("flags", or "Features" on ARM), "" where it
+// cannot be read.
+func HostCPUFlags() string {
+	_, flags := hostCPU()
+	return flags
+}
+
 // hostCPU returns the model name and the feature flags of the first CPU
 // in /proc/cpuinfo.
 func hostCPU() (model, flags string) {
