@@ -1,0 +1,115 @@
+package lazy
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/module"
+)
+
+// Options configure a Device.
+type Options struct {
+	// Threads is the number of threads the kernels are scheduled for and
+	// run on (0: 1). The native runtime's thread count is one per
+	// process (native.SetThreads); NewDevice sets it.
+	Threads int
+	// Database, when not nil, gives the compiled modules the tuned
+	// schedules it holds for their kernels (module.Options.Database),
+	// including schedules tuned for buckets of symbolic sizes.
+	Database *autotune.Database
+	// Cache holds the compiled kernels (nil: native.DefaultCache).
+	Cache *native.Cache
+}
+
+// maxEntries bounds the exact-shape index of a Device: past it, the index
+// is emptied (the modules stay: they are found again through the
+// structure's entries).
+const maxEntries = 4096
+
+// Device records operations and runs them: it owns the cache of
+// compiled traces and the statistics. A Device is safe for concurrent use;
+// its tensors may be read from several goroutines.
+type Device struct {
+	opts Options
+
+	mu     sync.Mutex
+	closed bool
+	// shapes caches shape inference by operator, attributes and operand
+	// shapes (infer.go).
+	shapes map[string]inferred
+	// exact maps a trace's full key (structure and every size) to its
+	// compiled module; structures maps its key without sizes to what is
+	// known of it at several sizes (cache.go).
+	exact      map[string]*compiledTrace
+	structures map[string]*structure
+	modules    []*module.Module // every module compiled, to close
+	stats      Stats
+	weights    uint64 // the last weight identity handed out
+}
+
+// NewDevice returns a device with its own cache and statistics.
+func NewDevice(opts Options) (*Device, error) {
+	if opts.Threads < 0 {
+		return nil, errors.New("lazy: Options.Threads is negative")
+	}
+	opts.Threads = max(opts.Threads, 1)
+	if err := native.SetThreads(opts.Threads); err != nil {
+		return nil, err
+	}
+	return &Device{
+		opts:       opts,
+		shapes:     map[string]inferred{},
+		exact:      map[string]*compiledTrace{},
+		structures: map[string]*structure{},
+	}, nil
+}
+
+var (
+	defaultOnce   sync.Once
+	defaultDevice *Device
+	defaultErr    error
+)
+
+// Default returns the device the package's functions use: one thread,
+// the default kernel cache. Its first use sets the native runtime to one
+// thread; a program that wants more makes its own device.
+func Default() (*Device, error) {
+	defaultOnce.Do(func() { defaultDevice, defaultErr = NewDevice(Options{}) })
+	return defaultDevice, defaultErr
+}
+
+// Threads is the number of threads the device's kernels are made for.
+func (d *Device) Threads() int { return d.opts.Threads }
+
+// Close releases the compiled modules. Tensors already computed stay
+// readable; a barrier after Close is an error.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for _, m := range d.modules {
+		errs = append(errs, m.Close())
+	}
+	d.modules, d.exact, d.structures = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Stats returns the device's statistics so far.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// ResetStats zeroes the statistics (the cache stays).
+func (d *Device) ResetStats() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats = Stats{}
+}

@@ -1,0 +1,283 @@
+package lazy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/module"
+)
+
+// The barrier: capture the trace, find its compiled module (by its exact
+// key, else by a symbolic module of its structure whose pattern fits its
+// sizes), compile one on a miss, run it with the trace's inputs bound,
+// and make the tensors asked for computed ones.
+
+// compiledTrace is a module compiled for a trace's structure.
+type compiledTrace struct {
+	m *module.Module
+	// p is its pattern of sizes (nil: the sizes it was compiled at only)
+	// and symbols the number of its symbols.
+	p       pattern
+	symbols int
+}
+
+// structure is what a device knows of one trace structure.
+type structure struct {
+	first    []int64          // the sizes it was first compiled at
+	symbolic []*compiledTrace // its modules with symbolic sizes
+	failed   bool             // its sizes explained by no pattern
+}
+
+// ErrClosed is the error of a barrier on a closed Device.
+var ErrClosed = errors.New("lazy: the device is closed")
+
+// Sync is a barrier: it computes the pending tensors among ts, together
+// (one trace, one module). Tensors computed already are left as they
+// are; a tensor with an error returns it and nothing runs.
+//
+// A Go program has no reference counts, so a device cannot tell which of
+// its pending tensors the program will still read: it computes the ones
+// named here (and in Data, Item and String), and leaves the rest pending
+// until they are asked for or dropped.
+func (d *Device) Sync(ts ...*Tensor) error {
+	for i, t := range ts {
+		switch {
+		case t == nil:
+			return fmt.Errorf("lazy: Sync: tensor %d is nil", i)
+		case t.err != nil:
+			return t.err
+		case t.dev != d:
+			return fmt.Errorf("lazy: Sync: tensor %d belongs to another device", i)
+		}
+	}
+	if d.shapes == nil {
+		return errors.New("lazy: Sync: the device was not made by NewDevice")
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	start := time.Now()
+	var targets []*Tensor
+	for _, t := range ts {
+		if t.node != nil && !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		d.mu.Unlock()
+		return nil
+	}
+	tr, err := capture(targets)
+	if err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	key := tr.exactKey()
+	captured := time.Now()
+	d.stats.Traces++
+	d.stats.Capture += captured.Sub(start)
+
+	ct := d.lookup(tr, key)
+	d.stats.Lookup += time.Since(captured)
+	if ct == nil {
+		d.stats.Misses++
+		d.mu.Unlock()
+		var err error
+		if ct, err = d.compile(tr, key); err != nil {
+			return err
+		}
+		d.mu.Lock()
+	} else {
+		d.stats.Hits++
+	}
+	d.mu.Unlock()
+	err = d.run(tr, ct)
+	if errors.Is(err, errPatternMismatch) {
+		// the graph's own rules tie sizes the pattern left free: this
+		// trace gets a module of its own sizes
+		d.mu.Lock()
+		d.stats.Misses++
+		d.stats.ShapeRecompiles++
+		d.mu.Unlock()
+		start := time.Now()
+		if ct, err = d.build(tr, nil, 0); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.stats.Compile += time.Since(start)
+		d.modules = append(d.modules, ct.m)
+		d.remember(key, ct)
+		d.mu.Unlock()
+		err = d.run(tr, ct)
+	}
+	return err
+}
+
+// errPatternMismatch says a module with symbolic sizes refused the sizes
+// its pattern accepted.
+var errPatternMismatch = errors.New("lazy: the sizes do not fit the symbolic module")
+
+// lookup finds the compiled module of a trace. The device's lock is held.
+func (d *Device) lookup(tr *trace, key string) *compiledTrace {
+	if ct := d.exact[key]; ct != nil {
+		return ct
+	}
+	s := d.structures[tr.structure]
+	if s == nil {
+		return nil
+	}
+	for _, ct := range s.symbolic {
+		if ct.p.accepts(tr.slots, ct.symbols) {
+			d.remember(key, ct)
+			return ct
+		}
+	}
+	return nil
+}
+
+// remember indexes a compiled trace by its exact key.
+func (d *Device) remember(key string, ct *compiledTrace) {
+	if len(d.exact) >= maxEntries {
+		clear(d.exact)
+	}
+	d.exact[key] = ct
+}
+
+// compile compiles a trace: at its sizes the first time its structure is
+// met, with symbolic sizes when it comes back at other sizes and a
+// pattern explains them.
+func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
+	d.mu.Lock()
+	s := d.structures[tr.structure]
+	var p pattern
+	var symbols int
+	if s != nil && !s.failed {
+		var ok bool
+		p, symbols, ok = derivePattern(tr, s.first, tr.slots)
+		s.failed = !ok
+	}
+	if s != nil {
+		d.stats.ShapeRecompiles++
+	}
+	d.mu.Unlock()
+
+	start := time.Now()
+	ct, err := d.build(tr, p, symbols)
+	if err != nil && p != nil {
+		// a pattern the graph's own rules do not take (its symbols
+		// proved equal, say): compile at these sizes instead
+		p = nil
+		ct, err = d.build(tr, nil, 0)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Compile += time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	if d.closed {
+		ct.m.Close()
+		return nil, ErrClosed
+	}
+	d.modules = append(d.modules, ct.m)
+	if s = d.structures[tr.structure]; s == nil {
+		s = &structure{first: tr.slots}
+		d.structures[tr.structure] = s
+	}
+	if p != nil {
+		d.stats.Symbolic++
+		s.symbolic = append(s.symbolic, ct)
+	}
+	d.remember(key, ct)
+	return ct, nil
+}
+
+// build compiles the graph of a trace under pattern p.
+func (d *Device) build(tr *trace, p pattern, symbols int) (*compiledTrace, error) {
+	g, err := graphOf(tr, p)
+	if err != nil {
+		return nil, fmt.Errorf("lazy: the trace's graph: %w", err)
+	}
+	m, err := module.Compile(g, module.Options{Threads: d.opts.Threads, Database: d.opts.Database, Cache: d.opts.Cache})
+	if err != nil {
+		return nil, fmt.Errorf("lazy: compiling the trace: %w", err)
+	}
+	return &compiledTrace{m: m, p: p, symbols: symbols}, nil
+}
+
+// run runs a compiled trace on the trace's inputs and makes its outputs
+// computed tensors.
+func (d *Device) run(tr *trace, ct *compiledTrace) error {
+	start := time.Now()
+	ins := make(map[string]module.Tensor, len(tr.inputs))
+	for _, t := range tr.inputs {
+		ins[tr.ref[t]] = module.Tensor{Shape: t.shape, Data: t.data}
+	}
+	outs := make(map[string]module.Tensor, len(tr.outputs))
+	for _, t := range tr.outputs {
+		data, err := ast.NewData(ast.NewBuffer("out", t.dtype, ast.I64(elements(t.shape))), nil)
+		if err != nil {
+			return err
+		}
+		outs[tr.ref[t]] = module.Tensor{Shape: t.shape, Data: data}
+	}
+	if ct.p != nil {
+		if _, err := ct.m.Sizes(ins); err != nil {
+			return errPatternMismatch
+		}
+	}
+	bound := time.Now()
+	err := ct.m.Run(ins, outs)
+	ran := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Capture += bound.Sub(start)
+	d.stats.Run += ran.Sub(bound)
+	if err != nil {
+		if errors.Is(err, module.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("lazy: running the trace: %w", err)
+	}
+	for _, t := range tr.outputs {
+		t.data, t.node, t.kind = outs[tr.ref[t]].Data, nil, leafInput
+	}
+	return nil
+}
+
+// Sync is Device.Sync for tensors of any devices: each device's tensors
+// are computed together.
+func Sync(ts ...*Tensor) error {
+	var devs []*Device
+	for i, t := range ts {
+		if t == nil {
+			return fmt.Errorf("lazy: Sync: tensor %d is nil", i)
+		}
+		if t.err != nil {
+			return t.err
+		}
+		if t.dev == nil {
+			return fmt.Errorf("lazy: Sync: tensor %d is no tensor of a device (a zero Tensor)", i)
+		}
+		if !slices.Contains(devs, t.dev) {
+			devs = append(devs, t.dev)
+		}
+	}
+	for _, d := range devs {
+		var mine []*Tensor
+		for _, t := range ts {
+			if t.dev == d {
+				mine = append(mine, t)
+			}
+		}
+		if err := d.Sync(mine...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,384 @@
+package lazy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/fusion"
+)
+
+// Tensor is a value of a device: either computed (its elements are held
+// in a Go slice) or pending (the operation that will compute it and its
+// operands, recorded and not yet run). Its dtype and shape are known at
+// once, whatever its state: they are inferred when the operation is
+// recorded, and a mistake (shapes that do not broadcast, an axis out of
+// range) is the tensor's error, reported by Err and by every barrier of a
+// tensor computed from it.
+//
+// A Tensor is immutable: operations return new tensors. Its zero value
+// is not usable; tensors come from a Device (From, Weight, Scalar, Zeros)
+// or from operations.
+type Tensor struct {
+	dev   *Device
+	dtype ast.DType
+	shape []int64
+	err   error
+
+	// Guarded by dev.mu: a pending tensor has a node; a barrier replaces
+	// it with data.
+	node *node
+	data any // a slice of the dtype's Go type, row-major
+	// kind says how a computed tensor enters a compiled trace.
+	kind leafKind
+	id   uint64 // a weight's identity
+}
+
+type leafKind uint8
+
+const (
+	// an input of the compiled module, bound per call
+	leafInput leafKind = iota
+	// a weight: a constant of the module, found again by its identity
+	// and folded (packed) when the module is built
+	leafWeight
+	// a small constant (at most smallConstant elements), keyed by value
+	leafSmall
+)
+
+// smallConstant is the most elements a constant keyed by its value may
+// have (a scalar, a short vector).
+const smallConstant = 16
+
+// node is a recorded operation.
+type node struct {
+	op     string
+	attrs  fusion.Attrs
+	key    string  // op and attributes without the shape attribute
+	shape  []int64 // a reshape's or broadcast_to's shape attribute (-1: inferred)
+	inputs []*Tensor
+}
+
+// DType is the tensor's element type.
+func (t *Tensor) DType() ast.DType { return t.dtype }
+
+// Shape is the tensor's shape (a copy).
+func (t *Tensor) Shape() []int {
+	out := make([]int, len(t.shape))
+	for i, d := range t.shape {
+		out[i] = int(d)
+	}
+	return out
+}
+
+// Rank is the number of the tensor's dimensions.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// Len is the number of the tensor's elements.
+func (t *Tensor) Len() int { return int(elements(t.shape)) }
+
+// Err is the error of the operation that made the tensor or of one of its
+// operands, if any. It runs nothing.
+func (t *Tensor) Err() error { return t.err }
+
+// Device is the device the tensor belongs to.
+func (t *Tensor) Device() *Device { return t.dev }
+
+// Pending reports whether the tensor is still to be computed.
+func (t *Tensor) Pending() bool {
+	if t.dev == nil {
+		return false
+	}
+	t.dev.mu.Lock()
+	defer t.dev.mu.Unlock()
+	return t.node != nil
+}
+
+// Data is a barrier: it computes the tensor (if pending) and returns a
+// copy of its elements, a slice of its dtype's Go type ([]float32 for
+// float32, []int64, []bool, ...; []uint16 holding the encodings for
+// float16 and bfloat16) in row-major order.
+func (t *Tensor) Data() (any, error) {
+	if t.dev == nil {
+		return nil, errors.New("lazy: Data of a zero Tensor (tensors come from a Device)")
+	}
+	if err := t.dev.Sync(t); err != nil {
+		return nil, err
+	}
+	t.dev.mu.Lock()
+	defer t.dev.mu.Unlock()
+	switch v := t.data.(type) {
+	case []float32:
+		return slices.Clone(v), nil
+	case []float64:
+		return slices.Clone(v), nil
+	case []int32:
+		return slices.Clone(v), nil
+	case []int64:
+		return slices.Clone(v), nil
+	case []bool:
+		return slices.Clone(v), nil
+	case []uint16:
+		return slices.Clone(v), nil
+	}
+	return nil, fmt.Errorf("lazy: tensor of %s holds %T", t.dtype, t.data)
+}
+
+// Float32s is Data for a float32 tensor.
+func (t *Tensor) Float32s() ([]float32, error) {
+	if t.err == nil && t.dtype != ast.Float32 {
+		return nil, fmt.Errorf("lazy: Float32s of a %s tensor (Data returns any dtype's elements)", t.dtype)
+	}
+	v, err := t.Data()
+	if err != nil {
+		return nil, err
+	}
+	return v.([]float32), nil
+}
+
+// Item is a barrier: the value of a tensor of one element, as a float64
+// (true is 1).
+func (t *Tensor) Item() (float64, error) {
+	if t.err == nil && elements(t.shape) != 1 {
+		return 0, fmt.Errorf("lazy: Item of a tensor of shape %v (%d elements, not 1)", t.shape, elements(t.shape))
+	}
+	v, err := t.Data()
+	if err != nil {
+		return 0, err
+	}
+	return element(v, 0), nil
+}
+
+// String is a barrier: the tensor's dtype, shape and (up to 64 of) its
+// elements, or its error.
+func (t *Tensor) String() string {
+	if t == nil {
+		return "lazy.Tensor(nil)"
+	}
+	v, err := t.Data()
+	if err != nil {
+		return fmt.Sprintf("lazy.Tensor(%s %v, error: %v)", t.dtype, t.shape, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lazy.Tensor(%s %v: [", t.dtype, t.shape)
+	n := int(elements(t.shape))
+	for i := range min(n, 64) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprint(&b, formatElement(v, i))
+	}
+	if n > 64 {
+		fmt.Fprintf(&b, " ... (%d more)", n-64)
+	}
+	b.WriteString("])")
+	return b.String()
+}
+
+// element returns the i-th element of a data slice as a float64.
+func element(v any, i int) float64 {
+	switch v := v.(type) {
+	case []float32:
+		return float64(v[i])
+	case []float64:
+		return v[i]
+	case []int32:
+		return float64(v[i])
+	case []int64:
+		return float64(v[i])
+	case []bool:
+		if v[i] {
+			return 1
+		}
+		return 0
+	}
+	return math.NaN()
+}
+
+// formatElement prints the i-th element of a data slice.
+func formatElement(v any, i int) any {
+	switch v := v.(type) {
+	case []float32:
+		return v[i]
+	case []float64:
+		return v[i]
+	case []int32:
+		return v[i]
+	case []int64:
+		return v[i]
+	case []bool:
+		return v[i]
+	case []uint16:
+		return fmt.Sprintf("0x%04x", v[i])
+	}
+	return "?"
+}
+
+// elements is the number of elements of a shape.
+func elements(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// errTensor is a tensor that carries only an error.
+func (d *Device) errTensor(err error) *Tensor {
+	return &Tensor{dev: d, err: err}
+}
+
+// From returns a computed tensor holding a copy of data, a slice of
+// float32, float64, int32, int64 or bool with as many elements as shape
+// says. It enters each compiled trace as an input, so the same trace runs
+// on other data of its shape without compiling again.
+func (d *Device) From(data any, shape ...int) *Tensor {
+	t, err := d.leaf(data, shape)
+	if err != nil {
+		return d.errTensor(fmt.Errorf("lazy: From: %w", err))
+	}
+	return t
+}
+
+// FromFloat32s is From for float32 data.
+func (d *Device) FromFloat32s(data []float32, shape ...int) *Tensor { return d.From(data, shape...) }
+
+// Weight is From for a value that stays the same across calls (a model's
+// parameter): it enters each compiled trace as a constant of the module,
+// known by its identity, so that it is packed once when the module is
+// built (module.Options.PlainWeights is not set) instead of per call. The
+// data is copied; the tensor stays the same weight as long as it lives.
+func (d *Device) Weight(data any, shape ...int) *Tensor {
+	t, err := d.leaf(data, shape)
+	if err != nil {
+		return d.errTensor(fmt.Errorf("lazy: Weight: %w", err))
+	}
+	if t.dtype == ast.Float16 || t.dtype == ast.BFloat16 {
+		return d.errTensor(errors.New("lazy: Weight: float16 and bfloat16 weights are not supported; give them as From inputs"))
+	}
+	if t.Len() == 0 {
+		return t // nothing to pack: an input like any other
+	}
+	d.mu.Lock()
+	d.weights++
+	t.kind, t.id = leafWeight, d.weights
+	d.mu.Unlock()
+	return t
+}
+
+// Scalar returns a float32 tensor of shape [] holding v; it enters a
+// trace as a constant keyed by its value.
+func (d *Device) Scalar(v float64) *Tensor { return d.ScalarOf(ast.Float32, v) }
+
+// ScalarOf returns a tensor of shape [] and element type dt holding v.
+func (d *Device) ScalarOf(dt ast.DType, v float64) *Tensor {
+	var data any
+	switch dt {
+	case ast.Float32:
+		data = []float32{float32(v)}
+	case ast.Float64:
+		data = []float64{v}
+	case ast.Int32:
+		data = []int32{int32(v)}
+	case ast.Int64:
+		data = []int64{int64(v)}
+	case ast.Bool:
+		data = []bool{v != 0}
+	default:
+		return d.errTensor(fmt.Errorf("lazy: ScalarOf: no scalars of %s", dt))
+	}
+	if dt != ast.Float64 && dt != ast.Float32 && v != math.Trunc(v) {
+		return d.errTensor(fmt.Errorf("lazy: ScalarOf: %v is no %s", v, dt))
+	}
+	t, err := d.leaf(data, nil)
+	if err != nil {
+		return d.errTensor(err)
+	}
+	t.kind = leafSmall
+	return t
+}
+
+// Zeros returns a pending tensor of zeros of the given type and shape.
+func (d *Device) Zeros(dt ast.DType, shape ...int) *Tensor {
+	return d.Full(dt, 0, shape...)
+}
+
+// Full returns a pending tensor of the given type and shape, every
+// element v.
+func (d *Device) Full(dt ast.DType, v float64, shape ...int) *Tensor {
+	return d.ScalarOf(dt, v).BroadcastTo(shape...)
+}
+
+// leaf makes a computed tensor of a copy of data.
+func (d *Device) leaf(data any, shape []int) (*Tensor, error) {
+	t := &Tensor{dev: d, shape: make([]int64, len(shape))}
+	if len(shape) > 16 {
+		return nil, fmt.Errorf("rank %d is more than 16", len(shape))
+	}
+	n := int64(1)
+	for i, s := range shape {
+		if s < 0 || s > math.MaxInt32 {
+			return nil, fmt.Errorf("dimension %d is %d, out of range [0, 2^31)", i, s)
+		}
+		t.shape[i] = int64(s)
+		n *= int64(s)
+		if n > 1<<40 {
+			return nil, fmt.Errorf("shape %v is too large", shape)
+		}
+	}
+	var have int
+	switch v := data.(type) {
+	case []float32:
+		t.dtype, t.data, have = ast.Float32, slices.Clone(v), len(v)
+	case []float64:
+		t.dtype, t.data, have = ast.Float64, slices.Clone(v), len(v)
+	case []int32:
+		t.dtype, t.data, have = ast.Int32, slices.Clone(v), len(v)
+	case []int64:
+		t.dtype, t.data, have = ast.Int64, slices.Clone(v), len(v)
+	case []bool:
+		t.dtype, t.data, have = ast.Bool, slices.Clone(v), len(v)
+	default:
+		return nil, fmt.Errorf("data of type %T: want a slice of float32, float64, int32, int64 or bool", data)
+	}
+	if int64(have) != n {
+		return nil, fmt.Errorf("shape %v needs %d elements, the data has %d", shape, n, have)
+	}
+	return t, nil
+}
+
+// Package-level forms on the Default device.
+
+// From is Device.From on the Default device.
+func From(data any, shape ...int) *Tensor {
+	return onDefault(func(d *Device) *Tensor { return d.From(data, shape...) })
+}
+
+// FromFloat32s is Device.FromFloat32s on the Default device.
+func FromFloat32s(data []float32, shape ...int) *Tensor { return From(data, shape...) }
+
+// Weight is Device.Weight on the Default device.
+func Weight(data any, shape ...int) *Tensor {
+	return onDefault(func(d *Device) *Tensor { return d.Weight(data, shape...) })
+}
+
+// Scalar is Device.Scalar on the Default device.
+func Scalar(v float64) *Tensor { return onDefault(func(d *Device) *Tensor { return d.Scalar(v) }) }
+
+// Zeros is Device.Zeros on the Default device.
+func Zeros(dt ast.DType, shape ...int) *Tensor {
+	return onDefault(func(d *Device) *Tensor { return d.Zeros(dt, shape...) })
+}
+
+// onDefault runs make on the Default device, or returns its error as a
+// tensor's.
+func onDefault(make func(*Device) *Tensor) *Tensor {
+	d, err := Default()
+	if err != nil {
+		return &Tensor{dev: &Device{}, err: err}
+	}
+	return make(d)
+}
