@@ -82,7 +82,8 @@ func choose(s *schedule.Schedule, t Target, choices []int64, preferred int) (sch
 // A loop whose extent is symbolic has no perfect tile: it is split by
 // constant factors, the outermost inferred, and the split guards the
 // tails (the code generator partitions them off). Under Default the
-// factors are symbolicTile's, each a sampling instruction of one choice,
+// factors are those decideTile gives the most the extent can be when
+// the target has bounds for the sizes (a bucket), else symbolicTile's, each a sampling instruction of one choice,
 // so that the trace still names every decision; sampled, each factor is
 // drawn from a set that suits any extent (sampleSymbolicTile), which the
 // search then mutates like any categorical decision.
@@ -100,6 +101,11 @@ func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermos
 	}
 	switch {
 	case !ok && n >= 1 && t.decide:
+		if bound := extentBound(s, l, t.Bounds.max()); bound > 0 && n >= 2 {
+			// A bucket of sizes (Target.Bounds): tiled as the
+			// bucket's largest extent would be, the tails guarded.
+			return guardedTile(s, n, decideTile(paddedExtent(bound, maxInnermost, r, t), n, maxInnermost, r, t))
+		}
 		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case !ok && n >= 1:
 		return sampleSymbolicTile(s, n, maxInnermost, r, extentBound(s, l, t.Bounds.max()))

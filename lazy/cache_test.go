@@ -66,24 +66,38 @@ func TestSecondCallIsALookup(t *testing.T) {
 }
 
 // TestNewShapesShareASymbolicModule: the block at a second sequence
-// length compiles once more, with the length a symbol; every other
-// length is then a lookup, and each result is the one a module compiled
-// for its own length gives.
+// length compiles once more, with the length a symbol, for the bucket
+// of lengths it falls in; every other length of that bucket is then a
+// lookup, and each result is the one a module compiled for its own
+// length gives.
 func TestNewShapesShareASymbolicModule(t *testing.T) {
 	d := newDevice(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	wq, wo := randomFloats(r, 16*48), randomFloats(r, 16*16)
 	wqkv, wout := d.Weight(wq, 16, 48), d.Weight(wo, 16, 16)
-	for i, s := range []int{6, 9, 13, 1, 40, 9, 0} {
+	steps := []struct {
+		length int
+		misses int64 // so far
+	}{
+		{6, 1},  // compiled at its sizes
+		{9, 2},  // comes back at another length: symbolic, for (8, 16]
+		{13, 2}, // the same bucket
+		{16, 2},
+		{40, 3}, // (32, 64]
+		{33, 3},
+		{9, 3},
+		{1, 4}, // 1 and 0 are buckets of their own
+		{0, 5},
+	}
+	for _, step := range steps {
+		s := step.length
 		in := randomFloats(r, s*16)
 		got, err := attention(d, d.From(in, s, 16), wqkv, wout, 4).Float32s()
 		if err != nil {
 			t.Fatalf("length %d: %v", s, err)
 		}
-		st := d.Stats()
-		wantMisses := int64(min(i+1, 2))
-		if st.Misses != wantMisses {
-			t.Fatalf("after length %d (call %d): %d misses, want %d (%v)", s, i, st.Misses, wantMisses, st)
+		if st := d.Stats(); st.Misses != step.misses {
+			t.Fatalf("after length %d: %d misses, want %d (%v)", s, st.Misses, step.misses, st)
 		}
 		// a device of its own compiles this length alone, statically
 		ref := newDevice(t)
@@ -95,9 +109,8 @@ func TestNewShapesShareASymbolicModule(t *testing.T) {
 			t.Fatalf("length %d: element %d is %v, the static module's %v", s, j, got[j], want[j])
 		}
 	}
-	st := d.Stats()
-	if st.ShapeRecompiles != 1 || st.Symbolic != 1 || st.Hits != 5 {
-		t.Errorf("stats: %v; want one recompilation for a new shape, one symbolic module, 5 hits", st)
+	if st := d.Stats(); st.ShapeRecompiles != 4 || st.Symbolic != 4 || st.Hits != 4 {
+		t.Errorf("stats: %v; want 4 recompilations for a new shape, all symbolic, 4 hits", st)
 	}
 }
 
@@ -113,7 +126,7 @@ func TestPatternRefined(t *testing.T) {
 		}
 		return y
 	}
-	for _, n := range [][2]int{{3, 3}, {5, 5}, {7, 7}, {4, 6}, {2, 9}} {
+	for _, n := range [][2]int{{3, 3}, {5, 5}, {7, 7}, {6, 8}, {5, 7}} {
 		a, b := make([]float32, n[0]), make([]float32, n[1])
 		for i := range a {
 			a[i] = float32(i + 1)
@@ -131,7 +144,7 @@ func TestPatternRefined(t *testing.T) {
 		}
 	}
 	if st := d.Stats(); st.Misses != 3 || st.Hits != 2 {
-		t.Errorf("stats: %v; want 3 misses (3x3, the shared symbol at 5x5, two symbols at 4x6), 2 hits", st)
+		t.Errorf("stats: %v; want 3 misses (3x3, the shared symbol at 5x5, two symbols at 6x8), 2 hits", st)
 	}
 }
 
@@ -306,4 +319,43 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestDynamicCompilesOncePerBucket: with the sequence axis marked, the
+// first compilation is already symbolic, and other lengths of its bucket
+// compile nothing.
+func TestDynamicCompilesOncePerBucket(t *testing.T) {
+	d := newDevice(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	wq, wo := randomFloats(r, 16*48), randomFloats(r, 16*16)
+	wqkv, wout := d.Weight(wq, 16, 48), d.Weight(wo, 16, 16)
+	for i, s := range []int{12, 9, 16, 4, 12} {
+		in := randomFloats(r, s*16)
+		got, err := attention(d, d.From(in, s, 16).Dynamic(0), wqkv, wout, 4).Float32s()
+		if err != nil {
+			t.Fatalf("length %d: %v", s, err)
+		}
+		ref := newDevice(t)
+		want, err := attention(ref, ref.From(in, s, 16), ref.Weight(wq, 16, 48), ref.Weight(wo, 16, 16), 4).Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, ok := sameData(got, want); !ok {
+			t.Fatalf("length %d: element %d is %v, the static module's %v", s, j, got[j], want[j])
+		}
+		st := d.Stats()
+		want1 := int64(1) // 12, 9 and 16 share the bucket (8, 16]
+		if i >= 3 {
+			want1 = 2 // 4 is in (2, 4]
+		}
+		if st.Misses != want1 || st.Symbolic != want1 {
+			t.Fatalf("after length %d: %v; want %d misses, all symbolic", s, st, want1)
+		}
+	}
+	if err := d.From([]float32{1}, 1).Exp().Dynamic(0).Err(); err == nil {
+		t.Error("Dynamic of a pending tensor gave no error")
+	}
+	if err := d.From([]float32{1}, 1).Dynamic(1).Err(); err == nil {
+		t.Error("Dynamic of an axis out of range gave no error")
+	}
 }

@@ -68,7 +68,7 @@ func capture(targets []*Tensor) (*trace, error) {
 
 	var b strings.Builder
 	for _, t := range tr.inputs {
-		fmt.Fprintf(&b, "x%s/%d;", t.dtype, len(t.shape))
+		fmt.Fprintf(&b, "x%s/%d/%x;", t.dtype, len(t.shape), t.dynamic)
 		tr.slots = append(tr.slots, t.shape...)
 	}
 	tr.inputSlots = len(tr.slots)

@@ -35,13 +35,16 @@
 // like any other Go value.
 //
 // When a structure comes back at other sizes (another sequence length),
-// the sizes that differ become symbols and one module with symbolic
-// sizes is compiled (symbolic.go); it serves every later set of sizes of
-// the same pattern, and its kernels take the schedules a tuning database
-// holds for buckets of those sizes (Options.Database, loom tune
-// -buckets). Stats counts what happened: operations recorded, traces,
-// hits, misses, recompilations for a new shape, and the time spent
-// capturing, looking up, compiling and in the kernels.
+// the sizes that differ become symbols and a module with symbolic sizes
+// is compiled for the bucket of sizes they fall in ((2^(k-1), 2^k]),
+// tiled for that bucket's largest sizes (symbolic.go); it serves every
+// later set of sizes of the same pattern and bucket, and its kernels take
+// the schedules a tuning database holds for buckets of those sizes
+// (Options.Database, loom tune -buckets). Marking an input's varying
+// axes (Tensor.Dynamic) makes the first compilation symbolic already.
+// Stats counts what happened: operations recorded, traces, hits, misses,
+// recompilations for a new shape, and the time spent capturing, looking
+// up, compiling and in the kernels.
 //
 // Tensors come from a Device (From, Weight, Scalar, Zeros, Full), or from
 // the package's functions of the same names on the Default device (one

@@ -7,20 +7,30 @@ import (
 // Sizes made symbolic. A trace compiled at one set of sizes serves only
 // those; when the same structure comes back at other sizes (the next
 // batch has another sequence length), the sizes that differ between the
-// two become symbols and one module with symbolic sizes is compiled,
-// which then serves every later set of sizes that fits its pattern
-// without compiling again. Its kernels take, per bucket of their sizes,
-// the schedules a tuning database holds (loom tune -buckets;
-// Options.Database), else the default schedule for symbolic extents.
+// two become symbols, and a module with symbolic sizes is compiled for
+// the bucket each symbol's value falls in ((2^(k-1), 2^k]; 0 and 1 are
+// buckets of their own): its default schedules tile each loop of
+// symbolic extent as the bucket's largest extent would be, the tails
+// guarded (module.Options.Bounds), and its kernels take the schedules a
+// tuning database holds for buckets of their sizes (Options.Database,
+// loom tune -buckets). Every later set of sizes that fits the pattern and
+// the bucket is a lookup; one in another bucket compiles the pattern for
+// that bucket. A program that knows which sizes vary marks them
+// (Tensor.Dynamic), and the first compilation is already symbolic.
 //
 // The pattern is found from the two sets of sizes, slot by slot: a size
 // the same in both stays a constant; input dimensions that differ get one
 // symbol per distinct pair of values (two dimensions that were equal both
 // times share it); a shape attribute that differs is a symbol's multiple
 // (12·S when a reshape merges 12 heads) or a product of two symbols, else
-// the one inferred dimension of its reshape (-1). A pattern that explains
-// nothing of the kind is no pattern: that structure keeps being compiled
+// the one inferred dimension of its reshape (-1). When nothing of the
+// kind explains a varying attribute, that structure keeps being compiled
 // per set of sizes (Stats.ShapeRecompiles counts it).
+//
+// A pattern is only ever a guess about sizes not yet seen: a module
+// serves a trace only when every one of the trace's sizes is what the
+// pattern gives at the trace's symbol values (accepts), which makes the
+// graph it was built from, at those values, the trace's own graph.
 
 // ruleKind is what a slot is in a pattern.
 type ruleKind uint8
@@ -133,6 +143,57 @@ func derivePattern(tr *trace, a, b []int64) (p pattern, symbols int, ok bool) {
 	return p, len(values), true
 }
 
+// markedPattern finds the pattern of a trace seen once whose inputs
+// mark sizes that vary (Tensor.Dynamic): each marked size a symbol (one
+// per distinct value), a shape attribute that is a multiple of a
+// symbol's value (above 1) or a product of two such values that symbol's
+// multiple or product, every other size constant. A guess where a
+// constant equals a marked size by chance is harmless: the module built
+// from it serves only sizes it fits (accepts), and a graph that does not
+// build is compiled at its sizes instead. ok is false when nothing is
+// marked.
+func markedPattern(tr *trace) (p pattern, symbols int, ok bool) {
+	p = make(pattern, len(tr.slots))
+	syms := map[int64]int{}
+	var values []pair
+	slot := 0
+	for _, t := range tr.inputs {
+		for k := range t.shape {
+			v := tr.slots[slot]
+			p[slot] = slotRule{kind: ruleConst, value: v}
+			if t.dynamic&(1<<k) != 0 {
+				j, seen := syms[v]
+				if !seen {
+					j = len(values)
+					syms[v] = j
+					values = append(values, pair{v, v})
+				}
+				p[slot] = slotRule{kind: ruleSym, value: 1, a: j}
+			}
+			slot++
+		}
+	}
+	if len(values) == 0 {
+		return nil, 0, false
+	}
+	var large []pair // the values that tell a size from a constant
+	for _, v := range values {
+		if v.a > 1 {
+			large = append(large, v)
+		}
+	}
+	for ; slot < len(tr.slots); slot++ {
+		v := tr.slots[slot]
+		p[slot] = slotRule{kind: ruleConst, value: v}
+		if r, found := explain(v, v, large); found && v > 1 {
+			// explain indexes large; its symbols are values' indexes
+			r.a, r.b = syms[large[r.a].a], syms[large[r.b].a]
+			p[slot] = r
+		}
+	}
+	return p, len(values), true
+}
+
 // explain finds a varying attribute size (x at the first sizes, y at the
 // second) as a multiple of a symbol or a product of two.
 func explain(x, y int64, values []pair) (slotRule, bool) {
@@ -150,6 +211,31 @@ func explain(x, y int64, values []pair) (slotRule, bool) {
 		}
 	}
 	return slotRule{}, false
+}
+
+// bucket is the range of sizes a symbol's value v falls in, whose
+// module is compiled for it: (2^(k-1), 2^k], and 0 and 1 alone.
+func bucket(v int64) (lo, hi int64) {
+	if v <= 1 {
+		return v, v
+	}
+	hi = 1
+	for hi < v {
+		hi *= 2
+	}
+	return hi/2 + 1, hi
+}
+
+// symbolValues returns the values pattern p binds its symbols to at
+// sizes (which p accepts).
+func (p pattern) symbolValues(sizes []int64, symbols int) []int64 {
+	out := make([]int64, symbols)
+	for i, r := range p {
+		if r.kind == ruleSym && r.value == 1 {
+			out[r.a] = sizes[i]
+		}
+	}
+	return out
 }
 
 // accepts reports whether sizes fit pattern p: its symbols bound from

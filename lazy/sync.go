@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/module"
 )
 
@@ -19,9 +20,24 @@ import (
 type compiledTrace struct {
 	m *module.Module
 	// p is its pattern of sizes (nil: the sizes it was compiled at only)
-	// and symbols the number of its symbols.
+	// and symbols the number of its symbols; lo and hi are the bucket of
+	// each symbol's values it was compiled for and serves.
 	p       pattern
 	symbols int
+	lo, hi  []int64
+}
+
+// serves reports whether the compiled trace takes sizes.
+func (ct *compiledTrace) serves(sizes []int64) bool {
+	if !ct.p.accepts(sizes, ct.symbols) {
+		return false
+	}
+	for j, v := range ct.p.symbolValues(sizes, ct.symbols) {
+		if v < ct.lo[j] || v > ct.hi[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // structure is what a device knows of one trace structure.
@@ -132,7 +148,7 @@ func (d *Device) lookup(tr *trace, key string) *compiledTrace {
 		return nil
 	}
 	for _, ct := range s.symbolic {
-		if ct.p.accepts(tr.slots, ct.symbols) {
+		if ct.serves(tr.slots) {
 			d.remember(key, ct)
 			return ct
 		}
@@ -156,10 +172,22 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 	s := d.structures[tr.structure]
 	var p pattern
 	var symbols int
-	if s != nil && !s.failed {
-		var ok bool
-		p, symbols, ok = derivePattern(tr, s.first, tr.slots)
-		s.failed = !ok
+	if s != nil {
+		// a pattern of this structure that takes these sizes, in
+		// another bucket; else one found from the first sizes and these
+		for _, ct := range s.symbolic {
+			if ct.p.accepts(tr.slots, ct.symbols) {
+				p, symbols = ct.p, ct.symbols
+				break
+			}
+		}
+		if p == nil && !s.failed {
+			var ok bool
+			p, symbols, ok = derivePattern(tr, s.first, tr.slots)
+			s.failed = !ok
+		}
+	} else {
+		p, symbols, _ = markedPattern(tr)
 	}
 	if s != nil {
 		d.stats.ShapeRecompiles++
@@ -197,17 +225,28 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 	return ct, nil
 }
 
-// build compiles the graph of a trace under pattern p.
+// build compiles the graph of a trace under pattern p, for the buckets
+// of its symbols' values in the trace.
 func (d *Device) build(tr *trace, p pattern, symbols int) (*compiledTrace, error) {
 	g, err := graphOf(tr, p)
 	if err != nil {
 		return nil, fmt.Errorf("lazy: the trace's graph: %w", err)
 	}
-	m, err := module.Compile(g, module.Options{Threads: d.opts.Threads, Database: d.opts.Database, Cache: d.opts.Cache})
-	if err != nil {
+	ct := &compiledTrace{p: p, symbols: symbols}
+	opts := module.Options{Threads: d.opts.Threads, Database: d.opts.Database, Cache: d.opts.Cache}
+	if p != nil {
+		b := &autotune.SizeBounds{Min: map[string]int64{}, Max: map[string]int64{}}
+		for j, v := range p.symbolValues(tr.slots, symbols) {
+			lo, hi := bucket(v)
+			ct.lo, ct.hi = append(ct.lo, lo), append(ct.hi, hi)
+			b.Min[symbol(j)], b.Max[symbol(j)] = lo, hi
+		}
+		opts.Bounds = b
+	}
+	if ct.m, err = module.Compile(g, opts); err != nil {
 		return nil, fmt.Errorf("lazy: compiling the trace: %w", err)
 	}
-	return &compiledTrace{m: m, p: p, symbols: symbols}, nil
+	return ct, nil
 }
 
 // run runs a compiled trace on the trace's inputs and makes its outputs

@@ -35,6 +35,9 @@ type Tensor struct {
 	// kind says how a computed tensor enters a compiled trace.
 	kind leafKind
 	id   uint64 // a weight's identity
+	// dynamic marks the axes of an input whose size varies from call
+	// to call (Dynamic), bit k for axis k.
+	dynamic uint32
 }
 
 type leafKind uint8
@@ -348,6 +351,35 @@ func (d *Device) leaf(data any, shape []int) (*Tensor, error) {
 		return nil, fmt.Errorf("shape %v needs %d elements, the data has %d", shape, n, have)
 	}
 	return t, nil
+}
+
+// Dynamic returns t (a tensor made by From, or a computed result) with
+// axes marked as sizes that vary from call to call (a sequence length, a
+// batch): the first trace that reads it is compiled with those sizes
+// symbolic, for the bucket of sizes they fall in, so that a later call
+// at another size of the bucket compiles nothing. Without marks a device
+// finds the varying sizes itself, when a trace comes back at other
+// sizes, at the cost of one compilation more.
+func (t *Tensor) Dynamic(axes ...int) *Tensor {
+	if !t.usable() {
+		return t.apply("dynamic", fusion.Attrs{})
+	}
+	t.dev.mu.Lock()
+	defer t.dev.mu.Unlock()
+	if t.node != nil || t.kind != leafInput {
+		return t.dev.errTensor(fmt.Errorf("lazy: Dynamic: only an input's sizes vary (a tensor made by From or computed), not a pending tensor's, a weight's or a scalar's (%s)", caller()))
+	}
+	u := *t
+	for _, a := range axes {
+		if a < 0 {
+			a += len(t.shape)
+		}
+		if a < 0 || a >= len(t.shape) {
+			return t.dev.errTensor(fmt.Errorf("lazy: Dynamic: axis %d is out of range for rank %d (%s)", a, len(t.shape), caller()))
+		}
+		u.dynamic |= 1 << a
+	}
+	return &u
 }
 
 // Package-level forms on the Default device.

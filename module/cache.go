@@ -86,9 +86,13 @@ var memoryCache = struct {
 }{m: map[string]*compiled{}}
 
 // graphKey is the memory cache's key for g compiled with these options.
-func graphKey(g *fusion.Graph, threads int, target, layout string, plainWeights bool, cacheDir, db string) string {
+func graphKey(g *fusion.Graph, threads int, target, layout string, plainWeights bool, cacheDir, db string, bounds *autotune.SizeBounds) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s\n%s\nthreads %d\ntarget %s\nlayout %q\nplain weights %v\ncache %s\ndatabase %s\n", cacheVersion, loomVersion(), g, threads, target, layout, plainWeights, cacheDir, db)
+	if bounds != nil {
+		// fmt prints a map's keys sorted
+		fmt.Fprintf(h, "bounds %v %v\n", bounds.Min, bounds.Max)
+	}
 	for _, c := range g.Constants {
 		fmt.Fprintf(h, "constant %s %d:", c.Name, len(c.Data))
 		if len(c.Data) > 0 {

@@ -78,6 +78,12 @@ type Options struct {
 	// is packed in panels of columns, and a convolution's constant
 	// filters in panels of filters, when the module is built.
 	PlainWeights bool
+	// Bounds, when set, are the least and the most values the graph's
+	// symbols take in the calls this module is for (a bucket of sizes):
+	// the default schedules then tile each loop of symbolic extent as
+	// one of the bucket's largest extent would be, tails guarded, instead
+	// of with tiles that suit any extent.
+	Bounds *autotune.SizeBounds
 }
 
 // Module is a compiled graph: a handle on its kernels and memory, which
@@ -165,12 +171,13 @@ func Compile(g *fusion.Graph, opts Options) (*Module, error) {
 	}
 	threads := max(opts.Threads, 1)
 	target := autotune.HostTarget(threads)
+	target.Bounds = opts.Bounds
 	tkey := autotune.TargetKey(llvm.Host(), threads)
 	dbPath := ""
 	if opts.Database != nil {
 		dbPath = opts.Database.Path
 	}
-	key := graphKey(g, threads, tkey, opts.Layout, opts.PlainWeights, cache.Dir, databaseState(dbPath))
+	key := graphKey(g, threads, tkey, opts.Layout, opts.PlainWeights, cache.Dir, databaseState(dbPath), opts.Bounds)
 	if !opts.NoCache {
 		if m := cachedModule(key); m != nil {
 			return m, nil // a new handle
