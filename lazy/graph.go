@@ -8,7 +8,8 @@ import (
 )
 
 // graphOf builds the fusion graph of a trace: its sizes as they are
-// (p nil), or as pattern p makes them (symbols where they vary).
+// (p nil), or as pattern p makes them (symbols where they vary); it may
+// take guesses of p back (see below), in place.
 func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 	b := fusion.NewBuilder("lazy")
 	made := map[*Tensor]*fusion.Tensor{}
@@ -45,18 +46,42 @@ func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 	for _, t := range tr.nodes {
 		n := t.node
 		attrs := n.attrs
-		if n.shape != nil {
-			attrs.Shape = make([]fusion.JSONDim, len(n.shape))
+		first := slot
+		shape := func() []fusion.JSONDim {
+			out := make([]fusion.JSONDim, len(n.shape))
 			for k, v := range n.shape {
-				attrs.Shape[k] = p.jsonDim(slot, v)
-				slot++
+				out[k] = p.jsonDim(first+k, v)
 			}
+			return out
+		}
+		if n.shape != nil {
+			attrs.Shape = shape()
+			slot += len(n.shape)
 		}
 		ins := make([]*fusion.Tensor, len(n.inputs))
 		for i, in := range n.inputs {
 			ins[i] = made[in]
 		}
 		y, err := b.Node(tr.ref[t], n.op, attrs, ins...)
+		// A shape attribute the pattern guessed wrong (768 taken for
+		// 6·S at S = 128) makes a node fusion refuses: its guesses are
+		// taken back, the multiples and products first, then all, and
+		// the pattern keeps what the graph took.
+		for _, back := range []func(slotRule) bool{guessedBeyondOne, isSymbolic} {
+			if err == nil || p == nil || n.shape == nil {
+				break
+			}
+			changed := false
+			for k, v := range n.shape {
+				if r := p[first+k]; r.kind != ruleConst && back(r) {
+					p[first+k], changed = slotRule{kind: ruleConst, value: v}, true
+				}
+			}
+			if changed {
+				attrs.Shape = shape()
+				y, err = b.Node(tr.ref[t], n.op, attrs, ins...)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -71,3 +96,12 @@ func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 
 // symbol names the j-th size symbol.
 func symbol(j int) string { return "S" + strconv.Itoa(j) }
+
+// guessedBeyondOne is a slot rule that is a symbol's multiple or a
+// product of symbols.
+func guessedBeyondOne(r slotRule) bool {
+	return r.kind == ruleProduct || r.kind == ruleSym && r.value != 1
+}
+
+// isSymbolic is a slot rule that is not a constant.
+func isSymbolic(r slotRule) bool { return r.kind != ruleConst }
