@@ -86,7 +86,9 @@ func spreadOf(ms []float64) spread {
 	return spread{at(0.5), at(0.1), at(0.9)}
 }
 
-func (s spread) String() string { return fmt.Sprintf("%.3f ms (p10 %.3f, p90 %.3f)", s.Median, s.P10, s.P90) }
+func (s spread) String() string {
+	return fmt.Sprintf("%.3f ms (p10 %.3f, p90 %.3f)", s.Median, s.P10, s.P90)
+}
 
 func run(threads, seq, calls int, asJSON bool) error {
 	runtime.GOMAXPROCS(threads)
