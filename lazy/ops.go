@@ -263,9 +263,26 @@ func (t *Tensor) Transpose(perm ...int) *Tensor {
 }
 
 // Slice takes [start, end) with step along each of axes (steps nil: 1).
+// An end at or past the axis's size is "to the end" (x[a:] whatever the
+// size), so that the same slice at other sizes is the same trace.
 func (t *Tensor) Slice(axes, starts, ends, steps []int) *Tensor {
-	return t.apply("slice", fusion.Attrs{Axes: axes, Starts: ints64(starts), Ends: ints64(ends), Steps: ints64(steps)})
+	e := ints64(ends)
+	if t.usable() && len(axes) == len(ends) && (steps == nil || len(steps) == len(ends)) {
+		for i, a := range axes {
+			if a < 0 {
+				a += t.Rank()
+			}
+			if a >= 0 && a < t.Rank() && e[i] >= t.shape[a] && (steps == nil || steps[i] > 0) {
+				e[i] = toTheEnd
+			}
+		}
+	}
+	return t.apply("slice", fusion.Attrs{Axes: axes, Starts: ints64(starts), Ends: e, Steps: ints64(steps)})
 }
+
+// toTheEnd is the end of a slice that runs to the end of its axis
+// (package fusion's form).
+const toTheEnd = 1 << 40
 
 // Pad pads t: pads lists the begins of every axis, then the ends; the
 // border is value.
