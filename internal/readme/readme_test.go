@@ -24,6 +24,7 @@ var packages = map[string]string{
 	"fusion":   "github.com/loom-go/loom/fusion",
 	"module":   "github.com/loom-go/loom/module",
 	"onnx":     "github.com/loom-go/loom/onnx",
+	"lazy":     "github.com/loom-go/loom/lazy",
 	"context":  "context",
 	"time":     "time",
 	"fmt":      "fmt",
