@@ -2,8 +2,8 @@ package lazy
 
 import (
 	"fmt"
+	"math"
 	"strconv"
-	"strings"
 
 	"github.com/loom-go/loom/fusion"
 )
@@ -19,13 +19,16 @@ import (
 // cache of compiled traces, and the structure alone finds the traces
 // that differ only in their sizes (symbolic.go).
 
-// trace is the captured part of a device's recorded operations.
+// trace is the captured part of a device's recorded operations. It is
+// read without the device's lock (a compilation, a run): it holds what
+// it needs of the tensors as they were at the capture.
 type trace struct {
 	inputs  []*Tensor // computed tensors bound per call, in order of first use
 	consts  []*Tensor // weights and small constants
 	nodes   []*Tensor // pending tensors, operands first
-	outputs []*Tensor // the tensors asked for, each once
-	ref     map[*Tensor]string
+	ops     []*node   // their operations
+	args    [][]ref   // each operation's operands
+	outputs []ref     // the tensors asked for (nodes), each once
 
 	structure string
 	slots     []int64
@@ -33,88 +36,124 @@ type trace struct {
 	inputSlots int
 }
 
-// capture collects the trace that computes targets (pending, distinct).
-// The device's lock is held.
-func capture(targets []*Tensor) (*trace, error) {
-	tr := &trace{outputs: targets, ref: map[*Tensor]string{}}
-	var visit func(t *Tensor)
-	visit = func(t *Tensor) {
-		if _, ok := tr.ref[t]; ok {
-			return
+// ref is a tensor of a trace: an input ('x'), a constant ('c') or a node
+// ('t'), and its index among those.
+type ref struct {
+	kind byte
+	i    int32
+}
+
+// name is the tensor's name in the trace's graph.
+func (r ref) name() string {
+	if int(r.i) < len(refNames) {
+		return refNames[r.kind][r.i]
+	}
+	return string(r.kind) + strconv.Itoa(int(r.i))
+}
+
+// refNames are the first names of each kind, made once (a run binds its
+// inputs and outputs by name on every call).
+var refNames = func() map[byte][]string {
+	m := map[byte][]string{}
+	for _, k := range []byte{'x', 'c', 't'} {
+		for i := range 256 {
+			m[k] = append(m[k], string(k)+strconv.Itoa(i))
 		}
+	}
+	return m
+}()
+
+// capture collects the trace that computes targets (pending, distinct).
+// The device's lock is held: the tensors' seen and at fields are its
+// scratch, marked with this capture's epoch.
+func (d *Device) capture(targets []*Tensor) (*trace, error) {
+	d.epoch++
+	epoch := d.epoch
+	tr := &trace{}
+	var visit func(t *Tensor) ref
+	visit = func(t *Tensor) ref {
+		if t.seen == epoch {
+			return t.at
+		}
+		t.seen = epoch
 		if t.node == nil {
 			switch t.kind {
 			case leafInput:
-				tr.ref[t] = "x" + strconv.Itoa(len(tr.inputs))
+				t.at = ref{'x', int32(len(tr.inputs))}
 				tr.inputs = append(tr.inputs, t)
 			default:
-				tr.ref[t] = "c" + strconv.Itoa(len(tr.consts))
+				t.at = ref{'c', int32(len(tr.consts))}
 				tr.consts = append(tr.consts, t)
 			}
-			return
+			return t.at
 		}
-		for _, in := range t.node.inputs {
-			visit(in)
+		n := t.node
+		args := make([]ref, len(n.inputs))
+		for i, in := range n.inputs {
+			args[i] = visit(in)
 		}
-		tr.ref[t] = "t" + strconv.Itoa(len(tr.nodes))
-		tr.nodes = append(tr.nodes, t)
+		t.at = ref{'t', int32(len(tr.nodes))}
+		tr.nodes, tr.ops, tr.args = append(tr.nodes, t), append(tr.ops, n), append(tr.args, args)
+		return t.at
 	}
 	for _, t := range targets {
-		visit(t)
+		tr.outputs = append(tr.outputs, visit(t))
 	}
 	if len(tr.nodes) > fusion.MaxNodes {
 		return nil, fmt.Errorf("lazy: the trace has %d operations, more than the %d loom compiles at once: call Sync on intermediate results (a step of a loop) to cut it", len(tr.nodes), fusion.MaxNodes)
 	}
 
-	var b strings.Builder
+	b := make([]byte, 0, 64*len(tr.nodes))
 	for _, t := range tr.inputs {
-		fmt.Fprintf(&b, "x%s/%d/%x;", t.dtype, len(t.shape), t.dynamic)
+		b = append(b, 'x')
+		b = append(b, t.dtype.String()...)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(len(t.shape)), 10)
+		b = append(b, '/')
+		b = strconv.AppendUint(b, uint64(t.dynamic), 16)
+		b = append(b, ';')
 		tr.slots = append(tr.slots, t.shape...)
 	}
 	tr.inputSlots = len(tr.slots)
 	for _, t := range tr.consts {
 		if t.kind == leafWeight {
-			fmt.Fprintf(&b, "w%d;", t.id)
+			b = strconv.AppendUint(append(b, 'w'), t.id, 10)
+			b = append(b, ';')
 			continue
 		}
-		fmt.Fprintf(&b, "k%s", t.dtype)
-		writeInts(&b, t.shape)
+		b = appendShape(append(b, 'k'), t.dtype.String(), t.shape)
 		for i := range int(elements(t.shape)) {
-			b.WriteString(strconv.FormatFloat(element(t.data, i), 'g', -1, 64))
-			b.WriteByte(',')
+			b = strconv.AppendUint(b, math.Float64bits(element(t.data, i)), 16)
+			b = append(b, ',')
 		}
-		b.WriteByte(';')
+		b = append(b, ';')
 	}
-	for _, t := range tr.nodes {
-		b.WriteString(t.node.key)
-		b.WriteByte('(')
-		for i, in := range t.node.inputs {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(tr.ref[in])
+	for k, n := range tr.ops {
+		b = append(b, n.key...)
+		b = append(b, '(')
+		for _, a := range tr.args[k] {
+			b = strconv.AppendInt(append(b, a.kind), int64(a.i), 10)
+			b = append(b, ',')
 		}
-		b.WriteByte(')')
-		if t.node.shape != nil {
-			fmt.Fprintf(&b, "s%d", len(t.node.shape))
-			tr.slots = append(tr.slots, t.node.shape...)
+		b = append(b, ')')
+		if n.shape != nil {
+			b = strconv.AppendInt(append(b, 's'), int64(len(n.shape)), 10)
+			tr.slots = append(tr.slots, n.shape...)
 		}
-		b.WriteByte(';')
+		b = append(b, ';')
 	}
-	b.WriteString("->")
-	for _, t := range tr.outputs {
-		b.WriteString(tr.ref[t])
-		b.WriteByte(',')
+	b = append(b, "->"...)
+	for _, o := range tr.outputs {
+		b = strconv.AppendInt(b, int64(o.i), 10)
+		b = append(b, ',')
 	}
-	tr.structure = b.String()
+	tr.structure = string(b)
 	return tr, nil
 }
 
 // exactKey is the trace's structure and sizes.
 func (tr *trace) exactKey() string {
-	var b strings.Builder
-	b.Grow(len(tr.structure) + 8*len(tr.slots))
-	b.WriteString(tr.structure)
-	writeInts(&b, tr.slots)
-	return b.String()
+	b := make([]byte, 0, len(tr.structure)+8*len(tr.slots))
+	b = append(b, tr.structure...)
+	return string(appendShape(b, "", tr.slots))
 }

@@ -47,6 +47,7 @@ type Device struct {
 	modules    []*module.Module // every module compiled, to close
 	stats      Stats
 	weights    uint64 // the last weight identity handed out
+	epoch      uint64 // the last capture's
 }
 
 // NewDevice returns a device with its own cache and statistics.

@@ -84,7 +84,7 @@ func FuzzRecord(f *testing.F) {
 			return
 		}
 		d.mu.Lock()
-		tr, err := capture(ok)
+		tr, err := d.capture(ok)
 		d.mu.Unlock()
 		if err != nil {
 			return

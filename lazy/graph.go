@@ -1,7 +1,6 @@
 package lazy
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/loom-go/loom/fusion"
@@ -12,39 +11,33 @@ import (
 // take guesses of p back (see below), in place.
 func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 	b := fusion.NewBuilder("lazy")
-	made := map[*Tensor]*fusion.Tensor{}
+	made := map[byte][]*fusion.Tensor{}
 	slot := 0
-	for _, t := range tr.inputs {
+	for i, t := range tr.inputs {
 		dims := make([]fusion.Dim, len(t.shape))
 		for k := range t.shape {
 			dims[k] = p.dim(slot, tr.slots[slot])
 			slot++
 		}
-		x, err := b.Input(tr.ref[t], t.dtype, dims...)
+		x, err := b.Input(ref{'x', int32(i)}.name(), t.dtype, dims...)
 		if err != nil {
 			return nil, err
 		}
-		made[t] = x
+		made['x'] = append(made['x'], x)
 	}
-	for _, t := range tr.consts {
+	for i, t := range tr.consts {
 		n := int(elements(t.shape))
 		data := make([]float64, n)
 		for i := range n {
 			data[i] = element(t.data, i)
 		}
-		if n == 0 {
-			// fusion keeps no empty constants: an empty weight is a
-			// broadcast of nothing, which no operator reads anyway
-			return nil, fmt.Errorf("lazy: a weight of shape %v has no elements: give it with From", t.shape)
-		}
-		c, err := b.Constant(tr.ref[t], t.dtype, t.shape, data)
+		c, err := b.Constant(ref{'c', int32(i)}.name(), t.dtype, t.shape, data)
 		if err != nil {
 			return nil, err
 		}
-		made[t] = c
+		made['c'] = append(made['c'], c)
 	}
-	for _, t := range tr.nodes {
-		n := t.node
+	for k, n := range tr.ops {
 		attrs := n.attrs
 		first := slot
 		shape := func() []fusion.JSONDim {
@@ -58,11 +51,12 @@ func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 			attrs.Shape = shape()
 			slot += len(n.shape)
 		}
-		ins := make([]*fusion.Tensor, len(n.inputs))
-		for i, in := range n.inputs {
-			ins[i] = made[in]
+		ins := make([]*fusion.Tensor, len(tr.args[k]))
+		for i, a := range tr.args[k] {
+			ins[i] = made[a.kind][a.i]
 		}
-		y, err := b.Node(tr.ref[t], n.op, attrs, ins...)
+		name := ref{'t', int32(k)}.name()
+		y, err := b.Node(name, n.op, attrs, ins...)
 		// A shape attribute the pattern guessed wrong (768 taken for
 		// 6·S at S = 128) makes a node fusion refuses: its guesses are
 		// taken back, the multiples and products first, then all, and
@@ -79,17 +73,17 @@ func graphOf(tr *trace, p pattern) (*fusion.Graph, error) {
 			}
 			if changed {
 				attrs.Shape = shape()
-				y, err = b.Node(tr.ref[t], n.op, attrs, ins...)
+				y, err = b.Node(name, n.op, attrs, ins...)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		made[t] = y
+		made['t'] = append(made['t'], y)
 	}
 	outs := make([]*fusion.Tensor, len(tr.outputs))
-	for i, t := range tr.outputs {
-		outs[i] = made[t]
+	for i, o := range tr.outputs {
+		outs[i] = made['t'][o.i]
 	}
 	return b.Graph(outs...)
 }

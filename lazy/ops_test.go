@@ -166,6 +166,11 @@ func cases(g gen) []opCase {
 	l := 2 + g.r.IntN(8)
 	add(opCase{op: "conv1d", attrs: fusion.Attrs{Pads: []int64{1, 1}}, ins: []operand{g.f32(1, 3, int64(l)), g.f32(2, 3, 3)}, lazy: func(x []*Tensor) *Tensor { return x[0].Conv(x[1], ConvOptions{Pads: []int{1, 1}}) }})
 
+	d3 := int64(2 + g.r.IntN(3))
+	add(opCase{op: "conv3d", attrs: fusion.Attrs{Strides: []int64{1, 2, 1}, Pads: []int64{0, 1, 0, 0, 1, 0}}, ins: []operand{g.f32(1, 2, d3, 4, d3), g.f32(3, 2, 2, 2, 1)}, lazy: func(x []*Tensor) *Tensor {
+		return x[0].Conv(x[1], ConvOptions{Strides: []int{1, 2, 1}, Pads: []int{0, 1, 0, 0, 1, 0}})
+	}})
+
 	for _, op := range []string{"max_pool2d", "avg_pool2d"} {
 		kh := 1 + g.r.IntN(3)
 		o := PoolOptions{Kernel: []int{kh, kh}, Strides: []int{1 + g.r.IntN(2), 1 + g.r.IntN(2)}, Pads: []int{0, kh / 2, 0, kh / 2}, CountIncludePad: g.r.IntN(2) == 0 && op == "avg_pool2d"}
@@ -293,7 +298,7 @@ func TestEveryOperatorAsModule(t *testing.T) {
 		}
 	}
 	for op := range fusionOps() {
-		if !covered[op] && op != "conv3d" {
+		if !covered[op] {
 			t.Errorf("operator %s has no case", op)
 		}
 	}

@@ -1,7 +1,6 @@
 package lazy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -72,20 +71,17 @@ func (d *Device) record(op string, attrs fusion.Attrs, inputs ...*Tensor) *Tenso
 		}
 		attrs.Shape = nil
 	}
-	raw, err := json.Marshal(attrs)
-	if err != nil {
-		return d.errTensor(fmt.Errorf("lazy: %s: %v (%s)", op, err, caller()))
-	}
-	n.key = op + string(raw)
-
-	var k strings.Builder
-	k.WriteString(n.key)
-	writeInts(&k, n.shape)
+	kb := make([]byte, 0, 128)
+	kb = append(kb, op...)
+	kb = append(kb, '{')
+	kb = appendAttrs(kb, attrs)
+	kb = append(kb, '}')
+	n.key = string(kb)
+	kb = appendShape(kb, "s", n.shape)
 	for _, in := range inputs {
-		k.WriteString(in.dtype.String())
-		writeInts(&k, in.shape)
+		kb = appendShape(kb, in.dtype.String(), in.shape)
 	}
-	key := k.String()
+	key := string(kb)
 
 	d.mu.Lock()
 	r, ok := d.shapes[key]
@@ -162,19 +158,6 @@ func jsonDims(shape []int) []fusion.JSONDim {
 		out[i] = fusion.JSONDim{Dim: fusion.Const(int64(d))}
 	}
 	return out
-}
-
-// writeInts appends a list of integers to a key.
-func writeInts(b *strings.Builder, v []int64) {
-	b.WriteByte('[')
-	var buf [20]byte
-	for i, x := range v {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(strconv.AppendInt(buf[:0], x, 10))
-	}
-	b.WriteByte(']')
 }
 
 // caller names the first place outside this package on the stack: where

@@ -111,8 +111,7 @@ func derivePattern(tr *trace, a, b []int64) (p pattern, symbols int, ok bool) {
 	// the shape attributes, one node at a time (a reshape may infer one
 	// dimension)
 	slot := tr.inputSlots
-	for _, t := range tr.nodes {
-		n := t.node
+	for _, n := range tr.ops {
 		if n.shape == nil {
 			continue
 		}

@@ -88,7 +88,7 @@ func (d *Device) Sync(ts ...*Tensor) error {
 		d.mu.Unlock()
 		return nil
 	}
-	tr, err := capture(targets)
+	tr, err := d.capture(targets)
 	if err != nil {
 		d.mu.Unlock()
 		return err
@@ -254,16 +254,13 @@ func (d *Device) build(tr *trace, p pattern, symbols int) (*compiledTrace, error
 func (d *Device) run(tr *trace, ct *compiledTrace) error {
 	start := time.Now()
 	ins := make(map[string]module.Tensor, len(tr.inputs))
-	for _, t := range tr.inputs {
-		ins[tr.ref[t]] = module.Tensor{Shape: t.shape, Data: t.data}
+	for i, t := range tr.inputs {
+		ins[ref{'x', int32(i)}.name()] = module.Tensor{Shape: t.shape, Data: t.data}
 	}
 	outs := make(map[string]module.Tensor, len(tr.outputs))
-	for _, t := range tr.outputs {
-		data, err := ast.NewData(ast.NewBuffer("out", t.dtype, ast.I64(elements(t.shape))), nil)
-		if err != nil {
-			return err
-		}
-		outs[tr.ref[t]] = module.Tensor{Shape: t.shape, Data: data}
+	for _, o := range tr.outputs {
+		t := tr.nodes[o.i]
+		outs[o.name()] = module.Tensor{Shape: t.shape, Data: newData(t.dtype, elements(t.shape))}
 	}
 	if ct.p != nil {
 		if _, err := ct.m.Sizes(ins); err != nil {
@@ -283,8 +280,9 @@ func (d *Device) run(tr *trace, ct *compiledTrace) error {
 		}
 		return fmt.Errorf("lazy: running the trace: %w", err)
 	}
-	for _, t := range tr.outputs {
-		t.data, t.node, t.kind = outs[tr.ref[t]].Data, nil, leafInput
+	for _, o := range tr.outputs {
+		t := tr.nodes[o.i]
+		t.data, t.node, t.kind = outs[o.name()].Data, nil, leafInput
 	}
 	return nil
 }
@@ -319,4 +317,21 @@ func Sync(ts ...*Tensor) error {
 		}
 	}
 	return nil
+}
+
+// newData returns n zeroed elements of dt's Go type.
+func newData(dt ast.DType, n int64) any {
+	switch dt {
+	case ast.Float32:
+		return make([]float32, n)
+	case ast.Float64:
+		return make([]float64, n)
+	case ast.Int32:
+		return make([]int32, n)
+	case ast.Int64:
+		return make([]int64, n)
+	case ast.Bool:
+		return make([]bool, n)
+	}
+	return make([]uint16, n) // float16, bfloat16: their encodings
 }

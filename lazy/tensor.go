@@ -35,6 +35,10 @@ type Tensor struct {
 	// kind says how a computed tensor enters a compiled trace.
 	kind leafKind
 	id   uint64 // a weight's identity
+	// seen and at are a capture's scratch (the capture's epoch, and the
+	// tensor's place in its trace), guarded by dev.mu.
+	seen uint64
+	at   ref
 	// dynamic marks the axes of an input whose size varies from call
 	// to call (Dynamic), bit k for axis k.
 	dynamic uint32
