@@ -99,18 +99,24 @@ func TestNewShapesShareASymbolicModule(t *testing.T) {
 		if st := d.Stats(); st.Misses != step.misses {
 			t.Fatalf("after length %d: %d misses, want %d (%v)", s, st.Misses, step.misses, st)
 		}
-		// a device of its own compiles this length alone, statically
-		ref := newDevice(t)
-		want, err := attention(ref, ref.From(in, s, 16), ref.Weight(wq, 16, 48), ref.Weight(wo, 16, 16), 4).Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j, ok := sameData(got, want); !ok {
-			t.Fatalf("length %d: element %d is %v, the static module's %v", s, j, got[j], want[j])
-		}
+		sameAsStatic(t, got, in, s, wq, wo)
 	}
 	if st := d.Stats(); st.ShapeRecompiles != 4 || st.Symbolic != 4 || st.Hits != 4 {
 		t.Errorf("stats: %v; want 4 recompilations for a new shape, all symbolic, 4 hits", st)
+	}
+}
+
+// sameAsStatic checks the attention block's result at length s against
+// the one a device of its own gives, which compiles that length alone.
+func sameAsStatic(t *testing.T, got, in []float32, s int, wq, wo []float32) {
+	t.Helper()
+	ref := newDevice(t)
+	want, err := attention(ref, ref.From(in, s, 16), ref.Weight(wq, 16, 48), ref.Weight(wo, 16, 16), 4).Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, ok := sameData(got, want); !ok {
+		t.Fatalf("length %d: element %d is %v, the static module's %v", s, j, got[j], want[j])
 	}
 }
 
@@ -345,14 +351,7 @@ func TestDynamicCompilesOncePerBucket(t *testing.T) {
 		if err != nil {
 			t.Fatalf("length %d: %v", s, err)
 		}
-		ref := newDevice(t)
-		want, err := attention(ref, ref.From(in, s, 16), ref.Weight(wq, 16, 48), ref.Weight(wo, 16, 16), 4).Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j, ok := sameData(got, want); !ok {
-			t.Fatalf("length %d: element %d is %v, the static module's %v", s, j, got[j], want[j])
-		}
+		sameAsStatic(t, got, in, s, wq, wo)
 		st := d.Stats()
 		want1 := int64(1) // 8, 5 and 7 share the bucket (4, 8]
 		if i >= 3 {

@@ -24,16 +24,16 @@ func appendAttrs(b []byte, a fusion.Attrs) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = appendInt64s(b, 'b', a.Starts)
-	b = appendInt64s(b, 'e', a.Ends)
-	b = appendInt64s(b, 't', a.Steps)
-	b = appendInt64s(b, 'r', a.Strides)
-	b = appendInt64s(b, 'd', a.Pads)
-	b = appendInt64s(b, 'l', a.Dilations)
+	b = appendInts(b, 'b', a.Starts)
+	b = appendInts(b, 'e', a.Ends)
+	b = appendInts(b, 't', a.Steps)
+	b = appendInts(b, 'r', a.Strides)
+	b = appendInts(b, 'd', a.Pads)
+	b = appendInts(b, 'l', a.Dilations)
 	if a.Groups != nil {
 		b = strconv.AppendInt(append(b, 'g'), *a.Groups, 10)
 	}
-	b = appendInt64s(b, 'w', a.KernelShape)
+	b = appendInts(b, 'w', a.KernelShape)
 	b = appendBool(b, 'c', a.CountIncludePad)
 	b = appendFloatPtr(b, 'v', a.Value)
 	b = appendString(b, 'y', a.DType)
@@ -49,25 +49,14 @@ func appendAttrs(b []byte, a fusion.Attrs) []byte {
 	return b
 }
 
-func appendInts(b []byte, tag byte, v []int) []byte {
+// appendInts appends a tagged list (nothing for nil, "tag[]" for empty).
+func appendInts[T int | int64](b []byte, tag byte, v []T) []byte {
 	if v == nil {
 		return b
 	}
 	b = append(b, tag, '[')
 	for _, x := range v {
 		b = strconv.AppendInt(b, int64(x), 10)
-		b = append(b, ',')
-	}
-	return append(b, ']')
-}
-
-func appendInt64s(b []byte, tag byte, v []int64) []byte {
-	if v == nil {
-		return b
-	}
-	b = append(b, tag, '[')
-	for _, x := range v {
-		b = strconv.AppendInt(b, x, 10)
 		b = append(b, ',')
 	}
 	return append(b, ']')

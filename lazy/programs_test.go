@@ -167,7 +167,7 @@ func (p *program) viaModule(t *testing.T) []any {
 		t.Fatal(err)
 	}
 	for _, o := range res {
-		poison(o.Data)
+		ast.Poison(ast.Float32, o.Data)
 	}
 	if err := m.Run(feed, res); err != nil {
 		t.Fatal(err)

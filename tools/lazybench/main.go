@@ -74,7 +74,18 @@ type report struct {
 	MarkedLengths    []int   `json:"marked_lengths"`
 	MarkedCompiles   int64   `json:"marked_compiles"`
 	UnmarkedCompiles int64   `json:"unmarked_compiles"`
-	Stats            string  `json:"stats"`
+	// what serving a bucket costs: per length, the call on the bucket's
+	// symbolic module and on a module compiled for that length alone
+	Buckets []lengthCost `json:"bucket_vs_static"`
+	Stats   string       `json:"stats"`
+}
+
+// lengthCost is one length's call on the bucket's module and on its own.
+type lengthCost struct {
+	Length int     `json:"length"`
+	Bucket spread  `json:"bucket_ms"`
+	Static spread  `json:"static_ms"`
+	Ratio  float64 `json:"static_over_bucket"`
 }
 
 type spread struct{ Median, P10, P90 float64 }
@@ -150,6 +161,9 @@ func run(threads, seq, calls int, asJSON bool) error {
 	if r.UnmarkedCompiles, err = compilesAt(threads, p, r.MarkedLengths, false); err != nil {
 		return err
 	}
+	if r.Buckets, err = bucketCosts(threads, p, r.MarkedLengths, max(calls/5, 5)); err != nil {
+		return err
+	}
 
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
@@ -161,8 +175,62 @@ func run(threads, seq, calls int, asJSON bool) error {
 	fmt.Printf("  overhead:     %s = %.2f%% of the kernels (recording, capture, lookup, binding)\n", r.Overhead, 100*r.OverheadShare)
 	fmt.Printf("eager Go call:  %s (gonum BLAS + loops); lazy is %.2fx faster; max |difference| %.2g\n", r.Eager, r.Speedup, r.MaxError)
 	fmt.Printf("lengths %v: %d compilations with the sequence marked Dynamic, %d unmarked\n", r.MarkedLengths, r.MarkedCompiles, r.UnmarkedCompiles)
+	for _, c := range r.Buckets {
+		fmt.Printf("  length %d: bucket's module %s, its own %s: %.2f\n", c.Length, c.Bucket, c.Static, c.Ratio)
+	}
 	fmt.Println(r.Stats)
 	return nil
+}
+
+// bucketCosts times the layer at each length on one device whose input
+// is marked Dynamic (the bucket's symbolic module) and on a device of its
+// own per length (a module for that length), the calls alternated.
+func bucketCosts(threads int, p *params, lengths []int, calls int) ([]lengthCost, error) {
+	bucket, err := lazy.NewDevice(lazy.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	defer bucket.Close()
+	wb := p.on(bucket)
+	var out []lengthCost
+	for _, s := range lengths {
+		own, err := lazy.NewDevice(lazy.Options{Threads: threads})
+		if err != nil {
+			return nil, err
+		}
+		wo := p.on(own)
+		x := randoms(rand.New(rand.NewPCG(uint64(s), 6)), s*hidden, 1)
+		call := func(d *lazy.Device, w weights, marked bool) (float64, error) {
+			t := d.From(x, s, hidden)
+			if marked {
+				t = t.Dynamic(0)
+			}
+			start := time.Now()
+			err := d.Sync(layer(t, w))
+			return time.Since(start).Seconds() * 1e3, err
+		}
+		var b, o []float64
+		for i := range calls + 1 {
+			tb, err := call(bucket, wb, true)
+			if err != nil {
+				own.Close()
+				return nil, err
+			}
+			to, err := call(own, wo, false)
+			if err != nil {
+				own.Close()
+				return nil, err
+			}
+			if i > 0 { // the first compiles
+				b, o = append(b, tb), append(o, to)
+			}
+		}
+		own.Close()
+		c := lengthCost{Length: s, Bucket: spreadOf(b), Static: spreadOf(o)}
+		c.Ratio = c.Static.Median / c.Bucket.Median
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // compilesAt runs the layer on a fresh device at each length (the input
