@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/fusion"
 )
 
@@ -366,5 +367,24 @@ func TestDynamicCompilesOncePerBucket(t *testing.T) {
 	}
 	if err := d.From([]float32{1}, 1).Dynamic(1).Err(); err == nil {
 		t.Error("Dynamic of an axis out of range gave no error")
+	}
+}
+
+// TestDevicesOfTwoThreadCounts: each device's barrier runs on its own
+// thread count, whichever device ran last.
+func TestDevicesOfTwoThreadCounts(t *testing.T) {
+	one := newDevice(t)
+	two, err := NewDevice(Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer two.Close()
+	for _, d := range []*Device{one, two, one} {
+		if _, err := d.FromFloat32s([]float32{1, 2}, 2).Exp().Sum().Item(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := native.Threads(); err != nil || n != d.Threads() {
+			t.Fatalf("after a barrier of a device of %d threads the runtime has %d (%v)", d.Threads(), n, err)
+		}
 	}
 }

@@ -12,8 +12,10 @@ import (
 // Options configure a Device.
 type Options struct {
 	// Threads is the number of threads the kernels are scheduled for and
-	// run on (0: 1). The native runtime's thread count is one per
-	// process (native.SetThreads); NewDevice sets it.
+	// run on (0: 1). The native runtime has one thread count per process
+	// (native.SetThreads): a barrier sets it to its device's when another
+	// device (or the program) last set it otherwise, so devices of
+	// different thread counts take turns, not run at once.
 	Threads int
 	// Database, when not nil, gives the compiled modules the tuned
 	// schedules it holds for their kernels (module.Options.Database),
@@ -56,9 +58,6 @@ func NewDevice(opts Options) (*Device, error) {
 		return nil, errors.New("lazy: Options.Threads is negative")
 	}
 	opts.Threads = max(opts.Threads, 1)
-	if err := native.SetThreads(opts.Threads); err != nil {
-		return nil, err
-	}
 	return &Device{
 		opts:       opts,
 		shapes:     map[string]inferred{},
@@ -74,8 +73,8 @@ var (
 )
 
 // Default returns the device the package's functions use: one thread,
-// the default kernel cache. Its first use sets the native runtime to one
-// thread; a program that wants more makes its own device.
+// the default kernel cache; a program that wants more makes its own
+// device.
 func Default() (*Device, error) {
 	defaultOnce.Do(func() { defaultDevice, defaultErr = NewDevice(Options{}) })
 	return defaultDevice, defaultErr

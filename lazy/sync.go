@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/module"
 )
 
@@ -267,6 +268,9 @@ func (d *Device) run(tr *trace, ct *compiledTrace) error {
 			return errPatternMismatch
 		}
 	}
+	if err := d.useThreads(); err != nil {
+		return err
+	}
 	bound := time.Now()
 	err := ct.m.Run(ins, outs)
 	ran := time.Now()
@@ -334,4 +338,14 @@ func newData(dt ast.DType, n int64) any {
 		return make([]bool, n)
 	}
 	return make([]uint16, n) // float16, bfloat16: their encodings
+}
+
+// useThreads sets the native runtime's threads to the device's when
+// they are not (another device, or the program, set them otherwise):
+// devices of different thread counts take turns in one process.
+func (d *Device) useThreads() error {
+	if n, err := native.Threads(); err == nil && n == d.opts.Threads {
+		return nil
+	}
+	return native.SetThreads(d.opts.Threads)
 }
