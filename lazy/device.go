@@ -14,8 +14,9 @@ type Options struct {
 	// Threads is the number of threads the kernels are scheduled for and
 	// run on (0: 1). The native runtime has one thread count per process
 	// (native.SetThreads): a barrier sets it to its device's when another
-	// device (or the program) last set it otherwise, so devices of
-	// different thread counts take turns, not run at once.
+	// device last set it otherwise, so devices of different thread counts
+	// take turns, not run at once. (A program that calls
+	// native.SetThreads itself runs its devices on that count.)
 	Threads int
 	// Database, when not nil, gives the compiled modules the tuned
 	// schedules it holds for their kernels (module.Options.Database),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/loom-go/loom/ast"
@@ -340,12 +341,21 @@ func newData(dt ast.DType, n int64) any {
 	return make([]uint16, n) // float16, bfloat16: their encodings
 }
 
-// useThreads sets the native runtime's threads to the device's when
-// they are not (another device, or the program, set them otherwise):
-// devices of different thread counts take turns in one process.
+// runtimeThreads is the thread count a device last set the native
+// runtime to (0: none yet).
+var runtimeThreads atomic.Int64
+
+// useThreads sets the native runtime's threads to the device's when the
+// device that ran last set another count: devices of different thread
+// counts take turns in one process. (Asking the runtime each time would
+// cost more than a small trace's kernels.)
 func (d *Device) useThreads() error {
-	if n, err := native.Threads(); err == nil && n == d.opts.Threads {
+	if runtimeThreads.Load() == int64(d.opts.Threads) {
 		return nil
 	}
-	return native.SetThreads(d.opts.Threads)
+	if err := native.SetThreads(d.opts.Threads); err != nil {
+		return err
+	}
+	runtimeThreads.Store(int64(d.opts.Threads))
+	return nil
 }
