@@ -128,6 +128,11 @@ func (d *Device) Sync(ts ...*Tensor) error {
 		}
 		d.mu.Lock()
 		d.stats.Compile += time.Since(start)
+		if d.closed {
+			d.mu.Unlock()
+			ct.m.Close()
+			return ErrClosed
+		}
 		d.modules = append(d.modules, ct.m)
 		d.remember(key, ct)
 		d.mu.Unlock()
@@ -179,7 +184,8 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 		// another bucket; else one found from the first sizes and these
 		for _, ct := range s.symbolic {
 			if ct.p.accepts(tr.slots, ct.symbols) {
-				p, symbols = ct.p, ct.symbols
+				// a copy: building the graph may take guesses back
+				p, symbols = slices.Clone(ct.p), ct.symbols
 				break
 			}
 		}
