@@ -292,9 +292,16 @@ func TestErrors(t *testing.T) {
 	}
 	closed := newDevice(t)
 	p := closed.FromFloat32s([]float32{1}, 1).Exp()
+	done := closed.FromFloat32s([]float32{2}, 1).Neg()
+	if _, err := done.Data(); err != nil {
+		t.Fatal(err)
+	}
 	closed.Close()
 	if _, err := p.Data(); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+	if v, err := done.Item(); err != nil || v != -2 {
+		t.Errorf("a tensor computed before Close: %v, %v; want -2", v, err)
 	}
 }
 

@@ -75,10 +75,6 @@ func (d *Device) Sync(ts ...*Tensor) error {
 		return errors.New("lazy: Sync: the device was not made by NewDevice")
 	}
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
-	}
 	start := time.Now()
 	var targets []*Tensor
 	for _, t := range ts {
@@ -89,6 +85,10 @@ func (d *Device) Sync(ts ...*Tensor) error {
 	if len(targets) == 0 {
 		d.mu.Unlock()
 		return nil
+	}
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
 	}
 	tr, err := d.capture(targets)
 	if err != nil {
