@@ -117,7 +117,7 @@ var streamTarget = Target{VectorLanes: 8, Threads: 2, Caches: Caches{L1D: 32 << 
 // keeps the rows' tiles outermost. Both compute what the interpreter
 // does.
 func TestDefaultStreamsPanels(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestDefaultStreamsPanels(t *testing.T) {
 // width (wideWindowTile). One case of each tile shape (the smallest)
 // computes what the interpreter does, compiled; every case with -long.
 func TestDefaultChannelwise(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestDefaultChannelwise(t *testing.T) {
 // vectors of a group's lanes, one a row (groupLanes), at every stride.
 // They compute what the interpreter does (the AVX-512 tiles with -long).
 func TestDefaultGroupedConvolution(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestDefaultGroupedConvolution(t *testing.T) {
 // where the tile holds fewer filters. The code computes what the
 // interpreter does.
 func TestDefaultGroupedConvolutionChannelsFirst(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,8 @@ func TestDefaultGroupedConvolutionChannelsFirst(t *testing.T) {
 // the interpreter does. A dense convolution's pad (read at affine
 // indices) keeps its place under the outermost loop.
 func TestDefaultPadsGroupedConvolutionPerTile(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	longInParallel(t)
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +514,7 @@ func vectorTileOf(s *schedule.Schedule) int64 {
 // two vectors do not divide, take three vectors rather than one; other
 // products keep two. Each computes what the interpreter does.
 func TestDefaultVectorWidths(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +536,7 @@ func TestDefaultVectorWidths(t *testing.T) {
 // the width first (windowsAlongWidth). Both compute what the interpreter
 // does.
 func TestDefaultAVX512Accumulators(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,8 @@ func defaultCases(t testing.TB) []defaultCase {
 // other case, every case with -long), and its trace replays to the same
 // function.
 func TestDefaultMatchesInterpreter(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	longInParallel(t)
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

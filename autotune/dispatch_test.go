@@ -26,6 +26,7 @@ import (
 // the buckets' edges and at sizes no tile divides (each size once: those
 // Check runs are not run again before it, T=300 only with -long).
 func TestDispatch(t *testing.T) {
+	longInParallel(t)
 	src, err := os.ReadFile("../testdata/fusion/mlp.json")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestDispatch(t *testing.T) {
 	if best, _ := db.Best(ast.Hash(f).String(), map[string]int64{"T": 1}, "t"); best != nil {
 		t.Errorf("an exact-size lookup took a bucket's record: %+v", best)
 	}
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestDispatchCheckFindsWrongBucket(t *testing.T) {
   "nodes": [{"op": "exp", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
 	neg := fusedKernel(t, `{"name": "g", "inputs": [{"name": "X", "dtype": "float32", "shape": ["N", "C"]}],
   "nodes": [{"op": "neg", "inputs": ["X"], "output": "Y"}], "outputs": ["Y"]}`)
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestDispatchSymbolicCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

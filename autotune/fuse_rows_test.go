@@ -7,7 +7,6 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -89,7 +88,7 @@ func TestFuseRows(t *testing.T) {
 	// Candidates with the fused loop (and the default schedule, whose
 	// 196 pixels run in tiles of 32 and a last one of 4, without a
 	// gather) compute what the interpreter does.
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 var long = flag.Bool("long", false, "emulate every sampled GPU kernel, validate every step of every schedule, sample every seed")
 
 func TestGPUSpaceLowers(t *testing.T) {
+	longInParallel(t)
 	seeds := uint64(2)
 	if *long {
 		seeds = 8
@@ -363,6 +364,7 @@ func defaultOnGPU(t *testing.T, name string, f *ast.Func, sizes map[string]int64
 // with B transposed (attention's keys) too. Default's shape for a large
 // gemm is a pipelined 128 × 128 block tile.
 func TestTensorCoreShapes(t *testing.T) {
+	longInParallel(t)
 	gemm := func(m, n, k int, bt bool) *ast.Func {
 		b, bidx := fmt.Sprintf("B: float16[%d, %d]", k, n), "B[vk, vj]"
 		if bt {
@@ -607,6 +609,7 @@ func TestTensorCoreAccumulate(t *testing.T) {
 // computes what the interpreter does, on the CPU's emulation of a GPU, at
 // the case's sizes and the edges (0, 1, sizes no tile divides).
 func TestGPUSymbolicTiling(t *testing.T) {
+	longInParallel(t)
 	var c defaultCase
 	for _, dc := range defaultCases(t) {
 		if dc.name == "matmul_sym" {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,8 +30,50 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	allocprof.Off()
 	schedule.SetValidation(*long)
-	os.Exit(m.Run())
+	code := m.Run()
+	if sharedCacheDir != "" {
+		os.RemoveAll(sharedCacheDir)
+	}
+	os.Exit(code)
 }
+
+// longInParallel marks t, one of the package's longest tests (those that
+// compile and check many kernels, on the CPU or in the GPU's emulation),
+// to run in parallel with the others of them, after the package's other
+// tests. They share nothing a test could see: the translation
+// validator's setting is TestMain's for the whole run, sharedCache is
+// safe for goroutines (and finds a kernel only by its function), the
+// GPU emulation builds each module apart, and the kernels' thread pool
+// runs a parallel loop that finds it busy serially on its caller (the
+// same results, more slowly).
+func longInParallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
+// sharedCacheDir is the directory of sharedCache, once made.
+var sharedCacheDir string
+
+// sharedCache returns the kernel cache the package's tests compile into:
+// a kernel two tests build (a workload's default schedule, say) is
+// compiled once, and so is the runtime library a cache builds in its
+// directory (0.2 s of a C compiler each time a test made a cache of its
+// own). The kernels are keyed by their function and options, so a test
+// finds only kernels identical to its own there. A test that closes its
+// kernels (TestDispatchClose) or whose workers read the cache's
+// directory (testRunner) makes a cache of its own.
+func sharedCache() (*native.Cache, error) {
+	return sharedCacheOnce()
+}
+
+var sharedCacheOnce = sync.OnceValues(func() (*native.Cache, error) {
+	dir, err := os.MkdirTemp("", "autotune-test-cache-")
+	if err != nil {
+		return nil, err
+	}
+	sharedCacheDir = dir
+	return native.NewCache(dir)
+})
 
 func testRunner(t *testing.T) (*LocalBuilder, *ProcessRunner) {
 	dir := t.TempDir()

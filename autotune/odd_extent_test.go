@@ -6,7 +6,6 @@ import (
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
@@ -64,7 +63,7 @@ func TestGPUPoorlyDivisible(t *testing.T) {
 // and compute what the interpreter does, their outputs poisoned (NaN)
 // before each run so that a row the guarded tail skips would show.
 func TestOddExtentsMatchInterpreter(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm"
-	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -24,7 +23,7 @@ func (laneLover) Update([][]float64, []float64) {}
 // empty model returns the default itself; the refined schedule of each
 // case computes what the interpreter does.
 func TestRefine(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestRulesShapes(t *testing.T) {
 // unscheduled function, on every corpus function: two seeds each, three
 // with -long.
 func TestSampledKernelsMatchInterpreter(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,8 @@ func fusedKernel(t *testing.T, graph string) *ast.Func {
 // of conv1d_dilated_0 and seed 2 of dw_0 unroll into kernels LLVM takes
 // 17 and 9 seconds to compile); every case and seed with -long.
 func TestSymbolicLoopsSampledTiles(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	longInParallel(t)
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +467,7 @@ func TestVectorRFactorSymbolicRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestVectorRFactorSymbolicRow(t *testing.T) {
 // (49 in all) keeps its rows. Compiled, both give the interpreter's
 // results.
 func TestVectorRFactorFusesRows(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +531,7 @@ func TestVectorRFactorFusesRows(t *testing.T) {
 // outer tile loop of one iteration; with 512 channels, split, they stay
 // after the row of tiles. Compiled, both give the interpreter's results.
 func TestWriteBackPerRegisterTile(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +631,7 @@ func TestThinBucketSpreadsInnerLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := mm.Func
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

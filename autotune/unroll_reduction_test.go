@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -20,7 +19,8 @@ import (
 // compute what the interpreter does, and finishing the schedule again
 // adds nothing.
 func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	longInParallel(t)
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 // tails, keeps the unrolled reduction and computes what the interpreter
 // does at 0, 1 and 13 rows.
 func TestUnrolledReductionSymbolicRows(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

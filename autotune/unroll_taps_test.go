@@ -25,7 +25,7 @@ type unrollCase struct {
 // vector once; at stride 2, and for a dense convolution, the taps stay
 // rolled. The unrolled 3x3 case computes what the interpreter does.
 func TestDefaultUnrollsSharedTaps(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
+	cache, err := sharedCache()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,21 @@ import (
 	"github.com/loom-go/loom/codegen/cuda"
 	"github.com/loom-go/loom/internal/allocprof"
 	"github.com/loom-go/loom/internal/cudaemu"
+	"github.com/loom-go/loom/tools/loom/internal/bench"
 )
 
 // TestMain lets the test binary serve as loom tune's worker process
 // (loom tune runs its own executable with the argument "worker"), and as
 // loom itself in a child process where asLoomEnv is set.
+//
+// In every role it times kernels briefly: samples of 1 ms (bench, the
+// sweeps and the suite: 5 of them, not 0.3 s; tune's candidates: not 10
+// ms). The tests check that times are measured, reported and recorded,
+// never how precise they are, and at the full lengths timing was a third
+// of the package's time.
 func TestMain(m *testing.M) {
+	bench.SampleTime, bench.MeasureTime = time.Millisecond, 0
+	runnerMinSeconds = 1e-3
 	if len(os.Args) > 1 && os.Args[1] == "worker" || os.Getenv(asLoomEnv) == "1" {
 		allocprof.Off()
 		os.Exit(loom(os.Args[1:], os.Stdout, os.Stderr))
@@ -31,6 +40,22 @@ func TestMain(m *testing.M) {
 }
 
 const asLoomEnv = "LOOM_TEST_AS_LOOM"
+
+// longInParallel marks t, one of the package's four longest tests
+// (TestTuneCUDA, TestReplayRebuildsTuned, TestTunedCommands,
+// TestBenchSuiteOneDNN), to run in parallel with the others of them,
+// after the package's other tests. What loom keeps for a whole process
+// does not tell them apart: each has its own files (its database, its
+// outputs, under t.TempDir()); native.SetThreads, which bench sets,
+// changes only how fast kernels run, never what they compute; the
+// kernel cache's directory is safe for processes and goroutines to
+// share; and the translation validator's setting, which
+// TestReplayRebuildsTuned sets off, is off in the whole package (no test
+// runs tune -validate).
+func longInParallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
 
 func runLoom(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -122,6 +147,8 @@ func TestTuneCUDAWithoutGPU(t *testing.T) {
 // that loads the stand-in driver of package cudaemu in place of CUDA (the
 // kernels run on the CPU).
 func TestTuneCUDA(t *testing.T) {
+	// Without a GPU nearly all of it is a child process's (and g++'s).
+	longInParallel(t)
 	dir := t.TempDir()
 	args := []string{"tune", "-workload", "gemm", "-size", "32", "-target", "cuda", "-trials", "2", "-seed", "2",
 		"-db", filepath.Join(dir, "db.jsonl"), "-out", filepath.Join(dir, "out"), "-json", "-q"}
@@ -281,6 +308,7 @@ func TestTune(t *testing.T) {
 // TestTunedCommands tunes a small gemm and the kernels of a graph, then
 // uses the records: bench -schedule tuned, lower, replay and plot.
 func TestTunedCommands(t *testing.T) {
+	longInParallel(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "db.jsonl")
 	if code, _, errs := runLoom(t, "tune", "-workload", "gemm", "-size", "48", "-trials", "6", "-threads", "1", "-db", db, "-q"); code != 0 {
@@ -764,6 +792,7 @@ func TestBenchSuite(t *testing.T) {
 // suite's harness, built from tools/onednn where oneDNN is installed), on
 // the same inputs, its result checked against loom's.
 func TestBenchSuiteOneDNN(t *testing.T) {
+	longInParallel(t)
 	if _, err := os.Stat("/usr/include/oneapi/dnnl/dnnl.hpp"); err != nil {
 		t.Skip("oneDNN is not installed (make onednn installs it)")
 	}

@@ -32,6 +32,7 @@ func TestReplayRebuildsTuned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("samples every workload at its benchmark shape and runs a program: skipped in short mode")
 	}
+	longInParallel(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")

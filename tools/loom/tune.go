@@ -414,7 +414,7 @@ func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string
 	if err != nil {
 		return nil, err
 	}
-	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cacheDir, Threads: nt, Timeout: timeout}
+	runner := &autotune.ProcessRunner{Command: []string{exe, "worker"}, CacheDir: cacheDir, Threads: nt, Timeout: timeout, MinSeconds: runnerMinSeconds}
 	t := &tuner{
 		threads: nt,
 		timeout: timeout,
@@ -432,6 +432,12 @@ func newTuner(dev *cuda.Device, threads, trials int, seed uint64, dbPath *string
 	t.rules, t.target, t.targetKey = autotune.DefaultRules(), autotune.HostTarget(nt), autotune.TargetKey(llvm.Host(), nt)
 	return t, nil
 }
+
+// runnerMinSeconds is how long each timed sample of a candidate lasts at
+// least (0: autotune's default, 10 ms). The package's tests shorten it
+// (see TestMain): they check what tune records, reports and writes, not
+// how precise its times are.
+var runnerMinSeconds float64
 
 // close removes the runner's temporary files (the reference outputs).
 func (t *tuner) close() {

@@ -480,9 +480,20 @@ type Timing struct {
 	CV float64
 }
 
-// Measure times run: samples of enough calls to last at least 20 ms, at
-// least 5 samples, more (up to 30) while they total under 0.3 s. The
-// caller has already made a warm-up call.
+// SampleTime and MeasureTime set Measure's clock: each sample lasts at
+// least SampleTime, and samples are taken while they total under
+// MeasureTime. loom's own tests (package main's TestMain) shorten both:
+// what they check is that times are measured and reported, never how
+// precisely, and at the full lengths timing was most of their time (a
+// sweep times every size three ways).
+var (
+	SampleTime  = 20 * time.Millisecond
+	MeasureTime = 300 * time.Millisecond
+)
+
+// Measure times run: samples of enough calls to last at least SampleTime
+// (20 ms), at least 5 samples, more (up to 30) while they total under
+// MeasureTime (0.3 s). The caller has already made a warm-up call.
 func Measure(run func() error) (Timing, error) {
 	start := time.Now()
 	if err := run(); err != nil {
@@ -490,12 +501,12 @@ func Measure(run func() error) (Timing, error) {
 	}
 	one := time.Since(start)
 	reps := 1
-	if one < 20*time.Millisecond {
-		reps = int(20*time.Millisecond/max(one, time.Microsecond)) + 1
+	if one < SampleTime {
+		reps = int(SampleTime/max(one, time.Microsecond)) + 1
 	}
 	var per []time.Duration
 	var total time.Duration
-	for s := 0; s < 30 && (s < 5 || total < 300*time.Millisecond); s++ {
+	for s := 0; s < 30 && (s < 5 || total < MeasureTime); s++ {
 		start := time.Now()
 		for r := 0; r < reps; r++ {
 			if err := run(); err != nil {
