@@ -104,7 +104,10 @@ func perfectTile(s *schedule.Schedule, t Target, l schedule.Loop, n, maxInnermos
 		if bound := extentBound(s, l, t.Bounds.max()); bound > 0 && n >= 2 {
 			// A bucket of sizes (Target.Bounds): tiled as the
 			// bucket's largest extent would be, the tails guarded.
-			return guardedTile(s, n, decideTile(paddedExtent(bound, maxInnermost, r, t), n, maxInnermost, r, t))
+			if poorlyDivisible(bound, maxInnermost, r, t) {
+				bound = paddedExtent(bound, maxInnermost, r, t)
+			}
+			return guardedTile(s, n, decideTile(bound, n, maxInnermost, r, t))
 		}
 		return fixedTile(s, l, n, maxInnermost, symbolicTile(n, maxInnermost, r, t))
 	case !ok && n >= 1:
