@@ -48,6 +48,7 @@ type Device struct {
 	exact      map[string]*compiledTrace
 	structures map[string]*structure
 	modules    []*module.Module // every module compiled, to close
+	running    sync.WaitGroup   // runs in flight, which Close waits for
 	stats      Stats
 	weights    uint64 // the last weight identity handed out
 	epoch      uint64 // the last capture's
@@ -84,15 +85,23 @@ func Default() (*Device, error) {
 // Threads is the number of threads the device's kernels are made for.
 func (d *Device) Threads() int { return d.opts.Threads }
 
-// Close releases the compiled modules. Tensors already computed stay
-// readable; a barrier after Close is an error.
+// Close releases the compiled modules, once the barriers running on
+// them have finished. Tensors already computed stay readable; a barrier
+// that has something to compute after Close is an error (ErrClosed).
 func (d *Device) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
+	if d == nil {
 		return nil
 	}
-	d.closed = true
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true // no run starts after this
+	d.mu.Unlock()
+	d.running.Wait() // the runs that started finish
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var errs []error
 	for _, m := range d.modules {
 		errs = append(errs, m.Close())
@@ -103,6 +112,9 @@ func (d *Device) Close() error {
 
 // Stats returns the device's statistics so far.
 func (d *Device) Stats() Stats {
+	if d == nil {
+		return Stats{}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.stats

@@ -2,6 +2,7 @@ package lazy
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
@@ -194,7 +195,22 @@ func (t *Tensor) MaxKeep(axes ...int) *Tensor  { return t.reduce("reduce_max", a
 func (t *Tensor) MinKeep(axes ...int) *Tensor  { return t.reduce("reduce_min", axes, true) }
 
 func (t *Tensor) reduce(op string, axes []int, keep bool) *Tensor {
+	if t.usable() && t.Rank() == 0 && len(axes) == 0 {
+		return t.Identity() // all of a scalar's no axes: itself
+	}
 	return t.apply(op, fusion.Attrs{Axes: axes, KeepDims: keep})
+}
+
+// finite refuses a number fusion's attributes cannot hold (they are
+// JSON numbers).
+func (t *Tensor) finite(op, what string, v float64) *Tensor {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		if !t.usable() {
+			return t.apply(op, fusion.Attrs{})
+		}
+		return t.dev.errTensor(fmt.Errorf("lazy: %s: %s is %v: attributes are finite numbers (%s)", op, what, v, caller()))
+	}
+	return nil
 }
 
 // Softmax normalizes exponentials along axis.
@@ -205,6 +221,9 @@ func (t *Tensor) Softmax(axis int) *Tensor {
 // LayerNorm normalizes over the axes from axis to the last, then scales
 // and shifts (either may be nil).
 func (t *Tensor) LayerNorm(scale, shift *Tensor, axis int, epsilon float64) *Tensor {
+	if bad := t.finite("layernorm", "epsilon", epsilon); bad != nil {
+		return bad
+	}
 	var ins []*Tensor
 	if scale != nil {
 		ins = append(ins, scale)
@@ -229,6 +248,9 @@ func normAxis(axis, rank int) int {
 // RMSNorm divides by the root mean square over the last axis, then
 // scales by weight (nil: none).
 func (t *Tensor) RMSNorm(weight *Tensor, epsilon float64) *Tensor {
+	if bad := t.finite("rms_norm", "epsilon", epsilon); bad != nil {
+		return bad
+	}
 	var ins []*Tensor
 	if weight != nil {
 		ins = append(ins, weight)
@@ -238,6 +260,9 @@ func (t *Tensor) RMSNorm(weight *Tensor, epsilon float64) *Tensor {
 
 // BatchNorm is inference batch normalization per channel (axis 1).
 func (t *Tensor) BatchNorm(scale, shift, mean, variance *Tensor, epsilon float64) *Tensor {
+	if bad := t.finite("batch_norm", "epsilon", epsilon); bad != nil {
+		return bad
+	}
 	return t.apply("batch_norm", fusion.Attrs{Epsilon: floatPtr(epsilon)}, scale, shift, mean, variance)
 }
 
@@ -287,6 +312,9 @@ const toTheEnd = 1 << 40
 // Pad pads t: pads lists the begins of every axis, then the ends; the
 // border is value.
 func (t *Tensor) Pad(pads []int, value float64) *Tensor {
+	if bad := t.finite("pad", "the value", value); bad != nil {
+		return bad
+	}
 	return t.apply("pad", fusion.Attrs{Pads: ints64(pads), Value: floatPtr(value)})
 }
 

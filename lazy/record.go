@@ -3,7 +3,9 @@ package lazy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -95,6 +97,12 @@ func (d *Device) record(op string, attrs fusion.Attrs, inputs ...*Tensor) *Tenso
 		d.shapes[key] = r
 		d.mu.Unlock()
 	}
+	if r.err == nil {
+		r.err = sizeError(r.shape)
+		if r.err != nil {
+			r.err = fmt.Errorf("lazy: %s: %w", op, r.err)
+		}
+	}
 	if r.err != nil {
 		return d.errTensor(fmt.Errorf("%w (%s)", r.err, caller()))
 	}
@@ -136,6 +144,31 @@ func inferOne(n *node) inferred {
 		r.shape = append(r.shape, v)
 	}
 	return r
+}
+
+// maxElements is the most elements a tensor may have.
+const maxElements = 1 << 40
+
+// sizeError says why a shape is too large for a tensor, if it is: a
+// dimension of 2^31 or more, or more than maxElements elements (in any
+// order of the dimensions: a zero anywhere makes none).
+func sizeError(shape []int64) error {
+	n := int64(1)
+	for i, d := range shape {
+		if d < 0 || d > math.MaxInt32 {
+			return fmt.Errorf("dimension %d is %d, out of range [0, 2^31)", i, d)
+		}
+	}
+	if slices.Contains(shape, 0) {
+		return nil
+	}
+	for _, d := range shape {
+		if n > maxElements/d {
+			return fmt.Errorf("shape %v has more than 2^40 elements", shape)
+		}
+		n *= d
+	}
+	return nil
 }
 
 // constDims returns a shape as fusion's constant dimensions.

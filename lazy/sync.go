@@ -10,6 +10,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/fusion"
 	"github.com/loom-go/loom/module"
 )
 
@@ -27,19 +28,44 @@ type compiledTrace struct {
 	p       pattern
 	symbols int
 	lo, hi  []int64
+	// shapes are the symbolic shapes of the trace's nodes in its graph
+	shapes []fusion.Shape
 }
 
-// serves reports whether the compiled trace takes sizes.
-func (ct *compiledTrace) serves(sizes []int64) bool {
-	if !ct.p.accepts(sizes, ct.symbols) {
+// shapesFit reports whether the graph's shapes, at the trace's symbol
+// values, are the shapes the trace recorded, node by node: a pattern can
+// fit every size the trace names and still make another shape (x[6:] of
+// a length that becomes S: S - 6 rows, where a length of 5 has 0).
+func (ct *compiledTrace) shapesFit(tr *trace) bool {
+	sizes := map[string]int64{}
+	for j, v := range ct.p.symbolValues(tr.slots, ct.symbols) {
+		sizes[symbol(j)] = v
+	}
+	for k, shape := range ct.shapes {
+		want := tr.nodes[k].shape
+		if len(shape) != len(want) {
+			return false
+		}
+		for i, dim := range shape {
+			if v, err := dim.Eval(sizes); err != nil || v != want[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// serves reports whether the compiled trace takes trace tr.
+func (ct *compiledTrace) serves(tr *trace) bool {
+	if !ct.p.accepts(tr.slots, ct.symbols) {
 		return false
 	}
-	for j, v := range ct.p.symbolValues(sizes, ct.symbols) {
+	for j, v := range ct.p.symbolValues(tr.slots, ct.symbols) {
 		if v < ct.lo[j] || v > ct.hi[j] {
 			return false
 		}
 	}
-	return true
+	return ct.shapesFit(tr)
 }
 
 // structure is what a device knows of one trace structure.
@@ -61,6 +87,9 @@ var ErrClosed = errors.New("lazy: the device is closed")
 // named here (and in Data, Item and String), and leaves the rest pending
 // until they are asked for or dropped.
 func (d *Device) Sync(ts ...*Tensor) error {
+	if d == nil {
+		return errors.New("lazy: Sync on a nil Device")
+	}
 	for i, t := range ts {
 		switch {
 		case t == nil:
@@ -101,6 +130,7 @@ func (d *Device) Sync(ts ...*Tensor) error {
 	d.stats.Capture += captured.Sub(start)
 
 	ct := d.lookup(tr, key)
+	hit := ct != nil
 	d.stats.Lookup += time.Since(captured)
 	if ct == nil {
 		d.stats.Misses++
@@ -119,7 +149,10 @@ func (d *Device) Sync(ts ...*Tensor) error {
 		// the graph's own rules tie sizes the pattern left free: this
 		// trace gets a module of its own sizes
 		d.mu.Lock()
-		d.stats.Misses++
+		if hit { // counted as a hit: a miss after all
+			d.stats.Hits--
+			d.stats.Misses++
+		}
 		d.stats.ShapeRecompiles++
 		d.mu.Unlock()
 		start := time.Now()
@@ -155,7 +188,7 @@ func (d *Device) lookup(tr *trace, key string) *compiledTrace {
 		return nil
 	}
 	for _, ct := range s.symbolic {
-		if ct.serves(tr.slots) {
+		if ct.serves(tr) {
 			d.remember(key, ct)
 			return ct
 		}
@@ -179,6 +212,7 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 	s := d.structures[tr.structure]
 	var p pattern
 	var symbols int
+	derived := false // p found from this structure's first sizes and these
 	if s != nil {
 		// a pattern of this structure that takes these sizes, in
 		// another bucket; else one found from the first sizes and these
@@ -192,7 +226,7 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 		if p == nil && !s.failed {
 			var ok bool
 			p, symbols, ok = derivePattern(tr, s.first, tr.slots)
-			s.failed = !ok
+			s.failed, derived = !ok, ok
 		}
 	} else {
 		p, symbols, _ = markedPattern(tr)
@@ -204,14 +238,21 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 
 	start := time.Now()
 	ct, err := d.build(tr, p, symbols)
+	failed := false
 	if err != nil && p != nil {
 		// a pattern the graph's own rules do not take (its symbols
-		// proved equal, say): compile at these sizes instead
+		// proved equal, say), or whose shapes at these sizes are not the
+		// trace's (a slice past a short length): compile at these sizes
+		// instead
+		failed = derived && !errors.Is(err, errPatternMismatch)
 		p = nil
 		ct, err = d.build(tr, nil, 0)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if s != nil && failed {
+		s.failed = true // the structure's sizes make no graph: no retries
+	}
 	d.stats.Compile += time.Since(start)
 	if err != nil {
 		return nil, err
@@ -241,6 +282,14 @@ func (d *Device) build(tr *trace, p pattern, symbols int) (*compiledTrace, error
 		return nil, fmt.Errorf("lazy: the trace's graph: %w", err)
 	}
 	ct := &compiledTrace{p: p, symbols: symbols}
+	if p != nil {
+		for k := range tr.ops {
+			ct.shapes = append(ct.shapes, g.Tensor(ref{'t', int32(k)}.name()).Shape)
+		}
+		if !ct.shapesFit(tr) {
+			return nil, errPatternMismatch
+		}
+	}
 	opts := module.Options{Threads: d.opts.Threads, Database: d.opts.Database, Cache: d.opts.Cache}
 	if p != nil {
 		b := &autotune.SizeBounds{Min: map[string]int64{}, Max: map[string]int64{}}
@@ -272,15 +321,24 @@ func (d *Device) run(tr *trace, ct *compiledTrace) error {
 	}
 	if ct.p != nil {
 		if _, err := ct.m.Sizes(ins); err != nil {
-			return errPatternMismatch
+			return errPatternMismatch // a safety net: serves checked the shapes
 		}
 	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.running.Add(1) // Close waits for it
+	d.mu.Unlock()
 	if err := d.useThreads(); err != nil {
+		d.running.Done()
 		return err
 	}
 	bound := time.Now()
 	err := ct.m.Run(ins, outs)
 	ran := time.Now()
+	d.running.Done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stats.Capture += bound.Sub(start)
@@ -292,8 +350,11 @@ func (d *Device) run(tr *trace, ct *compiledTrace) error {
 		return fmt.Errorf("lazy: running the trace: %w", err)
 	}
 	for _, o := range tr.outputs {
-		t := tr.nodes[o.i]
-		t.data, t.node, t.kind = outs[o.name()].Data, nil, leafInput
+		// A concurrent barrier may have computed it first: its data
+		// stays (a trace may be reading it).
+		if t := tr.nodes[o.i]; t.node != nil {
+			t.data, t.node, t.kind = outs[o.name()].Data, nil, leafInput
+		}
 	}
 	return nil
 }

@@ -70,10 +70,18 @@ type node struct {
 }
 
 // DType is the tensor's element type.
-func (t *Tensor) DType() ast.DType { return t.dtype }
+func (t *Tensor) DType() ast.DType {
+	if t == nil {
+		return ast.Float32
+	}
+	return t.dtype
+}
 
 // Shape is the tensor's shape (a copy).
 func (t *Tensor) Shape() []int {
+	if t == nil {
+		return nil
+	}
 	out := make([]int, len(t.shape))
 	for i, d := range t.shape {
 		out[i] = int(d)
@@ -82,21 +90,41 @@ func (t *Tensor) Shape() []int {
 }
 
 // Rank is the number of the tensor's dimensions.
-func (t *Tensor) Rank() int { return len(t.shape) }
+func (t *Tensor) Rank() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.shape)
+}
 
 // Len is the number of the tensor's elements.
-func (t *Tensor) Len() int { return int(elements(t.shape)) }
+func (t *Tensor) Len() int {
+	if t == nil {
+		return 0
+	}
+	return int(elements(t.shape))
+}
 
 // Err is the error of the operation that made the tensor or of one of its
 // operands, if any. It runs nothing.
-func (t *Tensor) Err() error { return t.err }
+func (t *Tensor) Err() error {
+	if t == nil {
+		return errors.New("lazy: a nil tensor")
+	}
+	return t.err
+}
 
 // Device is the device the tensor belongs to.
-func (t *Tensor) Device() *Device { return t.dev }
+func (t *Tensor) Device() *Device {
+	if t == nil {
+		return nil
+	}
+	return t.dev
+}
 
 // Pending reports whether the tensor is still to be computed.
 func (t *Tensor) Pending() bool {
-	if t.dev == nil {
+	if t == nil || t.dev == nil {
 		return false
 	}
 	t.dev.mu.Lock()
@@ -109,6 +137,9 @@ func (t *Tensor) Pending() bool {
 // float32, []int64, []bool, ...; []uint16 holding the encodings for
 // float16 and bfloat16) in row-major order.
 func (t *Tensor) Data() (any, error) {
+	if t == nil {
+		return nil, errors.New("lazy: Data of a nil tensor")
+	}
 	if t.dev == nil {
 		return nil, errors.New("lazy: Data of a zero Tensor (tensors come from a Device)")
 	}
@@ -136,7 +167,7 @@ func (t *Tensor) Data() (any, error) {
 
 // Float32s is Data for a float32 tensor.
 func (t *Tensor) Float32s() ([]float32, error) {
-	if t.err == nil && t.dtype != ast.Float32 {
+	if t != nil && t.err == nil && t.dtype != ast.Float32 {
 		return nil, fmt.Errorf("lazy: Float32s of a %s tensor (Data returns any dtype's elements)", t.dtype)
 	}
 	v, err := t.Data()
@@ -149,12 +180,18 @@ func (t *Tensor) Float32s() ([]float32, error) {
 // Item is a barrier: the value of a tensor of one element, as a float64
 // (true is 1).
 func (t *Tensor) Item() (float64, error) {
-	if t.err == nil && elements(t.shape) != 1 {
+	if t != nil && t.err == nil && elements(t.shape) != 1 {
 		return 0, fmt.Errorf("lazy: Item of a tensor of shape %v (%d elements, not 1)", t.shape, elements(t.shape))
 	}
 	v, err := t.Data()
 	if err != nil {
 		return 0, err
+	}
+	switch t.dtype {
+	case ast.Float16:
+		return ast.Float16Value(v.([]uint16)[0]), nil
+	case ast.BFloat16:
+		return ast.BFloat16Value(v.([]uint16)[0]), nil
 	}
 	return element(v, 0), nil
 }
@@ -235,6 +272,9 @@ func elements(shape []int64) int64 {
 
 // errTensor is a tensor that carries only an error.
 func (d *Device) errTensor(err error) *Tensor {
+	if d == nil {
+		d = &Device{}
+	}
 	return &Tensor{dev: d, err: err}
 }
 
@@ -258,6 +298,9 @@ func (d *Device) FromFloat32s(data []float32, shape ...int) *Tensor { return d.F
 // known by its identity, so that it is packed once when the module is
 // built (module.Options.PlainWeights is not set) instead of per call. The
 // data is copied; the tensor stays the same weight as long as it lives.
+// Make a weight once, outside the loop that uses it: each Weight is a
+// new constant, so a Weight made per call compiles each call's trace
+// anew. Data that changes from call to call is From's.
 func (d *Device) Weight(data any, shape ...int) *Tensor {
 	t, err := d.leaf(data, shape)
 	if err != nil {
@@ -277,7 +320,8 @@ func (d *Device) Weight(data any, shape ...int) *Tensor {
 }
 
 // Scalar returns a float32 tensor of shape [] holding v; it enters a
-// trace as a constant keyed by its value.
+// trace as a constant keyed by its value, so a scalar that changes every
+// call (1/length) makes a trace per value: give such a value with From.
 func (d *Device) Scalar(v float64) *Tensor { return d.ScalarOf(ast.Float32, v) }
 
 // ScalarOf returns a tensor of shape [] and element type dt holding v.
@@ -297,8 +341,8 @@ func (d *Device) ScalarOf(dt ast.DType, v float64) *Tensor {
 	default:
 		return d.errTensor(fmt.Errorf("lazy: ScalarOf: no scalars of %s", dt))
 	}
-	if dt != ast.Float64 && dt != ast.Float32 && v != math.Trunc(v) {
-		return d.errTensor(fmt.Errorf("lazy: ScalarOf: %v is no %s", v, dt))
+	if msg := scalarError(dt, v); msg != "" {
+		return d.errTensor(fmt.Errorf("lazy: ScalarOf: %v is no %s: %s (%s)", v, dt, msg, caller()))
 	}
 	t, err := d.leaf(data, nil)
 	if err != nil {
@@ -306,6 +350,28 @@ func (d *Device) ScalarOf(dt ast.DType, v float64) *Tensor {
 	}
 	t.kind = leafSmall
 	return t
+}
+
+// scalarError says why v is no value of dt, if it is not.
+func scalarError(dt ast.DType, v float64) string {
+	switch dt {
+	case ast.Float32:
+		if math.Abs(v) > math.MaxFloat32 && !math.IsInf(v, 0) {
+			return "out of float32's range"
+		}
+	case ast.Int32, ast.Int64:
+		if v != math.Trunc(v) || math.IsInf(v, 0) {
+			return "not a whole number"
+		}
+		lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
+		if dt == ast.Int64 {
+			lo, hi = -(1 << 63), 1<<63-1024 // the float64s below 2^63
+		}
+		if v < lo || v > hi {
+			return "out of range"
+		}
+	}
+	return ""
 }
 
 // Zeros returns a pending tensor of zeros of the given type and shape.
@@ -321,21 +387,20 @@ func (d *Device) Full(dt ast.DType, v float64, shape ...int) *Tensor {
 
 // leaf makes a computed tensor of a copy of data.
 func (d *Device) leaf(data any, shape []int) (*Tensor, error) {
-	t := &Tensor{dev: d, shape: make([]int64, len(shape))}
+	if d == nil {
+		return nil, errors.New("a nil Device")
+	}
+	t := &Tensor{dev: d, shape: ints64(shape)}
+	if t.shape == nil {
+		t.shape = []int64{}
+	}
 	if len(shape) > 16 {
 		return nil, fmt.Errorf("rank %d is more than 16", len(shape))
 	}
-	n := int64(1)
-	for i, s := range shape {
-		if s < 0 || s > math.MaxInt32 {
-			return nil, fmt.Errorf("dimension %d is %d, out of range [0, 2^31)", i, s)
-		}
-		t.shape[i] = int64(s)
-		n *= int64(s)
-		if n > 1<<40 {
-			return nil, fmt.Errorf("shape %v is too large", shape)
-		}
+	if err := sizeError(t.shape); err != nil {
+		return nil, err
 	}
+	n := elements(t.shape)
 	var have int
 	switch v := data.(type) {
 	case []float32:
