@@ -161,14 +161,11 @@ func (d *Device) Sync(ts ...*Tensor) error {
 		}
 		d.mu.Lock()
 		d.stats.Compile += time.Since(start)
-		if d.closed {
-			d.mu.Unlock()
-			ct.m.Close()
-			return ErrClosed
-		}
-		d.modules = append(d.modules, ct.m)
-		d.remember(key, ct)
+		err = d.adopt(key, ct)
 		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		err = d.run(tr, ct)
 	}
 	return err
@@ -193,6 +190,19 @@ func (d *Device) lookup(tr *trace, key string) *compiledTrace {
 			return ct
 		}
 	}
+	return nil
+}
+
+// adopt makes a newly compiled trace the device's, found by its exact
+// key, closed with the device (at once if the device closed meanwhile).
+// The device's lock is held.
+func (d *Device) adopt(key string, ct *compiledTrace) error {
+	if d.closed {
+		ct.m.Close()
+		return ErrClosed
+	}
+	d.modules = append(d.modules, ct.m)
+	d.remember(key, ct)
 	return nil
 }
 
@@ -257,11 +267,9 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.closed {
-		ct.m.Close()
-		return nil, ErrClosed
+	if err := d.adopt(key, ct); err != nil {
+		return nil, err
 	}
-	d.modules = append(d.modules, ct.m)
 	if s = d.structures[tr.structure]; s == nil {
 		s = &structure{first: tr.slots}
 		d.structures[tr.structure] = s
@@ -270,7 +278,6 @@ func (d *Device) compile(tr *trace, key string) (*compiledTrace, error) {
 		d.stats.Symbolic++
 		s.symbolic = append(s.symbolic, ct)
 	}
-	d.remember(key, ct)
 	return ct, nil
 }
 
