@@ -45,10 +45,6 @@ type emitter struct {
 	loose     bool        // lane 0's address may lie outside its buffer (a guarded load's masked lanes): no inbounds
 	parallel  bool        // inside the outlined body of a parallel loop
 	nOutlined int
-	// reused are the slots of fn's temporaries allocated on the heap
-	// once and reused by every iteration of their loop (see
-	// allocReused), freed at fn's exit.
-	reused []value.Value
 }
 
 // buffer is a buffer in scope: a pointer to its first element and the
@@ -180,7 +176,6 @@ func (e *emitter) begin(fn *ir.Func) {
 	e.entry = e.newBlock("entry")
 	e.b = e.newBlock("body")
 	e.exit = e.newBlock("exit")
-	e.reused = nil // fn's own (an outlined body's caller keeps its)
 	// Keep the exit block last: move it there when the function is done.
 }
 
@@ -188,10 +183,6 @@ func (e *emitter) begin(fn *ir.Func) {
 func (e *emitter) finish() {
 	e.entry.NewBr(e.fn.Blocks[1])
 	e.b.NewBr(e.exit)
-	for _, slot := range e.reused {
-		e.exit.NewCall(e.runtimeFunc("free"), e.exit.NewLoad(types.NewPointer(types.I8), slot))
-	}
-	e.reused = nil
 	blocks := e.fn.Blocks
 	for i, b := range blocks {
 		if b == e.exit {
@@ -502,10 +493,6 @@ func (e *emitter) loopBody(l *ast.For) {
 	var heap []value.Value
 	for _, b := range e.atLoop[l] {
 		c := e.compact[b]
-		if !e.onStack(b, c.Shape) {
-			e.allocReused(b, c.Shape, c.Origin)
-			continue
-		}
 		if p := e.allocShaped(b, c.Shape, c.Origin); p != nil {
 			heap = append(heap, p)
 		}

@@ -287,60 +287,6 @@ func (e *emitter) alloc(a *ast.Alloc) value.Value {
 	return e.allocShaped(a.Buffer, a.Buffer.Shape, nil)
 }
 
-// onStack reports whether allocShaped puts a buffer of b's type and the
-// given shape on the stack: a constant size of at most stackLimit bytes.
-func (e *emitter) onStack(b *ast.Buffer, shape []ast.Expr) bool {
-	n := int64(1)
-	for _, d := range shape {
-		c, ok := ast.ConstIntValue(ast.Simplify(d))
-		if !ok {
-			return false
-		}
-		n *= max(c, 0)
-	}
-	return n*int64(b.DType.Bytes()) <= stackLimit
-}
-
-// allocReused brings into scope a temporary compacted at a loop that
-// does not fit the stack (its size symbolic, or large): allocated on the
-// heap by the first iteration that reaches it in this call of fn and
-// reused by the others, freed at fn's exit. Its shape depends on the
-// sizes alone, so every iteration needs as many elements, and no value
-// flows through it from one iteration to the next (what compaction
-// checked); a parallel loop's body is a function of its own, so each
-// thread's chunk has its buffer. (Allocated per iteration, a softmax
-// over a symbolic row paid a heap allocation per row.)
-func (e *emitter) allocReused(b *ast.Buffer, shape, origin []ast.Expr) {
-	i8p := types.NewPointer(types.I8)
-	slot := e.entry.NewAlloca(i8p)
-	slot.LocalName = e.localName("reused." + b.Name)
-	e.entry.NewStore(constant.NewNull(i8p), slot)
-	e.reused = append(e.reused, slot)
-
-	first, have := e.newBlock("first."+b.Name), e.newBlock("have."+b.Name)
-	e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, e.b.NewLoad(i8p, slot), constant.NewNull(i8p)), first, have)
-	e.b = first
-	var n value.Value = i64(1)
-	for _, d := range shape {
-		n = e.mul64(n, e.scalar(e.index(d)))
-	}
-	bytes := e.mul64(n, i64(int64(b.DType.Bytes())))
-	rounded := e.b.NewAnd(e.b.NewAdd(bytes, i64(vectorAlign)), i64(-vectorAlign))
-	raw := e.b.NewCall(e.runtimeFunc("aligned_alloc"), i64(vectorAlign), rounded)
-	failed, got := e.newBlock("oom"), e.newBlock("got."+b.Name)
-	e.b.NewCondBr(e.b.NewICmp(enum.IPredEQ, raw, constant.NewNull(i8p)), failed, got)
-	failed.NewAtomicRMW(enum.AtomicOpOr, e.status, i32(StatusOutOfMemory), enum.AtomicOrderingMonotonic)
-	failed.NewBr(e.exit)
-	got.NewStore(raw, slot)
-	got.NewBr(have)
-	e.b = have
-	ptr := e.b.NewBitCast(e.b.NewLoad(i8p, slot), types.NewPointer(memType(b.DType)))
-	buf := e.declareShaped(b, ptr, shape)
-	for _, o := range origin {
-		buf.origin = append(buf.origin, e.scalar(e.index(o)))
-	}
-}
-
 // allocShaped allocates buffer b with the given shape, indexed from origin
 // (nil: from 0), and brings it into scope.
 func (e *emitter) allocShaped(b *ast.Buffer, shape, origin []ast.Expr) value.Value {

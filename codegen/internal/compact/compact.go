@@ -233,9 +233,6 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 			origin, width, ok = spanExtent(parts, region, d, inScope)
 		}
 		if !ok {
-			origin, width, ok = boundsExtent(region, d, inScope, sizes)
-		}
-		if !ok {
 			return nil
 		}
 		full, fok := ast.ConstIntValue(ast.Simplify(buf.Shape[d]))
@@ -247,33 +244,6 @@ func regionAt(f *ast.Func, p *poly.Program, users []*poly.Instances, buf *ast.Bu
 		c.Origin = append(c.Origin, an.Simplify(origin))
 	}
 	return c
-}
-
-// boundsExtent returns the region's least index along d as the origin
-// and the distance to its greatest plus one as the width, when that
-// width depends on the sizes alone: valid bounds whether attained or not
-// (a row of symbolic width S that split loops write and read in pieces,
-// whose lower bounds are not exact), so that every index of the region
-// lies in the buffer.
-func boundsExtent(region poly.Set, d int, inScope, sizes map[string]*ast.Var) (origin, width ast.Expr, ok bool) {
-	lo, hi := region.DimBounds(d)
-	first, ok1 := poly.BoundExpr(lo, inScope, ast.Int64)
-	last, ok2 := poly.BoundExpr(hi, inScope, ast.Int64)
-	if !ok1 || !ok2 {
-		return nil, nil, false
-	}
-	width = ast.Simplify(ast.Max(ast.Add(ast.Sub(last, first), ast.I64(1)), ast.I64(0)))
-	onlySizes := true
-	ast.Inspect(width, func(n ast.Node) bool {
-		if v, isVar := n.(*ast.Var); isVar && sizes[v.Name] == nil {
-			onlySizes = false
-		}
-		return onlySizes
-	})
-	if !onlySizes {
-		return nil, nil, false
-	}
-	return first, width, true
 }
 
 // exactExtent returns the origin and the width of dimension d of the
