@@ -395,3 +395,35 @@ func TestDevicesOfTwoThreadCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncWithNoTensors: Sync with none computes every pending tensor the
+// program holds, in one trace; the package's Sync does so on the Default
+// device.
+func TestSyncWithNoTensors(t *testing.T) {
+	d := newDevice(t)
+	x := d.FromFloat32s([]float32{1, 2, 3}, 3)
+	y := x.Exp()
+	z := y.Sum()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if y.Pending() || z.Pending() {
+		t.Fatal("Sync() left a held tensor pending")
+	}
+	if st := d.Stats(); st.Traces != 1 {
+		t.Errorf("%d traces, want 1", st.Traces)
+	}
+	if v, err := z.Item(); err != nil || !close64(v, math.E+math.Exp(2)+math.Exp(3)) {
+		t.Errorf("sum: %v, %v", v, err)
+	}
+	if err := d.Sync(); err != nil { // nothing left
+		t.Fatal(err)
+	}
+	w := FromFloat32s([]float32{4}, 1).Sqrt()
+	if err := Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Pending() {
+		t.Error("the package's Sync() left a tensor of the Default device pending")
+	}
+}

@@ -3,6 +3,7 @@ package lazy
 import (
 	"errors"
 	"sync"
+	"weak"
 
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm/native"
@@ -50,8 +51,13 @@ type Device struct {
 	modules    []*module.Module // every module compiled, to close
 	running    sync.WaitGroup   // runs in flight, which Close waits for
 	stats      Stats
-	weights    uint64 // the last weight identity handed out
-	epoch      uint64 // the last capture's
+	// live are the pending tensors recorded, weakly held (Sync with no
+	// tensors computes those the program still holds); liveKept is how
+	// many the last pruning kept.
+	live     []weak.Pointer[Tensor]
+	liveKept int
+	weights  uint64 // the last weight identity handed out
+	epoch    uint64 // the last capture's
 }
 
 // NewDevice returns a device with its own cache and statistics.

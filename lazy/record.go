@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"weak"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/fusion"
@@ -106,10 +107,43 @@ func (d *Device) record(op string, attrs fusion.Attrs, inputs ...*Tensor) *Tenso
 	if r.err != nil {
 		return d.errTensor(fmt.Errorf("%w (%s)", r.err, caller()))
 	}
+	t := &Tensor{dev: d, dtype: r.dtype, shape: r.shape, node: n}
+	w := weak.Make(t)
 	d.mu.Lock()
 	d.stats.Ops++
+	d.live = append(d.live, w)
+	if len(d.live) >= 2*d.liveKept+1024 {
+		d.pruneLive()
+	}
 	d.mu.Unlock()
-	return &Tensor{dev: d, dtype: r.dtype, shape: r.shape, node: n}
+	return t
+}
+
+// pruneLive drops from the device's list of pending tensors those the
+// program dropped and those computed since. The device's lock is held.
+func (d *Device) pruneLive() {
+	kept := d.live[:0]
+	for _, w := range d.live {
+		if t := w.Value(); t != nil && t.node != nil {
+			kept = append(kept, w)
+		}
+	}
+	clear(d.live[len(kept):])
+	d.live, d.liveKept = kept, len(kept)
+}
+
+// pending returns the device's pending tensors the program still holds
+// (as far as the garbage collector has found out: a tensor dropped but
+// not yet collected is among them). The device's lock is held.
+func (d *Device) pending() []*Tensor {
+	d.pruneLive()
+	out := make([]*Tensor, 0, len(d.live))
+	for _, w := range d.live {
+		if t := w.Value(); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // inferOne infers the dtype and shape of n's result by building a graph

@@ -82,13 +82,23 @@ var ErrClosed = errors.New("lazy: the device is closed")
 // (one trace, one module). Tensors computed already are left as they
 // are; a tensor with an error returns it and nothing runs.
 //
-// A Go program has no reference counts, so a device cannot tell which of
-// its pending tensors the program will still read: it computes the ones
-// named here (and in Data, Item and String), and leaves the rest pending
-// until they are asked for or dropped.
+// With no tensors, it computes every pending tensor of the device that
+// the program still holds. Go has no reference counts: which those are
+// is what the garbage collector has found out so far, so a tensor the
+// program dropped may be computed once more, and the trace (and its
+// cache key) can differ from call to call. Naming the tensors is the
+// precise form, and the one whose trace is found compiled every time.
 func (d *Device) Sync(ts ...*Tensor) error {
 	if d == nil {
 		return errors.New("lazy: Sync on a nil Device")
+	}
+	if len(ts) == 0 && d.shapes != nil {
+		d.mu.Lock()
+		ts = d.pending()
+		d.mu.Unlock()
+		if len(ts) == 0 {
+			return nil
+		}
 	}
 	for i, t := range ts {
 		switch {
@@ -367,8 +377,16 @@ func (d *Device) run(tr *trace, ct *compiledTrace) error {
 }
 
 // Sync is Device.Sync for tensors of any devices: each device's tensors
-// are computed together.
+// are computed together. With no tensors, it is the Default device's
+// Sync with none: every pending tensor of it the program holds.
 func Sync(ts ...*Tensor) error {
+	if len(ts) == 0 {
+		d, err := Default()
+		if err != nil {
+			return err
+		}
+		return d.Sync()
+	}
 	var devs []*Device
 	for i, t := range ts {
 		if t == nil {
