@@ -138,81 +138,111 @@ func (a Attrs) clone() Attrs {
 }
 
 // String is a canonical text of the attributes, for CSE and printing.
-func (a Attrs) String() string {
-	var parts []string
-	add := func(name, v string) { parts = append(parts, name+": "+v) }
-	ints := func(xs []int) string {
-		s := make([]string, len(xs))
-		for i, x := range xs {
-			s[i] = strconv.Itoa(x)
+func (a Attrs) String() string { return string(a.Append(nil)) }
+
+// Append appends String's text to b: a key of the attributes that
+// allocates nothing but b's growth (package lazy keys every recorded
+// operation by it).
+func (a Attrs) Append(b []byte) []byte {
+	start, first := len(b), true
+	field := func(name string) {
+		if first {
+			b = append(b, '{')
+			first = false
+		} else {
+			b = append(b, ", "...)
 		}
-		return "[" + strings.Join(s, ", ") + "]"
-	}
-	int64s := func(xs []int64) string {
-		s := make([]string, len(xs))
-		for i, x := range xs {
-			s[i] = strconv.FormatInt(x, 10)
-		}
-		return "[" + strings.Join(s, ", ") + "]"
+		b = append(b, name...)
+		b = append(b, ": "...)
 	}
 	if a.Axes != nil {
-		add("axes", ints(a.Axes))
+		field("axes")
+		b = appendList(b, a.Axes)
 	}
 	if a.KeepDims {
-		add("keepdims", "true")
+		field("keepdims")
+		b = append(b, "true"...)
 	}
 	if a.Axis != nil {
-		add("axis", strconv.Itoa(*a.Axis))
+		field("axis")
+		b = strconv.AppendInt(b, int64(*a.Axis), 10)
 	}
 	if a.Perm != nil {
-		add("perm", ints(a.Perm))
+		field("perm")
+		b = appendList(b, a.Perm)
 	}
 	if a.Shape != nil {
-		s := make([]string, len(a.Shape))
+		field("shape")
+		b = append(b, '[')
 		for i, d := range a.Shape {
-			s[i] = d.String()
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, d.String()...)
 		}
-		add("shape", "["+strings.Join(s, ", ")+"]")
+		b = append(b, ']')
 	}
 	for _, f := range []struct {
 		name string
 		v    []int64
 	}{{"starts", a.Starts}, {"ends", a.Ends}, {"steps", a.Steps}, {"strides", a.Strides}, {"pads", a.Pads}, {"dilations", a.Dilations}, {"kernel_shape", a.KernelShape}} {
 		if f.v != nil {
-			add(f.name, int64s(f.v))
+			field(f.name)
+			b = appendList(b, f.v)
 		}
 	}
 	if a.Groups != nil {
-		add("groups", strconv.FormatInt(*a.Groups, 10))
+		field("groups")
+		b = strconv.AppendInt(b, *a.Groups, 10)
 	}
 	if a.CountIncludePad {
-		add("count_include_pad", "true")
+		field("count_include_pad")
+		b = append(b, "true"...)
 	}
 	if a.Value != nil {
-		add("value", strconv.FormatFloat(*a.Value, 'g', -1, 64))
+		field("value")
+		b = strconv.AppendFloat(b, *a.Value, 'g', -1, 64)
 	}
 	if a.DType != "" {
-		add("dtype", a.DType)
+		field("dtype")
+		b = append(b, a.DType...)
 	}
 	if a.Epsilon != nil {
-		add("epsilon", strconv.FormatFloat(*a.Epsilon, 'g', -1, 64))
+		field("epsilon")
+		b = strconv.AppendFloat(b, *a.Epsilon, 'g', -1, 64)
 	}
 	if a.Approximate != "" {
-		add("approximate", strconv.Quote(a.Approximate))
+		field("approximate")
+		b = strconv.AppendQuote(b, a.Approximate)
 	}
 	if a.Panel != 0 {
-		add("panel", strconv.FormatInt(a.Panel, 10))
+		field("panel")
+		b = strconv.AppendInt(b, a.Panel, 10)
 	}
 	if a.Columns != 0 {
-		add("columns", strconv.FormatInt(a.Columns, 10))
+		field("columns")
+		b = strconv.AppendInt(b, a.Columns, 10)
 	}
 	if a.Layout != "" {
-		add("layout", strconv.Quote(a.Layout))
+		field("layout")
+		b = strconv.AppendQuote(b, a.Layout)
 	}
-	if len(parts) == 0 {
-		return ""
+	if len(b) > start {
+		b = append(b, '}')
 	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	return b
+}
+
+// appendList appends [x, y, ...].
+func appendList[T int | int64](b []byte, xs []T) []byte {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return append(b, ']')
 }
 
 // Consumers returns, for every tensor, the nodes that read it, in node

@@ -77,7 +77,7 @@ func (d *Device) record(op string, attrs fusion.Attrs, inputs ...*Tensor) *Tenso
 	kb := make([]byte, 0, 128)
 	kb = append(kb, op...)
 	kb = append(kb, '{')
-	kb = appendAttrs(kb, attrs)
+	kb = attrs.Append(kb) // fusion's canonical text, as its CSE keys nodes
 	kb = append(kb, '}')
 	n.key = string(kb)
 	kb = appendShape(kb, "s", n.shape)
@@ -178,6 +178,17 @@ func inferOne(n *node) inferred {
 		r.shape = append(r.shape, v)
 	}
 	return r
+}
+
+// appendShape appends a dtype and a shape to a key.
+func appendShape(b []byte, dtype string, shape []int64) []byte {
+	b = append(b, dtype...)
+	b = append(b, '[')
+	for _, x := range shape {
+		b = strconv.AppendInt(b, x, 10)
+		b = append(b, ',')
+	}
+	return append(b, ']')
 }
 
 // maxElements is the most elements a tensor may have.
