@@ -48,7 +48,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	fs.Var(inputFiles, "input", "with -graph, an input from a .npy file, `NAME=FILE.npy` (the graph's or the model's name of the input; repeatable: every input, or none for random ones); the sizes come from their shapes")
 	outDir := fs.String("outputs", "", "with -graph, write each output to `DIR`/NAME.npy")
 	cases := fs.String("cases", "", "with -suite, only the cases whose name matches this regular expression")
-	trials := fs.Int("trials", 64, "with -suite, the trials per kernel")
+	trials := fs.Int("trials", 64, "with -suite, the trials per kernel; 0: no search, each kernel on its default schedule (the whole suite in minutes)")
 	results := fs.String("results", "", "with -suite, append each case's line to `FILE` too, and skip the cases FILE has a good line for (same threads, trials and CPU): a long suite run resumes where it stopped")
 	onednn := fs.String("onednn", "", "with -suite, oneDNN's side of each case: the program `BIN` (make onednn builds it from tools/onednn/suite.cpp), run on the same inputs, its result checked against loom's")
 	sweep := fs.String("sweep", "", "time the kernels of -workload or -graph (at -size) over a range of one symbolic size, `NAME=LO..HI` (LO, the powers of two and three times them between, HI): one JSON line per kernel and size with bucketed_ms (the kernel tuned for the bucket that holds the size, loom tune -buckets; the default where none does), exact_ms (tuned at exactly that size), one_size_ms (tuned at -one-size, run at this one) and default_ms, from -db's records; a dimension of -workload it names is a symbolic size, as with loom tune -sizes")
@@ -69,7 +69,7 @@ schedule, ms (the best per-call time), gflops, gbps, compile_ms, max_rel_err.`, 
 	}
 	defer stopProfile()
 	if !noArgs(fs, stderr) || !threadsOK(fs, stderr, *threads) || !vectorBitsOK(fs, stderr, *vbits) ||
-		!inRange(fs, stderr, "refine", *refine, 1, maxRefine) || !inRange(fs, stderr, "trials", *trials, 1, maxTrials) || !dbOK(fs, stderr, *dbPath) {
+		!inRange(fs, stderr, "refine", *refine, 1, maxRefine) || !inRange(fs, stderr, "trials", *trials, 0, maxTrials) || !dbOK(fs, stderr, *dbPath) {
 		return 2
 	}
 	// Each mode takes its own flags; one given to another is refused,

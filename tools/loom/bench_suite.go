@@ -329,6 +329,21 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 			continue
 		}
 		line.Kernels++
+		if t.opts.Trials == 0 {
+			// No search: the kernel on its default schedule is the result.
+			timing := defaultTiming(t, j)
+			if timing == nil {
+				line.Error = fmt.Sprintf("%s: the default schedule did not compile or run in process", j.Name)
+				return line
+			}
+			ms := float64(timing.Best) / 1e6
+			line.KernelMs = append(line.KernelMs, ms)
+			line.LoomMs += ms
+			line.LoomCV = max(line.LoomCV, timing.CV)
+			dflt += ms
+			unscheduled = math.NaN() // not timed: the point of -trials 0 is a quick run
+			continue
+		}
 		sum, best, err := t.tune(ctx, j)
 		if err != nil {
 			line.Error = fmt.Sprintf("%s: %v", j.Name, err)
@@ -370,11 +385,21 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 // defaultCall is warmCall of job j's kernel on its default schedule (nil
 // where there is none or it does not run).
 func defaultCall(t *tuner, j *job) *float64 {
+	timing := defaultTiming(t, j)
+	if timing == nil {
+		return nil
+	}
+	ms := float64(timing.Best) / 1e6
+	return &ms
+}
+
+// defaultTiming is defaultCall's measurement with its spread.
+func defaultTiming(t *tuner, j *job) *bench.Timing {
 	s, err := (&autotune.Space{Rules: t.rules, Target: t.target}).Decide(j.Case.Func)
 	if err != nil {
 		return nil
 	}
-	return warmCall(s.Func(), j)
+	return warmTiming(s.Func(), j)
 }
 
 // warmCall compiles f and returns its best per-call time on job j's

@@ -761,6 +761,21 @@ func TestBenchSuite(t *testing.T) {
 	if line.DefaultMs == nil || *line.DefaultMs <= 0 || line.UnscheduledMs == nil || *line.UnscheduledMs <= 0 {
 		t.Errorf("no default or unscheduled time: %s", lines[0])
 	}
+	// -trials 0: no search, the default schedule is the result.
+	code, out, errs = runLoom(t, "bench", "-suite", dir, "-cases", "^small", "-trials", "0", "-threads", "1", "-db", filepath.Join(dir, "db0.jsonl"))
+	if code != 0 {
+		t.Fatalf("-trials 0: exit %d: %s\n%s", code, errs, out)
+	}
+	line.DefaultMs, line.UnscheduledMs, line.Distinct = nil, nil, 0
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &line); err != nil {
+		t.Fatalf("-trials 0: %v\n%s", err, out)
+	}
+	if line.LoomMs <= 0 || line.DefaultMs == nil || *line.DefaultMs != line.LoomMs || line.Distinct != 0 || line.UnscheduledMs != nil {
+		t.Errorf("-trials 0: the default schedule's time is the line's, with no search and nothing unscheduled timed: %s", out)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "db0.jsonl")); err == nil && len(data) > 0 {
+		t.Errorf("-trials 0 recorded trials:\n%s", data)
+	}
 	if code, _, errs := runLoom(t, "bench", "-suite", t.TempDir()); code != 1 || !strings.Contains(errs, "no graph files") {
 		t.Errorf("an empty suite: exit %d: %s", code, errs)
 	}
