@@ -345,6 +345,12 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 			out[i] = 1
 		}
 		out[0] = ext
+		if t.aliasedPanels && n > 1 {
+			// The threads' shares outermost, the panels of a share
+			// inside the reduction (see aliasedPanels).
+			out[0] = threadShares(ext, int64(max(t.Threads, 1)))
+			out[n-1] = ext / out[0]
+		}
 		return out
 	}
 	if r == tileSpatialAbove {
@@ -391,6 +397,18 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	}
 	out[0] = rest
 	return out
+}
+
+// threadShares returns the fewest iterations, a divisor of ext, that
+// the threads take whole with the busiest at most 5% above a fair share
+// (ext itself where none does).
+func threadShares(ext, threads int64) int64 {
+	for _, d := range divisorsOf(ext) {
+		if d >= min(ext, threads) && !unevenShares(d, threads) {
+			return d
+		}
+	}
+	return ext
 }
 
 // divisorsOf returns the divisors of n, ascending.

@@ -557,3 +557,34 @@ func TestDefaultAVX512Accumulators(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultAliasedPanels: a matrix-vector product whose matrix rows are
+// a multiple of 4 KiB apart (1024 columns of float32) runs its reduction
+// outside the panels, eight rows at a time across a thread's panels
+// (aliasedPanels); at 1152 columns the panels stay outermost, each read
+// row after row. The aliased one computes what the interpreter does.
+func TestDefaultAliasedPanels(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		n       int
+		aliased bool
+		above   []int64 // the vectorized loop's levels above its four vectors
+	}{{1024, true, []int64{2, 1, 16}}, {1152, false, []int64{36, 1, 1}}} {
+		cc := cache
+		if !c.aliased {
+			cc = nil
+		}
+		_, s := defaultOf(t, cc, streamTarget, matmulSrc, map[string]int{"MM": 1, "KK": 64, "NN": c.n})
+		tiles := decisionsOf(s, "sample_perfect_tile")
+		if !slices.ContainsFunc(tiles, func(d []int64) bool { return slices.Equal(d, c.above) }) {
+			t.Errorf("N = %d: no tile %v of the panels; trace:\n%s", c.n, c.above, s.Trace())
+		}
+		eight := slices.ContainsFunc(tiles, func(d []int64) bool { return slices.Equal(d, []int64{8, 8}) })
+		if eight != c.aliased {
+			t.Errorf("N = %d: reduction in steps of eight rows %v, want %v; trace:\n%s", c.n, eight, c.aliased, s.Trace())
+		}
+	}
+}

@@ -68,6 +68,12 @@ type Target struct {
 	// four vectors wide, tails allowed: its vectors are the only
 	// independent accumulators it has (see rowless).
 	rowless bool
+	// aliasedPanels, set with rowless, says that the operand the
+	// vectorized loop reads (a matrix-vector product's matrix) has its
+	// rows a multiple of l1SetSpan apart: Default then steps through
+	// the reduction outside the panels, a few rows at a time, reading
+	// each row of the matrix straight through (see aliasedPanels).
+	aliasedPanels bool
 }
 
 // SizeBounds are the largest and the smallest values of symbolic sizes,
