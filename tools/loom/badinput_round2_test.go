@@ -102,7 +102,7 @@ func TestBadInputRound2(t *testing.T) {
 		{args: []string{"lower", "-workload", "gemm", "-default", "-refine", "-5"}, want: "loom lower: -refine -5: want 0 to 256"},
 		{args: []string{"tune", "-workload", "gemm", "-trials", "2147483648"}, want: "loom tune: -trials 2147483648: want 1 to 1000000"},
 		{args: []string{"tune", "-workload", "gemm", "-timeout", "10000h"}, want: "loom tune: -timeout 10000h0m0s: want 1ms to 24h0m0s"},
-		{args: []string{"bench", "-suite", dir, "-trials", "0"}, want: "loom bench: -trials 0: want 1 to 1000000"},
+		{args: []string{"bench", "-suite", dir, "-trials", "-1"}, want: "loom bench: -trials -1: want 0 to 1000000"},
 		{args: []string{"example", "-S1", "4294967296", "-S2", "4294967296"}, want: "loom example: S1 and S2 must be non-negative with S1*S2 <= 4096"},
 		{args: []string{"bench", "-workload", "gemm", "-size", "8", "-mattr", "+bogus"}, llc: true, want: "loom bench: -mattr +bogus: LLVM does not know the feature bogus for"},
 		{args: []string{"bench", "-workload", "gemm", "-size", "8", "-mattr", "+avx2,avx"}, llc: true, want: "loom bench: -mattr +avx2,avx: write +avx to enable avx, or -avx to disable it"},
