@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -145,6 +146,14 @@ func unrollReductions(s *schedule.Schedule) error {
 		}
 		if err := s.Unroll(parts[1]); err != nil {
 			return err
+		}
+		if n, ok := s.Extent(parts[0]); ok && n > 1 {
+			// Each pass over the chunk fetches the next chunk's operands
+			// (llvm.PrefetchKey): the first register tile of a pass reads
+			// them from memory, the others from the L1D.
+			if err := s.AnnotateLoop(parts[0], llvm.PrefetchKey, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -15,7 +15,8 @@ import (
 // split by four and its inner part unrolled, past the window's taps for
 // the convolution. A reduction that four does not divide, shorter than
 // two unrolled stretches, or unrolled whole by the unroll limit (one row
-// of eight steps), stays as it was. The unrolled kernels
+// of eight steps), stays as it was. The loop over the unrolled
+// stretches prefetches the next pass's operands. The unrolled kernels
 // compute what the interpreter does, and finishing the schedule again
 // adds nothing.
 func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
@@ -27,6 +28,7 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 	// rk_1 (the reduction's inner tile factor) split into rk_1_0 and an
 	// unrolled rk_1_1 of 4, with the tile under it.
 	unrolledFour := regexp.MustCompile(`unrolled for \((k|rc)_1_1, 0, 4\) \{\s*unrolled for`)
+	prefetchOuter := regexp.MustCompile(`serial for \((k|rc)_1_0, 0, (\d+)\) attrs\(prefetch = (\d+)\)`)
 	for _, c := range []unrollCase{
 		{"matmul 56 x 64 x 256", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 256}, true, cache},
 		{"matmul 56 x 64 x 8 (the shortest reduction split)", matmulSrc, map[string]int{"MM": 56, "NN": 64, "KK": 8}, true, cache},
@@ -41,6 +43,12 @@ func TestDefaultUnrollsReductionAroundTile(t *testing.T) {
 		if got := unrolledFour.MatchString(fn); got != c.unrolled {
 			t.Errorf("%s: the reduction unrolled by four around the tile: %v, want %v; function:\n%s", c.description, got, c.unrolled, fn)
 			continue
+		}
+		// The loop over the unrolled stretches prefetches the next pass's
+		// operands (llvm.PrefetchKey: its own extent ahead).
+		pf := prefetchOuter.FindStringSubmatch(fn)
+		if c.unrolled && (pf == nil || pf[2] != pf[3]) || !c.unrolled && strings.Contains(fn, "prefetch") {
+			t.Errorf("%s: the loop around the unrolled steps annotated %q, want its extent ahead when unrolled (%v); function:\n%s", c.description, pf, c.unrolled, fn)
 		}
 		if c.src == denseConvSrc && c.unrolled {
 			// The taps run outside the unrolled channels.

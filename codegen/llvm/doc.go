@@ -55,6 +55,9 @@
 // The loop's annotation VectorBitsKey narrows W for that loop: streaming
 // loops on AMD Zen 4 move more bytes a second in 256-bit halves than in
 // 512-bit vectors, compute-bound ones are faster whole.
+// A serial loop's annotation PrefetchKey (N) has each iteration prefetch,
+// into the L2, what its contiguous vector loads from the function's
+// parameters read N iterations later (see prefetch.go).
 // In a chunk every expression is emitted once for all lanes as a lanes
 // value: uniform (one scalar), a ramp (base + stride*lane, the shape of an
 // index moving with the loop) or a vector. A load whose offset is a ramp

@@ -40,10 +40,11 @@ type emitter struct {
 	compact map[*ast.Buffer]*compaction // temporaries allocated smaller, in a loop
 	atLoop  map[*ast.For][]*ast.Buffer  // the temporaries each loop allocates
 
-	width     int         // lanes of the vectorized loop being emitted; 0 in scalar code
-	mask      value.Value // <width x i1> the active lanes; nil when all are
-	loose     bool        // lane 0's address may lie outside its buffer (a guarded load's masked lanes): no inbounds
-	parallel  bool        // inside the outlined body of a parallel loop
+	width     int          // lanes of the vectorized loop being emitted; 0 in scalar code
+	mask      value.Value  // <width x i1> the active lanes; nil when all are
+	loose     bool         // lane 0's address may lie outside its buffer (a guarded load's masked lanes): no inbounds
+	parallel  bool         // inside the outlined body of a parallel loop
+	prefetch  *prefetching // the serial loop annotated with PrefetchKey being emitted, if any
 	nOutlined int
 }
 
@@ -445,7 +446,7 @@ func (e *emitter) serialLoop(l *ast.For) {
 		panic(noLanes{"the bounds of inner loop " + l.Var.Name + " differ between lanes"})
 	}
 	e.countedLoop(l.Var.Name, e.scalar(lo), e.scalar(ext), func(iv value.Value) {
-		e.withVar(l.Var.Name, uniform(iv), func() { e.loopBody(l) })
+		e.withVar(l.Var.Name, uniform(iv), func() { e.withPrefetch(l, func() { e.loopBody(l) }) })
 	})
 }
 

@@ -141,6 +141,7 @@ func (e *emitter) load(x *ast.Load) lanes {
 	buf := e.buffer(x.Buffer)
 	off, ok := e.offset(buf, x.Indices)
 	if ok == nil {
+		e.prefetchLoad(buf, x, off)
 		return e.loadAt(buf, off)
 	}
 	var l lanes

@@ -112,6 +112,7 @@ func (e *emitter) parallelLoop(l *ast.For) {
 	e.bindings = map[string]ast.Expr{} // the loops of outer blocks' bindings are not captured
 	e.bufs = map[*ast.Buffer]*buffer{}
 	e.parallel = true
+	e.prefetch = nil // its loop's variable is the caller's
 	e.begin(body)
 	for i, c := range caps {
 		c.set(params[2+i])
