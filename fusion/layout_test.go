@@ -1,6 +1,7 @@
 package fusion_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -259,11 +260,12 @@ func TestLayoutConcat(t *testing.T) {
 }
 
 // TestLayoutLanelessGroups: under LayoutAuto a grouped convolution whose
-// groups hold 6 input channels (no vector of 4 or more lanes inside a
-// group) stays NCHW between dense convolutions that go channels last,
+// groups hold 6 or 4 input channels (no vector of 8 or more lanes inside
+// a group) stays NCHW between dense convolutions that go channels last,
 // converted around; alone in a graph it leaves the graph NCHW. Asked for
-// NHWC, it goes channels last too. Each is checked against the graph as
-// written at batch sizes 0, 1 and 2.
+// NHWC, it goes channels last too. Groups of 8 go channels last with
+// their neighbours. Each is checked against the graph as written at
+// batch sizes 0, 1 and 2.
 func TestLayoutLanelessGroups(t *testing.T) {
 	chain := parseGraph(t, `{"name": "chain",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 12, 7, 6]}],
@@ -278,6 +280,22 @@ func TestLayoutLanelessGroups(t *testing.T) {
 			{"op": "relu", "inputs": ["c"], "output": "d"},
 			{"op": "conv2d", "inputs": ["d", "W3"], "output": "Y"}],
 		"outputs": ["Y"]}`)
+	// chainOf is chain with its grouped convolution's groups holding cpg
+	// input channels (24 channels in 24/cpg groups).
+	chainOf := func(cpg int) *fusion.Graph {
+		return parseGraph(t, fmt.Sprintf(`{"name": "chain%d",
+		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 24, 7, 6]}],
+		"constants": [
+			{"name": "W1", "dtype": "float32", "shape": [24, 24, 1, 1], "data": %s},
+			{"name": "W2", "dtype": "float32", "shape": [24, %d, 3, 3], "data": %s},
+			{"name": "W3", "dtype": "float32", "shape": [24, 24, 3, 3], "data": %s}],
+		"nodes": [
+			{"op": "conv2d", "inputs": ["X", "W1"], "output": "a"},
+			{"op": "conv2d", "inputs": ["a", "W2"], "output": "c", "attrs": {"groups": %d, "pads": [1, 1, 1, 1]}},
+			{"op": "relu", "inputs": ["c"], "output": "d"},
+			{"op": "conv2d", "inputs": ["d", "W3"], "output": "Y", "attrs": {"pads": [1, 1, 1, 1]}}],
+		"outputs": ["Y"]}`, cpg, ramp(576), cpg, ramp(24*cpg*9), ramp(24*24*9), 24/cpg))
+	}
 	alone := parseGraph(t, `{"name": "alone",
 		"inputs": [{"name": "X", "dtype": "float32", "shape": ["N", 12, 7, 6]}],
 		"constants": [{"name": "W2", "dtype": "float32", "shape": [12, 6, 3, 3], "data": `+ramp(648)+`}],
@@ -293,6 +311,9 @@ func TestLayoutLanelessGroups(t *testing.T) {
 		{"chain NHWC", chain, fusion.LayoutChannelsLast, 2}, // the grouped one too
 		{"alone auto", alone, fusion.LayoutAuto, 0},         // no reason to convert
 		{"alone NHWC", alone, fusion.LayoutChannelsLast, 1},
+		{"groups of 4 auto", chainOf(4), fusion.LayoutAuto, 1}, // the dense 3x3
+		{"groups of 4 NHWC", chainOf(4), fusion.LayoutChannelsLast, 2},
+		{"groups of 8 auto", chainOf(8), fusion.LayoutAuto, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var dump strings.Builder

@@ -68,7 +68,9 @@ type suiteLine struct {
 	DefaultMs     *float64 `json:"default_ms"`
 	UnscheduledMs *float64 `json:"unscheduled_ms"`
 	// Layout is where loom puts the channels of the case's convolutions
-	// and poolings: NHWC, as oneDNN's best layout may, with the graph's
+	// and poolings: NCHW (empty) where loom's own choice keeps every one
+	// of them there (fusion.KeepsChannelsFirst: a grouped convolution of
+	// narrow groups), else NHWC, as oneDNN's best layout may, with the graph's
 	// NCHW input and output converted by kernels of their own, timed
 	// apart in ConvertMs (on default schedules) and left out of LoomMs and
 	// DefaultMs, as oneDNN's side leaves its reorders out of its timed
@@ -307,7 +309,7 @@ func suiteCase(ctx context.Context, t *tuner, file, name string) suiteLine {
 		return line
 	}
 	if slices.ContainsFunc(g.Nodes, func(n *fusion.Node) bool {
-		return n.Op == "conv2d" || n.Op == "max_pool2d" || n.Op == "avg_pool2d"
+		return (n.Op == "conv2d" || n.Op == "max_pool2d" || n.Op == "avg_pool2d") && !fusion.KeepsChannelsFirst(n)
 	}) {
 		line.Layout = fusion.LayoutChannelsLast
 		src.layout.channels = line.Layout
