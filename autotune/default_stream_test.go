@@ -588,3 +588,38 @@ func TestDefaultAliasedPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultAliasedRows: a matrix product whose left-hand rows are a
+// multiple of 4 KiB apart (1024 or 2048 float32s) gives its register
+// tile at most eight of them (aliasedRows): 7 of 28 where 768 columns
+// take 14, two vectors wide on AVX-512. The aliased one computes what the
+// interpreter does.
+func TestDefaultAliasedRows(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		k    int
+		rows int64 // the register tile's
+	}{{1024, 7}, {2048, 7}, {768, 14}} {
+		cc := cache
+		if c.k != 1024 {
+			cc = nil
+		}
+		_, s := defaultOf(t, cc, avx512Server, matmulSrc, map[string]int{"MM": 28, "KK": c.k, "NN": 32})
+		var rows []int64
+		for _, d := range decisionsOf(s, "sample_perfect_tile") {
+			p := int64(1)
+			for _, f := range d {
+				p *= f
+			}
+			if p == 28 && len(d) > 1 {
+				rows = append(rows, d[len(d)-1])
+			}
+		}
+		if len(rows) != 1 || rows[0] != c.rows {
+			t.Errorf("K = %d: register tile rows %v, want [%d]; trace:\n%s", c.k, rows, c.rows, s.Trace())
+		}
+	}
+}
