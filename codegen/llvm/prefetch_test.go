@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
 // prefetchedMatmul schedules a 48 x 64 x 32 matmul as a register tile
-// would run: i split by 4 (the inner part unrolled when unroll is set), k
-// between, j vectorized; k annotated with PrefetchKey = ahead (none for
+// would run (hand.RowTile: tiles of 4 rows, unrolled when unroll is set,
+// k between, j vectorized), k annotated with PrefetchKey = ahead (none for
 // 0). B[k, j] is the one contiguous load from a parameter that moves
 // with k; A[i, k] is a scalar and C[i, j] stays put along k.
 func prefetchedMatmul(t *testing.T, ahead int64, unroll bool) *ast.Func {
@@ -20,23 +21,9 @@ func prefetchedMatmul(t *testing.T, ahead int64, unroll bool) *ast.Func {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := s.GetBlock("C")
-	loops, _ := s.GetLoops(c)
-	i, j, k := loops[0], loops[1], loops[2]
-	parts, err := s.Split(i, -1, 4)
+	_, k, err := hand.RowTile(s, 4, unroll)
 	if err != nil {
 		t.Fatal(schedule.Explain(err))
-	}
-	if err := s.Reorder(parts[0], k, parts[1], j); err != nil {
-		t.Fatal(schedule.Explain(err))
-	}
-	if err := s.Vectorize(j); err != nil {
-		t.Fatal(schedule.Explain(err))
-	}
-	if unroll {
-		if err := s.Unroll(parts[1]); err != nil {
-			t.Fatal(schedule.Explain(err))
-		}
 	}
 	if ahead > 0 {
 		if err := s.AnnotateLoop(k, PrefetchKey, ahead); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/hand"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -23,23 +24,15 @@ func TestPrefetchAgrees(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, _ := s.GetBlock("C")
-				loops, _ := s.GetLoops(b)
-				i, j, k := loops[0], loops[1], loops[2]
-				parts, err := s.Split(i, -1, 4)
+				tiles, k, err := hand.RowTile(s, 4, true)
 				if err != nil {
 					t.Fatal(schedule.Explain(err))
 				}
-				if err := s.Reorder(parts[0], k, parts[1], j); err != nil {
+				if err := s.AnnotateLoop(k, llvm.PrefetchKey, ahead); err != nil {
 					t.Fatal(schedule.Explain(err))
 				}
-				for _, step := range []error{s.Vectorize(j), s.Unroll(parts[1]), s.AnnotateLoop(k, llvm.PrefetchKey, ahead)} {
-					if step != nil {
-						t.Fatal(schedule.Explain(step))
-					}
-				}
 				if parallel {
-					if err := s.Parallel(parts[0]); err != nil {
+					if err := s.Parallel(tiles); err != nil {
 						t.Fatal(schedule.Explain(err))
 					}
 				}
