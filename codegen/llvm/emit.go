@@ -421,6 +421,7 @@ func (e *emitter) loop(l *ast.For) {
 	switch l.Kind {
 	case ast.Parallel:
 		if e.width == 0 && !e.parallel {
+			e.prefetchIgnored(l, l.Kind)
 			e.parallelLoop(l)
 			return
 		}
@@ -429,10 +430,12 @@ func (e *emitter) loop(l *ast.For) {
 		}
 	case ast.Vectorized:
 		if e.vectorLoop(l) {
+			e.prefetchIgnored(l, l.Kind)
 			return
 		}
 	case ast.Unrolled:
 		if e.unrolledLoop(l) {
+			e.prefetchIgnored(l, l.Kind)
 			return
 		}
 	}

@@ -25,6 +25,11 @@ import (
 // its own extent fetches the next chunk while this one is computed
 // (ResNet-50's last 1x1 convolutions, 4 MiB of weights each, are bound by
 // that stream on one core).
+//
+// On a loop that does not run serially (parallel, vectorized, unrolled),
+// with a distance that is not an integer above 0, or inside a loop that
+// prefetches already, it prefetches nothing and says so in
+// Module.Remarks.
 const PrefetchKey = "prefetch"
 
 // prefetching is the annotated serial loop whose body is being emitted.
@@ -34,20 +39,37 @@ type prefetching struct {
 	done  map[string]bool
 }
 
-// prefetchAhead returns the prefetch distance of loop l, 0 for none.
-func prefetchAhead(l *ast.For) int64 {
-	n, ok := l.Annotations[PrefetchKey].(int64)
+// prefetchAhead returns the prefetch distance of loop l, 0 for none. An
+// annotation that is not a positive integer is remarked on and ignored.
+func (e *emitter) prefetchAhead(l *ast.For) int64 {
+	a, ok := l.Annotations[PrefetchKey]
+	if !ok {
+		return 0
+	}
+	n, ok := a.(int64)
 	if !ok || n <= 0 {
+		e.remark("prefetch on loop %s ignored: its distance %v is not an integer above 0", l.Var.Name, a)
 		return 0
 	}
 	return n
+}
+
+// prefetchIgnored remarks on a prefetch annotation of loop l, emitted as
+// a loop of kind k other than a serial one.
+func (e *emitter) prefetchIgnored(l *ast.For, k ast.ForKind) {
+	if _, ok := l.Annotations[PrefetchKey]; ok {
+		e.remark("prefetch on loop %s ignored: only a serial loop prefetches, and it runs as a %s loop", l.Var.Name, k)
+	}
 }
 
 // withPrefetch emits body, one iteration of a loop annotated with
 // PrefetchKey, with its loads prefetching ahead; loops nested in it keep
 // the outer annotation.
 func (e *emitter) withPrefetch(l *ast.For, body func()) {
-	n := prefetchAhead(l)
+	n := e.prefetchAhead(l)
+	if n > 0 && e.prefetch != nil {
+		e.remark("prefetch on loop %s ignored: loop %s around it prefetches", l.Var.Name, e.prefetch.loop)
+	}
 	if n == 0 || e.prefetch != nil {
 		body()
 		return

@@ -1,6 +1,7 @@
 package llvm
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +62,61 @@ func TestPrefetchAnnotation(t *testing.T) {
 	}
 	if unrolled, ir := count(prefetchedMatmul(t, 8, true)); unrolled != rolled {
 		t.Errorf("the rows unrolled by 4: %d prefetches, want %d (the same loads of B)\n%s", unrolled, rolled, ir)
+	}
+}
+
+// TestPrefetchIgnoredRemarks: a prefetch annotation the code cannot
+// follow prefetches nothing and says why in Module.Remarks: on a loop
+// that does not run serially (vectorized, parallel), with a distance that
+// is not an integer above 0, and inside a loop that prefetches already.
+func TestPrefetchIgnoredRemarks(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		annotate func(s *schedule.Schedule, tiles, k, j schedule.Loop) error
+		remark   string
+		want     int // prefetches in the code
+	}{
+		{"vectorized", func(s *schedule.Schedule, _, _, j schedule.Loop) error { return s.AnnotateLoop(j, PrefetchKey, 4) },
+			"prefetch on loop j ignored: only a serial loop prefetches, and it runs as a vectorized loop", 0},
+		{"parallel", func(s *schedule.Schedule, tiles, _, _ schedule.Loop) error {
+			if err := s.Parallel(tiles); err != nil {
+				return err
+			}
+			return s.AnnotateLoop(tiles, PrefetchKey, 1)
+		}, "prefetch on loop i_0 ignored: only a serial loop prefetches, and it runs as a parallel loop", 0},
+		{"negative", func(s *schedule.Schedule, _, k, _ schedule.Loop) error { return s.AnnotateLoop(k, PrefetchKey, -2) },
+			"prefetch on loop k ignored: its distance -2 is not an integer above 0", 0},
+		{"text", func(s *schedule.Schedule, _, k, _ schedule.Loop) error { return s.AnnotateLoop(k, PrefetchKey, "far") },
+			"prefetch on loop k ignored: its distance far is not an integer above 0", 0},
+		{"nested", func(s *schedule.Schedule, tiles, k, _ schedule.Loop) error {
+			if err := s.AnnotateLoop(tiles, PrefetchKey, 1); err != nil {
+				return err
+			}
+			return s.AnnotateLoop(k, PrefetchKey, 8)
+		}, "prefetch on loop k ignored: loop i_0 around it prefetches", 16}, // C's 4 x 4 vectors, which move with i_0
+	} {
+		s, err := schedule.New(workload.Matmul(48, 64, 32).Func)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiles, k, err := hand.RowTile(s, 4, true)
+		if err != nil {
+			t.Fatal(schedule.Explain(err))
+		}
+		c2, _ := s.GetBlock("C")
+		loops, _ := s.GetLoops(c2)
+		if err := c.annotate(s, tiles, k, loops[len(loops)-1]); err != nil {
+			t.Fatalf("%s: %v", c.name, schedule.Explain(err))
+		}
+		m, err := Lower(s.Func(), Options{Target: avx512Target})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Contains(m.Remarks, c.remark) {
+			t.Errorf("%s: remarks %q, want %q", c.name, m.Remarks, c.remark)
+		}
+		if n := strings.Count(m.String(), "call void @llvm.prefetch"); n != c.want {
+			t.Errorf("%s: %d prefetches, want %d", c.name, n, c.want)
+		}
 	}
 }
