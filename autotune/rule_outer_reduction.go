@@ -66,7 +66,12 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 		order := append([]schedule.Loop{}, bi.loops[sp+1:]...)
 		return internal(s.Reorder(append(order, bi.loops[sp])...))
 	}
-	chunk, err := choose(s, t, chunks, 1) // Default: two vectors where the row has them
+	preferred := 1 // Default: two vectors where the row has them
+	if share, ok := l1Share(n, r.MaxVectors, t); ok {
+		chunks = append(chunks, share)
+		preferred = len(chunks) - 1
+	}
+	chunk, err := choose(s, t, chunks, preferred)
 	if err != nil {
 		return err
 	}
@@ -79,6 +84,28 @@ func (r OuterReduction) Apply(s *schedule.Schedule, b schedule.Block, t Target) 
 	// beside the reduction's, in a fused kernel).
 	order := append([]schedule.Loop{parts[0]}, bi.loops[sp+1:]...)
 	return internal(s.Reorder(append(order, parts[1])...))
+}
+
+// l1Share returns the part of a kept axis of n elements each thread
+// takes whole, accumulators and all, when that is more than maxVectors
+// vectors and its accumulators fill at most half the L1D: every step of
+// the reduction then reads a long contiguous run of the input (a row of
+// an NHWC image, of a matrix) and adds it to accumulators that stay in
+// the L1D, where a few vectors of accumulators in registers read the
+// input a few lines at a time down a column, across as many pages as
+// the reduction has steps, which the hardware prefetchers do not follow.
+// Measured (one thread, Zen 5, default schedules): ResNet-50's global
+// average pool, 2048 channels over 7x7 pixels, 0.0082 -> 0.0030 ms
+// (oneDNN 0.0030-0.0037); a column sum of a 4096 x 4096 matrix 7.5 ->
+// 1.9-3.2 ms. ok is false where the threads do not share the axis in
+// whole vectors, or its accumulators would not fit.
+func l1Share(n int64, maxVectors int, t Target) (share int64, ok bool) {
+	lanes, threads := int64(t.VectorLanes), int64(max(t.Threads, 1))
+	if n%(threads*lanes) != 0 {
+		return 0, false
+	}
+	share = n / threads
+	return share, share > int64(max(maxVectors, 1))*lanes && share*4 <= t.Caches.orDefault().L1D/2
 }
 
 // indexesContiguous reports whether loop l indexes, through a spatial

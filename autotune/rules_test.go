@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -707,5 +708,43 @@ func TestThinBucketSpreadsInnerLoop(t *testing.T) {
 	}
 	if nestedAfter == 0 {
 		t.Error("no sample ran a loop under the row tiles in parallel")
+	}
+}
+
+// TestOuterReductionL1Share: a global average pool over 512 channels in
+// NHWC, whose accumulators fill less than half the L1D, keeps each
+// thread's share of the channels whole, vectorized under the reduce
+// loops (l1Share): all 512 on one thread, two parallel halves of 256 on
+// two. On 64 channels (four vectors of 16 lanes at most) it keeps the
+// register tile of two vectors. Each computes what the interpreter does.
+func TestOuterReductionL1Share(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		channels, threads int
+		inner             string // the vectorized loop, under the reduce loops
+		parallel          bool
+	}{{512, 1, "512", false}, {512, 2, "256", true}, {64, 1, "32", false}} {
+		f := fusedKernel(t, fmt.Sprintf(`{"name": "pool", "inputs": [{"name": "X", "dtype": "float32", "shape": [1, 7, 7, %d]}],
+  "nodes": [{"op": "reduce_mean", "inputs": ["X"], "output": "M", "attrs": {"axes": [1, 2], "keepdims": true}},
+    {"op": "reshape", "inputs": ["M"], "output": "Y", "attrs": {"shape": [1, %d]}}], "outputs": ["Y"]}`, c.channels, c.channels))
+		s, err := Default(f, Target{VectorLanes: 16, Threads: c.threads, Caches: Caches{L1D: 48 << 10, L2: 1 << 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ast.Print(s.Func())
+		r := strings.Index(text, "for (rk")
+		vs := regexp.MustCompile(`vectorized for \(\w+, 0, `+c.inner+`\)`).FindAllStringIndex(text, -1)
+		if r < 0 || len(vs) == 0 || vs[len(vs)-1][0] < r {
+			t.Errorf("%d channels, %d threads: no vectorized loop of %s channels under the reduce loops:\n%s", c.channels, c.threads, c.inner, text)
+		}
+		if p := regexp.MustCompile(`parallel for \(\w+, 0, 2\)`).MatchString(text); p != c.parallel {
+			t.Errorf("%d channels, %d threads: the channels' outer part parallel %v, want %v:\n%s", c.channels, c.threads, p, c.parallel, text)
+		}
+		matchesInterpreter(t, cache, fmt.Sprintf("pool %d/%d", c.channels, c.threads), f, s, []map[string]int64{nil}, func(sizes map[string]int64, seed uint64) map[string]any {
+			return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
+		})
 	}
 }
