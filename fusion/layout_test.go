@@ -334,3 +334,18 @@ func TestLayoutLanelessGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepsChannelsFirstMalformed: asked about a grouped convolution node
+// without its weights, KeepsChannelsFirst says no rather than panicking.
+func TestKeepsChannelsFirstMalformed(t *testing.T) {
+	groups := int64(4)
+	n := &fusion.Node{Op: "conv2d", Inputs: []*fusion.Tensor{{Name: "X"}}}
+	n.Attrs.Groups = &groups
+	if fusion.KeepsChannelsFirst(n) {
+		t.Error("a convolution without weights kept channels first")
+	}
+	n.Inputs = append(n.Inputs, nil)
+	if fusion.KeepsChannelsFirst(n) {
+		t.Error("a convolution with nil weights kept channels first")
+	}
+}

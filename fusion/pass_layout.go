@@ -123,7 +123,7 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 // group at 14x14: 0.14 ms in NHWC, 0.44 in NCHW). Under LayoutAuto it
 // stays NCHW, converted around where its neighbours go channels last.
 func lanelessGroups(n *Node) bool {
-	if n.Op != "conv2d" || n.Attrs.Groups == nil || *n.Attrs.Groups <= 1 || len(n.Inputs[1].Shape) != 4 {
+	if n.Op != "conv2d" || n.Attrs.Groups == nil || *n.Attrs.Groups <= 1 || len(n.Inputs) < 2 || n.Inputs[1] == nil || len(n.Inputs[1].Shape) != 4 {
 		return false
 	}
 	g, ok := n.Inputs[1].Shape[1].IsConst()
