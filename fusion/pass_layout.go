@@ -36,7 +36,7 @@ func layoutPass(g *Graph, o Options) (bool, error) {
 	r := layoutRewriter{g: g, pixels: map[*Tensor]*Tensor{}}
 	for _, n := range g.Nodes {
 		switch {
-		case channelsFirstWindow(n) && !(o.Layout == LayoutAuto && lanelessGroups(n)):
+		case channelsFirstWindow(n) && !(o.Layout == LayoutAuto && KeepsChannelsFirst(n)):
 			r.toChannelsLast(n)
 		case r.sinkable(n):
 			r.sinkElementwise(n)
@@ -98,7 +98,7 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 		return true
 	case LayoutAuto:
 		return slices.ContainsFunc(g.Nodes, func(n *Node) bool {
-			if !channelsFirstWindow(n) || n.Op != "conv2d" || !n.Inputs[1].IsConst() || lanelessGroups(n) {
+			if !channelsFirstWindow(n) || n.Op != "conv2d" || !n.Inputs[1].IsConst() || KeepsChannelsFirst(n) {
 				return false
 			}
 			grouped := n.Attrs.Groups != nil && *n.Attrs.Groups > 1
@@ -108,9 +108,10 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 	return false
 }
 
-// lanelessGroups says whether n is a grouped convolution whose groups
-// hold a number of input channels with no power-of-two factor of 8 or
-// more (2, 3, 4, 6 or 12 a group). With its channels last a vector's
+// KeepsChannelsFirst says whether loom's choice of layout (LayoutAuto)
+// keeps node n in NCHW whatever its neighbours do: a grouped convolution
+// whose groups hold a number of input channels with no power-of-two
+// factor of 8 or more (2, 3, 4, 6 or 12 a group). With its channels last a vector's
 // lanes would read across groups and gather, or run a group's few
 // channels a vector, where in NCHW they are pixels: 48 channels in
 // groups of 6 at 10x10, one thread on an Ice Lake Xeon, 0.116 ms in
@@ -122,19 +123,13 @@ func wantsChannelsLast(g *Graph, o Options) bool {
 // fill a vector badly once the images are small (its third stage, 16 a
 // group at 14x14: 0.14 ms in NHWC, 0.44 in NCHW). Under LayoutAuto it
 // stays NCHW, converted around where its neighbours go channels last.
-func lanelessGroups(n *Node) bool {
+func KeepsChannelsFirst(n *Node) bool {
 	if n.Op != "conv2d" || n.Attrs.Groups == nil || *n.Attrs.Groups <= 1 || len(n.Inputs) < 2 || n.Inputs[1] == nil || len(n.Inputs[1].Shape) != 4 {
 		return false
 	}
 	g, ok := n.Inputs[1].Shape[1].IsConst()
 	return ok && g > 1 && g&-g < 8
 }
-
-// KeepsChannelsFirst says whether loom's choice of layout
-// (LayoutAuto) keeps node n in NCHW whatever its neighbours do: a
-// grouped convolution whose groups are too narrow for a vector's lanes
-// with their channels last (see lanelessGroups).
-func KeepsChannelsFirst(n *Node) bool { return lanelessGroups(n) }
 
 // channelsFirstWindow says whether n is a 2-d convolution or pooling in
 // layout NCHW (of rank 4; its sizes may be symbolic).

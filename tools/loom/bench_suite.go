@@ -70,8 +70,8 @@ type suiteLine struct {
 	// Layout is where loom puts the channels of the case's convolutions
 	// and poolings: NCHW (empty) where loom's own choice keeps every one
 	// of them there (fusion.KeepsChannelsFirst: a grouped convolution of
-	// narrow groups), else NHWC, as oneDNN's best layout may, with the graph's
-	// NCHW input and output converted by kernels of their own, timed
+	// narrow groups), else NHWC, as oneDNN's best layout may, with the
+	// graph's NCHW input and output converted by kernels of their own, timed
 	// apart in ConvertMs (on default schedules) and left out of LoomMs and
 	// DefaultMs, as oneDNN's side leaves its reorders out of its timed
 	// loop. The weights stay inputs; a convolution's filters are moved
