@@ -551,8 +551,9 @@ func runOp(t *testing.T, cache *native.Cache, op string, attrs map[string]any, i
 }
 
 var (
-	randomOps  = flag.Int("random-ops", 24, "random convolutions and poolings TestRandomWindows compiles and checks")
+	randomOps  = flag.Int("random-ops", 0, "random convolutions and poolings TestRandomWindows compiles and checks (0: 12, or 24 with -long)")
 	randomSeed = flag.Uint64("random-seed", 7, "the seed of TestRandomWindows")
+	long       = flag.Bool("long", false, "TestRandomWindows checks 24 random windows, not 12")
 )
 
 // TestRandomWindows: random 2-d convolutions (groups, depthwise, strides
@@ -560,8 +561,18 @@ var (
 // enough for tiles) and poolings, interpreted and compiled on their
 // default schedules, against refConv and refPool in float64; each in
 // layout NCHW, and a third of them again in NHWC (input, weights and
-// result transposed).
+// result transposed). By default 12 of each (seed 7: groups of 1 and 3,
+// depthwise, strides 1 to 3, dilations, pads up to 2, in both layouts,
+// max and average poolings with and without the padding counted), with
+// -long 24, -random-ops as many as it says.
 func TestRandomWindows(t *testing.T) {
+	ops := *randomOps
+	if ops == 0 {
+		ops = 12
+		if *long {
+			ops = 24
+		}
+	}
 	r := rand.New(rand.NewPCG(*randomSeed, 8))
 	cache, err := native.NewCache(t.TempDir())
 	if err != nil {
@@ -579,7 +590,7 @@ func TestRandomWindows(t *testing.T) {
 		agrees(t, fmt.Sprintf("%s %v interpreted", name, attrs), interpreted, want, 1e-9)
 		agrees(t, fmt.Sprintf("%s %v compiled", name, attrs), compiled, want, 1e-9)
 	}
-	for n := 0; n < *randomOps; n++ {
+	for n := 0; n < ops; n++ {
 		// A window that fits the padded image, and at least one output.
 		var strides, dil, pads, k, in []int
 		for d := 0; d < 2; d++ {
@@ -606,6 +617,7 @@ func TestRandomWindows(t *testing.T) {
 		x, w := rnd(batch, groups*cg, in[0], in[1]), rnd(groups*fg, cg, k[0], k[1])
 		t.Run(fmt.Sprintf("conv%d", n), func(t *testing.T) {
 			attrs := map[string]any{"groups": groups, "strides": strides, "pads": pads, "dilations": dil}
+			t.Logf("x %v, w %v, %v", x.shape, w.shape, attrs)
 			want := refConv(x, w, groups, strides, pads, dil)
 			check(t, "conv2d", "conv2d", attrs, []tensor{x, w}, want)
 			if n%3 != 0 {
@@ -638,6 +650,7 @@ func TestRandomWindows(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("pool%d", n), func(t *testing.T) {
+			t.Logf("%s of x %v, %v", op, x.shape, attrs)
 			want := refPool(x, isMax, k, strides, pads, dil, includePad && !isMax)
 			check(t, op, op, attrs, []tensor{x}, want)
 			if n%3 != 1 {
