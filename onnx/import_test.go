@@ -180,10 +180,7 @@ func TestImportMatchesOnnxRuntime(t *testing.T) {
 // (NaN) first, so that an element no kernel writes shows; the outputs must
 // be ONNX Runtime's.
 func TestCompiledMatchesOnnxRuntime(t *testing.T) {
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := sharedCache(t)
 	for _, dir := range cases(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c := loadCase(t, dir)
@@ -235,10 +232,8 @@ func TestImportErrors(t *testing.T) {
 // positions must not remove) instead of reading past the table.
 func TestPositionsPastTheTable(t *testing.T) {
 	c := loadCase(t, filepath.Join("..", "testdata", "onnx", "net_gpt_dynamic_seq"))
-	cache, err := native.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the module TestCompiledMatchesOnnxRuntime compiled (sharedCache)
+	cache := sharedCache(t)
 	m, err := module.Compile(c.model.Graph, module.Options{Cache: cache})
 	if err != nil {
 		t.Fatal(err)
