@@ -26,13 +26,14 @@ func mathInputs() []float64 {
 
 // TestMathIntrinsics checks every intrinsic on every float type, in a
 // vectorized loop (the lanes' implementations) and a serial one, against
-// the interpreter: within a few units in the last place.
+// the interpreter: within a few units in the last place (under rerunSubset
+// each type in one loop, vectorized and serial in turn).
 func TestMathIntrinsics(t *testing.T) {
 	xs := mathInputs()
 	n := len(xs)
 	types := []ast.DType{ast.Float32, ast.Float64, ast.Float16, ast.BFloat16}
-	for _, dt := range types {
-		for _, kind := range []string{"vectorized", "serial"} {
+	for di, dt := range types {
+		for _, kind := range pick(di, []string{"vectorized", "serial"}) {
 			var body string
 			for f := ast.IntrinsicExp; f <= ast.IntrinsicCos; f++ {
 				call := fmt.Sprintf("%s(A[vi])", f)
@@ -155,7 +156,8 @@ func encode(t ast.DType, xs []float64) any {
 // TestMinMax checks min and max against the interpreter bit for bit on
 // every pair of special values (NaN in either operand, zeros of both signs,
 // infinities, subnormals), at every vector width and serially, with and
-// without the AVX-512DQ range instruction.
+// without the AVX-512DQ range instruction (under rerunSubset each type
+// and feature set at one width, in turn).
 func TestMinMax(t *testing.T) {
 	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
 		1, -1, 2, -3, 1e-40, -1e-40, 1e30, -1e30}
@@ -166,7 +168,7 @@ func TestMinMax(t *testing.T) {
 		}
 	}
 	n := len(xs)
-	for _, dt := range []ast.DType{ast.Float32, ast.Float64} {
+	for di, dt := range []ast.DType{ast.Float32, ast.Float64} {
 		src := fmt.Sprintf(`func m(A: %[1]s[%[2]d], B: %[1]s[%[2]d], R: %[1]s[2, %[2]d]) {
   ScheduleBlock(root) {
     vectorized for (i, 0, %[2]d) {
@@ -190,8 +192,8 @@ func TestMinMax(t *testing.T) {
 		if err := ast.Interpret(f, nil, map[string]any{"A": a, "B": b, "R": want}); err != nil {
 			t.Fatal(err)
 		}
-		for _, features := range []string{"", "-avx512dq"} {
-			for _, bits := range []int{128, 256, 512} {
+		for fi, features := range []string{"", "-avx512dq"} {
+			for _, bits := range pick(2*di+fi, []int{128, 256, 512}) {
 				opts := llvm.Options{VectorBits: bits, Target: llvm.Target{CPU: "native", Features: features}}
 				k, err := Compile(f, opts)
 				if err != nil {

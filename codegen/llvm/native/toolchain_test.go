@@ -69,8 +69,28 @@ func TestToolchainRefusals(t *testing.T) {
 // intrinsic (the corpora of functions, schedules and fused kernels,
 // vector widths, masked and strided loads, gathers, math, the C ABI, an
 // error's IR line), not those of the cache, the runtime's threads or
-// poly's work on many-piece accesses, which do not depend on LLVM.
+// poly's work on many-piece accesses, which do not depend on LLVM. The
+// rerun is short (-test.short, but not with -long): the tests whose cases
+// repeat one kind of IR at every vector width, option or type run each
+// case once, at one width, option or type in turn (see rerunSubset), so
+// that every kind of IR is still built by LLVM 19 and checked against the
+// interpreter, in a third of the kernels.
 const newestLLVMTests = "^(TestCABI|TestWorkloads|TestASTGoldens|TestScheduleGoldens|TestFusionGoldens|TestHandSchedules|TestRandomSchedules|TestVectorWidths|TestNestedParallel|TestCastOfIndexProductWraps|TestVectorDivModOfRamps|TestMergeHeadsLoadsRows|TestLLVMErrorShowsIRLine|TestFusedLoopAccesses|TestGatherTwoIndices|TestGuardedLoads|TestMathIntrinsics|TestMinMax|TestBlockAroundNest|TestStridedLoads|TestToolchainVersion)$"
+
+// rerunSubset reports whether a test that checks each of its cases at
+// every vector width (or option, or type) checks each case at only one
+// of them, the i-th case at choices[i%len(choices)]: in a -test.short
+// run, which is what TestNewestLLVM's rerun under LLVM 19 is, so that
+// every case and every width is still built, in fewer kernels.
+func rerunSubset() bool { return testing.Short() && !*long }
+
+// pick returns choices, or under rerunSubset only the i-th case's one.
+func pick[T any](i int, choices []T) []T {
+	if !rerunSubset() {
+		return choices
+	}
+	return choices[i%len(choices) : i%len(choices)+1]
+}
 
 var long = flag.Bool("long", false, "TestNewestLLVM runs every test of the package again, not newestLLVMTests")
 
@@ -79,7 +99,8 @@ var long = flag.Bool("long", false, "TestNewestLLVM runs every test of the packa
 // (LOOM_LLVM=19), when it is installed and this run builds with another:
 // the IR must stay good for LLVM 14 to 19 (opaque pointers from 15 on).
 // It runs inside go test's own run, beside the other packages, rather
-// than after them.
+// than after them. The child runs with -test.short (rerunSubset) unless
+// this run has -long, which reruns every test in full.
 func TestNewestLLVM(t *testing.T) {
 	if os.Getenv(LLVMEnv) != "" {
 		t.Skipf("%s chooses the LLVM of this run", LLVMEnv)
@@ -94,11 +115,11 @@ func TestNewestLLVM(t *testing.T) {
 	if _, _, err := findLLVM(strconv.Itoa(MaxLLVM)); err != nil {
 		t.Skipf("LLVM %d is not installed (make tools installs it): %v", MaxLLVM, err)
 	}
-	run := newestLLVMTests
+	args := []string{"-test.count=1", "-test.skip=^TestNewestLLVM$", "-test.run=" + newestLLVMTests, "-test.short"}
 	if *long {
-		run = "."
+		args = []string{"-test.count=1", "-test.skip=^TestNewestLLVM$", "-test.run=."}
 	}
-	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.skip=^TestNewestLLVM$", "-test.run="+run)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), LLVMEnv+"="+strconv.Itoa(MaxLLVM), "LOOM_CACHE_DIR="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the tests with %s=%d: %v\n%s", LLVMEnv, MaxLLVM, err, out)
