@@ -123,7 +123,10 @@ func worker(t *testing.T, url, name, target, cache, busyDir string, sleepMS int)
 	return c
 }
 
-var testOptions = autotune.Options{Trials: 12, Population: 8, Batch: 4, Seed: 7, Confirm: 0}
+// testOptions: two rounds of four, the second the model's choice among
+// mutants of the first (a third round repeats that path; each trial is a
+// compile, and a measurement in a process of its own).
+var testOptions = autotune.Options{Trials: 8, Population: 8, Batch: 4, Seed: 7, Confirm: 0}
 
 // fakeRunner times candidates as the test workers do.
 type fakeRunner struct{ autotune.Runner }
@@ -179,7 +182,10 @@ func TestSameRecordsAsLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lc, err := native.NewCache(t.TempDir())
+	// The local run builds in the workers' cache directory: it finds
+	// there the kernels they built (the same functions, so the same
+	// objects) instead of compiling each again.
+	lc, err := native.NewCache(cache)
 	if err != nil {
 		t.Fatal(err)
 	}

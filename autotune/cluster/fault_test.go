@@ -97,7 +97,7 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	victim := worker(t, url, "victim", target, cache, busy, 250)
 	worker(t, url, "steady", target, cache, busy, 250)
 	dbPath := filepath.Join(dir, "tuning.jsonl")
-	const trials = 12
+	const trials = 8 // two rounds: killed in the second
 	tn := tuner(t, url, dbPath, trials)
 
 	waitFor(t, "the victim to measure", func() bool {
@@ -192,7 +192,6 @@ func TestSlowWorker(t *testing.T) {
 	worker(t, url, "quick2", target, cache, busy, 0)
 	c := client(t, url, ClientOptions{Campaign: "slow", Target: target, Threads: 1, Timeout: time.Minute})
 	opts := testOptions
-	opts.Trials = 12
 	res, err := autotune.Tune(context.Background(), rowsumTask(t), c.Builder(), c.Runner(), opts)
 	if err != nil {
 		t.Fatal(err)
