@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -197,11 +198,13 @@ func TestReductionChainAligns(t *testing.T) {
 // every pass over it recursed that deep, some doing work at each level
 // that grows with the depth. Now no inlined expression chains more than
 // maxInline nodes: the chain is blocks of at most that many steps, all
-// under one loop nest.
+// under one loop nest. By default a chain of 5,000 nodes (blocks enough
+// to show the limit), with -long the 40,000 of the report.
 func TestLongElementwiseChain(t *testing.T) {
-	n := 40000
-	if testing.Short() {
-		n = 5000
+	n := 5000
+	// -long is package fusion_test's flag (ops_test.go), of this binary
+	if f := flag.Lookup("long"); f != nil && f.Value.String() == "true" && !testing.Short() {
+		n = 40000
 	}
 	p := compileText(t, addChainGraph(n))
 	if len(p.Kernels) != 1 {
