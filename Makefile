@@ -25,7 +25,7 @@ test: tools check
 # test-long runs the packages of LONG_PKGS with -long (their randomized
 # runs at full size, every seed, the validator on every step: hours) and
 # the others as test does.
-LONG_PKGS = poly schedule autotune codegen/cuda codegen/partition module codegen/llvm/native
+LONG_PKGS = poly schedule autotune codegen/cuda codegen/partition module codegen/llvm/native fusion
 test-long: tools check
 	GOGC=off GOMEMLIMIT=1GiB $(GO) test -timeout 12h $$($(GO) list ./... | grep -v -E '/($(subst $(eval) ,|,$(LONG_PKGS)))$$')
 	GOGC=off GOMEMLIMIT=1GiB $(GO) test -timeout 12h $(addprefix ./,$(LONG_PKGS)) -long
