@@ -22,7 +22,7 @@ import (
 )
 
 // TestGPUSpaceLowers samples the GPU space of each workload (two seeds,
-// eight with -long) and lowers
+// eight with -long; the matmuls at 64³, 128³ with -long) and lowers
 // every sample to CUDA C: a sample the rules keep must make a kernel (the
 // few a rule drops, for too many threads or too much shared memory, are
 // counted apart), and must compute what the interpreter does when run on
@@ -39,9 +39,15 @@ func TestGPUSpaceLowers(t *testing.T) {
 		seeds = 8
 	}
 	sp := &Space{Rules: GPURules(), Target: CUDATarget()}
+	// The matmuls at 64³ (the emulation runs a CPU thread per GPU
+	// thread: a quarter of 128³'s blocks), at 128³ with -long.
+	mm := 64
+	if *long {
+		mm = 128
+	}
 	for _, c := range []workload.Case{
-		workload.Matmul(128, 128, 128),
-		workload.MatmulBiasReLU(128, 128, 128),
+		workload.Matmul(mm, mm, mm),
+		workload.MatmulBiasReLU(mm, mm, mm),
 		workload.Softmax(64, 256),
 		workload.RMSNorm(64, 256),
 		workload.Chain(4, 8, 256),
