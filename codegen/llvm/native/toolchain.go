@@ -3,6 +3,8 @@ package native
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +68,7 @@ func FindToolchain() (*Toolchain, error) {
 			findFailed = err
 			return
 		}
-		if tc.Version, err = llvmVersion(tc.Opt, tc.LLC); err != nil {
+		if tc.Version, err = knownLLVMVersion(tc.Opt, tc.LLC); err != nil {
 			findFailed = err
 			return
 		}
@@ -160,6 +162,56 @@ func llvmVersion(opt, llc string) (int, error) {
 	return vo, nil
 }
 
+// knownLLVMVersion is llvmVersion remembered on disk, under
+// llvm-version/ in DefaultCacheDir, by the path, size and modification
+// time of opt and llc. Asking each program for its version loads LLVM's
+// libraries twice, about 0.2 s of CPU, and every process that builds or
+// measures a kernel finds the toolchain: loom tune's measuring processes,
+// one a candidate, paid that for a lookup. Errors are not remembered, and
+// a file that cannot be written only costs the next process the asking.
+func knownLLVMVersion(opt, llc string) (int, error) {
+	key := statKey(opt, llc)
+	var file string
+	if !strings.Contains(key, ":?;") {
+		sum := sha256.Sum256([]byte(key))
+		file = filepath.Join(DefaultCacheDir(), "llvm-version", hex.EncodeToString(sum[:12]))
+		if b, err := os.ReadFile(file); err == nil {
+			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v >= MinLLVM && v <= MaxLLVM {
+				return v, nil
+			}
+		}
+	}
+	v, err := llvmVersion(opt, llc)
+	if err != nil || file == "" {
+		return v, err
+	}
+	if os.MkdirAll(filepath.Dir(file), 0o755) == nil {
+		// Written aside and renamed: a process never reads half a file.
+		if tmp, err := os.CreateTemp(filepath.Dir(file), ".version-*"); err == nil {
+			_, werr := fmt.Fprintf(tmp, "%d\n", v)
+			if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+				os.Remove(tmp.Name())
+			}
+		}
+	}
+	return v, nil
+}
+
+// statKey identifies programs by the path, size and modification time of
+// each (":?;" for one that cannot be read).
+func statKey(paths ...string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			fmt.Fprintf(&b, "%s:?;", p)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String()
+}
+
 func lookPath(what, pkg string, names ...string) (string, error) {
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {
@@ -173,17 +225,7 @@ func lookPath(what, pkg string, names ...string) (string, error) {
 // size and modification time of each program (cheaper than asking each
 // for its version).
 func (tc *Toolchain) fingerprint() string {
-	var b strings.Builder
-	for _, p := range []string{tc.Opt, tc.LLC, tc.Linker} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			fmt.Fprintf(&b, "%s:?;", p)
-			continue
-		}
-		fmt.Fprintf(&b, "%s:%d:%d;", p, fi.Size(), fi.ModTime().UnixNano())
-	}
-	fmt.Fprintf(&b, "cc=%v", tc.LinkWithCC)
-	return b.String()
+	return statKey(tc.Opt, tc.LLC, tc.Linker) + fmt.Sprintf("cc=%v", tc.LinkWithCC)
 }
 
 // BuildError is a failure of one of the build programs: which one, what
