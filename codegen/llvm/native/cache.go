@@ -194,7 +194,7 @@ func (c *Cache) buildFile(m *llvm.Module, ir, rt, path string, st *Stats) error 
 		if err := inProcess(m, obj); err != nil {
 			return err
 		}
-	} else if err := c.Toolchain.compile(ctx, ir, buildArgs(m), obj); err != nil {
+	} else if err := c.Toolchain.build(ctx, c.Dir, ir, buildArgs(m), obj); err != nil {
 		return err
 	}
 	st.Compile = time.Since(start)

@@ -3,16 +3,24 @@
 //
 // # Building
 //
-// A build pipes the module's IR through opt -O3 and llc -O3 of one LLVM
-// release from 14 to 19 (as programs: those LOOM_LLVM names, else opt-14
-// and llc-14, opt and llc, or the newest of opt-19 to opt-15 on PATH; a
-// release outside 14 to 19 is refused, see FindToolchain) into an
-// object file, and links it with ld -shared against loom's runtime. LLVM's
-// own loop unrolling is off unless the module's options ask for it: the
-// schedule decides what to unroll. Built with -tags loomcapi, the package
-// compiles in process through LLVM's C API instead (cgo and the llvm-14-dev
-// headers), about 60 ms faster a kernel. A program missing gets an error
-// naming the package to install; an error in the IR quotes the line.
+// A build runs the module's IR through opt -O3 and llc -O3 of one LLVM
+// release from 14 to 19 (those LOOM_LLVM names, else opt-14 and llc-14,
+// opt and llc, or the newest of opt-19 to opt-15 on PATH; a release
+// outside 14 to 19 is refused, see FindToolchain) into an object file,
+// and links it with ld -shared against loom's runtime. LLVM's own loop
+// unrolling is off unless the module's options ask for it: the schedule
+// decides what to unroll. Starting opt and llc costs more than most
+// kernels take to compile (each loads and relocates libLLVM), so the
+// package keeps LLVM build workers: processes (runtime/llvmworker.c, built
+// with the C compiler into the cache as the runtime is) that load the
+// libLLVM opt links against once and run the same pipeline through LLVM's
+// C API, build after build, writing the same object file byte for byte.
+// A crash or fatal error inside LLVM fails that one build with LLVM's
+// message and ends only its worker. Where no worker can start the build
+// runs opt and llc, as it does when LOOM_LLVM_BUILD=process. Built with
+// -tags loomcapi, the package compiles in its own process through the C
+// API instead (cgo and the llvm-14-dev headers). A program missing gets an
+// error naming the package to install; an error in the IR quotes the line.
 //
 // # The cache
 //

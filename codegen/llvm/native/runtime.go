@@ -66,44 +66,53 @@ func loadRuntime(dir string) (path string, lib *runtimeLib, err error) {
 }
 
 // buildRuntime compiles the runtime library into dir unless it is already
-// there, and returns its path. Two processes sharing dir may both build
-// it; each renames its complete file into place.
+// there, and returns its path.
 func buildRuntime(dir string) (string, error) {
+	flags := []string{"-O2", "-fPIC", "-shared", "-pthread", "-Wl,-soname,libloomrt.so"}
+	libs := []string{"-Wl,--no-as-needed", "-lm"} // kernels find the C math library through the runtime
+	return compileC(dir, "runtime", "libloomrt.so", runtimeSource, flags, libs)
+}
+
+// compileC compiles the C program or library src with the C compiler
+// into dir/PREFIX-HASH/out unless it is already there (the hash covers
+// the source, the flags and the compiler), and returns its path. Two
+// processes sharing dir may both build it; each renames its complete
+// file into place.
+func compileC(dir, prefix, out string, src []byte, flags, libs []string) (string, error) {
 	cc, err := lookPath("a C compiler", "gcc (apt-get install gcc)", "cc", "gcc", "clang")
 	if err != nil {
 		return "", err
 	}
-	flags := []string{"-O2", "-fPIC", "-shared", "-pthread", "-Wl,-soname,libloomrt.so"}
-	libs := []string{"-Wl,--no-as-needed", "-lm"} // kernels find the C math library through the runtime
 	h := sha256.New()
-	h.Write(runtimeSource)
+	h.Write(src)
 	fmt.Fprintf(h, "%q%q", flags, libs)
 	if fi, err := os.Stat(cc); err == nil {
 		fmt.Fprintf(h, "%s:%d:%d", cc, fi.Size(), fi.ModTime().UnixNano())
 	}
-	sub := filepath.Join(dir, "runtime-"+hex.EncodeToString(h.Sum(nil))[:16])
-	path := filepath.Join(sub, "libloomrt.so")
-	if _, err := os.Stat(path); err != nil {
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return "", err
-		}
-		src := filepath.Join(sub, "loomrt.c")
-		if err := writeAtomic(src, runtimeSource); err != nil {
-			return "", err
-		}
-		tmp, err := tempName(path)
-		if err != nil {
-			return "", err
-		}
-		args := append(append(append([]string(nil), flags...), "-o", tmp, src), libs...)
-		cmd := exec.CommandContext(context.Background(), cc, args...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp)
-			return "", &BuildError{Tool: cc, Stderr: string(out)}
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return "", err
-		}
+	sub := filepath.Join(dir, prefix+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	path := filepath.Join(sub, out)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return "", err
+	}
+	srcPath := filepath.Join(sub, prefix+".c")
+	if err := writeAtomic(srcPath, src); err != nil {
+		return "", err
+	}
+	tmp, err := tempName(path)
+	if err != nil {
+		return "", err
+	}
+	args := append(append(append([]string(nil), flags...), "-o", tmp, srcPath), libs...)
+	cmd := exec.CommandContext(context.Background(), cc, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", &BuildError{Tool: cc, Stderr: string(out)}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
 	}
 	return path, nil
 }

@@ -257,6 +257,17 @@ func (tc *Toolchain) forLLVM(ir string) string {
 	return ir
 }
 
+// build compiles ir into an object file: through a build worker of dir
+// when one runs, else with opt and llc.
+func (tc *Toolchain) build(ctx context.Context, dir, ir string, t targetArgs, obj string) error {
+	if p := tc.workers(dir); p != nil {
+		if err := p.compile(ctx, tc.forLLVM(ir), t, obj); err != errNoWorker {
+			return err
+		}
+	}
+	return tc.compile(ctx, ir, t, obj)
+}
+
 // compile runs opt -O3 and llc -O3 on ir, piped, writing an object file.
 func (tc *Toolchain) compile(ctx context.Context, ir string, t targetArgs, obj string) error {
 	ir = tc.forLLVM(ir)

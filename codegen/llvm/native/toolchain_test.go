@@ -75,7 +75,7 @@ func TestToolchainRefusals(t *testing.T) {
 // case once, at one width, option or type in turn (see rerunSubset), so
 // that every kind of IR is still built by LLVM 19 and checked against the
 // interpreter, in a third of the kernels.
-const newestLLVMTests = "^(TestCABI|TestWorkloads|TestASTGoldens|TestScheduleGoldens|TestFusionGoldens|TestHandSchedules|TestRandomSchedules|TestVectorWidths|TestNestedParallel|TestCastOfIndexProductWraps|TestVectorDivModOfRamps|TestMergeHeadsLoadsRows|TestLLVMErrorShowsIRLine|TestFusedLoopAccesses|TestGatherTwoIndices|TestGuardedLoads|TestMathIntrinsics|TestMinMax|TestBlockAroundNest|TestStridedLoads|TestToolchainVersion)$"
+const newestLLVMTests = "^(TestCABI|TestWorkloads|TestASTGoldens|TestScheduleGoldens|TestFusionGoldens|TestHandSchedules|TestRandomSchedules|TestVectorWidths|TestNestedParallel|TestCastOfIndexProductWraps|TestVectorDivModOfRamps|TestMergeHeadsLoadsRows|TestLLVMErrorShowsIRLine|TestFusedLoopAccesses|TestGatherTwoIndices|TestGuardedLoads|TestMathIntrinsics|TestMinMax|TestBlockAroundNest|TestStridedLoads|TestToolchainVersion|TestWorkerMatchesOptAndLLC|TestWorkerErrors)$"
 
 // rerunSubset reports whether a test that checks each of its cases at
 // every vector width (or option, or type) checks each case at only one

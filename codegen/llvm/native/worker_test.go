@@ -1,0 +1,124 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/workload"
+)
+
+// testPool returns the build workers of this run's LLVM, in a fresh
+// directory, or skips when no worker runs here.
+func testPool(t *testing.T) (*Toolchain, *workerPool) {
+	t.Helper()
+	if os.Getenv(BuildEnv) == "process" {
+		t.Skipf("%s=process", BuildEnv)
+	}
+	tc, err := FindToolchain()
+	if err != nil {
+		t.Skip(err)
+	}
+	p := tc.workers(t.TempDir())
+	if p == nil {
+		t.Skipf("no LLVM build worker for %s here", tc.Opt)
+	}
+	return tc, p
+}
+
+// TestWorkerMatchesOptAndLLC: the build worker writes the very object
+// file opt -O3 | llc -O3 writes, byte for byte, with and without LLVM's
+// unrolling, for the host's CPU and for a named one.
+func TestWorkerMatchesOptAndLLC(t *testing.T) {
+	tc, p := testPool(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		c    workload.Case
+		opts llvm.Options
+	}{
+		{"gemm", workload.Matmul(32, 48, 16), llvm.Options{}},
+		{"softmax unrolled", workload.Softmax(7, 33), llvm.Options{LLVMUnroll: true}},
+		{"chain x86-64-v2", workload.Chain(3, 5, 17), llvm.Options{Target: llvm.Target{Triple: "x86_64-unknown-linux-gnu", CPU: "x86-64-v2"}}},
+	}
+	for i, c := range cases {
+		if c.opts.Target.Triple != "" && runtime.GOARCH != "amd64" {
+			continue
+		}
+		m, err := llvm.Lower(c.c.Func, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir, args := m.String(), buildArgs(m)
+		viaProcess := filepath.Join(dir, "p"+string(rune('0'+i))+".o")
+		viaWorker := filepath.Join(dir, "w"+string(rune('0'+i))+".o")
+		if err := tc.compile(context.Background(), ir, args, viaProcess); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.compile(context.Background(), tc.forLLVM(ir), args, viaWorker); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		a, _ := os.ReadFile(viaProcess)
+		b, _ := os.ReadFile(viaWorker)
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: the worker's object (%d bytes) differs from opt and llc's (%d bytes)", c.name, len(b), len(a))
+		}
+	}
+}
+
+// TestWorkerErrors: bad IR is opt's error with the IR line, as from opt
+// itself; a fatal error inside LLVM (a selection failure, which ends the
+// process) is a BuildError with LLVM's message, and the next build starts
+// a fresh worker and succeeds.
+func TestWorkerErrors(t *testing.T) {
+	tc, p := testPool(t)
+	dir := t.TempDir()
+	ir := "define void @f() {\nentry:\n  ret i32 0\n}\n"
+	err := p.compile(context.Background(), tc.forLLVM(ir), targetArgs{}, filepath.Join(dir, "bad.o"))
+	var be *BuildError
+	if !errors.As(err, &be) || be.Tool != "opt" || be.Line != 3 || !strings.Contains(be.IRLine, "ret i32 0") {
+		t.Fatalf("bad IR: got %#v", err)
+	}
+	if runtime.GOARCH == "amd64" {
+		// An AVX-512 intrinsic on a CPU without AVX-512: a fatal error in code generation.
+		fatal := `declare <16 x float> @llvm.x86.avx512.rsqrt14.ps.512(<16 x float>, <16 x float>, i16)
+define <16 x float> @g(<16 x float> %x) {
+  %r = call <16 x float> @llvm.x86.avx512.rsqrt14.ps.512(<16 x float> %x, <16 x float> %x, i16 -1)
+  ret <16 x float> %r
+}
+`
+		args := targetArgs{Triple: "x86_64-unknown-linux-gnu", CPU: "x86-64", OptFlags: []string{"-disable-loop-unrolling"}}
+		err := p.compile(context.Background(), tc.forLLVM(fatal), args, filepath.Join(dir, "fatal.o"))
+		if !errors.As(err, &be) || !strings.Contains(be.Stderr, "LLVM ERROR") {
+			t.Errorf("a fatal LLVM error: got %v", err)
+		}
+	}
+	m, err := llvm.Lower(workload.Chain(2, 2, 8).Func, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.compile(context.Background(), tc.forLLVM(m.String()), buildArgs(m), filepath.Join(dir, "good.o")); err != nil {
+		t.Errorf("the build after the failures: %v", err)
+	}
+}
+
+// TestWorkerStartFailure: a libLLVM the worker cannot load sends the
+// builds to opt and llc, not to an error.
+func TestWorkerStartFailure(t *testing.T) {
+	tc, p := testPool(t)
+	bad := &workerPool{exe: p.exe, lib: "/nonexistent/libLLVM-0.so", arch: p.arch, idle: make(chan *llvmWorker, 1)}
+	m, err := llvm.Lower(workload.Chain(2, 2, 8).Func, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.compile(context.Background(), tc.forLLVM(m.String()), buildArgs(m), filepath.Join(t.TempDir(), "x.o"))
+	if err != errNoWorker || bad.failed() == nil || !strings.Contains(bad.failed().Error(), "libLLVM-0.so") {
+		t.Errorf("got %v, broken: %v", err, bad.failed())
+	}
+}
