@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The build worker: each kernel's IR goes through opt -O3 and llc -O3,
@@ -49,9 +50,16 @@ type workerPool struct {
 	version        int // LLVM's release
 	idle           chan *llvmWorker
 
-	mu     sync.Mutex
-	broken error // why no worker starts; then builds run opt and llc
+	mu      sync.Mutex
+	broken  error // why no worker starts; then builds run opt and llc
+	reaper  sync.Once
+	idleFor time.Duration // workerIdle, unless a test shortens it
 }
+
+// workerIdle is how long an idle worker waits for a build before it is
+// stopped: a program that builds kernels now and then keeps no processes
+// beside it for long.
+const workerIdle = 30 * time.Second
 
 var (
 	poolsMu sync.Mutex
@@ -82,7 +90,7 @@ func (tc *Toolchain) workers(dir string) *workerPool {
 	defer poolsMu.Unlock()
 	p := pools[key]
 	if p == nil {
-		p = &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idle: make(chan *llvmWorker, runtime.GOMAXPROCS(0))}
+		p = &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idleFor: workerIdle, idle: make(chan *llvmWorker, runtime.GOMAXPROCS(0))}
 		pools[key] = p
 	}
 	if p.failed() != nil {
@@ -154,10 +162,11 @@ func buildWorker(dir string) (string, error) {
 
 // llvmWorker is one running worker process.
 type llvmWorker struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *syncBuffer
+	idleSince time.Time
+	cmd       *exec.Cmd
+	in        io.WriteCloser
+	out       *bufio.Reader
+	stderr    *syncBuffer
 }
 
 // start runs a new worker and waits for its greeting.
@@ -234,11 +243,7 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 		}
 		return irError("LLVM build worker", err, msg, ir)
 	}
-	select {
-	case p.idle <- w:
-	default:
-		w.kill()
-	}
+	p.put(w)
 	switch status {
 	case 0:
 		return writeAtomic(obj, data)
@@ -246,6 +251,38 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 		return irError("opt", errors.New(string(data)), string(data), ir)
 	default:
 		return irError("llc", errors.New(string(data)), string(data), ir)
+	}
+}
+
+// put keeps w for the next build, or stops it when enough are idle.
+func (p *workerPool) put(w *llvmWorker) {
+	w.idleSince = time.Now()
+	p.keep(w)
+	p.reaper.Do(func() { go p.reap() })
+}
+
+func (p *workerPool) keep(w *llvmWorker) {
+	select {
+	case p.idle <- w:
+	default:
+		w.kill()
+	}
+}
+
+// reap stops the workers idle for longer than p.idleFor.
+func (p *workerPool) reap() {
+	for range time.Tick(p.idleFor / 3) {
+		for range len(p.idle) {
+			select {
+			case w := <-p.idle:
+				if time.Since(w.idleSince) > p.idleFor {
+					w.kill()
+				} else {
+					p.keep(w)
+				}
+			default:
+			}
+		}
 	}
 }
 

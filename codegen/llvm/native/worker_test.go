@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/workload"
@@ -121,4 +123,34 @@ func TestWorkerStartFailure(t *testing.T) {
 	if err != errNoWorker || bad.failed() == nil || !strings.Contains(bad.failed().Error(), "libLLVM-0.so") {
 		t.Errorf("got %v, broken: %v", err, bad.failed())
 	}
+}
+
+// TestIdleWorkersStop: a worker left idle longer than its pool's idleFor is
+// stopped; the next build starts another.
+func TestIdleWorkersStop(t *testing.T) {
+	tc, p := testPool(t)
+	p.idleFor = 150 * time.Millisecond
+	m, err := llvm.Lower(workload.Chain(2, 2, 8).Func, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() {
+		if err := p.compile(context.Background(), tc.forLLVM(m.String()), buildArgs(m), filepath.Join(t.TempDir(), "x.o")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build()
+	if len(p.idle) != 1 {
+		t.Fatalf("%d idle workers after a build, want 1", len(p.idle))
+	}
+	w := <-p.idle
+	p.idle <- w
+	deadline := time.Now().Add(10 * time.Second)
+	for w.cmd.Process.Signal(syscall.Signal(0)) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if w.cmd.Process.Signal(syscall.Signal(0)) == nil {
+		t.Fatalf("the idle worker was not stopped (%d idle)", len(p.idle))
+	}
+	build()
 }
