@@ -20,6 +20,7 @@ import (
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/golden"
 	"github.com/loom-go/loom/internal/instances"
+	"github.com/loom-go/loom/internal/testcache"
 	"github.com/loom-go/loom/module"
 )
 
@@ -109,11 +110,7 @@ func compiled(t testing.TB, src string) (*fusion.Graph, *module.Module) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := native.NewCache(goldenCacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := module.Compile(g, module.Options{Cache: cache})
+	m, err := module.Compile(g, module.Options{Cache: goldenCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,33 +145,13 @@ func inputsAt(t testing.TB, g *fusion.Graph, sizes map[string]int64, seed uint64
 	return ins, raw
 }
 
-// goldenCacheDir is the kernel cache the tests over every golden share
-// (TestMain makes it): a graph is compiled once, by the first of them,
-// and the others get the same module from the compile cache.
-var goldenCacheDir string
+// The tests over every golden share one kernel cache (testcache; TestMain
+// makes it): a graph is compiled once, by the first of them, and the
+// others get the same module from the compile cache.
+func TestMain(m *testing.M) { os.Exit(testcache.Run(m)) }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	dir, err := os.MkdirTemp("", "loom-module-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	goldenCacheDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// goldenCache opens the shared kernel cache of goldenCacheDir.
-func goldenCache(t *testing.T) *native.Cache {
-	t.Helper()
-	cache, err := native.NewCache(goldenCacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cache
-}
+// goldenCache opens the shared kernel cache.
+func goldenCache(t testing.TB) *native.Cache { return testcache.Open(t) }
 
 // TestGoldensMatchInterpreter: every fusion golden with sizes, compiled
 // as a module, computes what the fused plan's interpreter computes, at
