@@ -63,7 +63,7 @@ const workerIdle = 30 * time.Second
 
 var (
 	poolsMu sync.Mutex
-	pools   = map[string]*workerPool{}
+	pools   = map[string]*workerPool{} // by cache directory and opt; nil: none runs
 )
 
 // workers returns the pool of build workers for tc's LLVM, building the
@@ -73,6 +73,29 @@ func (tc *Toolchain) workers(dir string) *workerPool {
 	if os.Getenv(BuildEnv) == "process" {
 		return nil
 	}
+	key := fmt.Sprintf("%s\x00%s\x00%d", dir, tc.Opt, tc.Version)
+	poolsMu.Lock()
+	p, known := pools[key]
+	poolsMu.Unlock()
+	if !known {
+		p = tc.newWorkerPool(dir)
+		poolsMu.Lock()
+		if q, ok := pools[key]; ok {
+			p = q // another build made it first
+		} else {
+			pools[key] = p
+		}
+		poolsMu.Unlock()
+	}
+	if p == nil || p.failed() != nil {
+		return nil
+	}
+	return p
+}
+
+// newWorkerPool finds the libLLVM of tc's opt and builds the worker
+// program into dir; it returns nil when either cannot be done.
+func (tc *Toolchain) newWorkerPool(dir string) *workerPool {
 	arch := map[string]string{"amd64": "X86", "arm64": "AArch64", "riscv64": "RISCV", "ppc64le": "PowerPC", "s390x": "SystemZ"}[runtime.GOARCH]
 	if arch == "" {
 		return nil
@@ -85,18 +108,7 @@ func (tc *Toolchain) workers(dir string) *workerPool {
 	if err != nil {
 		return nil
 	}
-	key := exe + "\x00" + lib
-	poolsMu.Lock()
-	defer poolsMu.Unlock()
-	p := pools[key]
-	if p == nil {
-		p = &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idleFor: workerIdle, idle: make(chan *llvmWorker, runtime.GOMAXPROCS(0))}
-		pools[key] = p
-	}
-	if p.failed() != nil {
-		return nil
-	}
-	return p
+	return &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idleFor: workerIdle, idle: make(chan *llvmWorker, runtime.GOMAXPROCS(0))}
 }
 
 func (p *workerPool) failed() error {

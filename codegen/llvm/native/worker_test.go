@@ -25,7 +25,7 @@ func testPool(t *testing.T) (*Toolchain, *workerPool) {
 	}
 	tc, err := FindToolchain()
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("no LLVM toolchain to build with: %v", err)
 	}
 	p := tc.workers(t.TempDir())
 	if p == nil {
