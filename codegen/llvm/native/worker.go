@@ -228,6 +228,12 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 	if p.version >= 16 {
 		flags |= 2 // opt infers the data layout from the triple
 	}
+	if len(ir) >= 1<<31 {
+		return errNoWorker // the protocol's lengths are 32 bits
+	}
+	if err := ctx.Err(); err != nil {
+		return &BuildError{Tool: "LLVM build worker", Stderr: fmt.Sprintf("stopped: %v", err)}
+	}
 	var w *llvmWorker
 	select {
 	case w = <-p.idle:
