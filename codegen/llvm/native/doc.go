@@ -12,7 +12,7 @@
 // decides what to unroll. Starting opt and llc costs more than most
 // kernels take to compile (each loads and relocates libLLVM), so the
 // package keeps LLVM build workers: processes (runtime/llvmworker.c, built
-// with the C compiler into the cache as the runtime is) that load the
+// with the C compiler into loom's cache directory) that load the
 // libLLVM opt links against once and run the same pipeline through LLVM's
 // C API, build after build, writing the same object file byte for byte.
 // A crash or fatal error inside LLVM fails that one build with LLVM's

@@ -23,8 +23,8 @@ import (
 // and starting those two programs (each loads and relocates libLLVM, 110
 // MB) costs about 0.2 s of CPU a kernel, several times what optimizing
 // and compiling a kernel costs. So the build keeps worker processes
-// (runtime/llvmworker.c, compiled with the C compiler into the cache
-// directory as the runtime is) that load the libLLVM opt and llc link
+// (runtime/llvmworker.c, compiled with the C compiler into loom's cache
+// directory) that load the libLLVM opt and llc link
 // against once and compile request after request through LLVM's C API,
 // the same pipeline with the same flags. A worker is a separate process,
 // so that an LLVM crash or fatal error fails one build with what LLVM
@@ -167,9 +167,18 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// buildWorker compiles the worker program into dir unless it is there.
+// buildWorker compiles the worker program unless it is there: into loom's
+// default cache directory, where every cache and process finds it (a
+// program or test that makes caches in fresh directories compiles it
+// once), else into dir.
 func buildWorker(dir string) (string, error) {
-	return compileC(dir, "llvmworker", "llvmworker.c", workerSource, []string{"-O2"}, []string{"-ldl"})
+	compile := func(dir string) (string, error) {
+		return compileC(dir, "llvmworker", "llvmworker", workerSource, []string{"-O2"}, []string{"-ldl"})
+	}
+	if exe, err := compile(DefaultCacheDir()); err == nil {
+		return exe, nil
+	}
+	return compile(dir)
 }
 
 // llvmWorker is one running worker process.
