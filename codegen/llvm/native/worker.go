@@ -243,26 +243,40 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 	if err := ctx.Err(); err != nil {
 		return &BuildError{Tool: "LLVM build worker", Stderr: fmt.Sprintf("stopped: %v", err)}
 	}
-	var w *llvmWorker
-	select {
-	case w = <-p.idle:
-	default:
-		var err error
-		if w, err = p.start(); err != nil {
-			p.mu.Lock()
-			p.broken = err
-			p.mu.Unlock()
-			return errNoWorker
+	var status byte
+	var data []byte
+	for attempt := 0; ; attempt++ {
+		var w *llvmWorker
+		reused := false
+		select {
+		case w = <-p.idle:
+			reused = true
+		default:
+			var err error
+			if w, err = p.start(); err != nil {
+				p.mu.Lock()
+				p.broken = err
+				p.mu.Unlock()
+				return errNoWorker
+			}
 		}
-	}
-	w.stderr.Reset()
-	stop := context.AfterFunc(ctx, func() { w.cmd.Process.Kill() })
-	status, data, err := w.request(flags, ir, t)
-	stop()
-	if err != nil {
-		w.kill()
+		w.stderr.Reset()
+		stop := context.AfterFunc(ctx, func() { w.cmd.Process.Kill() })
+		var err error
+		status, data, err = w.request(flags, ir, t)
+		if stopped := stop(); err == nil && stopped {
+			p.put(w)
+		} else {
+			w.kill() // failed, or the deadline struck as the answer came
+		}
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return &BuildError{Tool: "LLVM build worker", Stderr: fmt.Sprintf("stopped: %v", ctx.Err())}
+		}
+		if reused && attempt == 0 {
+			continue // an idle worker that died meanwhile: once more, with a fresh one
 		}
 		msg := strings.TrimSpace(w.stderr.String())
 		if msg == "" {
@@ -270,7 +284,6 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 		}
 		return irError("LLVM build worker", err, msg, ir)
 	}
-	p.put(w)
 	switch status {
 	case 0:
 		return writeAtomic(obj, data)

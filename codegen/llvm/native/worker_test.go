@@ -154,3 +154,26 @@ func TestIdleWorkersStop(t *testing.T) {
 	}
 	build()
 }
+
+// TestDeadIdleWorker: an idle worker that died meanwhile (killed from
+// outside) costs the next build a fresh worker, not an error.
+func TestDeadIdleWorker(t *testing.T) {
+	tc, p := testPool(t)
+	m, err := llvm.Lower(workload.Chain(2, 2, 8).Func, llvm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() error {
+		return p.compile(context.Background(), tc.forLLVM(m.String()), buildArgs(m), filepath.Join(t.TempDir(), "x.o"))
+	}
+	if err := build(); err != nil {
+		t.Fatal(err)
+	}
+	w := <-p.idle
+	w.cmd.Process.Kill()
+	w.cmd.Process.Wait()
+	p.idle <- w
+	if err := build(); err != nil {
+		t.Errorf("the build after an idle worker died: %v", err)
+	}
+}
