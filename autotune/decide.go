@@ -345,6 +345,10 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 			out[i] = 1
 		}
 		out[0] = ext
+		if t.panelsUnderRows && n > 1 {
+			// Under the threads' shares of the rows.
+			out[0], out[1] = 1, ext
+		}
 		if t.aliasedPanels && n > 1 {
 			// The threads' shares outermost, the panels of a share
 			// inside the reduction (see aliasedPanels).
@@ -369,6 +373,10 @@ func decideTile(ext int64, n, maxInnermost int, r tileRole, t Target) []int64 {
 	}
 	if r == tileSpatial && t.panelsOuter {
 		out[n-2] = rest
+		if t.threadRows && n > 2 {
+			out[0] = threadShares(rest, int64(max(t.Threads, 1)))
+			out[n-2] = rest / out[0]
+		}
 		return out
 	}
 	if r == tileSpatial && n > 2 {

@@ -623,3 +623,103 @@ func TestDefaultAliasedRows(t *testing.T) {
 		}
 	}
 }
+
+// paddedConvSrc is denseConvSrc over a padded copy of its input that the
+// function writes itself (a pad stage, as fusion lowers a convolution's
+// padding), with input channels CC.
+const paddedConvSrc = `func padconv(X: float32[14, 14, CC], W: float32[2, 3, 3, CC, 16], Y: float32[14, 14, 32]) {
+  ScheduleBlock(root) {
+    alloc P: float32[16, 16, CC]
+    serial for (ph, 0, 16) {
+      serial for (pw, 0, 16) {
+        serial for (pc, 0, CC) {
+          ScheduleBlock(P) {
+            vph, vpw, vpc = axis.bind(ph, pw, pc)
+            axis.domain(vph = spatial(0, 16), vpw = spatial(0, 16), vpc = spatial(0, CC))
+            reads(X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc])
+            writes(P[vph, vpw, vpc])
+            P[vph, vpw, vpc] = select(vph - 1 >= 0 && vph - 1 < 14 && (vpw - 1 >= 0 && vpw - 1 < 14), X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc], 0.0f)
+          }
+        }
+      }
+    }
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, 32) {
+          serial for (rc, 0, CC) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, CC), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], P[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + P[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+
+// TestDefaultThreadsSharePaddedRows: a convolution whose filters are
+// streamed panel by panel (panelsOuter) and whose input is a padded copy
+// the function writes itself gives its threads shares of the image's
+// rows, outermost and in parallel, with the panels under them
+// (rowsForThreads), so that each thread reads the rows its share of the
+// pad wrote; over the input as given (a parameter) or on one thread, the
+// panels stay outermost. The first computes what the interpreter does
+// (all of them with -long).
+func TestDefaultThreadsSharePaddedRows(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := streamTarget
+	one.Threads = 1
+	for _, c := range []struct {
+		src     string
+		tg      Target
+		byRows  bool
+		explain string
+	}{
+		{paddedConvSrc, streamTarget, true, "padded in the function, two threads"},
+		{paddedConvSrc, one, false, "padded in the function, one thread"},
+		{denseConvSrc, streamTarget, false, "input as given, two threads"},
+	} {
+		// 64 input channels: 72 KiB of filters, over half the 128 KiB L2.
+		run := cache
+		if !c.byRows && !*long {
+			run = nil // the panels' tiling is run by TestDefaultStreamsPanels
+		}
+		_, s := defaultOf(t, run, c.tg, c.src, map[string]int{"CC": 64})
+		tiles := decisionsOf(s, "sample_perfect_tile")
+		panelsOuter := slices.ContainsFunc(tiles, func(d []int64) bool { return slices.Equal(d, []int64{2, 1, 1}) })
+		panelsUnder := slices.ContainsFunc(tiles, func(d []int64) bool { return slices.Equal(d, []int64{1, 2, 1}) })
+		rowShares := slices.ContainsFunc(tiles, func(d []int64) bool { return len(d) == 4 && d[0] == 2 && d[0]*d[1]*d[2]*d[3] == 14 })
+		parallelRows := parallelOverRows(s)
+		if got := rowShares && panelsUnder && parallelRows; got != c.byRows || !c.byRows && !panelsOuter {
+			t.Errorf("%s: rows shared by the threads %v (row shares %v, panels under them %v, parallel rows %v), panels outermost %v; want rows %v; trace:\n%s",
+				c.explain, got, rowShares, panelsUnder, parallelRows, panelsOuter, c.byRows, s.Trace())
+		}
+	}
+}
+
+// parallelOverRows reports whether the parallel loop of s's function
+// steps the convolution's rows (h, split: its name begins "h_").
+func parallelOverRows(s *schedule.Schedule) bool {
+	found := false
+	ast.Inspect(s.Func().Body, func(n ast.Node) bool {
+		if l, ok := n.(*ast.For); ok && l.Kind == ast.Parallel && strings.HasPrefix(l.Var.Name, "h_") {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

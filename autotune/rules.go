@@ -44,6 +44,13 @@ type Target struct {
 	// read from memory once, a panel at a time, instead of once per tile
 	// of pixels (streamsPanels).
 	panelsOuter bool
+	// panelsUnderRows, set with panelsOuter on more than one thread
+	// where the block reads a buffer its own function writes (a pad
+	// stage's padded copy) along its outermost spatial loop (the
+	// image's rows), puts the threads' shares of that loop outermost
+	// and the panels under them (see rowsForThreads); threadRows is set
+	// for that one loop's split.
+	panelsUnderRows, threadRows bool
 	// channelwise, set by MultiLevelTiling for one block under decide,
 	// makes Default's register tile of a block whose every input is
 	// indexed by the vectorized loop (a depthwise convolution) up to four
