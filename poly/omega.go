@@ -70,12 +70,7 @@ func (sv *solver) over() bool {
 }
 
 func (sv *solver) solve(s *system) ([]Int, bool) {
-	sv.steps++
-	sv.work += int64((len(s.ineqs) + len(s.eqs)) * (s.n + 1))
-	if sv.over() {
-		sv.exhausted = true
-	}
-	if sv.exhausted {
+	if !sv.charge(s) {
 		return nil, false // unwinds at once; sample reports "undecided"
 	}
 	t, ok := s.normalized()
@@ -91,6 +86,17 @@ func (sv *solver) solve(s *system) ([]Int, bool) {
 	return sv.solveInequalities(t)
 }
 
+// charge counts s, a system about to be visited, in the solver's work,
+// and reports whether the work is still within its bounds.
+func (sv *solver) charge(s *system) bool {
+	sv.steps++
+	sv.work += int64((len(s.ineqs) + len(s.eqs)) * (s.n + 1))
+	if sv.over() {
+		sv.exhausted = true
+	}
+	return !sv.exhausted
+}
+
 // normalized returns a copy of s in which each constraint is divided by the
 // gcd of its coefficients (rounding an inequality's constant down, which
 // tightens it to the integer points), constant constraints are checked and
@@ -102,7 +108,7 @@ func (s *system) normalized() (*system, bool) {
 	// Every slice is allocated once at its largest size: normalizing is
 	// the hottest step of the solver, and growing slices dominated it.
 	t.eqs = make([]row, 0, len(s.eqs)+len(s.ineqs)/2)
-	eqIndex := rowIndex{hashes: make([]uint64, 0, len(s.eqs))}
+	eqIndex := newRowIndex(len(s.eqs))
 	for _, r := range s.eqs {
 		g := r.coefGcd()
 		if g.IsZero() {
@@ -129,7 +135,7 @@ func (s *system) normalized() (*system, bool) {
 		t.eqs = append(t.eqs, r)
 	}
 	t.ineqs = make([]row, 0, len(s.ineqs))
-	ineqIndex := rowIndex{hashes: make([]uint64, 0, len(s.ineqs))}
+	ineqIndex := newRowIndex(len(s.ineqs))
 	negHashes := make([]uint64, 0, len(s.ineqs))
 	for _, r := range s.ineqs {
 		g := r.coefGcd()
@@ -286,13 +292,43 @@ func (sv *solver) substituteAndSolve(s *system, k int, sub row, extra int) ([]In
 	for i, r := range s.ineqs {
 		t.ineqs[i] = r.substituteInto(store[i*s.n:(i+1)*s.n:(i+1)*s.n], k, sub)
 	}
-	x, ok := sv.solve(t)
+	var x []Int
+	var ok bool
+	if extra == 0 && t.hasUnitEquality() {
+		// The next equality is eliminated as it is, without normalizing
+		// the system in between: substituting a unit equality is exact,
+		// and normalizing (dividing rows by their gcds, merging
+		// duplicates, finding contradictions) waits for the system the
+		// unit equalities leave, where it pays once instead of once a
+		// variable. (Dependence systems are mostly equalities with unit
+		// coefficients: normalizing after each one was the solver's
+		// largest cost.)
+		if !sv.charge(t) {
+			return nil, false
+		}
+		x, ok = sv.solveEquality(t)
+	} else {
+		x, ok = sv.solve(t)
+	}
 	if !ok {
 		return nil, false
 	}
 	full := insertValue(x, k, Int{})
 	full[k] = sub.eval(full)
 	return full[:len(full)-extra], true
+}
+
+// hasUnitEquality reports whether some equality of s has a coefficient
+// of 1 or -1.
+func (s *system) hasUnitEquality() bool {
+	for _, r := range s.eqs {
+		for _, c := range r[1:] {
+			if v, ok := c.Int64(); ok && (v == 1 || v == -1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func insertValue(x []Int, k int, v Int) []Int {

@@ -275,3 +275,65 @@ func TestOmegaShadowBudget(t *testing.T) {
 		t.Errorf("deciding it allocated %d MiB", alloc>>20)
 	}
 }
+
+// TestOmegaUnitEqualityChains compares the Omega test with enumeration on
+// random systems of several equalities with unit coefficients (as
+// dependence systems are: an index of one access equal to another's),
+// which the solver eliminates one after another without normalizing
+// between them: some equalities repeat or contradict another once the
+// others are substituted (0 = c), some leave a common factor behind, and
+// every sample returned is checked.
+func TestOmegaUnitEqualityChains(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
+	r := rand.New(rand.NewPCG(11, 13))
+	empty, nonEmpty := 0, 0
+	for iter := 0; iter < n; iter++ {
+		vars := 2 + r.IntN(3)
+		b := int64(7 - vars)
+		s := &system{n: vars}
+		for e := 1 + r.IntN(vars); e > 0; e-- {
+			x := newRow(vars)
+			x[0] = IntOf(r.Int64N(7) - 3)
+			for i := 1; i <= vars; i++ {
+				if r.IntN(2) == 0 {
+					x[i] = IntOf(r.Int64N(7) - 3)
+				}
+			}
+			x[1+r.IntN(vars)] = IntOf(1 - 2*r.Int64N(2)) // a unit coefficient
+			if r.IntN(4) == 0 {
+				x = x.scaled(IntOf(2 + r.Int64N(2))) // a common factor
+			}
+			s.eqs = append(s.eqs, x)
+			if r.IntN(6) == 0 {
+				s.eqs = append(s.eqs, x.scaled(IntOf(-1))) // the same, negated
+			}
+		}
+		for c := r.IntN(3); c > 0; c-- {
+			x := newRow(vars)
+			for i := 0; i <= vars; i++ {
+				x[i] = IntOf(r.Int64N(9) - 4)
+			}
+			s.ineqs = append(s.ineqs, x)
+		}
+		box(s, b)
+		want := bruteForce(s, b)
+		x, got := s.sample()
+		if got != want {
+			t.Fatalf("system %d: omega says %v, enumeration %v\n%v", iter, got, want, s)
+		}
+		if got {
+			nonEmpty++
+			if !s.satisfied(x) {
+				t.Fatalf("system %d: sample %v does not satisfy it", iter, x)
+			}
+		} else {
+			empty++
+		}
+	}
+	if empty < n/10 || nonEmpty < n/10 {
+		t.Errorf("unbalanced corpus: %d empty, %d non-empty", empty, nonEmpty)
+	}
+}

@@ -1,5 +1,7 @@
 package poly
 
+import "math"
+
 // row is one affine constraint or expression over the variables of a
 // system: the constant term at index 0, then the coefficient of variable i
 // at index i+1. As an equality it says row·(1, x) = 0, as an inequality
@@ -90,6 +92,14 @@ func (r row) hashes() (pos, neg uint64) {
 // if neg).
 func (r row) sameCoefs(o row, neg bool) bool {
 	for i := 1; i < len(r); i++ {
+		if a, b := r[i], o[i]; a.big == nil && b.big == nil {
+			// Both small, the common case: compared in place (-b
+			// of the most negative int64 would wrap to itself).
+			if neg && (a.small != -b.small || b.small == math.MinInt64) || !neg && a.small != b.small {
+				return false
+			}
+			continue
+		}
 		if neg {
 			if !r[i].Equal(o[i].Neg()) {
 				return false
@@ -101,48 +111,64 @@ func (r row) sameCoefs(o row, neg bool) bool {
 	return true
 }
 
-// rowIndex finds rows by their coefficient vectors. Systems are small, so
-// it scans a slice of hashes; past a few dozen rows it switches to a map.
+// rowIndex finds rows by their coefficient vectors: an open-addressing
+// table of row indices keyed by the rows' hashes (see hashes), sized for
+// the rows a normalization adds, so that finding a row costs a probe or
+// two whatever the system's size. (A scan of the hashes, and past a few
+// dozen rows a Go map, took half of normalized's time on the systems of
+// a convolution's schedule: the search for each inequality's opposite
+// scanned every other.)
 type rowIndex struct {
-	hashes []uint64
-	big    map[uint64][]int
+	hashes []uint64 // the hash of each indexed row, by index
+	slots  []int32  // 1 + the index of a row, at its hash's probe position; 0: empty
 }
 
-const rowIndexScan = 48
+// newRowIndex returns an index with room for n rows.
+func newRowIndex(n int) rowIndex {
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	return rowIndex{hashes: make([]uint64, 0, n), slots: make([]int32, size)}
+}
 
 // find returns the index (into rows) of a row whose coefficients equal r's
 // (or their negations if neg), given h, the matching hash of r.
 func (ix *rowIndex) find(rows []row, r row, h uint64, neg bool) (int, bool) {
-	if ix.big != nil {
-		for _, i := range ix.big[h] {
-			if rows[i].sameCoefs(r, neg) {
-				return i, true
-			}
+	mask := uint64(len(ix.slots) - 1)
+	for p := h & mask; ; p = (p + 1) & mask {
+		s := ix.slots[p]
+		if s == 0 {
+			return -1, false
 		}
-		return -1, false
-	}
-	for i, x := range ix.hashes {
-		if x == h && rows[i].sameCoefs(r, neg) {
+		if i := int(s - 1); ix.hashes[i] == h && rows[i].sameCoefs(r, neg) {
 			return i, true
 		}
 	}
-	return -1, false
 }
 
 // add records the row with hash h at the next index.
 func (ix *rowIndex) add(h uint64) {
-	i := len(ix.hashes)
 	ix.hashes = append(ix.hashes, h)
-	if ix.big == nil && len(ix.hashes) > rowIndexScan {
-		ix.big = map[uint64][]int{}
-		for j, x := range ix.hashes {
-			ix.big[x] = append(ix.big[x], j)
+	if 2*len(ix.hashes) > len(ix.slots) {
+		ix.slots = make([]int32, 2*len(ix.slots))
+		for i, x := range ix.hashes {
+			ix.place(x, i)
 		}
 		return
 	}
-	if ix.big != nil {
-		ix.big[h] = append(ix.big[h], i)
+	ix.place(h, len(ix.hashes)-1)
+}
+
+// place puts row i, of hash h, at the first free slot of its probe
+// sequence.
+func (ix *rowIndex) place(h uint64, i int) {
+	mask := uint64(len(ix.slots) - 1)
+	p := h & mask
+	for ix.slots[p] != 0 {
+		p = (p + 1) & mask
 	}
+	ix.slots[p] = int32(i + 1)
 }
 
 // substitute returns r with variable k replaced by the expression e (a row
