@@ -1,5 +1,7 @@
 package poly
 
+import "slices"
+
 // This file decides whether a system of integer constraints has an integer
 // solution, and finds one, with the Omega test (W. Pugh, "The Omega test: a
 // fast and practical integer programming algorithm for dependence analysis",
@@ -245,10 +247,7 @@ func (sv *solver) solveEquality(s *system) ([]Int, bool) {
 	}
 	e, k := s.eqs[best], bestVar
 	if bestAbs.IsOne() {
-		// x_k = -(e - a_k x_k) / a_k, and 1/a_k = a_k for a_k = ±1.
-		sub := e.scaled(e.coef(k).Neg())
-		sub[k+1] = Int{}
-		return sv.substituteAndSolve(s, k, sub, 0)
+		return sv.solveUnitEqualities(s)
 	}
 	// Mod-hat step: with m = |a_k| + 1, the new variable σ satisfies
 	//   m σ = Σ modhat(a_i, m) x_i + modhat(c, m),
@@ -292,24 +291,7 @@ func (sv *solver) substituteAndSolve(s *system, k int, sub row, extra int) ([]In
 	for i, r := range s.ineqs {
 		t.ineqs[i] = r.substituteInto(store[i*s.n:(i+1)*s.n:(i+1)*s.n], k, sub)
 	}
-	var x []Int
-	var ok bool
-	if extra == 0 && t.hasUnitEquality() {
-		// The next equality is eliminated as it is, without normalizing
-		// the system in between: substituting a unit equality is exact,
-		// and normalizing (dividing rows by their gcds, merging
-		// duplicates, finding contradictions) waits for the system the
-		// unit equalities leave, where it pays once instead of once a
-		// variable. (Dependence systems are mostly equalities with unit
-		// coefficients: normalizing after each one was the solver's
-		// largest cost.)
-		if !sv.charge(t) {
-			return nil, false
-		}
-		x, ok = sv.solveEquality(t)
-	} else {
-		x, ok = sv.solve(t)
-	}
+	x, ok := sv.solve(t)
 	if !ok {
 		return nil, false
 	}
@@ -318,17 +300,99 @@ func (sv *solver) substituteAndSolve(s *system, k int, sub row, extra int) ([]In
 	return full[:len(full)-extra], true
 }
 
-// hasUnitEquality reports whether some equality of s has a coefficient
-// of 1 or -1.
-func (s *system) hasUnitEquality() bool {
-	for _, r := range s.eqs {
-		for _, c := range r[1:] {
+// solveUnitEqualities eliminates, one after another, each variable
+// that an equality of s gives a coefficient of 1 or -1 (x_k = -(e - a_k
+// x_k) / a_k, and 1/a_k = a_k), then solves the system they leave and
+// computes the eliminated variables back, the last eliminated first. The
+// rows are not normalized in between: substituting a unit equality is
+// exact, and normalizing (dividing rows by their gcds, merging
+// duplicates, finding contradictions such as 0 = 1) waits for the system
+// the unit equalities leave, where it is done once rather than once a
+// variable; a row the variable does not appear in is kept as it is, its
+// column dropped only at the end. (Dependence systems are mostly such
+// equalities, an index of one access equal to another's: normalizing and
+// copying every row after each one was most of the solver's time.)
+func (sv *solver) solveUnitEqualities(s *system) ([]Int, bool) {
+	eqs, ineqs := slices.Clone(s.eqs), slices.Clone(s.ineqs)
+	type elimination struct {
+		k   int
+		sub row // x_k = sub·(1, x)
+	}
+	var done []elimination
+	gone := make([]bool, s.n)
+	for {
+		e, k := unitEquality(eqs)
+		if e < 0 {
+			break
+		}
+		sub := eqs[e].scaled(eqs[e][k+1].Neg())
+		sub[k+1] = Int{}
+		eqs = slices.Delete(eqs, e, e+1)
+		sv.steps++
+		sv.work += int64((len(eqs) + len(ineqs)) * (s.n + 1))
+		if sv.over() {
+			sv.exhausted = true
+			return nil, false
+		}
+		for _, rows := range [][]row{eqs, ineqs} {
+			for i, r := range rows {
+				if a := r[k+1]; !a.IsZero() {
+					rows[i] = combine(IntOf(1), r, a, sub) // a new row: s's rows are its caller's
+					rows[i][k+1] = Int{}
+				}
+			}
+		}
+		done = append(done, elimination{k, sub})
+		gone[k] = true
+	}
+	var kept []int // the variables left, by their index in s
+	for k, g := range gone {
+		if !g {
+			kept = append(kept, k)
+		}
+	}
+	t := &system{n: len(kept), eqs: make([]row, len(eqs)), ineqs: make([]row, len(ineqs))}
+	store := make([]Int, (len(eqs)+len(ineqs))*(len(kept)+1))
+	project := func(r row) row {
+		out := store[: len(kept)+1 : len(kept)+1]
+		store = store[len(kept)+1:]
+		out[0] = r[0]
+		for i, k := range kept {
+			out[i+1] = r[k+1]
+		}
+		return out
+	}
+	for i, r := range eqs {
+		t.eqs[i] = project(r)
+	}
+	for i, r := range ineqs {
+		t.ineqs[i] = project(r)
+	}
+	x, ok := sv.solve(t)
+	if !ok {
+		return nil, false
+	}
+	full := make([]Int, s.n)
+	for i, k := range kept {
+		full[k] = x[i]
+	}
+	for i := len(done) - 1; i >= 0; i-- {
+		full[done[i].k] = done[i].sub.eval(full)
+	}
+	return full, true
+}
+
+// unitEquality returns the index of an equality among eqs with a
+// coefficient of 1 or -1 and the variable it has it for, or -1, -1.
+func unitEquality(eqs []row) (int, int) {
+	for i, r := range eqs {
+		for j, c := range r[1:] {
 			if v, ok := c.Int64(); ok && (v == 1 || v == -1) {
-				return true
+				return i, j
 			}
 		}
 	}
-	return false
+	return -1, -1
 }
 
 func insertValue(x []Int, k int, v Int) []Int {
