@@ -624,12 +624,17 @@ func TestDefaultAliasedRows(t *testing.T) {
 	}
 }
 
-// paddedConvSrc is denseConvSrc over a padded copy of its input that the
-// function writes itself (a pad stage, as fusion lowers a convolution's
-// padding), with input channels CC.
-const paddedConvSrc = `func padconv(X: float32[14, 14, CC], W: float32[2, 3, 3, CC, 16], Y: float32[14, 14, 32]) {
-  ScheduleBlock(root) {
-    alloc P: float32[16, 16, CC]
+// paddedConvSrc is denseConvSrc over a padded copy of its 14x14 input
+// that the function writes itself (a pad stage, as fusion lowers a
+// convolution's padding), for defaultOf.
+var paddedConvSrc = strings.NewReplacer(
+	"func conv(X: float32[16, 16, CC]", "func padconv(X: float32[14, 14, CC]",
+	"  ScheduleBlock(root) {\n", "  ScheduleBlock(root) {\n"+padStageSrc,
+	"X[vh + vrh, vw + vrw, vrc]", "P[vh + vrh, vw + vrw, vrc]",
+).Replace(denseConvSrc)
+
+// padStageSrc writes P, X padded by one pixel of zeros on every side.
+const padStageSrc = `    alloc P: float32[16, 16, CC]
     serial for (ph, 0, 16) {
       serial for (pw, 0, 16) {
         serial for (pc, 0, CC) {
@@ -643,30 +648,7 @@ const paddedConvSrc = `func padconv(X: float32[14, 14, CC], W: float32[2, 3, 3, 
         }
       }
     }
-    serial for (h, 0, 14) {
-      serial for (w, 0, 14) {
-        serial for (c, 0, 32) {
-          serial for (rc, 0, CC) {
-            serial for (rh, 0, 3) {
-              serial for (rw, 0, 3) {
-                ScheduleBlock(Y) {
-                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
-                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, 32), vrc = reduce(0, CC), vrh = reduce(0, 3), vrw = reduce(0, 3))
-                  reads(Y[vh, vw, vc], P[vh + vrh, vw + vrw, vrc], W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)])
-                  writes(Y[vh, vw, vc])
-                  init {
-                    Y[vh, vw, vc] = 0.0f
-                  }
-                  Y[vh, vw, vc] = Y[vh, vw, vc] + P[vh + vrh, vw + vrw, vrc] * W[floordiv(vc, 16), vrh, vrw, vrc, floormod(vc, 16)]
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}`
+`
 
 // TestDefaultThreadsSharePaddedRows: a convolution whose filters are
 // streamed panel by panel (panelsOuter) and whose input is a padded copy
