@@ -328,8 +328,9 @@ func (sv *solver) solveUnitEqualities(s *system) ([]Int, bool) {
 		sub := eqs[e].scaled(eqs[e][k+1].Neg())
 		sub[k+1] = Int{}
 		eqs = slices.Delete(eqs, e, e+1)
+		// The work of the smaller system, as solve would count it.
 		sv.steps++
-		sv.work += int64((len(eqs) + len(ineqs)) * (s.n + 1))
+		sv.work += int64((len(eqs) + len(ineqs)) * (s.n - len(done)))
 		if sv.over() {
 			sv.exhausted = true
 			return nil, false

@@ -333,3 +333,39 @@ func TestOmegaUnitEqualityChains(t *testing.T) {
 		return s, b
 	})
 }
+
+// TestOmegaLongUnitChainWithinBudget: a chain of 120 unit equalities
+// (x_i = 2 x_{i+1}, every x_i >= 1) is decided within the work budget,
+// empty with x_0 + x_119 <= 1 and with a checked point without it: the
+// one-pass elimination charges each step the smaller system's work, as
+// eliminating one equality at a time did (charging the whole system's
+// left them undecided from 120 on).
+func TestOmegaLongUnitChainWithinBudget(t *testing.T) {
+	const n = 120
+	chain := func(capped bool) *system {
+		s := &system{n: n}
+		for i := 0; i+1 < n; i++ {
+			e := newRow(n)
+			e[i+1], e[i+2] = IntOf(1), IntOf(-2)
+			s.eqs = append(s.eqs, e)
+		}
+		for i := 0; i < n; i++ {
+			r := newRow(n)
+			r[0], r[i+1] = IntOf(-1), IntOf(1)
+			s.ineqs = append(s.ineqs, r)
+		}
+		if capped {
+			r := newRow(n)
+			r[0], r[1], r[n] = IntOf(1), IntOf(-1), IntOf(-1)
+			s.ineqs = append(s.ineqs, r)
+		}
+		return s
+	}
+	if x, ok := chain(true).sample(); ok {
+		t.Errorf("x_0 + x_119 <= 1: found non-empty (sample %v; nil: undecided within the budget)", x)
+	}
+	s := chain(false)
+	if x, ok := s.sample(); !ok || x == nil || !s.satisfied(x) {
+		t.Errorf("without the cap: sample %v, %v; want a point of the system", x, ok)
+	}
+}

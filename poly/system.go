@@ -1,6 +1,9 @@
 package poly
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // row is one affine constraint or expression over the variables of a
 // system: the constant term at index 0, then the coefficient of variable i
@@ -136,7 +139,7 @@ func newRowIndex(n int) rowIndex {
 // (or their negations if neg), given h, the matching hash of r.
 func (ix *rowIndex) find(rows []row, r row, h uint64, neg bool) (int, bool) {
 	mask := uint64(len(ix.slots) - 1)
-	for p := h & mask; ; p = (p + 1) & mask {
+	for p := ix.start(h); ; p = (p + 1) & mask {
 		s := ix.slots[p]
 		if s == 0 {
 			return -1, false
@@ -160,11 +163,20 @@ func (ix *rowIndex) add(h uint64) {
 	ix.place(h, len(ix.hashes)-1)
 }
 
+// start returns the first slot of hash h's probe sequence: the high bits
+// of h times a constant of mixed bits (Fibonacci hashing), since the low
+// bits of a row hash depend on the coefficients' low bits alone (rows
+// whose coefficients differ by a multiple of the table's size would
+// share a slot).
+func (ix *rowIndex) start(h uint64) uint64 {
+	return (h * 0x9e3779b97f4a7c15) >> (64 - bits.TrailingZeros(uint(len(ix.slots))))
+}
+
 // place puts row i, of hash h, at the first free slot of its probe
 // sequence.
 func (ix *rowIndex) place(h uint64, i int) {
 	mask := uint64(len(ix.slots) - 1)
-	p := h & mask
+	p := ix.start(h)
 	for ix.slots[p] != 0 {
 		p = (p + 1) & mask
 	}
