@@ -629,26 +629,31 @@ func TestDefaultAliasedRows(t *testing.T) {
 // convolution's padding), for defaultOf.
 var paddedConvSrc = strings.NewReplacer(
 	"func conv(X: float32[16, 16, CC]", "func padconv(X: float32[14, 14, CC]",
-	"  ScheduleBlock(root) {\n", "  ScheduleBlock(root) {\n"+padStageSrc,
+	"  ScheduleBlock(root) {\n", "  ScheduleBlock(root) {\n"+padStageSrc(14, 1, "CC"),
 	"X[vh + vrh, vw + vrw, vrc]", "P[vh + vrh, vw + vrw, vrc]",
 ).Replace(denseConvSrc)
 
-// padStageSrc writes P, X padded by one pixel of zeros on every side.
-const padStageSrc = `    alloc P: float32[16, 16, CC]
-    serial for (ph, 0, 16) {
-      serial for (pw, 0, 16) {
+// padStageSrc returns the nest that writes P, X (size x size pixels of
+// channels) padded by pad pixels of zeros on every side, with P's
+// allocation: the pad stage fusion lowers a convolution's padding to.
+func padStageSrc(size, pad int, channels string) string {
+	p, last := size+2*pad, size-1
+	return strings.NewReplacer("PP", strconv.Itoa(p), "LAST", strconv.Itoa(last), "PAD", strconv.Itoa(pad), "SIZE", strconv.Itoa(size), "CC", channels).Replace(`    alloc P: float32[PP, PP, CC]
+    serial for (ph, 0, PP) {
+      serial for (pw, 0, PP) {
         serial for (pc, 0, CC) {
           ScheduleBlock(P) {
             vph, vpw, vpc = axis.bind(ph, pw, pc)
-            axis.domain(vph = spatial(0, 16), vpw = spatial(0, 16), vpc = spatial(0, CC))
-            reads(X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc])
+            axis.domain(vph = spatial(0, PP), vpw = spatial(0, PP), vpc = spatial(0, CC))
+            reads(X[min(LAST, max(0, vph - PAD)), min(LAST, max(0, vpw - PAD)), vpc])
             writes(P[vph, vpw, vpc])
-            P[vph, vpw, vpc] = select(vph - 1 >= 0 && vph - 1 < 14 && (vpw - 1 >= 0 && vpw - 1 < 14), X[min(13, max(0, vph - 1)), min(13, max(0, vpw - 1)), vpc], 0.0f)
+            P[vph, vpw, vpc] = select(vph - PAD >= 0 && vph - PAD < SIZE && (vpw - PAD >= 0 && vpw - PAD < SIZE), X[min(LAST, max(0, vph - PAD)), min(LAST, max(0, vpw - PAD)), vpc], 0.0f)
           }
         }
       }
     }
-`
+`)
+}
 
 // TestDefaultThreadsSharePaddedRows: a convolution whose filters are
 // streamed panel by panel (panelsOuter) and whose input is a padded copy
@@ -704,4 +709,77 @@ func parallelOverRows(s *schedule.Schedule) bool {
 		return !found
 	})
 	return found
+}
+
+// paddedDepthwiseSrc is a 7x7 depthwise convolution in NHWC over 32
+// channels at 8x8 that reads a padded copy of its input written by the
+// function itself (as fusion lowers a window wider than five taps).
+var paddedDepthwiseSrc = `func paddw(X: float32[8, 8, 32], W: float32[7, 7, 32], Y: float32[8, 8, 32]) {
+  ScheduleBlock(root) {
+` + padStageSrc(8, 3, "32") + `    serial for (h, 0, 8) {
+      serial for (w, 0, 8) {
+        serial for (c, 0, 32) {
+          serial for (rh, 0, 7) {
+            serial for (rw, 0, 7) {
+              ScheduleBlock(Y) {
+                vh, vw, vc, vrh, vrw = axis.bind(h, w, c, rh, rw)
+                axis.domain(vh = spatial(0, 8), vw = spatial(0, 8), vc = spatial(0, 32), vrh = reduce(0, 7), vrw = reduce(0, 7))
+                reads(Y[vh, vw, vc], P[vh + vrh, vw + vrw, vc], W[vrh, vrw, vc])
+                writes(Y[vh, vw, vc])
+                init {
+                  Y[vh, vw, vc] = 0.0f
+                }
+                Y[vh, vw, vc] = Y[vh, vw, vc] + P[vh + vrh, vw + vrw, vc] * W[vrh, vrw, vc]
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+
+// TestDefaultThreadsShareWideDepthwisePanels: a depthwise convolution
+// with a window wider than five taps over a padded copy its function
+// writes runs its panels of channels in parallel on more than one thread
+// and computes the pad under that loop, a panel at a time, so that each
+// thread pads what it reads (parallelPanelLocation); on one thread the
+// pad stays a pass of its own at the root. Both compute what the
+// interpreter does (the one-thread case with -long).
+func TestDefaultThreadsShareWideDepthwisePanels(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := streamTarget
+	one.Threads = 1
+	for _, c := range []struct {
+		tg       Target
+		perPanel bool
+	}{{streamTarget, true}, {one, false}} {
+		run := cache
+		if !c.perPanel && !*long {
+			run = nil
+		}
+		_, s := defaultOf(t, run, c.tg, paddedDepthwiseSrc, nil)
+		// The pad block under the parallel loop, which steps the channels.
+		var padUnderParallel, parallelChannels bool
+		eachBlock(s.Func(), func(b *ast.ScheduleBlock, loops []*ast.For) {
+			for _, l := range loops {
+				if l.Kind != ast.Parallel {
+					continue
+				}
+				if b.Name == "Y" {
+					parallelChannels = strings.HasPrefix(l.Var.Name, "c_")
+				}
+				if b.Name == "P" {
+					padUnderParallel = true
+				}
+			}
+		})
+		if got := padUnderParallel && parallelChannels; got != c.perPanel {
+			t.Errorf("%d threads: pad under the parallel loop %v, the parallel loop steps the channels %v; want both %v; trace:\n%s",
+				c.tg.Threads, padUnderParallel, parallelChannels, c.perPanel, s.Trace())
+		}
+	}
 }

@@ -34,6 +34,16 @@ func (RandomComputeLocation) Apply(s *schedule.Schedule, b schedule.Block, t Tar
 			return s.ComputeAt(b, l)
 		}
 	}
+	if t.decide {
+		if i, ok := parallelPanelLocation(s, bi.blk); ok {
+			if l, err := s.SampleComputeLocationWith(b, i); err == nil {
+				if s.ComputeAt(b, l) == nil {
+					return nil
+				}
+			}
+			return errSkip // where compute_at refuses, at the root
+		}
+	}
 	if t.decide && readThroughClamp(s, bi.blk) {
 		// A consumer that reads it through a clamp, a division or a
 		// gather (a pad's reader, an embedding's) leaves compute_at no
@@ -101,6 +111,61 @@ func readThroughGroups(s *schedule.Schedule, blk *ast.ScheduleBlock) bool {
 	})
 	// Affine reads (a dense convolution's pad) keep the location below.
 	return readers == 1 && grouped && divided
+}
+
+// parallelPanelLocation returns the index, among blk's compute
+// locations, of the parallel loop of its one reader when that reader is
+// tiled, every loop above the parallel one runs once, and the parallel
+// loop steps only the last index of the reader's reads of blk (a
+// depthwise convolution's panels of channels over its padded input):
+// each iteration then reads its own elements of blk, and blk computed
+// there is written by the thread that reads it, a panel at a time.
+func parallelPanelLocation(s *schedule.Schedule, blk *ast.ScheduleBlock) (int64, bool) {
+	var reader *ast.ScheduleBlock
+	var region ast.Region
+	readers := 0
+	anyRead(s, blk, func(x *ast.ScheduleBlock, r ast.Region) bool {
+		reader, region = x, r
+		readers++
+		return false
+	})
+	if readers != 1 {
+		return 0, false
+	}
+	if _, tiled := reader.Annotations[tiledKey]; !tiled {
+		return 0, false
+	}
+	var loops []*ast.For
+	eachBlock(s.Func(), func(b *ast.ScheduleBlock, ls []*ast.For) {
+		if b == reader {
+			loops = ls
+		}
+	})
+	for i, l := range loops {
+		if n, ok := ast.ConstIntValue(l.Extent); ok && n == 1 {
+			continue
+		}
+		if l.Kind != ast.Parallel || len(region.Ranges) == 0 {
+			return 0, false
+		}
+		var stepped []*ast.IterVar
+		for _, it := range reader.Iters {
+			if ast.Mentions(it.Binding, l.Var.Name) {
+				stepped = append(stepped, it)
+			}
+		}
+		if len(stepped) != 1 || stepped[0].Kind != ast.Spatial {
+			return 0, false
+		}
+		last := len(region.Ranges) - 1
+		for d, rg := range region.Ranges {
+			if mentions := ast.Mentions(rg.Min, stepped[0].Var.Name); mentions != (d == last) || notAffine(rg.Min) {
+				return 0, false
+			}
+		}
+		return int64(i), true
+	}
+	return 0, false
 }
 
 // groupDivisionsOnly reports whether the only operations of e that are
