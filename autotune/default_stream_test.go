@@ -655,6 +655,19 @@ func padStageSrc(size, pad int, channels string) string {
 `)
 }
 
+// streamCases returns the tests' shared kernel cache and streamTarget on
+// one thread, for the tests that compare the two thread counts.
+func streamCases(t *testing.T) (*native.Cache, Target) {
+	t.Helper()
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := streamTarget
+	one.Threads = 1
+	return cache, one
+}
+
 // TestDefaultThreadsSharePaddedRows: a convolution whose filters are
 // streamed panel by panel (panelsOuter) and whose input is a padded copy
 // the function writes itself gives its threads shares of the image's
@@ -664,12 +677,7 @@ func padStageSrc(size, pad int, channels string) string {
 // panels stay outermost. The first computes what the interpreter does
 // (all of them with -long).
 func TestDefaultThreadsSharePaddedRows(t *testing.T) {
-	cache, err := sharedCache()
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := streamTarget
-	one.Threads = 1
+	cache, one := streamCases(t)
 	for _, c := range []struct {
 		src     string
 		tg      Target
@@ -747,12 +755,7 @@ var paddedDepthwiseSrc = `func paddw(X: float32[8, 8, 32], W: float32[7, 7, 32],
 // pad stays a pass of its own at the root. Both compute what the
 // interpreter does (the one-thread case with -long).
 func TestDefaultThreadsShareWideDepthwisePanels(t *testing.T) {
-	cache, err := sharedCache()
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := streamTarget
-	one.Threads = 1
+	cache, one := streamCases(t)
 	for _, c := range []struct {
 		tg       Target
 		perPanel bool
