@@ -56,6 +56,7 @@ type buffer struct {
 	ptr     value.Value
 	strides []value.Value // i64 values, constants where the shape is constant
 	origin  []value.Value // i64 first index of each dimension; nil for 0
+	elems   int64         // the elements allocated from ptr on where the shape is constant, else 0
 }
 
 // bailout carries an *Error out of the emitter's recursion.
@@ -207,6 +208,12 @@ func (e *emitter) declareShaped(b *ast.Buffer, ptr value.Value, shape []ast.Expr
 		buf.strides[d] = stride
 		if d > 0 {
 			stride = e.mul64(stride, e.scalar(e.index(shape[d])))
+		}
+	}
+	if len(shape) > 0 {
+		s, sok := constInt(stride)
+		if n, ok := ast.ConstIntValue(shape[0]); ok && sok && n > 0 && s > 0 {
+			buf.elems = n * s
 		}
 	}
 	e.bufs[b] = buf

@@ -174,22 +174,22 @@ func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes, index bool)
 			switch {
 			case a.isUniform() && b.isUniform():
 				l = lanes{u: e.combine(op, a.u, b.u)}
-			case a.isRamp() && b.isUniform():
-				l = lanes{base: e.combine(op, a.base, b.u), stride: a.stride}
-			case a.isUniform() && b.isRamp():
-				l = lanes{base: e.combine(op, a.u, b.base), stride: sign * b.stride}
-			case a.isRamp() && b.isRamp():
-				l = lanes{base: e.combine(op, a.base, b.base), stride: a.stride + sign*b.stride}
+			case a.base != nil && b.isUniform(): // a ramp or steps
+				l = lanes{base: e.combine(op, a.base, b.u), stride: a.stride, group: a.group}
+			case a.isUniform() && b.base != nil:
+				l = lanes{base: e.combine(op, a.u, b.base), stride: sign * b.stride, group: b.group}
+			case a.base != nil && b.base != nil && a.group == b.group:
+				l = lanes{base: e.combine(op, a.base, b.base), stride: a.stride + sign*b.stride, group: a.group}
 			}
 			if l.u != nil || l.base != nil {
 				l.off = a.off + sign*b.off
 				return l.normal()
 			}
 		case ast.OpMul:
-			if c, ok := constUniform(b); ok && (a.isUniform() || a.isRamp()) {
+			if c, ok := constUniform(b); ok && a.v == nil {
 				return e.scale(a, c)
 			}
-			if c, ok := constUniform(a); ok && (b.isUniform() || b.isRamp()) {
+			if c, ok := constUniform(a); ok && b.v == nil {
 				return e.scale(b, c)
 			}
 			if a.isUniform() && b.isUniform() {
@@ -224,12 +224,12 @@ func (e *emitter) intBinary(n ast.Node, op ast.BinaryOp, a, b lanes, index bool)
 	panic(internalf("integer operator %v", op))
 }
 
-// scale multiplies uniform or ramp index lanes by the constant c.
+// scale multiplies uniform, ramp or steps index lanes by the constant c.
 func (e *emitter) scale(l lanes, c int64) lanes {
 	if l.isUniform() {
 		return lanes{u: e.mul64(l.u, i64(c)), off: l.off * c}.normal()
 	}
-	return lanes{base: e.mul64(l.base, i64(c)), stride: l.stride * c, off: l.off * c}.normal()
+	return lanes{base: e.mul64(l.base, i64(c)), stride: l.stride * c, group: l.group, off: l.off * c}.normal()
 }
 
 func (e *emitter) combine(op ast.BinaryOp, x, y value.Value) value.Value {
@@ -256,12 +256,21 @@ func constUniform(l lanes) (int64, bool) {
 //     768 vectorized by 16 and split by floordiv and floormod 64, as a
 //     reshape after a transpose leaves it), the quotient is base floordiv
 //     c in every lane and the remainder the ramp (base floormod c) + s*lane.
+//   - the quotient of a ramp of positive stride s by a multiple c of s
+//     that spans fewer than W lanes and divides them (G = c/s), its base
+//     a known multiple of c: base floordiv c + floor(lane/G), steps of G
+//     lanes (a grouped convolution's vector of channels over several
+//     groups, floordiv(v, G), reads one input a group).
 //     Otherwise the lanes are computed one by one (and a load through
 //     them is a gather).
 func (e *emitter) rampDivMod(op ast.BinaryOp, a, b lanes) (lanes, bool) {
 	c, ok := constUniform(b)
 	if !ok || c <= 0 || !a.isRamp() {
 		return lanes{}, false
+	}
+	if g := c / max(a.stride, 1); op == ast.OpFloorDiv && a.stride > 0 && c%a.stride == 0 && g > 1 && g < int64(e.width) &&
+		int64(e.width)%g == 0 && isMultiple(a.base, c) && a.off%c == 0 {
+		return lanes{base: e.exactDiv(e.rampBase(a), c), stride: 1, group: g}.normal(), true
 	}
 	if a.stride%c == 0 {
 		q := e.intDivMod(nil, op, uniform(e.rampBase(a)), b)
@@ -317,12 +326,48 @@ func knownMultiple(v value.Value, depth int) int64 {
 			}
 			return every
 		}
+	case *ir.InstAShr:
+		if k, ok := constInt(x.Y); ok && x.Exact && k >= 0 && k < 40 {
+			if a := knownMultiple(x.X, depth+1); a%(1<<k) == 0 {
+				return max(a>>k, 1)
+			}
+		}
+	case *ir.InstSDiv:
+		if d, ok := constInt(x.Y); ok && x.Exact && d > 0 {
+			if a := knownMultiple(x.X, depth+1); a%d == 0 {
+				return max(a/d, 1)
+			}
+		}
 	case *ir.InstAdd:
 		return gcd64(knownMultiple(x.X, depth+1), knownMultiple(x.Y, depth+1))
 	case *ir.InstSub:
 		return gcd64(knownMultiple(x.X, depth+1), knownMultiple(x.Y, depth+1))
 	}
 	return 1
+}
+
+// exactDiv divides x, a known multiple of c > 0, by c, saying so (an
+// exact shift or division), so that knownMultiple sees what the quotient
+// is a multiple of.
+func (e *emitter) exactDiv(x value.Value, c int64) value.Value {
+	if v, ok := constInt(x); ok {
+		return i64(v / c)
+	}
+	if c&(c-1) == 0 {
+		sh := e.b.NewAShr(x, i64(int64(bits.TrailingZeros64(uint64(c)))))
+		sh.Exact = true
+		return sh
+	}
+	d := e.b.NewSDiv(x, i64(c))
+	d.Exact = true
+	return d
+}
+
+// isMultiple reports whether the i64 value v is known to be a multiple
+// of c > 0.
+func isMultiple(v value.Value, c int64) bool {
+	m := knownMultiple(v, 0)
+	return m == 1<<40 || m%c == 0
 }
 
 func gcd64(a, b int64) int64 {

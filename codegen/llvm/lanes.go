@@ -13,6 +13,10 @@ import (
 //   - uniform: the same scalar in every lane (u);
 //   - ramp: the 64-bit integers base + stride*lane, the shape of an index
 //     that moves with the vectorized loop (base, stride);
+//   - steps: the 64-bit integers base + stride*floor(lane/group), a ramp
+//     divided by a group of lanes (group > 1, a divisor of W): the input
+//     channel of a grouped convolution whose vector spans several groups,
+//     floordiv(c, G)*G + k, where each group's lanes read one element;
 //   - vector: one element per lane (v).
 //
 // Keeping ramps symbolic is what lets a load of A[i, j] with j vectorized
@@ -28,6 +32,7 @@ type lanes struct {
 	u      value.Value
 	base   value.Value
 	stride int64
+	group  int64 // steps: lanes of one value, > 1; 0 for a ramp
 	off    int64
 	v      value.Value
 }
@@ -48,7 +53,7 @@ func ramp(base value.Value, stride int64) lanes {
 // makes a ramp of stride 0 uniform.
 func (l lanes) normal() lanes {
 	if l.base != nil && l.stride == 0 {
-		l.u, l.base = l.base, nil
+		l.u, l.base, l.group = l.base, nil, 0
 	}
 	for _, p := range []*value.Value{&l.u, &l.base} {
 		if c, ok := (*p).(*constant.Int); ok && c.Typ.BitSize == 64 && c.X.IsInt64() && c.X.Int64() != 0 {
@@ -79,7 +84,16 @@ func (e *emitter) rampBase(l lanes) value.Value {
 }
 
 func (l lanes) isUniform() bool { return l.u != nil }
-func (l lanes) isRamp() bool    { return l.base != nil }
+func (l lanes) isRamp() bool    { return l.base != nil && l.group == 0 }
+func (l lanes) isSteps() bool   { return l.base != nil && l.group > 1 }
+
+// lane returns the ramp or steps l's offset from lane 0's value in lane i.
+func (l lanes) lane(i int64) int64 {
+	if l.group > 1 {
+		i /= l.group
+	}
+	return l.stride * i
+}
 
 // scalarType returns the element type of l.
 func (l lanes) scalarType() types.Type {
@@ -153,7 +167,7 @@ func (e *emitter) vec(l lanes) value.Value {
 	}
 	steps := make([]int64, e.width)
 	for i := range steps {
-		steps[i] = int64(i) * l.stride
+		steps[i] = l.lane(int64(i))
 	}
 	return e.nsw(e.b.NewAdd(e.broadcast(e.rampBase(l), e.width), constIntVector(types.I64, steps)))
 }

@@ -182,6 +182,8 @@ func (e *emitter) loadAt(buf *buffer, off lanes) lanes {
 		return vector(e.fromMem(t, e.b.NewCall(f, p, i32(int64(t.Bytes())), e.mask, constant.NewUndef(vt))))
 	case off.isRamp() && off.stride > 1 && off.stride <= maxLoadStride:
 		return vector(e.fromMem(t, e.stridedLoad(buf, off)))
+	case off.isSteps() && e.mask == nil:
+		return vector(e.fromMem(t, e.stepsLoad(buf, off)))
 	}
 	vt := types.NewVector(uint64(e.width), mt)
 	ptrs := e.lanePtrs(buf, off)
@@ -233,6 +235,47 @@ func (e *emitter) stridedLoad(buf *buffer, off lanes) value.Value {
 		keep[i] = i32(int64(i * s))
 	}
 	return e.b.NewShuffleVector(all, constant.NewUndef(wide), constant.NewVector(types.NewVector(uint64(e.width), types.I32), keep...))
+}
+
+// stepsLoad reads the lanes of steps off (every lane active): W/G
+// elements, each broadcast to its group of G lanes. Where they lie in one
+// aligned run of W elements inside the buffer (the channels of the groups
+// a grouped convolution's vector spans: base a multiple of W, the
+// elements from the constant part on, and the buffer a whole number of
+// runs), it loads that run and shuffles it: the loads of an unrolled
+// reduction over the group's channels then read the same run, one load
+// that LLVM keeps, and each step is a permute. Otherwise it loads the W/G
+// elements one by one into their lanes.
+func (e *emitter) stepsLoad(buf *buffer, off lanes) value.Value {
+	t := buf.ast.DType
+	mt := memType(t)
+	w := int64(e.width)
+	last := off.lane(w - 1)
+	first := off.off - ((off.off%w)+w)%w // the run's start, a multiple of w below the first element
+	if off.stride > 0 && buf.elems > 0 && buf.elems%w == 0 && isMultiple(off.base, w) && off.off-first+last < w {
+		run := e.vectorPtr(buf, lanes{base: off.base, stride: 1, off: first})
+		vt := types.NewVector(uint64(w), mt)
+		ld := e.b.NewLoad(vt, run)
+		ld.Align = align(t)
+		pick := make([]int64, w)
+		for i := range pick {
+			pick[i] = off.off - first + off.lane(int64(i))
+		}
+		return e.b.NewShuffleVector(ld, constant.NewUndef(vt), constIntVector(types.I32, pick))
+	}
+	n := w / off.group
+	vt := types.NewVector(uint64(n), mt)
+	var parts value.Value = constant.NewUndef(vt)
+	for q := range n {
+		ld := e.b.NewLoad(mt, e.elemPtr(buf, lanes{u: off.base, off: off.off + off.stride*q}))
+		ld.Align = align(t)
+		parts = e.b.NewInsertElement(parts, ld, i32(q))
+	}
+	spread := make([]int64, w)
+	for i := range spread {
+		spread[i] = int64(i) / off.group
+	}
+	return e.b.NewShuffleVector(parts, constant.NewUndef(vt), constIntVector(types.I32, spread))
 }
 
 func (e *emitter) store(s *ast.Store) {

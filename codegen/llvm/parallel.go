@@ -157,7 +157,7 @@ func (e *emitter) captures(first capture) []capture {
 	sort.Slice(bufs, func(i, j int) bool { return bufs[i].Name < bufs[j].Name })
 	for _, b := range bufs {
 		old := e.bufs[b]
-		nb := &buffer{ast: b, strides: make([]value.Value, len(old.strides))}
+		nb := &buffer{ast: b, strides: make([]value.Value, len(old.strides)), elems: old.elems}
 		for d, o := range old.origin {
 			if _, ok := constInt(o); ok {
 				nb.origin = append(nb.origin, o)

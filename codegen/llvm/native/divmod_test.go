@@ -89,3 +89,80 @@ func TestMergeHeadsLoadsRows(t *testing.T) {
 	}
 	agree(t, f, nil, llvm.Options{VectorBits: 512}, 3)
 }
+
+// TestVectorStepsLoads: a vector whose index divides its lanes into
+// groups, floordiv(v, G) with v = 16*jo + ji and ji vectorized (the input
+// channel of a grouped convolution whose vector spans whole groups, a
+// nearest-neighbour upsampling), against the interpreter: every group's
+// lanes read one element. Where the groups' elements lie in one aligned
+// run of the vector's width inside the buffer, the run is loaded once
+// and shuffled; elsewhere (a stride that leaves the run, a buffer whose
+// size is no whole number of runs, a base not known to be a multiple of
+// the width) each group's element is loaded alone; a group size that
+// does not divide the width, a partial vector (its lanes masked) and an
+// odd start read lane by lane as before. At every vector width; at 512
+// bits the aligned cases must not gather.
+func TestVectorStepsLoads(t *testing.T) {
+	for ci, c := range []struct {
+		index    string // of A, over vj and vk in [0, 4), unrolled
+		n        int64  // A's size
+		inner    int64  // the vectorized loop's extent
+		lo       int64  // its start
+		noGather bool   // at 512 bits: no gather in the IR
+		run      bool   // and A read as whole vectors (the aligned run)
+	}{
+		{"floordiv(vj, 8) * 8 + vk", 96, 16, 0, true, true}, // grouped convolution, groups of 8
+		{"floordiv(vj, 4) * 4 + vk", 96, 16, 0, true, true}, // groups of 4
+		{"floordiv(vj, 2) * 2 + 1", 96, 16, 0, true, true},
+		{"floordiv(vj, 8) * 8 + vk + 3", 96, 16, 0, true, true},    // still in the run
+		{"floordiv(vj, 8) * 8 + vk + 9", 96, 16, 0, true, false},   // past the run: loads one by one
+		{"floordiv(vj, 2)", 96, 16, 0, true, false},                // upsampling: base a multiple of 8 only
+		{"floordiv(vj, 4) * 3 + 1", 96, 16, 0, true, false},        // a stride other than the group
+		{"floordiv(vj, 8) * 8 + vk", 90, 16, 0, true, false},       // buffer not a whole number of runs
+		{"floordiv(vj, 3) * 3 + vk", 96, 16, 0, false, false},      // 3 does not divide the width
+		{"floordiv(vj, 8) * 8 + vk", 96, 12, 0, false, false},      // partial vectors
+		{"floordiv(vj + 1, 8) * 8 + vk", 100, 16, 0, false, false}, // base not a multiple
+		{"floordiv(vj, 8) * 8 + 7 - vk", 96, 16, 0, true, true},
+	} {
+		src := fmt.Sprintf(`func steps(A: float32[%[1]d], Y: float32[4, 5, %[2]d]) {
+  ScheduleBlock(root) {
+    unrolled for (k, 0, 4) {
+      serial for (jo, 0, 5) {
+        vectorized for (ji, %[3]d, %[2]d) {
+          ScheduleBlock(Y) {
+            vk, vo, vj = axis.bind(k, jo, jo * %[2]d + ji)
+            axis.domain(vk = spatial(0, 4), vo = spatial(0, 5), vj = spatial(0, %[4]d))
+            reads(A[0:+%[1]d])
+            writes(Y[vk, vo, vj - vo * %[2]d])
+            Y[vk, vo, vj - vo * %[2]d] = A[%[5]s]
+          }
+        }
+      }
+    }
+  }
+}`, c.n, c.inner, c.lo, 5*c.inner, c.index)
+		f, err := ast.Parse(src)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		for _, bits := range pick(ci, []int{128, 256, 512}) {
+			t.Run(fmt.Sprintf("%s,n=%d,inner=%d/%d", c.index, c.n, c.inner, bits), func(t *testing.T) {
+				agree(t, f, nil, llvm.Options{VectorBits: bits}, 11)
+				if bits != 512 || !c.noGather {
+					return
+				}
+				m, err := llvm.Lower(f, llvm.Options{VectorBits: bits})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ir := m.String()
+				if strings.Contains(ir, "masked.gather") {
+					t.Errorf("%s gathers:\n%s", c.index, ir)
+				}
+				if run := strings.Contains(ir, "load <16 x float>"); run != c.run {
+					t.Errorf("%s: A read as one run of the vector's width: %v, want %v\n%s", c.index, run, c.run, ir)
+				}
+			})
+		}
+	}
+}
