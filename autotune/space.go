@@ -69,9 +69,10 @@ func (sp *Space) Sample(f *ast.Func, seed uint64) (*schedule.Schedule, error) {
 // EnterPostproc mark, as schedule instructions recorded in its trace:
 // under each loop annotated with a sampled unroll limit, the loops that
 // limit unrolls are unrolled (see unrolls), a channel reduction around a
-// register tile gets four steps unrolled (see reductionsToUnroll) and its
+// register tile gets four steps unrolled (see reductionsToUnroll), its
 // loop over those steps prefetches the next pass's operands
-// (llvm.PrefetchKey), and
+// (llvm.PrefetchKey), and where a window's taps lie between, the kernel
+// is compiled without llc's loop strength reduction (llvm.NoLSRKey), and
 // under each loop annotated with a sampled vector width, the vectorized
 // loops get the code generator's annotation of that width
 // (llvm.VectorBitsKey). So the trace rebuilds exactly the function that

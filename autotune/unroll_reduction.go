@@ -23,6 +23,10 @@ const reductionUnroll = 4
 type tileReduction struct {
 	loop string
 	taps []string
+	// partial: a row of the tile is whole vectors and a partial one (24
+	// channels of 16 lanes), where llc's loop strength reduction is off
+	// (see unrollReductions).
+	partial bool
 }
 
 // reductionsToUnroll finds, in f after Finish's unrolls, the register
@@ -37,8 +41,8 @@ type tileReduction struct {
 // ones with the taps outside 0.95), as ONNX Runtime's kernels do.
 func reductionsToUnroll(f *ast.Func) []tileReduction {
 	var out []tileReduction
-	var walk func(s ast.Stmt, limit int64)
-	walk = func(s ast.Stmt, limit int64) {
+	var walk func(s ast.Stmt, limit, bits int64)
+	walk = func(s ast.Stmt, limit, bits int64) {
 		if lp, ok := s.(*ast.For); ok {
 			if lp.Kind.IsGPUBlock() || lp.Kind.IsGPUThread() {
 				return
@@ -46,23 +50,27 @@ func reductionsToUnroll(f *ast.Func) []tileReduction {
 			if n, ok := lp.Annotations[unrollKey].(int64); ok {
 				limit = n
 			}
-			if r, ok := tileReductionAt(lp); ok && limit > 0 {
+			if n, ok := lp.Annotations[vectorBitsKey].(int64); ok {
+				bits = n
+			}
+			if r, ok := tileReductionAt(lp, bits); ok && limit > 0 {
 				out = append(out, r)
 				return
 			}
 		}
 		ast.MapChildren(s, func(c ast.Stmt) ast.Stmt {
-			walk(c, limit)
+			walk(c, limit, bits)
 			return c
 		}, func(e ast.Expr) ast.Expr { return e })
 	}
-	walk(f.Body, 0)
+	walk(f.Body, 0, 0)
 	return out
 }
 
 // tileReductionAt reports whether lp is a reduce loop to unroll around a
-// register tile (see reductionsToUnroll).
-func tileReductionAt(lp *ast.For) (tileReduction, bool) {
+// register tile (see reductionsToUnroll), its vectors of bits (0:
+// unknown).
+func tileReductionAt(lp *ast.For, bits int64) (tileReduction, bool) {
 	n, ok := ast.ConstIntValue(ast.Simplify(lp.Extent))
 	if lp.Kind != ast.Serial || !ok || n%reductionUnroll != 0 || n < 2*reductionUnroll {
 		return tileReduction{}, false
@@ -98,6 +106,10 @@ func tileReductionAt(lp *ast.For) (tileReduction, bool) {
 	b, ok := vec.Body.(*ast.ScheduleBlock)
 	if !ok || b.Init != nil {
 		return tileReduction{}, false
+	}
+	if n, ok := ast.ConstIntValue(ast.Simplify(vec.Extent)); ok && bits > 0 && len(b.Writes) > 0 {
+		lanes := bits / int64(8*b.Writes[0].Buffer.DType.Bytes())
+		r.partial = lanes > 0 && n > lanes && n%lanes != 0
 	}
 	// Every loop moved or split binds reduce variables only, and the
 	// tile spatial ones only (a reduction unrolled already is not unrolled
@@ -147,6 +159,14 @@ func unrollReductions(s *schedule.Schedule) error {
 		if err := s.Unroll(parts[1]); err != nil {
 			return err
 		}
+		if len(taps) > 0 && r.partial {
+			// A window's register tile of rows ending in a partial
+			// vector: llc's loop strength reduction keeps a pointer a
+			// row there (llvm.NoLSRKey).
+			if err := s.AnnotateLoop(widest(s, taps), llvm.NoLSRKey, int64(1)); err != nil {
+				return err
+			}
+		}
 		if n, ok := s.Extent(parts[0]); ok && n > 1 {
 			// Each pass over the chunk fetches the next chunk's operands
 			// (llvm.PrefetchKey): the first register tile of a pass reads
@@ -157,6 +177,18 @@ func unrollReductions(s *schedule.Schedule) error {
 		}
 	}
 	return nil
+}
+
+// widest returns the loop of loops with the largest constant extent (the
+// first of them), one that stays a loop in the code.
+func widest(s *schedule.Schedule, loops []schedule.Loop) schedule.Loop {
+	best, most := loops[0], int64(0)
+	for _, l := range loops {
+		if n, ok := s.Extent(l); ok && n > most {
+			best, most = l, n
+		}
+	}
+	return best
 }
 
 // refusal returns nil for a primitive's refusal and err otherwise.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
@@ -91,4 +92,64 @@ func TestUnrolledReductionSymbolicRows(t *testing.T) {
 	matchesInterpreter(t, cache, f.Name, f, s, []map[string]int64{{"MM": 0}, {"MM": 1}, {"MM": 13}}, func(sizes map[string]int64, seed uint64) map[string]any {
 		return workload.Case{Name: f.Name, Func: f, Sizes: sizes}.Args(seed)
 	})
+}
+
+// plainConvSrc is a dense 3x3 convolution in NHWC at 14x14 over 24 input
+// channels to OO filters, its weights as the graph gives them, for
+// defaultOf.
+const plainConvSrc = `func conv(X: float32[16, 16, 24], W: float32[3, 3, 24, OO], Y: float32[14, 14, OO]) {
+  ScheduleBlock(root) {
+    serial for (h, 0, 14) {
+      serial for (w, 0, 14) {
+        serial for (c, 0, OO) {
+          serial for (rc, 0, 24) {
+            serial for (rh, 0, 3) {
+              serial for (rw, 0, 3) {
+                ScheduleBlock(Y) {
+                  vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
+                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, OO), vrc = reduce(0, 24), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[vrh, vrw, vrc, vc])
+                  writes(Y[vh, vw, vc])
+                  init {
+                    Y[vh, vw, vc] = 0.0f
+                  }
+                  Y[vh, vw, vc] = Y[vh, vw, vc] + X[vh + vrh, vw + vrw, vrc] * W[vrh, vrw, vrc, vc]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`
+
+// TestDefaultPartialRowsWithoutLSR: a convolution's register tile whose
+// rows are a vector and a half (24 filters, AVX-512) is compiled without
+// llc's loop strength reduction (llvm.NoLSRKey on a tap loop), which gave
+// every row a pointer of its own there; rows of whole vectors (32
+// filters), and the same kernel on AVX2 (24 filters are three vectors),
+// keep it. Each computes what the interpreter does.
+func TestDefaultPartialRowsWithoutLSR(t *testing.T) {
+	cache, err := sharedCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	avx2 := avx512Server
+	avx2.VectorLanes = 8
+	for _, c := range []struct {
+		filters int
+		target  Target
+		off     bool
+	}{{24, avx512Server, true}, {32, avx512Server, false}, {24, avx2, false}} {
+		_, s := defaultOf(t, cache, c.target, plainConvSrc, map[string]int{"OO": c.filters})
+		m, err := llvm.Lower(s.Func(), llvm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tap := regexp.MustCompile(`serial for \(r[hw], 0, 3\) attrs\(no_lsr = 1\)`).MatchString(s.Func().String())
+		if m.DisableLSR != c.off || tap != c.off {
+			t.Errorf("%d filters, %d lanes: without loop strength reduction %v (a tap annotated: %v), want %v; function:\n%s", c.filters, c.target.VectorLanes, m.DisableLSR, tap, c.off, s.Func())
+		}
+	}
 }

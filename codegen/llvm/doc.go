@@ -57,7 +57,9 @@
 // 512-bit vectors, compute-bound ones are faster whole.
 // A serial loop's annotation PrefetchKey (N) has each iteration prefetch,
 // into the L2, what its contiguous vector loads from the function's
-// parameters read N iterations later (see prefetch.go).
+// parameters read N iterations later (see prefetch.go). A loop's
+// annotation NoLSRKey compiles the kernel without llc's loop strength
+// reduction (see lsr.go).
 // In a chunk every expression is emitted once for all lanes as a lanes
 // value: uniform (one scalar), a ramp (base + stride*lane, the shape of an
 // index moving with the loop) or a vector. A load whose offset is a ramp

@@ -51,6 +51,9 @@ type Module struct {
 	// Remarks say where lowering did less than the schedule asked, for
 	// example a vectorized loop emitted as a scalar loop and why.
 	Remarks []string
+	// DisableLSR compiles the kernel without llc's loop strength
+	// reduction: a loop of Func carries NoLSRKey.
+	DisableLSR bool
 }
 
 // String returns the module in LLVM's text form.
@@ -173,7 +176,7 @@ func Lower(f *ast.Func, opts Options) (*Module, error) {
 	// Loops over a padded border run their interior without the tests
 	// of the border (a convolution reading its input as if padded).
 	f = partition.Borders(f)
-	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule()}
+	m := &Module{Func: f, Options: opts, Symbol: sym, IR: ir.NewModule(), DisableLSR: disablesLSR(f)}
 	m.IR.TargetTriple = opts.Target.Triple
 	m.IR.SourceFilename = f.Name
 	e := newEmitter(m, planCompactions(f))

@@ -294,7 +294,8 @@ func issue20() []*graph {
 
 // The families below are layers of architectures the ones above do not
 // have: grouped, large-kernel, patchifying and strided depthwise
-// convolutions, a squeeze-excitation gate and a chain of pools. Each
+// convolutions, a squeeze-excitation gate, dense convolutions over
+// channels no whole number of vectors and a chain of pools. Each
 // keeps its model's shapes at batch 1.
 
 // resnext50 is ResNeXt-50 32x4d's grouped 3x3 convolutions: 32 groups,
@@ -334,6 +335,17 @@ func efficientnetB0() []*graph {
 		conv(480, 14, 14, 480, 5, 1, 480, "silu", false),
 		conv(672, 14, 14, 672, 5, 2, 672, "silu", false),
 		g.out(g.op("mul", nil, x, e)),
+	}
+}
+
+// efficientnetV2S is EfficientNetV2-S's first fused blocks (FusedMBConv):
+// dense 3x3 convolutions with SiLU over 24 channels (a vector and a half
+// on AVX-512), one strided to 96, and over 48 to 192.
+func efficientnetV2S() []*graph {
+	return []*graph{
+		conv(24, 112, 112, 24, 3, 1, 1, "silu", false),
+		conv(24, 112, 112, 96, 3, 2, 1, "silu", false),
+		conv(48, 56, 56, 192, 3, 1, 1, "silu", false),
 	}
 }
 

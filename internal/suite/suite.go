@@ -41,7 +41,7 @@ func Cases() []Case {
 	}{
 		{"resnet50", resnet50}, {"mobilenetv2", mobilenetV2}, {"bert", bert}, {"gpt2_decode", gpt2Decode}, {"gpt2_prefill", gpt2Prefill},
 		{"issue20", issue20},
-		{"resnext50", resnext50}, {"convnext_tiny", convnextTiny}, {"efficientnet_b0", efficientnetB0}, {"yolov5s", yolov5s}, {"vit_b16", vitB16},
+		{"resnext50", resnext50}, {"convnext_tiny", convnextTiny}, {"efficientnet_b0", efficientnetB0}, {"efficientnet_v2_s", efficientnetV2S}, {"yolov5s", yolov5s}, {"vit_b16", vitB16},
 	} {
 		seen := map[string]bool{}
 		for _, g := range m.cases() {

@@ -190,7 +190,7 @@ func (c *Cache) buildFile(m *llvm.Module, ir, rt, path string, st *Stats) error 
 	}
 	defer os.Remove(obj)
 	start := time.Now()
-	if inProcess != nil {
+	if inProcess != nil && !m.DisableLSR { // llc's options hold for a whole process there
 		if err := inProcess(m, obj); err != nil {
 			return err
 		}

@@ -275,6 +275,7 @@ func (tc *Toolchain) compile(ctx context.Context, ir string, t targetArgs, obj s
 	optArgs = append(optArgs, t.args()...)
 	optArgs = append(optArgs, "-", "-o", "-")
 	llcArgs := append([]string{"-O3", "-filetype=obj", "-relocation-model=pic"}, t.args()...)
+	llcArgs = append(llcArgs, t.LLCFlags...)
 	llcArgs = append(llcArgs, "-", "-o", obj)
 	opt := exec.CommandContext(ctx, tc.Opt, optArgs...)
 	llc := exec.CommandContext(ctx, tc.LLC, llcArgs...)
@@ -351,11 +352,12 @@ func dirOf(p string) string {
 	return "."
 }
 
-// targetArgs are the target options opt and llc share, and opt's extra
-// flags.
+// targetArgs are the target options opt and llc share, and each one's
+// extra flags.
 type targetArgs struct {
 	Triple, CPU, Features string
 	OptFlags              []string
+	LLCFlags              []string
 }
 
 // buildArgs returns the target and optimizer flags for module m.
@@ -363,9 +365,14 @@ type targetArgs struct {
 // LLVM's own loop unrolling is off unless the options ask for it: the
 // schedule says what to unroll (and unrolling a vectorized micro-kernel
 // once more mostly costs compile time: three times opt's time on gemm).
+// llc's loop strength reduction is off where the schedule says so
+// (llvm.NoLSRKey).
 func buildArgs(m *llvm.Module) targetArgs {
 	t := m.Options.Target
 	a := targetArgs{Triple: t.Triple, CPU: t.CPU, Features: t.Features}
+	if m.DisableLSR {
+		a.LLCFlags = []string{"-disable-lsr"} // see llvm.NoLSRKey
+	}
 	if !m.Options.LLVMUnroll {
 		a.OptFlags = append(a.OptFlags, "-disable-loop-unrolling")
 	}
@@ -422,6 +429,6 @@ func Emit(m *llvm.Module, stage string) (string, error) {
 	if err != nil || stage == "opt" {
 		return optimized, err
 	}
-	llcArgs := append(append([]string{"-O3", "-relocation-model=pic"}, t.args()...), "-", "-o", "-")
+	llcArgs := append(append(append([]string{"-O3", "-relocation-model=pic"}, t.args()...), t.LLCFlags...), "-", "-o", "-")
 	return run("llc", tc.LLC, llcArgs, optimized)
 }

@@ -44,11 +44,13 @@ const BuildEnv = "LOOM_LLVM_BUILD"
 
 const workerHello = "LOOM-LLVM-WORKER 1\n"
 
-// workerPool holds the idle workers of one worker program and libLLVM.
+// workerPool holds the idle workers of one worker program and libLLVM,
+// apart by the options LLVM holds for a whole process (idle[1]: llc's
+// loop strength reduction off, idle[0]: on).
 type workerPool struct {
 	exe, lib, arch string
 	version        int // LLVM's release
-	idle           chan *llvmWorker
+	idle           [2]chan *llvmWorker
 
 	mu      sync.Mutex
 	broken  error // why no worker starts; then builds run opt and llc
@@ -108,7 +110,12 @@ func (tc *Toolchain) newWorkerPool(dir string) *workerPool {
 	if err != nil {
 		return nil
 	}
-	return &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idleFor: workerIdle, idle: make(chan *llvmWorker, runtime.GOMAXPROCS(0))}
+	return &workerPool{exe: exe, lib: lib, arch: arch, version: tc.Version, idleFor: workerIdle, idle: idleQueues(runtime.GOMAXPROCS(0))}
+}
+
+// idleQueues returns a pool's idle queues of n workers each.
+func idleQueues(n int) [2]chan *llvmWorker {
+	return [2]chan *llvmWorker{make(chan *llvmWorker, n), make(chan *llvmWorker, n)}
 }
 
 func (p *workerPool) failed() error {
@@ -183,6 +190,7 @@ func buildWorker(dir string) (string, error) {
 
 // llvmWorker is one running worker process.
 type llvmWorker struct {
+	noLSR     int // its idle queue: 1 once it built without loop strength reduction
 	idleSince time.Time
 	cmd       *exec.Cmd
 	in        io.WriteCloser
@@ -237,6 +245,14 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 	if p.version >= 16 {
 		flags |= 2 // opt infers the data layout from the triple
 	}
+	noLSR := 0
+	for _, f := range t.LLCFlags {
+		if f != "-disable-lsr" {
+			return errNoWorker
+		}
+		flags |= 4 // for the whole process: a worker of its own (idle[1])
+		noLSR = 1
+	}
 	if len(ir) >= 1<<31 {
 		return errNoWorker // the protocol's lengths are 32 bits
 	}
@@ -249,7 +265,7 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 		var w *llvmWorker
 		reused := false
 		select {
-		case w = <-p.idle:
+		case w = <-p.idle[noLSR]:
 			reused = true
 		default:
 			var err error
@@ -259,6 +275,7 @@ func (p *workerPool) compile(ctx context.Context, ir string, t targetArgs, obj s
 				p.mu.Unlock()
 				return errNoWorker
 			}
+			w.noLSR = noLSR
 		}
 		w.stderr.Reset()
 		stop := context.AfterFunc(ctx, func() { w.cmd.Process.Kill() })
@@ -303,7 +320,7 @@ func (p *workerPool) put(w *llvmWorker) {
 
 func (p *workerPool) keep(w *llvmWorker) {
 	select {
-	case p.idle <- w:
+	case p.idle[w.noLSR] <- w:
 	default:
 		w.kill()
 	}
@@ -312,15 +329,17 @@ func (p *workerPool) keep(w *llvmWorker) {
 // reap stops the workers idle for longer than p.idleFor.
 func (p *workerPool) reap() {
 	for range time.Tick(p.idleFor / 3) {
-		for range len(p.idle) {
-			select {
-			case w := <-p.idle:
-				if time.Since(w.idleSince) > p.idleFor {
-					w.kill()
-				} else {
-					p.keep(w)
+		for _, idle := range p.idle {
+			for range len(idle) {
+				select {
+				case w := <-idle:
+					if time.Since(w.idleSince) > p.idleFor {
+						w.kill()
+					} else {
+						p.keep(w)
+					}
+				default:
 				}
-			default:
 			}
 		}
 	}

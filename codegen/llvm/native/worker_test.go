@@ -36,7 +36,10 @@ func testPool(t *testing.T) (*Toolchain, *workerPool) {
 
 // TestWorkerMatchesOptAndLLC: the build worker writes the very object
 // file opt -O3 | llc -O3 writes, byte for byte, with and without LLVM's
-// unrolling, for the host's CPU and for a named one.
+// unrolling, for the host's CPU and for a named one, and without llc's
+// loop strength reduction (-disable-lsr, llvm.NoLSRKey) and with it,
+// each from a worker of its kind. The flag reaches the worker: gemm's
+// object differs with it.
 func TestWorkerMatchesOptAndLLC(t *testing.T) {
 	tc, p := testPool(t)
 	dir := t.TempDir()
@@ -44,10 +47,13 @@ func TestWorkerMatchesOptAndLLC(t *testing.T) {
 		name string
 		c    workload.Case
 		opts llvm.Options
+		lsr  bool // llc's loop strength reduction on (no LLCFlags)
 	}{
-		{"gemm", workload.Matmul(32, 48, 16), llvm.Options{}},
-		{"softmax unrolled", workload.Softmax(7, 33), llvm.Options{LLVMUnroll: true}},
-		{"chain x86-64-v2", workload.Chain(3, 5, 17), llvm.Options{Target: llvm.Target{Triple: "x86_64-unknown-linux-gnu", CPU: "x86-64-v2"}}},
+		{"gemm", workload.Matmul(32, 48, 16), llvm.Options{}, false},
+		{"softmax unrolled", workload.Softmax(7, 33), llvm.Options{LLVMUnroll: true}, false},
+		{"chain x86-64-v2", workload.Chain(3, 5, 17), llvm.Options{Target: llvm.Target{Triple: "x86_64-unknown-linux-gnu", CPU: "x86-64-v2"}}, false},
+		{"gemm with loop strength reduction", workload.Matmul(32, 48, 16), llvm.Options{}, true},
+		{"gemm again", workload.Matmul(32, 48, 16), llvm.Options{}, false},
 	}
 	for i, c := range cases {
 		if c.opts.Target.Triple != "" && runtime.GOARCH != "amd64" {
@@ -58,6 +64,9 @@ func TestWorkerMatchesOptAndLLC(t *testing.T) {
 			t.Fatal(err)
 		}
 		ir, args := m.String(), buildArgs(m)
+		if !c.lsr {
+			args.LLCFlags = []string{"-disable-lsr"} // as llvm.NoLSRKey asks
+		}
 		viaProcess := filepath.Join(dir, "p"+string(rune('0'+i))+".o")
 		viaWorker := filepath.Join(dir, "w"+string(rune('0'+i))+".o")
 		if err := tc.compile(context.Background(), ir, args, viaProcess); err != nil {
@@ -71,6 +80,11 @@ func TestWorkerMatchesOptAndLLC(t *testing.T) {
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s: the worker's object (%d bytes) differs from opt and llc's (%d bytes)", c.name, len(b), len(a))
 		}
+	}
+	without, _ := os.ReadFile(filepath.Join(dir, "w0.o"))
+	with, _ := os.ReadFile(filepath.Join(dir, "w3.o"))
+	if bytes.Equal(without, with) {
+		t.Errorf("gemm's object is the same with llc's loop strength reduction and without it")
 	}
 }
 
@@ -114,7 +128,7 @@ define <16 x float> @g(<16 x float> %x) {
 // builds to opt and llc, not to an error.
 func TestWorkerStartFailure(t *testing.T) {
 	tc, p := testPool(t)
-	bad := &workerPool{exe: p.exe, lib: "/nonexistent/libLLVM-0.so", arch: p.arch, idle: make(chan *llvmWorker, 1)}
+	bad := &workerPool{exe: p.exe, lib: "/nonexistent/libLLVM-0.so", arch: p.arch, idle: idleQueues(1)}
 	m, err := llvm.Lower(workload.Chain(2, 2, 8).Func, llvm.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,17 +154,17 @@ func TestIdleWorkersStop(t *testing.T) {
 		}
 	}
 	build()
-	if len(p.idle) != 1 {
-		t.Fatalf("%d idle workers after a build, want 1", len(p.idle))
+	if len(p.idle[0]) != 1 {
+		t.Fatalf("%d idle workers after a build, want 1", len(p.idle[0]))
 	}
-	w := <-p.idle
-	p.idle <- w
+	w := <-p.idle[0]
+	p.idle[0] <- w
 	deadline := time.Now().Add(10 * time.Second)
 	for w.cmd.Process.Signal(syscall.Signal(0)) == nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if w.cmd.Process.Signal(syscall.Signal(0)) == nil {
-		t.Fatalf("the idle worker was not stopped (%d idle)", len(p.idle))
+		t.Fatalf("the idle worker was not stopped (%d idle)", len(p.idle[0]))
 	}
 	build()
 }
@@ -169,10 +183,10 @@ func TestDeadIdleWorker(t *testing.T) {
 	if err := build(); err != nil {
 		t.Fatal(err)
 	}
-	w := <-p.idle
+	w := <-p.idle[0]
 	w.cmd.Process.Kill()
 	w.cmd.Process.Wait()
-	p.idle <- w
+	p.idle[0] <- w
 	if err := build(); err != nil {
 		t.Errorf("the build after an idle worker died: %v", err)
 	}

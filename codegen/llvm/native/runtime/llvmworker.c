@@ -12,7 +12,10 @@
 // worker writes "LOOM-LLVM-WORKER 1\n". Each request is a u32 flags word
 // (bit 0: LLVM's loop unrolling on; bit 1: a module without a data layout
 // gets the target's before it is optimized, as opt does from LLVM 16 on,
-// where opt 14 optimizes it with LLVM's default layout) and four strings, each a u32 length
+// where opt 14 optimizes it with LLVM's default layout; bit 2: llc's
+// -disable-lsr, no loop strength reduction, an option of the whole
+// process: the first request sets it, and a later one that asks the
+// other way ends the worker, whose parent starts another) and four strings, each a u32 length
 // and its bytes: the IR, the triple, the CPU and the features (empty for
 // LLVM's defaults, CPU "native" for the host's CPU and features). The
 // answer is a status byte (0: the object follows; 1: the IR or the
@@ -58,6 +61,7 @@ static const char *(*GetDataLayoutStr)(Ref);
 static Ref (*CreateTargetDataLayout)(Ref);
 static void (*SetModuleDataLayout)(Ref, Ref);
 static void (*DisposeTargetData)(Ref);
+static void (*ParseCommandLineOptions)(int, const char *const *, const char *);
 
 enum { VerifierReturnStatus = 2, OptAggressive = 3, RelocPIC = 2, CodeModelDefault = 0, ObjectFile = 1 };
 
@@ -109,6 +113,7 @@ static void load(const char *path, const char *arch) {
 	LOAD(CreateTargetDataLayout);
 	LOAD(SetModuleDataLayout);
 	LOAD(DisposeTargetData);
+	LOAD(ParseCommandLineOptions);
 	// The native target's initializers are inline functions in LLVM's
 	// headers; their parts are exported under the target's name.
 	const char *parts[] = {"TargetInfo", "Target", "TargetMC", "AsmPrinter", "AsmParser"};
@@ -266,6 +271,25 @@ static void build(uint32_t flags, const char *ir, size_t irLen, const char *trip
 	free(allFeatures);
 }
 
+// setOptions gives LLVM the command-line options of request flags: the
+// first request's, once; -1 says whether bit 2 is set yet.
+static int lsrOff = -1;
+
+static void setOptions(uint32_t flags) {
+	int off = (flags & 4) != 0;
+	if (lsrOff == off)
+		return;
+	if (lsrOff >= 0) {
+		fprintf(stderr, "llvmworker: a request changes -disable-lsr, which holds for the whole process\n");
+		exit(4);
+	}
+	lsrOff = off;
+	if (off) {
+		const char *args[] = {"llvmworker", "-disable-lsr"};
+		ParseCommandLineOptions(2, args, NULL);
+	}
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3) {
 		fprintf(stderr, "usage: llvmworker LIBLLVM ARCH\n");
@@ -285,6 +309,7 @@ int main(int argc, char **argv) {
 			fprintf(stderr, "llvmworker: a request ended early\n");
 			return 1;
 		}
+		setOptions(flags);
 		build(flags, ir, irLen, triple, cpu, features);
 		free(ir);
 		free(triple);
