@@ -94,20 +94,20 @@ func TestUnrolledReductionSymbolicRows(t *testing.T) {
 	})
 }
 
-// plainConvSrc is a dense 3x3 convolution in NHWC at 14x14 over 24 input
+// plainConvSrc is a dense 3x3 convolution in NHWC at 6x6 over 24 input
 // channels to OO filters, its weights as the graph gives them, for
 // defaultOf.
-const plainConvSrc = `func conv(X: float32[16, 16, 24], W: float32[3, 3, 24, OO], Y: float32[14, 14, OO]) {
+const plainConvSrc = `func conv(X: float32[8, 8, 24], W: float32[3, 3, 24, OO], Y: float32[6, 6, OO]) {
   ScheduleBlock(root) {
-    serial for (h, 0, 14) {
-      serial for (w, 0, 14) {
+    serial for (h, 0, 6) {
+      serial for (w, 0, 6) {
         serial for (c, 0, OO) {
           serial for (rc, 0, 24) {
             serial for (rh, 0, 3) {
               serial for (rw, 0, 3) {
                 ScheduleBlock(Y) {
                   vh, vw, vc, vrc, vrh, vrw = axis.bind(h, w, c, rc, rh, rw)
-                  axis.domain(vh = spatial(0, 14), vw = spatial(0, 14), vc = spatial(0, OO), vrc = reduce(0, 24), vrh = reduce(0, 3), vrw = reduce(0, 3))
+                  axis.domain(vh = spatial(0, 6), vw = spatial(0, 6), vc = spatial(0, OO), vrc = reduce(0, 24), vrh = reduce(0, 3), vrw = reduce(0, 3))
                   reads(Y[vh, vw, vc], X[vh + vrh, vw + vrw, vrc], W[vrh, vrw, vrc, vc])
                   writes(Y[vh, vw, vc])
                   init {
