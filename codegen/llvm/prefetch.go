@@ -141,5 +141,5 @@ func laneKey(l lanes) string {
 		}
 		return fmt.Sprintf("%p", v)
 	}
-	return fmt.Sprintf("%s|%s*%d|%s+%d", val(l.u), val(l.base), l.stride, val(l.v), l.off)
+	return fmt.Sprintf("%s|%s*%d/%d|%s+%d", val(l.u), val(l.base), l.stride, l.group, val(l.v), l.off)
 }
