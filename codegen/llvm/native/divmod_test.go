@@ -123,6 +123,8 @@ func TestVectorStepsLoads(t *testing.T) {
 		{"floordiv(vj, 8) * 8 + vk", 96, 12, 0, false, false},      // partial vectors
 		{"floordiv(vj + 1, 8) * 8 + vk", 100, 16, 0, false, false}, // base not a multiple
 		{"floordiv(vj, 8) * 8 + 7 - vk", 96, 16, 0, true, true},
+		{"floordiv(vj, 4) * 4 + min(floordiv(vj, 8), 1)", 96, 16, 0, false, false}, // steps of two groups in a min: lane by lane
+		{"floordiv(vj, 4) + floordiv(vj, 8)", 96, 16, 0, false, false},             // steps of two groups added
 	} {
 		src := fmt.Sprintf(`func steps(A: float32[%[1]d], Y: float32[4, 5, %[2]d]) {
   ScheduleBlock(root) {
