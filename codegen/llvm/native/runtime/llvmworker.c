@@ -271,8 +271,9 @@ static void build(uint32_t flags, const char *ir, size_t irLen, const char *trip
 	free(allFeatures);
 }
 
-// setOptions gives LLVM the command-line options of request flags: the
-// first request's, once; -1 says whether bit 2 is set yet.
+// setOptions gives LLVM the command-line options of a request's flags,
+// once, at the first request. lsrOff is bit 2 as set then (-1: no
+// request yet).
 static int lsrOff = -1;
 
 static void setOptions(uint32_t flags) {
