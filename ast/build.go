@@ -390,7 +390,7 @@ func (b *Builder) Build(outputs ...*Tensor) (*Func, error) {
 	for _, s := range b.stages {
 		stmts = append(stmts, b.lower(s))
 	}
-	f.Body = &ScheduleBlock{Name: "root", Body: seqOf(stmts)}
+	f.Body = &ScheduleBlock{Name: RootBlock, Body: seqOf(stmts)}
 	if err := Verify(f); err != nil {
 		return nil, fmt.Errorf("ast: build %s: %w\n%s", b.name, err, Explain(f, err))
 	}

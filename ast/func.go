@@ -19,6 +19,11 @@ type Func struct {
 	Body   Stmt
 }
 
+// RootBlock is the name of the block that holds a function's whole body,
+// as [Builder] writes it: the schedule primitives treat it as the nest's
+// root, never as a computation.
+const RootBlock = "root"
+
 // Param returns the buffer parameter named name, or nil.
 func (f *Func) Param(name string) *Buffer {
 	for _, b := range f.Params {

@@ -58,6 +58,18 @@ func FuzzParse(f *testing.F) {
 		if !ast.Equal(fn, again) || ast.Hash(fn) != ast.Hash(again) {
 			t.Fatalf("round trip changed the structure:\n%s", text)
 		}
+		// Whatever parses has a canonical form that verifies, is its own,
+		// and renames back.
+		c, back := ast.Canonical(fn)
+		if err := ast.Verify(c); err != nil {
+			t.Fatalf("canonical form does not verify: %v\n%s", err, ast.Print(c))
+		}
+		if cc, _ := ast.Canonical(c); !ast.Equal(cc, c) {
+			t.Fatalf("canonical form is not its own:\n%s", ast.Print(c))
+		}
+		if g, err := ast.Rename(c, back); err != nil || !ast.Equal(g, fn) {
+			t.Fatalf("canonical form does not rename back (%v):\n%s", err, text)
+		}
 	})
 }
 

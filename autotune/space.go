@@ -29,7 +29,7 @@ func (sp *Space) Sample(f *ast.Func, seed uint64) (*schedule.Schedule, error) {
 	}
 	var names []string
 	for _, b := range f.Blocks() {
-		if b.Name != "root" {
+		if b.Name != ast.RootBlock {
 			names = append(names, b.Name)
 		}
 	}

@@ -31,7 +31,7 @@ func (s *Schedule) ComputeInline(b Block) error {
 		}
 	}
 	switch {
-	case blk.Name == "root" || len(blk.Iters) == 0 && st == nil:
+	case blk.Name == ast.RootBlock || len(blk.Iters) == 0 && st == nil:
 		return illegal(prim, s.f, here, "block %s is not a computation", blk.Name)
 	case blk.IsReduction() || blk.Init != nil:
 		return illegal(prim, s.f, here, "block %s is a reduction; only element-wise blocks can be inlined (its result depends on all the reduce iterations)", blk.Name)
