@@ -222,13 +222,14 @@ func (db *Database) BestFor(f *ast.Func, sizes map[string]int64, target string) 
 		return nil, nil, err
 	}
 	var ok []*Record
-	for _, r := range eligible(recs, ast.Hash(f).String(), target) {
+	k := formsOf(f)
+	for _, r := range k.eligible(recs, target) {
 		if r.Bucket == nil && sameSizes(r.Sizes, sizes) {
 			ok = append(ok, r)
 		}
 	}
 	slices.SortStableFunc(ok, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
-	return firstReplaying(f, ok, false)
+	return firstReplaying(k, ok, false)
 }
 
 // BestAnySize is BestFor for when no record at these sizes will do: it
@@ -242,11 +243,11 @@ func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64
 	if err != nil {
 		return nil, nil, err
 	}
-	hash := ast.Hash(f).String()
-	ok := eligible(recs, hash, target)
+	k := formsOf(f)
+	ok := k.eligible(recs, target)
 	workloads := map[string]bool{}
 	for _, r := range recs {
-		if r.Name == name && r.Workload != hash && r.Target == target {
+		if r.Name == name && !k.is(r.Workload) && r.Target == target {
 			workloads[r.Workload] = true
 		}
 	}
@@ -256,7 +257,7 @@ func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64
 	// A bucket's times are means over its sizes: not comparable.
 	ok = slices.DeleteFunc(ok, func(r *Record) bool { return r.Bucket != nil })
 	exact := func(r *Record) int {
-		if r.Workload == hash && sameSizes(r.Sizes, sizes) {
+		if k.is(r.Workload) && sameSizes(r.Sizes, sizes) {
 			return 0
 		}
 		return 1
@@ -264,7 +265,7 @@ func (db *Database) BestAnySize(f *ast.Func, name string, sizes map[string]int64
 	slices.SortStableFunc(ok, func(a, b *Record) int {
 		return cmp.Or(cmp.Compare(exact(a), exact(b)), cmp.Compare(a.Median, b.Median))
 	})
-	return firstReplaying(f, ok, true)
+	return firstReplaying(k, ok, true)
 }
 
 // BucketChoice is the schedule a bucket's tuning found best: the
@@ -288,17 +289,18 @@ func (db *Database) Buckets(f *ast.Func, target string) ([]BucketChoice, error) 
 		return nil, err
 	}
 	groups := map[string][]*Record{}
-	for _, r := range eligible(recs, ast.Hash(f).String(), target) {
+	k := formsOf(f)
+	for _, r := range k.eligible(recs, target) {
 		if r.Bucket != nil {
-			k := bucketKey(r.Bucket)
-			groups[k] = append(groups[k], r)
+			b := bucketKey(r.Bucket)
+			groups[b] = append(groups[b], r)
 		}
 	}
 	var out []BucketChoice
-	for _, k := range slices.Sorted(maps.Keys(groups)) {
-		g := groups[k]
+	for _, b := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[b]
 		slices.SortStableFunc(g, func(a, b *Record) int { return cmp.Compare(a.Median, b.Median) })
-		r, fn, err := firstReplaying(f, g, false)
+		r, fn, err := firstReplaying(k, g, false)
 		if err != nil || r == nil {
 			continue // no record of it replays (another loom's): the bucket's sizes take the default
 		}
@@ -411,22 +413,14 @@ func InBucket(b map[string][2]int64, sizes map[string]int64) bool {
 }
 
 // firstReplaying returns the first of recs (sorted fastest first) whose
-// trace replays on f; with anyWorkload, a record of another function
-// replays its trace as it is.
-func firstReplaying(f *ast.Func, recs []*Record, anyWorkload bool) (*Record, *ast.Func, error) {
+// trace replays on its form of a function (see forms.apply); with
+// anyWorkload, a record of another function replays its trace as it is.
+func firstReplaying(k *forms, recs []*Record, anyWorkload bool) (*Record, *ast.Func, error) {
 	var first error
 	for _, r := range recs {
-		var g *ast.Func
-		var err error
-		if anyWorkload {
-			// Recorded at other sizes: its tilings are fitted to these.
-			var s *schedule.Schedule
-			if s, err = Replay(f, r.Trace, schedule.AdaptDecisions()); err == nil {
-				g = s.Func()
-			}
-		} else {
-			g, err = r.Apply(f)
-		}
+		// Recorded at other sizes (anyWorkload): its tilings are fitted
+		// to these.
+		g, err := k.apply(r, anyWorkload)
 		if err == nil {
 			return r, g, nil
 		}
@@ -532,13 +526,12 @@ func eligible(recs []*Record, workload, target string) []*Record {
 	return out
 }
 
-// Apply returns the function the record built: Schedule's.
+// Apply returns the function the record built: Schedule's. A record of
+// a function's canonical form (a model's tuning makes those: see
+// DistinctTasks) applies to every function of that structure, and
+// builds it under the function's own names.
 func (r *Record) Apply(f *ast.Func) (*ast.Func, error) {
-	s, err := r.Schedule(f)
-	if err != nil {
-		return nil, err
-	}
-	return s.Func(), nil
+	return formsOf(f).apply(r, false)
 }
 
 // Schedule replays the record's trace on f, the unscheduled function it

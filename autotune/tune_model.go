@@ -44,32 +44,44 @@ type ModelTask struct {
 	Weight int
 }
 
-// DistinctTasks merges the tasks of the same function at the same sizes
-// on the same target (by structural hash: a 12-layer transformer's
-// layers are one task each kernel, not twelve), in the order they first
-// appear; a task's weight is how many of tasks it stands for.
+// DistinctTasks merges the tasks of one computation at the same sizes on
+// the same target, in the order they first appear; a task's weight is
+// how many of tasks it stands for. Tasks are compared by the structural
+// hash of their functions' canonical forms (ast.Canonical), blind to
+// names: a 12-layer transformer's layers, whose kernels are named after
+// their layers, are one task each kernel, not twelve. A merged task's
+// function is that canonical form (its name and sizes the first task's),
+// so that its records serve every kernel it stands for: Record.Apply
+// and the Database's lookups build them under each kernel's own names.
 func DistinctTasks(tasks []*Task) []ModelTask {
 	var out []ModelTask
 	index := map[string]int{}
 	for _, t := range tasks {
-		k := distinctKey(t)
+		k, canon := distinctKey(t)
 		if i, ok := index[k]; ok {
 			out[i].Weight++
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, ModelTask{Task: t, Weight: 1})
+		c := *t
+		c.Func = canon
+		out = append(out, ModelTask{Task: &c, Weight: 1})
 	}
 	return out
 }
 
 // SameKernel reports whether DistinctTasks makes a and b one task.
-func SameKernel(a, b *Task) bool { return distinctKey(a) == distinctKey(b) }
+func SameKernel(a, b *Task) bool {
+	ka, _ := distinctKey(a)
+	kb, _ := distinctKey(b)
+	return ka == kb
+}
 
-// distinctKey tells tasks apart: function and sizes (taskKey), bucket
-// and target.
-func distinctKey(t *Task) string {
-	return taskKey(t) + "|" + bucketKey(t.Bucket) + "|" + t.Target
+// distinctKey tells tasks apart: the canonical form of the function (which
+// it returns too) and sizes, bucket and target.
+func distinctKey(t *Task) (string, *ast.Func) {
+	canon, _ := ast.Canonical(t.Func)
+	return ast.Hash(canon).String() + fmt.Sprint(sortedSizes(t.Sizes)) + "|" + bucketKey(t.Bucket) + "|" + t.Target, canon
 }
 
 // ModelOptions control TuneModel. Options are each task's search's
@@ -584,7 +596,8 @@ const resumeOthers = 4
 func modelKey(tasks []ModelTask) string {
 	var keys []string
 	for _, t := range tasks {
-		keys = append(keys, fmt.Sprintf("%s*%d", distinctKey(t.Task), t.Weight))
+		k, _ := distinctKey(t.Task)
+		keys = append(keys, fmt.Sprintf("%s*%d", k, t.Weight))
 	}
 	sort.Strings(keys)
 	sum := sha256.Sum256([]byte(strings.Join(keys, ";")))

@@ -85,3 +85,82 @@ func TestTune(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneRepeatedLayers: two layers whose kernels differ only in their
+// names are one task of weight 2, and the module built with the database
+// runs the one record in both layers, computing what the default
+// schedules do.
+func TestTuneRepeatedLayers(t *testing.T) {
+	g, err := fusion.ParseJSON([]byte(`{
+  "name": "two_layers",
+  "inputs": [
+    {"name": "X", "dtype": "float32", "shape": ["T", 32]},
+    {"name": "W0", "dtype": "float32", "shape": [32, 32]},
+    {"name": "B0", "dtype": "float32", "shape": [32]},
+    {"name": "W1", "dtype": "float32", "shape": [32, 32]},
+    {"name": "B1", "dtype": "float32", "shape": [32]}
+  ],
+  "nodes": [
+    {"op": "matmul", "inputs": ["X", "W0"], "output": "layer0_mm"},
+    {"op": "add", "inputs": ["layer0_mm", "B0"], "output": "layer0_add"},
+    {"op": "relu", "inputs": ["layer0_add"], "output": "layer0_out"},
+    {"op": "matmul", "inputs": ["layer0_out", "W1"], "output": "layer1_mm"},
+    {"op": "add", "inputs": ["layer1_mm", "B1"], "output": "layer1_add"},
+    {"op": "relu", "inputs": ["layer1_add"], "output": "Out"}
+  ],
+  "outputs": ["Out"]
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "tuning.jsonl")
+	sizes := map[string]int64{"T": 8}
+	res, err := module.Tune(context.Background(), g, sizes, autotune.LocalOptions{Trials: 2, Confirm: -1, DB: db, CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tasks) != 1 || res.Tasks[0].Weight != 2 {
+		t.Fatalf("%d tasks (weight %d), want the two layers as one task of weight 2", len(res.Tasks), res.Tasks[0].Weight)
+	}
+	cache, err := native.NewCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := autotune.OpenDatabase(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := module.Compile(g, module.Options{Cache: cache, Database: opened})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := tuned.Kernels()
+	if len(ks) != 2 || ks[0][1] != "record" || ks[1][1] != "record" || ks[0][0] == ks[1][0] {
+		t.Fatalf("kernels %v, want both layers' kernels from the record", ks)
+	}
+	plain, err := module.Compile(g, module.Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := inputsAt(t, g, sizes, 5)
+	want, err := plain.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Run(ins, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tuned.NewOutputs(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tuned.Run(ins, got); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if e := check.MaxRelErr(got[name].Data, w.Data); e > 1e-5 {
+			t.Errorf("output %s: the tuned module differs from the default by %g", name, e)
+		}
+	}
+}

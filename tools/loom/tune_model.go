@@ -153,16 +153,18 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 		if out == "" || tr.Best == nil {
 			continue
 		}
-		f, err := tr.Best.Apply(tr.Task.Func)
-		if err != nil {
-			fmt.Fprintf(stderr, "loom tune: %s: %v\n", tr.Task.Name, err)
-			return 1
-		}
 		write := writeKernel
 		if t.arch != "" {
 			write = writeCUDAKernel(t.arch)
 		}
 		for _, i := range members[d] {
+			// The task's function is the kernels' canonical form: each
+			// kernel is built under its own names.
+			f, err := tr.Best.Apply(tasks[i].Func)
+			if err != nil {
+				fmt.Fprintf(stderr, "loom tune: %s: %v\n", jobs[i].Name, err)
+				return 1
+			}
 			if _, err := write(out, names[i], f); err != nil {
 				fmt.Fprintln(stderr, "loom tune:", err)
 				return 1
