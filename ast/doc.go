@@ -37,6 +37,10 @@
 // pointed out, which is how loom reports an error about a place in the IR.
 // [Equal] and [Hash] compare functions structurally; the hash is stable
 // across runs and platforms and keys loom's caches and tuning records.
+// Names count in both; [Canonical] renames a function's identifiers in
+// order of first appearance, so that functions that differ only in their
+// names (the layers of a network) hash alike, and [Rename] gives a
+// function scheduled from that form its own names back.
 //
 // # Rewriting
 //

@@ -118,3 +118,52 @@ func ExampleHash() {
 	fmt.Println(ast.Equal(f1, f2), ast.Hash(f1) == ast.Hash(f2))
 	// Output: true true
 }
+
+// Two layers of a network compute the same thing under different names:
+// their canonical forms are one, so one tuning record serves both, and
+// the renaming Canonical returns gives a function built from the
+// canonical form the layer's names back.
+func ExampleCanonical() {
+	layer := func(n string) *ast.Func {
+		f, err := ast.Parse(`func ` + n + `(` + n + `_in: float32[4], ` + n + `_out: float32[4]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      ScheduleBlock(` + n + `_relu) {
+        v = axis.bind(i)
+        axis.domain(v = spatial(0, 4))
+        reads(` + n + `_in[v])
+        writes(` + n + `_out[v])
+        ` + n + `_out[v] = max(` + n + `_in[v], 0.0f)
+      }
+    }
+  }
+}
+`)
+		if err != nil {
+			panic(err)
+		}
+		return f
+	}
+	c0, back := ast.Canonical(layer("layer0"))
+	c1, _ := ast.Canonical(layer("layer1"))
+	fmt.Println(ast.Hash(c0) == ast.Hash(c1))
+	fmt.Print(ast.Print(c0))
+	f, _ := ast.Rename(c0, back)
+	fmt.Println(ast.Equal(f, layer("layer0")))
+	// Output:
+	// true
+	// func kernel(_b0: float32[4], _b1: float32[4]) {
+	//   ScheduleBlock(root) {
+	//     serial for (_v0, 0, 4) {
+	//       ScheduleBlock(_s0) {
+	//         _v1 = axis.bind(_v0)
+	//         axis.domain(_v1 = spatial(0, 4))
+	//         reads(_b0[_v1])
+	//         writes(_b1[_v1])
+	//         _b1[_v1] = max(_b0[_v1], 0.0f)
+	//       }
+	//     }
+	//   }
+	// }
+	// true
+}
