@@ -183,6 +183,7 @@ func (r *renamer) stmt(s Stmt) Stmt {
 type canonicalizer struct {
 	renamer
 	names [3]map[string]string // old -> canonical, by kind
+	next  [3]int               // the number of the next canonical name
 }
 
 var canonicalPrefix = [3]string{"_b", "_v", "_s"}
@@ -194,7 +195,12 @@ func (c *canonicalizer) assign(kind int, old string) string {
 	if kind == blocks && old == RootBlock {
 		return old
 	}
-	n := canonicalPrefix[kind] + strconv.Itoa(len(c.names[kind]))
+	n := canonicalPrefix[kind] + strconv.Itoa(c.next[kind])
+	c.next[kind]++
+	for kind == vars && c.sizes[n] { // a symbolic size has the name
+		n = canonicalPrefix[kind] + strconv.Itoa(c.next[kind])
+		c.next[kind]++
+	}
 	c.names[kind][old] = n
 	return n
 }

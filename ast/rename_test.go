@@ -186,3 +186,35 @@ func TestRenameDerivedAndCollisions(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalAvoidsSizeNames: a symbolic size named like a canonical
+// variable keeps its name, and the variables are numbered past it.
+func TestCanonicalAvoidsSizeNames(t *testing.T) {
+	f, err := ast.Parse(`func f[_v0: int32](A: float32[_v0], B: float32[_v0]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, _v0) {
+      ScheduleBlock(B) {
+        v = axis.bind(i)
+        axis.domain(v = spatial(0, _v0))
+        reads(A[v])
+        writes(B[v])
+        B[v] = A[v] * 2.0f
+      }
+    }
+  }
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, back := ast.Canonical(f)
+	if err := ast.Verify(c); err != nil {
+		t.Fatalf("%v\n%s", err, ast.Print(c))
+	}
+	if text := ast.Print(c); !strings.Contains(text, "serial for (_v1, 0, _v0)") {
+		t.Errorf("the loop variable is not numbered past the size:\n%s", text)
+	}
+	if g, err := ast.Rename(c, back); err != nil || !ast.Equal(g, f) {
+		t.Errorf("renaming back: %v", err)
+	}
+}
