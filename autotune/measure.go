@@ -21,6 +21,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm"
 	"github.com/loom-go/loom/codegen/llvm/native"
+	"github.com/loom-go/loom/internal/cacheflush"
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/errbound"
 )
@@ -121,6 +122,20 @@ type workRequest struct {
 	// unscheduled function writes first (check.WrittenFirst), the same
 	// for the reference and every candidate.
 	Poison []string `json:"poison,omitempty"`
+	// Flush names the buffers every timed run starts with out of the
+	// caches (Task.Cold).
+	Flush []string `json:"flush,omitempty"`
+}
+
+// coldNames names the parameters of task.Cold.
+func coldNames(task *Task) []string {
+	var out []string
+	for _, i := range task.Cold {
+		if i >= 0 && i < len(task.Func.Params) {
+			out = append(out, task.Func.Params[i].Name)
+		}
+	}
+	return out
 }
 
 // poisoned returns the outputs of task's function that its data starts
@@ -161,7 +176,7 @@ func (r *ProcessRunner) Run(ctx context.Context, task *Task, cands []*Candidate,
 		case builds[i].Err != nil:
 			out[i].Err = builds[i].Err
 		default:
-			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task), Target: r.Target, Poison: poisoned(task.Func)})
+			resp, werr := r.work(ctx, workRequest{Func: ast.Print(c.Func), Sizes: task.Sizes, Reference: ref, Cutoff: r.cutoff(task), Target: r.Target, Poison: poisoned(task.Func), Flush: coldNames(task)})
 			if werr != nil {
 				out[i].Err = werr
 			} else {
@@ -585,15 +600,19 @@ func serve(req *workRequest) *workResponse {
 	// kernel of a few microseconds would be judged by (the default
 	// schedule of a 128x768 transpose lost its tuning that way on two
 	// threads, 0.066 ms measured for 0.003).
+	var cold []any
+	for _, name := range req.Flush {
+		cold = append(cold, args[name])
+	}
+	timed := timer(call, cold)
 	if req.Cutoff > 0 {
 		slow := true
 		var least float64
 		for try := 0; try < 2 && slow; try++ {
-			start := time.Now()
-			if err := call.Run(); err != nil {
+			d, err := timed(1)
+			if err != nil {
 				return fail(err)
 			}
-			d := time.Since(start).Seconds()
 			if try == 0 || d < least {
 				least = d
 			}
@@ -607,13 +626,11 @@ func serve(req *workRequest) *workResponse {
 	// Calibrate: repeat the kernel until a sample takes MinSeconds.
 	reps := 1
 	for {
-		start := time.Now()
-		for range reps {
-			if err := call.Run(); err != nil {
-				return fail(err)
-			}
+		d, err := timed(reps)
+		if err != nil {
+			return fail(err)
 		}
-		if d := time.Since(start).Seconds(); d >= req.MinSeconds || reps >= 1<<20 {
+		if d >= req.MinSeconds || reps >= 1<<20 {
 			if reps == 1 && d > 1 {
 				// A run of more than a second: this one is a sample too.
 				resp.Seconds = append(resp.Seconds, d)
@@ -624,13 +641,40 @@ func serve(req *workRequest) *workResponse {
 	}
 	// Samples until Repeats of them, or until they took timeBudget (a
 	// slow kernel's few samples say enough).
-	timed := time.Now()
-	for len(resp.Seconds) < req.Repeats && (len(resp.Seconds) == 0 || time.Since(timed) < timeBudget) {
-		start := time.Now()
-		for range reps {
-			call.Run()
-		}
-		resp.Seconds = append(resp.Seconds, time.Since(start).Seconds()/float64(reps))
+	sampling := time.Now()
+	for len(resp.Seconds) < req.Repeats && (len(resp.Seconds) == 0 || time.Since(sampling) < timeBudget) {
+		d, _ := timed(reps)
+		resp.Seconds = append(resp.Seconds, d/float64(reps))
 	}
 	return resp
+}
+
+// timer returns a function that runs the call n times and says how long
+// the runs took. With cold buffers, each run is timed alone, after they
+// are flushed from the caches (Task.Cold).
+func timer(call *native.Call, cold []any) func(n int) (float64, error) {
+	if len(cold) == 0 {
+		return func(n int) (float64, error) {
+			start := time.Now()
+			for range n {
+				if err := call.Run(); err != nil {
+					return 0, err
+				}
+			}
+			return time.Since(start).Seconds(), nil
+		}
+	}
+	return func(n int) (float64, error) {
+		var total time.Duration
+		for range n {
+			cacheflush.Slices(cold...)
+			start := time.Now()
+			err := call.Run()
+			total += time.Since(start)
+			if err != nil {
+				return 0, err
+			}
+		}
+		return total.Seconds(), nil
+	}
 }

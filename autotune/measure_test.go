@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/codegen/llvm/native"
 	"github.com/loom-go/loom/internal/allocprof"
+	"github.com/loom-go/loom/internal/cacheflush"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -312,5 +314,42 @@ func TestCandidateDataFromTheTask(t *testing.T) {
 	}
 	if runs := r.Run(context.Background(), task, cands, builds); runs[0].Err != nil {
 		t.Errorf("a candidate that reads its output first: %v", runs[0].Err)
+	}
+}
+
+// TestColdWeights: a task whose weight is timed out of the caches
+// (Task.Cold, set by SetCold where the machine flushes them) files its
+// records under the cold target, names the weight to the worker, and
+// its candidates are checked and timed as any: a correct one gets its
+// samples, a wrong one fails.
+func TestColdWeights(t *testing.T) {
+	b, r := testRunner(t)
+	src := `func scale(W: float32[65536], X: float32[65536], Y: float32[65536]) {
+  serial for (i, 0, 65536) { Y[i] = X[i] * W[i] }
+}`
+	task := &Task{Name: "scale", Func: mustParse(t, src), Target: "t"}
+	task.SetCold(nil)
+	if task.Cold != nil || task.Target != "t" {
+		t.Fatalf("SetCold(nil) changed the task: %v, %s", task.Cold, task.Target)
+	}
+	task.SetCold([]int{0, 7})
+	if !cacheflush.Supported {
+		if task.Cold != nil || task.Target != "t" {
+			t.Fatalf("SetCold on a machine that cannot flush changed the task: %v, %s", task.Cold, task.Target)
+		}
+		t.Skip("this machine cannot flush its caches")
+	}
+	if task.Target != ColdTarget("t") || !slices.Equal(coldNames(task), []string{"W"}) {
+		t.Fatalf("cold task: target %s, flushes %v; want %s and W (position 7 is no parameter)", task.Target, coldNames(task), ColdTarget("t"))
+	}
+	wrong := mustParse(t, strings.Replace(src, "X[i] * W[i]", "X[i] + W[i]", 1))
+	cands := []*Candidate{{Func: task.Func}, {Func: wrong}}
+	builds := b.Build(context.Background(), task, cands)
+	runs := r.Run(context.Background(), task, cands, builds)
+	if runs[0].Err != nil || len(runs[0].Seconds) != 3 || runs[0].Seconds[0] <= 0 {
+		t.Errorf("correct candidate timed cold: %+v", runs[0])
+	}
+	if runs[1].Err == nil {
+		t.Errorf("wrong candidate timed cold passed: %+v", runs[1])
 	}
 }

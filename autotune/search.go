@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/cacheflush"
 	"github.com/loom-go/loom/internal/check"
 	"github.com/loom-go/loom/internal/sysmem"
 	"github.com/loom-go/loom/schedule"
@@ -39,7 +40,35 @@ type Task struct {
 	// geometric mean of those medians. Records keep the bucket.
 	Bucket   map[string][2]int64
 	SizeSets []map[string]int64
+	// Cold are the positions among Func's parameters of the buffers a
+	// model's call finds out of the caches when the kernel runs: its
+	// weights, each read once per call, hundreds of megabytes in all.
+	// Every timed run of a candidate starts with them flushed from the
+	// caches (on x86-64; see package internal/cacheflush), the flush
+	// outside the time: timed again and again with its weights cached,
+	// a kernel measures faster than it runs in the model (a 12-layer
+	// BERT's feed-forward products at one thread, 20%), and the schedule
+	// that wins cached need not win there. Records of such a task are
+	// filed under ColdTarget of its target (the caller sets Target so),
+	// never compared with cached times.
+	Cold []int
 }
+
+// SetCold makes the task time its runs with the weights at positions
+// weights out of the caches (Task.Cold) and file its records under
+// ColdTarget of its target, where this machine can flush them (x86-64);
+// elsewhere, or without weights, the task stays as it is.
+func (t *Task) SetCold(weights []int) {
+	if len(weights) == 0 || !cacheflush.Supported {
+		return
+	}
+	t.Cold = slices.Clone(weights)
+	t.Target = ColdTarget(t.Target)
+}
+
+// ColdTarget is the target key of the records of tasks timed with their
+// weights out of the caches (Task.Cold): key with "/cold-weights".
+func ColdTarget(key string) string { return key + "/cold-weights" }
 
 // Check returns an error when the task cannot be measured: a function
 // that does not verify, a symbolic size without a value (or a value for

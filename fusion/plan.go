@@ -68,6 +68,28 @@ type Buffer struct {
 	AliasOf *Tensor
 }
 
+// Weights returns the positions among the parameters of k's function of
+// the graph's constants k reads: a model's weights, which one run of the
+// plan reads once each (autotune.Task.Cold times a kernel with them out
+// of the caches). A kernel's parameters are its inputs, then its
+// outputs.
+func (p *Plan) Weights(k *Kernel) []int {
+	if len(k.Func.Params) != len(k.Inputs)+len(k.Outputs) {
+		return nil
+	}
+	role := map[string]Role{}
+	for _, b := range p.Buffers {
+		role[b.Tensor.Name] = b.Role
+	}
+	var out []int
+	for i, name := range k.Inputs {
+		if r, ok := role[name]; ok && r == RoleConstant {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // newPlan builds the plan of g's groups.
 func newPlan(g *Graph, groups []*group) (*Plan, error) {
 	p := &Plan{Graph: g}

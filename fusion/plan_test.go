@@ -1,6 +1,7 @@
 package fusion_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,5 +90,56 @@ func TestMemoryPlanLiveRanges(t *testing.T) {
 	}
 	if !reused {
 		t.Error("no plan reused any memory")
+	}
+}
+
+// TestPlanWeights: the positions of a kernel's constant inputs among its
+// parameters, the graph's inputs, scalar constants (folded into the code)
+// and intermediates left out.
+func TestPlanWeights(t *testing.T) {
+	g, err := fusion.ParseJSON([]byte(`{
+  "name": "w",
+  "inputs": [{"name": "X", "dtype": "float32", "shape": [2, 3]}],
+  "constants": [
+    {"name": "W", "dtype": "float32", "shape": [3, 4], "data": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]},
+    {"name": "B", "dtype": "float32", "shape": [4], "data": [1, 2, 3, 4]},
+    {"name": "two", "dtype": "float32", "shape": [], "data": [2]}
+  ],
+  "nodes": [
+    {"op": "mul", "inputs": ["X", "two"], "output": "X2"},
+    {"op": "exp", "inputs": ["X2"], "output": "E"},
+    {"op": "reduce_sum", "inputs": ["E"], "output": "S", "attrs": {"axes": [1], "keepdims": true}},
+    {"op": "div", "inputs": ["E", "S"], "output": "P"},
+    {"op": "matmul", "inputs": ["P", "W"], "output": "M"},
+    {"op": "add", "inputs": ["M", "B"], "output": "Y"}
+  ],
+  "outputs": ["Y"]
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fusion.Compile(g, fusion.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, k := range p.Kernels {
+		var names []string
+		for _, i := range p.Weights(k) {
+			names = append(names, k.Func.Params[i].Name)
+		}
+		var want []string
+		for i, in := range k.Inputs {
+			if in == "W" || in == "B" {
+				want = append(want, k.Func.Params[i].Name)
+				found++
+			}
+		}
+		if fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Errorf("kernel %s (inputs %v): weights %v, want %v", k.Name, k.Inputs, names, want)
+		}
+	}
+	if found != 2 {
+		t.Fatalf("the kernels read W and B %d times, want 2:\n%s", found, p)
 	}
 }

@@ -350,8 +350,12 @@ func scheduleOf(k *fusion.Kernel, t autotune.Target, key string, db *autotune.Da
 		if buckets, err = db.Buckets(k.Func, key); err != nil {
 			return nil, "", nil, err
 		}
-		if r, f, err := db.BestAnySize(k.Func, k.Name, nil, key); err == nil && r != nil {
-			return f, "record", buckets, nil
+		// Records of a model's tuning, timed with the weights out of the
+		// caches (autotune.Task.Cold), first.
+		for _, target := range []string{autotune.ColdTarget(key), key} {
+			if r, f, err := db.BestAnySize(k.Func, k.Name, nil, target); err == nil && r != nil {
+				return f, "record", buckets, nil
+			}
 		}
 	}
 	s, err := autotune.Default(k.Func, t)

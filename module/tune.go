@@ -51,7 +51,9 @@ func Tune(ctx context.Context, g *fusion.Graph, sizes map[string]int64, o autotu
 		for _, s := range k.Func.Sizes {
 			ks[s.Name] = sizes[s.Name]
 		}
-		tasks = append(tasks, l.Task(k.Name, k.Func, ks))
+		task := l.Task(k.Name, k.Func, ks)
+		task.SetCold(plan.Weights(k)) // timed as the model runs it
+		tasks = append(tasks, task)
 	}
 	return l.TuneModel(ctx, autotune.DistinctTasks(tasks))
 }

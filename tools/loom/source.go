@@ -221,6 +221,10 @@ type job struct {
 	// conversion: the kernel only moves a graph input or output between
 	// layouts (isConversion); the suite times it apart.
 	conversion bool
+	// weights are the positions of the graph's constants among the
+	// kernel's parameters (fusion.Plan.Weights): a model's tuning times
+	// the kernel with them out of the caches (autotune.Task.Cold).
+	weights []int
 }
 
 // rate is how fast a run of seconds is, in the job's unit. A bucket's
@@ -363,7 +367,7 @@ func (src *source) jobs() ([]*job, error) {
 		if err := checkCase(c); err != nil {
 			return nil, fmt.Errorf("%s: kernel %s at %s: %v", src.graph, k.Name, strings.Join(dims, ","), err)
 		}
-		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: c, conversion: isConversion(p, k)})
+		out = append(out, &job{Name: k.Name, Shape: strings.Join(dims, ","), Case: c, conversion: isConversion(p, k), weights: p.Weights(k)})
 	}
 	return out, nil
 }

@@ -71,6 +71,11 @@ type kernelResult struct {
 func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run modelRun, dbPath, out string, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	budget, trials := run.budget, run.trials
 	tasks := tasksOf(t, jobs)
+	if t.arch == "" {
+		for i, task := range tasks {
+			task.SetCold(jobs[i].weights) // timed as the model runs it
+		}
+	}
 	distinct := autotune.DistinctTasks(tasks)
 	// Which graph kernels (by index) each distinct task stands for.
 	members := make([][]int, len(distinct))
