@@ -42,18 +42,7 @@ func TestTune(t *testing.T) {
 	if res.Trials != 3 || len(res.Tasks) != 3 {
 		t.Fatalf("%d trials over %d tasks, want 3 over the MLP's 3 kernels", res.Trials, len(res.Tasks))
 	}
-	cache, err := native.NewCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened, err := autotune.OpenDatabase(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuned, err := module.Compile(g, module.Options{Cache: cache, Database: opened})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache, tuned := compileTuned(t, g, dir, db)
 	records := 0
 	for _, k := range tuned.Kernels() {
 		if strings.HasPrefix(k[1], "record") {
@@ -114,18 +103,7 @@ func TestTuneRepeatedLayers(t *testing.T) {
 	if task := res.Tasks[0].Task; runtime.GOARCH == "amd64" && (!slices.Equal(task.Cold, []int{1, 2}) || !strings.HasSuffix(task.Target, "/cold-weights")) {
 		t.Errorf("the task times %v cold under target %s, want the weights [1 2] under a cold target", task.Cold, task.Target)
 	}
-	cache, err := native.NewCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened, err := autotune.OpenDatabase(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuned, err := module.Compile(g, module.Options{Cache: cache, Database: opened})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache, tuned := compileTuned(t, g, dir, db)
 	ks := tuned.Kernels()
 	if len(ks) != 2 || ks[0][1] != "record" || ks[1][1] != "record" || ks[0][0] == ks[1][0] {
 		t.Fatalf("kernels %v, want both layers' kernels from the record", ks)
@@ -161,4 +139,23 @@ func sameAsDefault(t *testing.T, g *fusion.Graph, cache *native.Cache, tuned *mo
 			t.Errorf("output %s: the tuned module differs from the default by %g", name, e)
 		}
 	}
+}
+
+// compileTuned compiles g with the tuning database at db, its kernels
+// cached in dir, and returns the cache and the module.
+func compileTuned(t *testing.T, g *fusion.Graph, dir, db string) (*native.Cache, *module.Module) {
+	t.Helper()
+	cache, err := native.NewCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := autotune.OpenDatabase(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := module.Compile(g, module.Options{Cache: cache, Database: opened})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache, tuned
 }
