@@ -16,7 +16,7 @@ import (
 //
 // With Derived set, a name that extends a renamed one by a suffix that
 // starts with an underscore is renamed with it (i_o from i, A_shared from
-// A): the names schedule primitives derive from a function's names follow
+// A; a block's name may extend a buffer's and a buffer's a block's): the names schedule primitives derive from a function's names follow
 // the function's when the renaming undoes [Canonical] on a scheduled
 // function.
 type Renaming struct {
@@ -215,19 +215,43 @@ type renamingWalk struct {
 }
 
 func (n *renamingWalk) lookup(kind int, old string) string {
-	m := [3]map[string]string{n.r.Buffers, n.r.Vars, n.r.Blocks}[kind]
-	name, ok := m[old]
-	if !ok && n.r.Derived {
-		name, ok = derivedName(m, old)
-	}
-	if !ok {
-		name = old
-	}
+	name := n.r.name(kind, old)
 	if prev, ok := n.used[kind][name]; ok && prev != old && n.err == nil {
 		n.err = fmt.Errorf("%s %s and %s would both be named %s", kindNames[kind], prev, old, name)
 	}
 	n.used[kind][name] = old
 	return name
+}
+
+// Buffer, Var and Block give the new name of a buffer, a variable or a
+// block under r (the name itself when r keeps it), as [Rename] names
+// it: for the names a schedule's trace refers to (schedule.Trace.Renamed).
+func (r *Renaming) Buffer(name string) string { return r.name(buffers, name) }
+func (r *Renaming) Var(name string) string    { return r.name(vars, name) }
+func (r *Renaming) Block(name string) string  { return r.name(blocks, name) }
+
+func (r *Renaming) name(kind int, old string) string {
+	m := [3]map[string]string{r.Buffers, r.Vars, r.Blocks}[kind]
+	if name, ok := m[old]; ok {
+		return name
+	}
+	if r.Derived {
+		if name, ok := derivedName(m, old); ok {
+			return name
+		}
+		// Primitives name blocks after buffers and buffers after blocks
+		// (a cache of A is the block A_local).
+		switch kind {
+		case blocks:
+			m = r.Buffers
+		case buffers:
+			m = r.Blocks
+		}
+		if name, ok := derivedName(m, old); ok {
+			return name
+		}
+	}
+	return old
 }
 
 // derivedName renames a name that extends a renamed one by a suffix that

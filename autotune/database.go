@@ -526,25 +526,31 @@ func eligible(recs []*Record, workload, target string) []*Record {
 	return out
 }
 
-// Apply returns the function the record built: Schedule's. A record of
-// a function's canonical form (a model's tuning makes those: see
-// DistinctTasks) applies to every function of that structure, and
-// builds it under the function's own names.
+// Apply returns the function the record built: Schedule's.
 func (r *Record) Apply(f *ast.Func) (*ast.Func, error) {
-	return formsOf(f).apply(r, false)
+	return funcOf(r.Schedule(f))
 }
 
 // Schedule replays the record's trace on f, the unscheduled function it
 // was tuned for, and returns the schedule: its function is the one the
-// record built and measured, its trace the record's. The trace is
-// replayed up to its post-processing and finished anew (see Finish and
-// Replay), which is the same for a record of this loom and completes the
-// record of a loom that did not record the steps that follow the rules.
-func (r *Record) Schedule(f *ast.Func) (*schedule.Schedule, error) {
-	if h := ast.Hash(f).String(); h != r.Workload {
-		return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, f.Name, h)
-	}
-	return Replay(f, r.Trace)
+// record built and measured, its trace the record's. A record of a
+// function's canonical form (a model's tuning makes those: see
+// DistinctTasks) schedules every function of that structure, under the
+// function's own names (its trace renamed: schedule.Trace.Renamed). The
+// trace is replayed up to its post-processing and finished anew (see
+// Finish and Replay), which is the same for a record of this loom and
+// completes the record of a loom that did not record the steps that
+// follow the rules. opts are the replay's.
+func (r *Record) Schedule(f *ast.Func, opts ...schedule.Option) (*schedule.Schedule, error) {
+	return formsOf(f).schedule(r, false, opts...)
+}
+
+// Adapt is Schedule for a record made at other sizes of f, or for
+// another function of the same computation (BestAnySize finds those): its
+// decisions are fitted to f's sizes (schedule.AdaptDecisions). The
+// record's times were measured at its own sizes.
+func (r *Record) Adapt(f *ast.Func, opts ...schedule.Option) (*schedule.Schedule, error) {
+	return formsOf(f).schedule(r, true, opts...)
 }
 
 // Replay replays trace t on f up to its post-processing (see

@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/schedule"
@@ -15,14 +16,14 @@ import (
 // forms of a function, so that a lookup finds the records of either and
 // a record of the canonical form builds a function under f's names.
 type forms struct {
-	f, canon        *ast.Func
+	f               *ast.Func
 	hash, canonHash string
 	back            *ast.Renaming // canonical names -> f's
 }
 
 func formsOf(f *ast.Func) *forms {
 	canon, back := ast.Canonical(f)
-	return &forms{f: f, canon: canon, hash: ast.Hash(f).String(), canonHash: ast.Hash(canon).String(), back: back}
+	return &forms{f: f, hash: ast.Hash(f).String(), canonHash: ast.Hash(canon).String(), back: back}
 }
 
 // CanonicalWorkload is the workload (ast.Hash) of f's canonical form:
@@ -42,43 +43,34 @@ func (k *forms) eligible(recs []*Record, target string) []*Record {
 	return out
 }
 
-// apply replays r on the form it was made for and returns the function it
-// builds, under f's names. With adapt, r may have been made at other sizes
-// or for another function of the same task (see BestAnySize): its
-// decisions are fitted to these sizes, on whichever form its trace's
-// names fit.
+// apply replays r on f and returns the function it builds (see
+// schedule).
 func (k *forms) apply(r *Record, adapt bool) (*ast.Func, error) {
-	if adapt {
-		s, err := Replay(k.f, r.Trace, schedule.AdaptDecisions())
-		if err == nil || k.canonHash == k.hash {
-			return funcOf(s, err)
-		}
-		g, cerr := funcOf(Replay(k.canon, r.Trace, schedule.AdaptDecisions()))
-		if cerr != nil {
-			return nil, err
-		}
-		return k.restore(g)
-	}
-	switch r.Workload {
-	case k.hash:
-		return funcOf(r.Schedule(k.f))
-	case k.canonHash:
-		g, err := funcOf(r.Schedule(k.canon))
-		if err != nil {
-			return nil, err
-		}
-		return k.restore(g)
-	}
-	return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, k.f.Name, k.hash)
+	return funcOf(k.schedule(r, adapt))
 }
 
-// restore gives a function scheduled from the canonical form f's names.
-func (k *forms) restore(g *ast.Func) (*ast.Func, error) {
-	out, err := ast.Rename(g, k.back)
-	if err != nil {
-		return nil, fmt.Errorf("autotune: a record of %s's structure under other names: %w", k.f.Name, err)
+// schedule replays r on f, under f's names: a record of the canonical
+// form with its trace renamed. With adapt, r may have been made at other
+// sizes or for another function of the same task (see BestAnySize): its
+// decisions are fitted to these sizes, and its trace names that
+// function's identifiers or its canonical form's, whichever replays.
+func (k *forms) schedule(r *Record, adapt bool, opts ...schedule.Option) (*schedule.Schedule, error) {
+	switch {
+	case r.Workload == k.hash && !adapt:
+		return Replay(k.f, r.Trace, opts...)
+	case r.Workload == k.canonHash && !adapt:
+		return Replay(k.f, r.Trace.Renamed(k.back), opts...)
+	case !adapt:
+		return nil, fmt.Errorf("autotune: the record is for workload %.12s, not %s (%.12s)", r.Workload, k.f.Name, k.hash)
 	}
-	return out, nil
+	opts = append(slices.Clone(opts), schedule.AdaptDecisions())
+	s, err := Replay(k.f, r.Trace, opts...)
+	if err != nil && k.canonHash != k.hash {
+		if c, cerr := Replay(k.f, r.Trace.Renamed(k.back), opts...); cerr == nil {
+			return c, nil
+		}
+	}
+	return s, err
 }
 
 func funcOf(s *schedule.Schedule, err error) (*ast.Func, error) {

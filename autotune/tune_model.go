@@ -42,6 +42,9 @@ import (
 type ModelTask struct {
 	Task   *Task
 	Weight int
+	// Members are the positions, in the tasks DistinctTasks was given, of
+	// the tasks this one stands for (Weight of them).
+	Members []int
 }
 
 // DistinctTasks merges the tasks of one computation at the same sizes on
@@ -56,25 +59,19 @@ type ModelTask struct {
 func DistinctTasks(tasks []*Task) []ModelTask {
 	var out []ModelTask
 	index := map[string]int{}
-	for _, t := range tasks {
+	for n, t := range tasks {
 		k, canon := distinctKey(t)
 		if i, ok := index[k]; ok {
 			out[i].Weight++
+			out[i].Members = append(out[i].Members, n)
 			continue
 		}
 		index[k] = len(out)
 		c := *t
 		c.Func = canon
-		out = append(out, ModelTask{Task: &c, Weight: 1})
+		out = append(out, ModelTask{Task: &c, Weight: 1, Members: []int{n}})
 	}
 	return out
-}
-
-// SameKernel reports whether DistinctTasks makes a and b one task.
-func SameKernel(a, b *Task) bool {
-	ka, _ := distinctKey(a)
-	kb, _ := distinctKey(b)
-	return ka == kb
 }
 
 // distinctKey tells tasks apart: the canonical form of the function (which

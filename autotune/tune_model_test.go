@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,9 @@ func TestDistinctTasks(t *testing.T) {
 	if len(got) != 2 || !same(got[0], a) || got[0].Weight != 3 || !same(got[1], b) || got[1].Weight != 1 {
 		t.Fatalf("DistinctTasks: %+v, want matmul 64 x3 then matmul 32 x1", got)
 	}
+	if !slices.Equal(got[0].Members, []int{0, 2, 3}) || !slices.Equal(got[1].Members, []int{1}) {
+		t.Errorf("members %v and %v, want [0 2 3] and [1]", got[0].Members, got[1].Members)
+	}
 	c := matmulTask(64)
 	c.Target = "other"
 	if got := DistinctTasks([]*Task{a, c}); len(got) != 2 {
@@ -74,7 +78,7 @@ func TestTuneModelSpendsWhereItPays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := []ModelTask{{light, 1}, {heavy, 4}}
+	tasks := []ModelTask{{Task: light, Weight: 1}, {Task: heavy, Weight: 4}}
 	runner := scaledRunner{scale: map[string]float64{heavy.Name: 10, light.Name: 1}}
 	var rounds []ModelProgress
 	res, err := TuneModel(context.Background(), tasks, fakeBuilder{}, runner, ModelOptions{
@@ -131,7 +135,7 @@ func TestTuneModelResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := matmulTask(64), matmulTask(32)
-	tasks := []ModelTask{{a, 2}, {b, 1}}
+	tasks := []ModelTask{{Task: a, Weight: 2}, {Task: b, Weight: 1}}
 	runner := scaledRunner{scale: map[string]float64{a.Name: 3, b.Name: 1}}
 	opts := ModelOptions{
 		Options: Options{Seed: 9, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"},
@@ -200,12 +204,12 @@ func TestTuneModelBudget(t *testing.T) {
 	dir := t.TempDir()
 	a := matmulTask(64)
 	state := filepath.Join(dir, "state.json")
-	st := map[string]modelState{modelKey([]ModelTask{{a, 1}}): {Spent: 3600, Trials: 10, Rounds: 2}}
+	st := map[string]modelState{modelKey([]ModelTask{{Task: a, Weight: 1}}): {Spent: 3600, Trials: 10, Rounds: 2}}
 	data, _ := json.Marshal(st)
 	if err := os.WriteFile(state, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := TuneModel(context.Background(), []ModelTask{{a, 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{
+	res, err := TuneModel(context.Background(), []ModelTask{{Task: a, Weight: 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{
 		Options: Options{Seed: 1, Population: 8, Batch: 4, Version: "test", Confirm: 2},
 		Budget:  time.Hour, State: state,
 	})
@@ -222,7 +226,7 @@ func TestTuneModelBudget(t *testing.T) {
 func TestTuneModelBusy(t *testing.T) {
 	a := matmulTask(64)
 	for _, noise := range []float64{0, 0.2} {
-		res, err := TuneModel(context.Background(), []ModelTask{{a, 1}}, fakeBuilder{}, scaledRunner{scale: map[string]float64{a.Name: 1}, noise: noise}, ModelOptions{
+		res, err := TuneModel(context.Background(), []ModelTask{{Task: a, Weight: 1}}, fakeBuilder{}, scaledRunner{scale: map[string]float64{a.Name: 1}, noise: noise}, ModelOptions{
 			Options: Options{Trials: 8, Seed: 1, Population: 8, Batch: 8, Version: "test"},
 		})
 		if err != nil {
@@ -242,15 +246,15 @@ func TestTuneModelBadInput(t *testing.T) {
 	if _, err := TuneModel(ctx, nil, fakeBuilder{}, fakeRunner{}, ModelOptions{Options: Options{Trials: 1}}); err == nil {
 		t.Error("no task: no error")
 	}
-	if _, err := TuneModel(ctx, []ModelTask{{a, 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{}); err == nil {
+	if _, err := TuneModel(ctx, []ModelTask{{Task: a, Weight: 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{}); err == nil {
 		t.Error("neither budget nor trials: no error")
 	}
-	if _, err := TuneModel(ctx, []ModelTask{{a, 0}}, fakeBuilder{}, fakeRunner{}, ModelOptions{Options: Options{Trials: 1}}); err == nil {
+	if _, err := TuneModel(ctx, []ModelTask{{Task: a, Weight: 0}}, fakeBuilder{}, fakeRunner{}, ModelOptions{Options: Options{Trials: 1}}); err == nil {
 		t.Error("weight 0: no error")
 	}
 	state := filepath.Join(t.TempDir(), "state.json")
 	os.WriteFile(state, []byte("{not json"), 0o644)
-	if _, err := TuneModel(ctx, []ModelTask{{a, 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{Options: Options{Trials: 1}, State: state}); err == nil {
+	if _, err := TuneModel(ctx, []ModelTask{{Task: a, Weight: 1}}, fakeBuilder{}, fakeRunner{}, ModelOptions{Options: Options{Trials: 1}, State: state}); err == nil {
 		t.Error("a damaged state file: no error")
 	}
 }
@@ -265,7 +269,7 @@ func TestTuneModelSequential(t *testing.T) {
 	}
 	a, b := matmulTask(64), matmulTask(32)
 	runner := scaledRunner{scale: map[string]float64{a.Name: 10, b.Name: 1}}
-	res, err := TuneModel(context.Background(), []ModelTask{{b, 1}, {a, 4}}, fakeBuilder{}, runner, ModelOptions{
+	res, err := TuneModel(context.Background(), []ModelTask{{Task: b, Weight: 1}, {Task: a, Weight: 4}}, fakeBuilder{}, runner, ModelOptions{
 		Options:    Options{Trials: 32, Seed: 2, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"},
 		Sequential: true,
 	})
@@ -322,7 +326,7 @@ func TestResumeOtherSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := ModelOptions{Options: Options{Trials: 12, Seed: 4, Population: 8, Batch: 8, Mutants: 8, DB: db, Version: "test"}}
-	if _, err := TuneModel(context.Background(), []ModelTask{{task(64), 1}}, fakeBuilder{}, fakeRunner{}, opts); err != nil {
+	if _, err := TuneModel(context.Background(), []ModelTask{{Task: task(64), Weight: 1}}, fakeBuilder{}, fakeRunner{}, opts); err != nil {
 		t.Fatal(err)
 	}
 	recs, _, err := db.Load()

@@ -110,15 +110,29 @@ func (rf *recordFlags) best(j *job) (*autotune.Record, error) {
 		return nil, err
 	}
 	f := j.Case.Func
-	r, _, err := db.BestFor(f, j.Case.Sizes, rf.target())
-	if r == nil && err == nil && rf.anySize {
-		r, _, err = db.BestAnySize(f, j.Name, j.Case.Sizes, rf.target())
+	// A model's kernels are tuned with their weights out of the caches
+	// (autotune.Task.SetCold), as the model runs them: those records
+	// first, as a module takes them.
+	targets := []string{autotune.ColdTarget(rf.target()), rf.target()}
+	for _, target := range targets {
+		r, _, err := db.BestFor(f, j.Case.Sizes, target)
+		if err != nil {
+			return nil, fmt.Errorf("%s in %s: %v", j.Name, db.Path, err)
+		}
+		if r != nil {
+			return r, nil
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s in %s: %v", j.Name, db.Path, err)
-	}
-	if r != nil {
-		return r, nil
+	if rf.anySize {
+		for _, target := range targets {
+			r, _, err := db.BestAnySize(f, j.Name, j.Case.Sizes, target)
+			if err != nil {
+				return nil, fmt.Errorf("%s in %s: %v", j.Name, db.Path, err)
+			}
+			if r != nil {
+				return r, nil
+			}
+		}
 	}
 	msg := fmt.Sprintf("%s at %s has no successful record for %s in %s", j.Name, j.Shape, rf.target(), db.Path)
 	have, _ := db.Holdings(j.Name)
@@ -136,9 +150,9 @@ func (rf *recordFlags) best(j *job) (*autotune.Record, error) {
 // record of other sizes (-any-size) has its tilings fitted to these.
 func replayRecord(r *autotune.Record, j *job, opts ...schedule.Option) (*schedule.Schedule, error) {
 	if !sameRecordSizes(r, j) {
-		opts = append(opts, schedule.AdaptDecisions())
+		return r.Adapt(j.Case.Func, opts...)
 	}
-	return autotune.Replay(j.Case.Func, r.Trace, opts...)
+	return r.Schedule(j.Case.Func, opts...)
 }
 
 // recordShape describes the sizes a record was measured at.
@@ -154,7 +168,9 @@ func recordShape(r *autotune.Record) string {
 
 // sameRecordSizes says whether a record was measured at the job's sizes.
 func sameRecordSizes(r *autotune.Record, j *job) bool {
-	return r.Workload == ast.Hash(j.Case.Func).String() && (maps.Equal(r.Sizes, j.Case.Sizes) || len(r.Sizes) == 0 && len(j.Case.Sizes) == 0)
+	f := j.Case.Func
+	own := r.Workload == ast.Hash(f).String() || r.Workload == autotune.CanonicalWorkload(f)
+	return own && (maps.Equal(r.Sizes, j.Case.Sizes) || len(r.Sizes) == 0 && len(j.Case.Sizes) == 0)
 }
 
 // noteReplacedSteps tells on w when a trace file's steps after its

@@ -80,16 +80,6 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 		}
 	}
 	distinct := autotune.DistinctTasks(tasks)
-	// Which graph kernels (by index) each distinct task stands for.
-	members := make([][]int, len(distinct))
-	for i, tk := range tasks {
-		for d, m := range distinct {
-			if autotune.SameKernel(m.Task, tk) {
-				members[d] = append(members[d], i)
-				break
-			}
-		}
-	}
 	opts := autotune.ModelOptions{
 		Options:    t.opts,
 		Budget:     budget,
@@ -144,7 +134,7 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 	status := 0
 	for d, tr := range res.Tasks {
 		k := kernelResult{Kernel: tr.Task.Name, Weight: tr.Weight, Shape: tr.Task.Shape, Trials: tr.Trials, Resumed: tr.Resumed}
-		for _, i := range members[d] {
+		for _, i := range distinct[d].Members {
 			k.Kernels = append(k.Kernels, jobs[i].Name)
 		}
 		if b := tr.Best; b != nil {
@@ -165,7 +155,7 @@ func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run 
 		if t.arch != "" {
 			write = writeCUDAKernel(t.arch)
 		}
-		for _, i := range members[d] {
+		for _, i := range distinct[d].Members {
 			// The task's function is the kernels' canonical form: each
 			// kernel is built under its own names.
 			f, err := tr.Best.Apply(tasks[i].Func)

@@ -68,6 +68,12 @@ func TestTuneModelKilled(t *testing.T) {
 			t.Errorf("%s: a schedule measured twice (trial %d of run %s):\n%s", r.Name, r.Trial, r.Run, r.Trace)
 		}
 	}
+	// The records (filed under the cold-weights target where this
+	// machine flushes the weights) serve the other commands.
+	code, stdout2, stderr2 := runLoom(t, "lower", "-graph", "../../testdata/fusion/mlp.json", "-size", "T=8", "-threads", "1", "-db", db, "-json")
+	if code != 0 || strings.Count(stdout2, `"schedule":`) != 3 {
+		t.Errorf("lower -db on the tuned MLP: exit %d, want its three kernels: %s\n%s", code, stderr2, stdout2)
+	}
 	last := stdout[strings.LastIndex(strings.TrimSpace(stdout), "\n")+1:]
 	var model modelRound
 	if err := json.Unmarshal([]byte(last), &model); err != nil || model.Kind != "model" || len(model.Kernels) != 3 || model.EstimateMs <= 0 {
