@@ -563,7 +563,11 @@ func (c *Client) job(kind string, task *autotune.Task, cand *autotune.Candidate,
 	if err != nil {
 		return nil, err
 	}
-	base := jobID(c.o.Campaign, kind, c.o.Target, c.o.Threads, cand.Hash, task.Sizes, 0)
+	var cold []int // a build does not time
+	if kind == KindMeasure {
+		cold = task.Cold
+	}
+	base := jobID(c.o.Campaign, kind, c.o.Target, c.o.Threads, cand.Hash, task.Sizes, cold, 0)
 	base = baseID(base)
 	n := 0
 	if kind == KindMeasure {
@@ -584,7 +588,7 @@ func (c *Client) job(kind string, task *autotune.Task, cand *autotune.Candidate,
 		V: Version, Kind: kind, ID: fmt.Sprintf("%s-%d", base, n), Campaign: c.o.Campaign, Target: c.o.Target,
 		Func: fn, Trace: tr, Hash: cand.Hash, Sizes: task.Sizes, Options: c.o.Options, Threads: c.o.Threads,
 		Repeats: c.o.Repeats, MinSeconds: c.o.MinSeconds, Timeout: c.o.Timeout.Seconds(), Attempts: c.o.Attempts,
-		Note: note,
+		Cold: cold, Note: note,
 	}, nil
 }
 

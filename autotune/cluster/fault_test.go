@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loom-go/loom/autotune"
+	"github.com/loom-go/loom/internal/cacheflush"
 	"github.com/loom-go/loom/schedule"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -39,6 +40,7 @@ func tuneOverQueue(url, dbPath string, trials int) error {
 	}
 	defer c.Close()
 	task := rowsumTask(nil)
+	task.SetCold([]int{0}) // as loom tune -model does: the workers flush X
 	o := testOptions
 	o.Trials, o.DB = trials, db
 	_, err = autotune.TuneModel(context.Background(), []autotune.ModelTask{{Task: task, Weight: 1}}, c.Builder(), c.Runner(),
@@ -139,6 +141,9 @@ func TestKillWorkerThenTuner(t *testing.T) {
 	for _, r := range recs {
 		if r.Job == "" {
 			t.Errorf("record without a job: %+v", r)
+		}
+		if want := rowsumTask(t); cacheflush.Supported && (r.Target != autotune.ColdTarget(want.Target) || r.Error != "") {
+			t.Errorf("record of trial %d: target %s, error %q; want the cold-weights target, timed", r.Trial, r.Target, r.Error)
 		}
 		for _, id := range strings.Split(r.Job, ",") {
 			jobs[id]++

@@ -14,6 +14,7 @@ import (
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/autotune"
 	"github.com/loom-go/loom/codegen/llvm"
+	"github.com/loom-go/loom/internal/cacheflush"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -55,6 +56,10 @@ type Job struct {
 	Repeats    int     `json:"repeats,omitempty"`
 	MinSeconds float64 `json:"min_seconds,omitempty"`
 	Timeout    float64 `json:"timeout,omitempty"`
+	// Cold are the positions of the function's parameters that every
+	// timed run starts with out of the caches (autotune.Task.Cold: a
+	// model's weights); a worker that cannot flush them fails the job.
+	Cold []int `json:"cold,omitempty"`
 	// Attempts is how many deliveries the job gets: one delivered again
 	// after that many (every worker that took it died or hung) fails
 	// without running.
@@ -127,6 +132,8 @@ func Decode(data []byte) (*Job, error) {
 		return nil, fmt.Errorf("cluster: job %s: timeout %g s or min_seconds %g out of range", j.ID, j.Timeout, j.MinSeconds)
 	case j.Options.VectorBits != 0 && j.Options.VectorBits != 128 && j.Options.VectorBits != 256 && j.Options.VectorBits != 512:
 		return nil, fmt.Errorf("cluster: job %s: vector_bits %d", j.ID, j.Options.VectorBits)
+	case len(j.Cold) > 1024 || slices.ContainsFunc(j.Cold, func(p int) bool { return p < 0 || p >= 1024 }):
+		return nil, fmt.Errorf("cluster: job %s: cold parameters %v out of range", j.ID, j.Cold)
 	}
 	return &j, nil
 }
@@ -143,9 +150,17 @@ func (j *Job) candidate() (*autotune.Task, *autotune.Candidate, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace: %v", err)
 	}
-	task := &autotune.Task{Name: f.Name, Func: f, Sizes: j.Sizes}
+	task := &autotune.Task{Name: f.Name, Func: f, Sizes: j.Sizes, Cold: j.Cold}
 	if err := task.Check(); err != nil {
 		return nil, nil, err
+	}
+	for _, p := range j.Cold {
+		if p >= len(f.Params) {
+			return nil, nil, fmt.Errorf("cold parameter %d of %s, which has %d", p, f.Name, len(f.Params))
+		}
+	}
+	if len(j.Cold) > 0 && !cacheflush.Supported {
+		return nil, nil, errors.New("the job times its weights out of the caches, and this worker's CPU has no cache flush (x86-64 has)")
 	}
 	s, err := autotune.Replay(f, tr)
 	if err != nil {
@@ -160,11 +175,14 @@ func (j *Job) candidate() (*autotune.Task, *autotune.Candidate, error) {
 
 // jobID names the n-th measurement (or build) of a candidate at sizes in
 // a campaign: the same on every restart of the tuner.
-func jobID(campaign, kind, target string, threads int, cand string, sizes map[string]int64, n int) string {
+func jobID(campaign, kind, target string, threads int, cand string, sizes map[string]int64, cold []int, n int) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00", campaign, kind, target, threads, cand)
 	for _, k := range slices.Sorted(maps.Keys(sizes)) {
 		fmt.Fprintf(h, "%s=%d\x00", k, sizes[k])
+	}
+	if len(cold) > 0 {
+		fmt.Fprintf(h, "cold=%v\x00", cold)
 	}
 	return fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil))[:32], n)
 }

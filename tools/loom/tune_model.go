@@ -71,10 +71,10 @@ type kernelResult struct {
 func (t *tuner) tuneModel(ctx context.Context, jobs []*job, names []string, run modelRun, dbPath, out string, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	budget, trials := run.budget, run.trials
 	tasks := tasksOf(t, jobs)
-	// Timed as the model runs them, with the weights out of the caches:
-	// by this machine's workers (a work queue's workers time them warm,
-	// a GPU has no such flush).
-	if _, local := t.runner.(*autotune.ProcessRunner); local && t.arch == "" {
+	// Timed as the model runs them, with the weights out of the caches,
+	// by this machine's workers or a work queue's (each job says which
+	// parameters to flush); a GPU has no such flush.
+	if t.arch == "" {
 		for i, task := range tasks {
 			task.SetCold(jobs[i].weights)
 		}
