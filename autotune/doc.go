@@ -47,7 +47,8 @@
 // them tasks, weighted by how often the model runs each; kernels that
 // differ only in their names, as a network's layers do, are one task
 // whose function is their canonical form, ast.Canonical, and whose
-// records the database finds for each of them under its own names; a
+// records the database finds for each of them and builds under its own
+// names, the record's trace renamed (Record.Schedule); a
 // task's weights, Task.Cold, are flushed from the caches before each
 // timed run, as a model's call finds them): every task's
 // default schedule is measured first, then each round of Tune's search

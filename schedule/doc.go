@@ -85,7 +85,10 @@
 // autotuner mutates a schedule. [Trace.Simplified] rewrites a trace for a
 // reader (loom replay prints it): each block and loop looked up once and
 // named after itself, the decisions written into the primitives, the
-// sampling steps gone; it rebuilds the same function.
+// sampling steps gone; it rebuilds the same function. [Trace.Renamed]
+// renames the blocks, loops and buffers a trace names (an ast.Renaming):
+// a trace made on a function's canonical form (ast.Canonical) replays on
+// the function under its own names.
 //
 // # A worked example
 //
