@@ -3,10 +3,12 @@ package autotune
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loom-go/loom/ast"
 	"github.com/loom-go/loom/internal/workload"
+	"github.com/loom-go/loom/schedule"
 )
 
 // layerNamed returns f with every identifier but its symbolic sizes and
@@ -148,4 +150,90 @@ func TestCanonicalRecordsServeEveryLayer(t *testing.T) {
 func mustCanonical(f *ast.Func) *ast.Func {
 	c, _ := ast.Canonical(f)
 	return c
+}
+
+// TestCanonicalRecordWhereADerivedNameIsTaken: a record of the canonical
+// form whose trace takes a block by a name a primitive derived (the cache
+// of A, A_local under the kernel's names) does not serve a kernel that
+// already has a block of that name: renamed, the trace would take that
+// block instead, so the lookup refuses it rather than build another
+// schedule than the record's.
+func TestCanonicalRecordWhereADerivedNameIsTaken(t *testing.T) {
+	f, err := ast.Parse(`func k(A: float32[4, 8], B: float32[4], D: float32[4, 8]) {
+  ScheduleBlock(root) {
+    serial for (i, 0, 4) {
+      serial for (j, 0, 8) {
+        ScheduleBlock(B) {
+          vi, vj = axis.bind(i, j)
+          axis.domain(vi = spatial(0, 4), vj = reduce(0, 8))
+          reads(B[vi], A[vi, vj])
+          writes(B[vi])
+          init {
+            B[vi] = 0.0f
+          }
+          B[vi] = B[vi] + A[vi, vj]
+        }
+      }
+    }
+    serial for (x, 0, 4) {
+      serial for (y, 0, 8) {
+        ScheduleBlock(A_local) {
+          vx, vy = axis.bind(x, y)
+          axis.domain(vx = spatial(0, 4), vy = spatial(0, 8))
+          reads(A[vx, vy])
+          writes(D[vx, vy])
+          D[vx, vy] = A[vx, vy] * 2.0f
+        }
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, back := ast.Canonical(f)
+	canonName := func(m map[string]string, own string) string {
+		for c, name := range m {
+			if name == own {
+				return c
+			}
+		}
+		t.Fatalf("no canonical name for %s", own)
+		return ""
+	}
+	s, err := schedule.New(canon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetBlock(canonName(back.Blocks, "B"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CacheRead(b, canonName(back.Buffers, "A"), "local"); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := s.GetBlock(canonName(back.Buffers, "A") + "_local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops, err := s.GetLoops(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Vectorize(loops[len(loops)-1]); err != nil {
+		t.Fatal(err)
+	}
+	r := &Record{Workload: CanonicalWorkload(f), Trace: s.Trace()}
+	if g, err := r.Apply(f); err == nil || !strings.Contains(err.Error(), "builds another function") {
+		t.Fatalf("the record built a function for a kernel whose name A_local is taken (%v):\n%s", err, ast.Print(g))
+	}
+	// The same record serves the kernel under names that leave A_local
+	// free.
+	free, err := ast.Rename(f, &ast.Renaming{Blocks: map[string]string{"A_local": "scale"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(free); err != nil {
+		t.Errorf("with A_local free: %v", err)
+	}
 }
