@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loom-go/loom/ast"
+	"github.com/loom-go/loom/internal/workload"
 	"github.com/loom-go/loom/schedule"
 )
 
@@ -13,29 +14,7 @@ import (
 // name) replays, its trace renamed back, on the function under its own
 // names, and builds the function the canonical schedule builds, renamed.
 func TestTraceRenamed(t *testing.T) {
-	f, err := ast.Parse(`func mm(A: float32[8, 6], B: float32[6, 4], C: float32[8, 4]) {
-  ScheduleBlock(root) {
-    serial for (i, 0, 8) {
-      serial for (j, 0, 4) {
-        serial for (k, 0, 6) {
-          ScheduleBlock(C) {
-            vi, vj, vk = axis.bind(i, j, k)
-            axis.domain(vi = spatial(0, 8), vj = spatial(0, 4), vk = reduce(0, 6))
-            reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            writes(C[vi, vj])
-            init {
-              C[vi, vj] = 0.0f
-            }
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-          }
-        }
-      }
-    }
-  }
-}`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := workload.Matmul(8, 4, 6).Func // loops i, j, k; block C
 	canon, back := ast.Canonical(f)
 	fwd := func(kind map[string]string, name string) string {
 		for c, own := range kind {
